@@ -1,0 +1,71 @@
+//! The agent CLIs Nightshift knows. Each session is run as one of them; `generic` is any command.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    Claude,
+    Codex,
+    Generic,
+}
+
+impl AgentKind {
+    pub const ALL: [AgentKind; 3] = [Self::Claude, Self::Codex, Self::Generic];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+            Self::Generic => "generic",
+        }
+    }
+
+    /// The agent a command runs, judged by the program's file name (`claude`, `/opt/bin/codex`, …).
+    pub fn infer(program: &str) -> Self {
+        match Path::new(program).file_name().and_then(|n| n.to_str()) {
+            Some("claude" | "claude.exe") => Self::Claude,
+            Some("codex") => Self::Codex,
+            _ => Self::Generic,
+        }
+    }
+}
+
+impl fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown agent `{0}`: expected one of claude, codex, generic")]
+pub struct UnknownAgent(String);
+
+impl FromStr for AgentKind {
+    type Err = UnknownAgent;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|a| a.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownAgent(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infers_from_the_program_name() {
+        assert_eq!(AgentKind::infer("claude"), AgentKind::Claude);
+        assert_eq!(AgentKind::infer("/usr/local/bin/codex"), AgentKind::Codex);
+        assert_eq!(AgentKind::infer("bash"), AgentKind::Generic);
+        assert_eq!("Claude".parse::<AgentKind>().unwrap(), AgentKind::Claude);
+        assert!("gpt".parse::<AgentKind>().unwrap_err().to_string().contains("claude, codex, generic"));
+    }
+}

@@ -1,0 +1,128 @@
+//! The command line: one file per verb.
+
+mod journal;
+mod run;
+mod send;
+mod sessions;
+mod stop;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use nightshift::paths::{Paths, STATE_DIR_ENV};
+use nightshift::store::{SessionRow, Store};
+
+#[derive(Debug, Parser)]
+#[command(name = "nightshift", version, about = "Keeps AI coding agents working through the night.")]
+struct Cli {
+    /// Where the journal and logs live [default: $XDG_STATE_HOME/nightshift]
+    #[arg(long, global = true, value_name = "DIR", env = STATE_DIR_ENV)]
+    state_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a command (an agent CLI) as a supervised session, in the foreground.
+    Run(run::Args),
+    /// List the sessions in the journal.
+    Sessions(sessions::Args),
+    /// Show the journal's events.
+    Journal(journal::Args),
+    /// Type text into a running session.
+    Send(send::Args),
+    /// Stop a running session (SIGHUP, then SIGKILL after a grace period).
+    Stop(stop::Args),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(cli.state_dir, args),
+        Command::Sessions(args) => sessions::run(cli.state_dir, args),
+        Command::Journal(args) => journal::run(cli.state_dir, args),
+        Command::Send(args) => send::run(cli.state_dir, args),
+        Command::Stop(args) => stop::run(cli.state_dir, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("nightshift: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens the journal of the given (or default) state directory.
+fn open_store(state_dir: Option<PathBuf>) -> anyhow::Result<(Paths, Store)> {
+    let paths = Paths::resolve(state_dir)?;
+    let store = Store::open(&paths.journal())?;
+    Ok((paths, store))
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Whether the process is still there (a pid that exists, even if we may not signal it).
+fn pid_alive(pid: i64) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+}
+
+/// The state to show for a session: what the journal says, unless the process that supervised it
+/// is gone without recording an end, in which case the session is `lost`.
+fn shown_state(row: &SessionRow) -> String {
+    let final_state = matches!(row.state.as_str(), "exited" | "failed");
+    if !final_state && !owner_alive(row) {
+        return "lost".to_string();
+    }
+    match (row.state.as_str(), row.exit_code, row.exit_signal.as_deref()) {
+        ("exited", _, Some(signal)) => format!("exited ({signal})"),
+        ("exited", Some(code), None) => format!("exited ({code})"),
+        ("failed", _, _) => "failed".to_string(),
+        (state, _, _) => state.to_string(),
+    }
+}
+
+fn owner_alive(row: &SessionRow) -> bool {
+    let socket_there = row.control_socket.as_ref().is_none_or(|s| std::path::Path::new(s).exists());
+    row.owner_pid.is_some_and(pid_alive) && socket_there
+}
+
+/// The control socket of the process that runs `row`, or why there is none to talk to.
+fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
+    if matches!(row.state.as_str(), "exited" | "failed") {
+        let how = match (row.exit_code, &row.exit_signal) {
+            (_, Some(signal)) => format!(" ({signal})"),
+            (Some(code), None) => format!(" (code {code})"),
+            _ => String::new(),
+        };
+        anyhow::bail!("session {} has {}{how}; there is nothing running to talk to", row.id, row.state);
+    }
+    let Some(socket) = &row.control_socket else {
+        anyhow::bail!("session {} was started without a control socket; it cannot be reached", row.id);
+    };
+    if !owner_alive(row) {
+        anyhow::bail!(
+            "the Nightshift process that ran session {} (pid {}) is gone; the session is lost",
+            row.id,
+            row.owner_pid.unwrap_or_default()
+        );
+    }
+    Ok(PathBuf::from(socket))
+}
+
+/// An RFC 3339 UTC timestamp from the journal, shown in local time.
+fn local_time(ts: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_else(|_| ts.to_string())
+}

@@ -1,0 +1,223 @@
+//! `nightshift run`: supervise one session in the foreground.
+//!
+//! With a terminal on stdin the user's terminal is passed through (raw mode, the agent's screen shown
+//! as drawn, resizes forwarded); otherwise the session runs unattended. Either way every event goes
+//! to the journal and, with `--events`, to a JSON-lines stream. The exit code is the child's.
+
+use std::fs::OpenOptions;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+use nightshift::clock::SystemClock;
+use nightshift::control::ControlServer;
+use nightshift::logging::{self, Stderr};
+use nightshift::paths::Paths;
+use nightshift::pty::{CommandSpec, PtySize};
+use nightshift::screen::Screen;
+use nightshift::session::SessionHandle;
+use nightshift::store::Store;
+use nightshift::supervisor::{SessionSpec, StartError, Supervisor};
+use nightshift::AgentKind;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Which agent CLI the command runs [default: from the program's name, else generic]
+    #[arg(long, value_name = "claude|codex|generic")]
+    agent: Option<AgentKind>,
+    /// Write every event as a JSON line to PATH (appending), or to stdout with `-`
+    #[arg(long, value_name = "PATH|-")]
+    events: Option<String>,
+    /// Terminal width for the session [default: your terminal's, or 120 unattended]
+    #[arg(long, requires = "rows", value_parser = clap::value_parser!(u16).range(10..=1000))]
+    cols: Option<u16>,
+    /// Terminal height for the session [default: your terminal's, or 40 unattended]
+    #[arg(long, requires = "cols", value_parser = clap::value_parser!(u16).range(3..=1000))]
+    rows: Option<u16>,
+    /// Working directory of the session [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Seconds a stopped session gets between SIGHUP and SIGKILL
+    #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
+    stop_grace: f64,
+    /// The command and its arguments (put `--` before it)
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    let passthrough = std::io::stdin().is_terminal();
+    let paths = Paths::resolve(state_dir)?;
+    let _log = logging::init(&paths.log_dir(), if passthrough { Stderr::OnlyWhenAsked } else { Stderr::On });
+    if !(args.stop_grace.is_finite() && args.stop_grace >= 0.0) {
+        anyhow::bail!("--stop-grace must be a number of seconds, not {}", args.stop_grace);
+    }
+    let store = Store::open(&paths.journal())?;
+    let events = open_events(args.events.as_deref())?;
+    let cwd = match &args.cwd {
+        Some(dir) => std::path::absolute(dir).with_context(|| format!("--cwd {}", dir.display()))?,
+        None => std::env::current_dir().context("the current directory is gone; pass --cwd DIR")?,
+    };
+    let size = match (args.cols, args.rows) {
+        (Some(cols), Some(rows)) => PtySize::new(cols, rows),
+        _ if passthrough => crossterm::terminal::size().map(|(c, r)| PtySize::new(c, r)).unwrap_or_default(),
+        _ => PtySize::default(),
+    };
+    let mut command = args.command.into_iter();
+    let program = command.next().expect("clap requires a command");
+    let spec = CommandSpec { program, args: command.collect(), cwd, env: Vec::new(), size };
+
+    super::runtime()?.block_on(supervise(paths, store, spec, args.agent, args.stop_grace, events, passthrough))
+}
+
+type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+
+fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWriter>> {
+    let writer: Box<dyn Write + Send> = match target {
+        None => return Ok(None),
+        Some("-") => Box::new(std::io::stdout()),
+        Some(path) => Box::new(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the events file {path}"))?,
+        ),
+    };
+    Ok(Some(Arc::new(Mutex::new(writer))))
+}
+
+async fn supervise(
+    paths: Paths,
+    store: Store,
+    command: CommandSpec,
+    agent: Option<AgentKind>,
+    stop_grace: f64,
+    events: Option<EventWriter>,
+    passthrough: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
+    let socket = paths.control_socket(std::process::id());
+    let control = match ControlServer::bind(&socket, supervisor.clone()) {
+        Ok(server) => {
+            supervisor.set_control_socket(socket);
+            Some(server)
+        }
+        Err(e) => {
+            tracing::warn!("no control socket at {}: {e}; `nightshift send/stop` cannot reach this run", socket.display());
+            None
+        }
+    };
+    if let Some(writer) = events {
+        supervisor.add_sink(Box::new(move |event| {
+            let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = writeln!(w, "{}", event.to_json()).and_then(|()| w.flush());
+        }));
+    }
+
+    let mut spec = SessionSpec::new(command);
+    if let Some(agent) = agent {
+        spec.agent = agent;
+    }
+    spec.stop_grace = std::time::Duration::from_secs_f64(stop_grace);
+    let (tap_tx, tap_rx) = mpsc::unbounded_channel();
+    if passthrough {
+        spec.output_tap = Some(tap_tx);
+    }
+    let size = spec.command.size;
+    let handle = match supervisor.start(spec) {
+        Ok(handle) => handle,
+        Err(StartError::Spawn { session, error }) => {
+            eprintln!("nightshift: session {session}: {error}");
+            return Ok(ExitCode::from(error.exit_code() as u8));
+        }
+        Err(e) => return Err(e.into()),
+    };
+
+    let terminal = if passthrough { Some(Passthrough::start(&handle, tap_rx, size)?) } else { None };
+    forward_signals(&handle, passthrough)?;
+    let exit = handle.wait().await;
+    if let Some(terminal) = terminal {
+        terminal.finish().await;
+    }
+    drop(control);
+    Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
+}
+
+/// Stops the session when Nightshift itself is told to stop (and forwards window size changes).
+fn forward_signals(handle: &SessionHandle, passthrough: bool) -> anyhow::Result<()> {
+    let mut kinds = vec![SignalKind::terminate(), SignalKind::hangup()];
+    if !passthrough {
+        // In passthrough, Ctrl-C is a byte for the agent; unattended, it means "stop".
+        kinds.push(SignalKind::interrupt());
+    }
+    for kind in kinds {
+        let mut stream = signal(kind).context("cannot listen for signals")?;
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            while stream.recv().await.is_some() {
+                let _ = handle.stop("a signal to nightshift").await;
+            }
+        });
+    }
+    if passthrough {
+        let mut winch = signal(SignalKind::window_change()).context("cannot listen for SIGWINCH")?;
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            while winch.recv().await.is_some() {
+                if let Ok((cols, rows)) = crossterm::terminal::size() {
+                    let _ = handle.resize(PtySize::new(cols, rows)).await;
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+/// The user's terminal, lent to the session: raw mode in, the agent's bytes out.
+struct Passthrough {
+    output: tokio::task::JoinHandle<Screen>,
+}
+
+impl Passthrough {
+    fn start(handle: &SessionHandle, mut tap: mpsc::UnboundedReceiver<Vec<u8>>, size: PtySize) -> anyhow::Result<Self> {
+        crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
+        let keys = handle.clone();
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::Builder::new().name("stdin".into()).spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdin.read(&mut buf) {
+                if n == 0 || runtime.block_on(keys.send_keys(buf[..n].to_vec())).is_err() {
+                    break;
+                }
+            }
+        })?;
+        let output = tokio::task::spawn_blocking(move || {
+            // A screen of our own follows the output, to undo the modes the agent leaves on.
+            let mut screen = Screen::new(size);
+            let mut stdout = std::io::stdout().lock();
+            while let Some(bytes) = tap.blocking_recv() {
+                screen.feed(&bytes);
+                if stdout.write_all(&bytes).and_then(|()| stdout.flush()).is_err() {
+                    break;
+                }
+            }
+            screen
+        });
+        Ok(Self { output })
+    }
+
+    async fn finish(self) {
+        let screen = self.output.await.ok();
+        let _ = crossterm::terminal::disable_raw_mode();
+        if let Some(screen) = screen {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(screen.restore_sequence().as_bytes()).and_then(|()| stdout.flush());
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The only place that reads wall-clock time.
+//!
+//! Durations (quiet windows, grace periods, back-off) use tokio time so tests can pause it; wall-clock
+//! instants (event timestamps, "resets at 3pm") come from a [`Clock`] so tests can set and jump them.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
+/// A source of wall-clock time.
+pub trait Clock: Send + Sync + fmt::Debug {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The real clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A clock that only moves when told to; for tests of wall-clock behaviour.
+#[derive(Debug, Clone)]
+pub struct FakeClock {
+    now: Arc<Mutex<DateTime<Utc>>>,
+}
+
+impl FakeClock {
+    pub fn new(start: DateTime<Utc>) -> Self {
+        Self { now: Arc::new(Mutex::new(start)) }
+    }
+
+    pub fn set(&self, to: DateTime<Utc>) {
+        *self.now.lock().unwrap_or_else(|e| e.into_inner()) = to;
+    }
+
+    pub fn advance(&self, by: chrono::Duration) {
+        let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+        *now += by;
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.now.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Formats an instant the way every Nightshift record does: RFC 3339, milliseconds, UTC (`Z`).
+/// The fixed width keeps the text sortable, which the journal's range queries rely on.
+pub fn format_ts(ts: DateTime<Utc>) -> String {
+    ts.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// The serde form of [`format_ts`], for `#[serde(with = "crate::clock::ts")]`.
+pub mod ts {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ts: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_ts(*ts))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        let text = String::deserialize(d)?;
+        DateTime::parse_from_rfc3339(&text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn timestamps_are_fixed_width_utc_with_millis() {
+        let t = Utc.with_ymd_and_hms(2026, 11, 30, 3, 4, 5).unwrap();
+        assert_eq!(format_ts(t), "2026-11-30T03:04:05.000Z");
+        let t = t + chrono::Duration::milliseconds(7);
+        assert_eq!(format_ts(t), "2026-11-30T03:04:05.007Z");
+    }
+
+    #[test]
+    fn fake_clock_moves_only_when_told() {
+        let start = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let clock = FakeClock::new(start);
+        assert_eq!(clock.now(), start);
+        clock.advance(chrono::Duration::hours(2));
+        assert_eq!(clock.now(), start + chrono::Duration::hours(2));
+    }
+}

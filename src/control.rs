@@ -1,0 +1,212 @@
+//! The control socket: how `nightshift send` and `nightshift stop` reach a session owned by another
+//! Nightshift process (a headless run or the tray app).
+//!
+//! Each process that supervises sessions listens on a Unix socket in the private runtime directory
+//! (the directory is 0700, the socket 0600) and checks the peer's uid on every connection, so only
+//! this user can open it. The protocol is one JSON request line and one JSON response line.
+
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::supervisor::Supervisor;
+
+/// How long a client waits for the owning process to answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Requests are short; anything longer is not ours.
+const MAX_REQUEST: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    Ping,
+    Send {
+        session: String,
+        text: String,
+        #[serde(default)]
+        enter: bool,
+    },
+    Stop {
+        session: String,
+    },
+}
+
+/// The one error shape that crosses a process boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ErrorBody {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+impl Response {
+    fn ok() -> Self {
+        Self { ok: true, error: None, pid: Some(std::process::id()) }
+    }
+
+    fn error(code: &str, message: impl Into<String>) -> Self {
+        Self { ok: false, error: Some(ErrorBody { code: code.into(), message: message.into() }), pid: None }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("cannot reach the Nightshift process behind {path}: {source}")]
+    Unreachable { path: PathBuf, source: io::Error },
+    #[error("the Nightshift process behind {path} did not answer within {secs} s")]
+    Timeout { path: PathBuf, secs: u64 },
+    #[error("unexpected answer from {path}: {message}")]
+    Protocol { path: PathBuf, message: String },
+    #[error("{0}")]
+    Refused(ErrorBody),
+}
+
+/// A listening control socket; removed when dropped.
+#[derive(Debug)]
+pub struct ControlServer {
+    path: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ControlServer {
+    /// Listens at `path` for commands to `supervisor`'s sessions.
+    pub fn bind(path: &Path, supervisor: Supervisor) -> io::Result<Self> {
+        // A socket left by a dead process with our pid is stale; a live listener cannot have our pid.
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let listener = UnixListener::bind(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let task = tokio::spawn(accept_loop(listener, supervisor));
+        Ok(Self { path: path.to_path_buf(), task })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+async fn accept_loop(listener: UnixListener, supervisor: Supervisor) {
+    let me = nix::unistd::geteuid().as_raw();
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("control socket accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        match stream.peer_cred() {
+            Ok(cred) if cred.uid() == me => {}
+            Ok(cred) => {
+                tracing::warn!(uid = cred.uid(), "refused a control connection from another user");
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("refused a control connection without credentials: {e}");
+                continue;
+            }
+        }
+        let supervisor = supervisor.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve(stream, supervisor).await {
+                tracing::debug!("control connection ended: {e}");
+            }
+        });
+    }
+}
+
+async fn serve(stream: UnixStream, supervisor: Supervisor) -> io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    let mut reader = BufReader::new(read.take(MAX_REQUEST as u64));
+    reader.read_line(&mut line).await?;
+    let response = match serde_json::from_str::<Request>(&line) {
+        Ok(request) => answer(request, &supervisor).await,
+        Err(e) => Response::error("bad_request", format!("not a control request: {e}")),
+    };
+    let mut out = serde_json::to_vec(&response).expect("responses serialise");
+    out.push(b'\n');
+    write.write_all(&out).await?;
+    write.shutdown().await
+}
+
+async fn answer(request: Request, supervisor: &Supervisor) -> Response {
+    let (session, action) = match &request {
+        Request::Ping => return Response::ok(),
+        Request::Send { session, .. } | Request::Stop { session } => (session.clone(), request),
+    };
+    let Some(handle) = supervisor.session(&session) else {
+        return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
+    };
+    let result = match action {
+        Request::Send { text, enter, .. } => handle.send_text(text, enter, "nightshift send").await,
+        Request::Stop { .. } => handle.stop("nightshift stop").await,
+        Request::Ping => Ok(()),
+    };
+    match result {
+        Ok(()) => Response::ok(),
+        Err(e) => Response::error("session_ended", e.to_string()),
+    }
+}
+
+/// Sends one request to the process listening at `path`.
+pub async fn request(path: &Path, request: &Request) -> Result<Response, ControlError> {
+    let exchange = async {
+        let mut stream = UnixStream::connect(path)
+            .await
+            .map_err(|source| ControlError::Unreachable { path: path.to_path_buf(), source })?;
+        let mut line = serde_json::to_vec(request).expect("requests serialise");
+        line.push(b'\n');
+        let io_err = |source| ControlError::Unreachable { path: path.to_path_buf(), source };
+        stream.write_all(&line).await.map_err(io_err)?;
+        let mut answer = String::new();
+        BufReader::new(stream).read_line(&mut answer).await.map_err(io_err)?;
+        serde_json::from_str::<Response>(&answer)
+            .map_err(|e| ControlError::Protocol { path: path.to_path_buf(), message: format!("{e}: {answer:?}") })
+    };
+    let response = tokio::time::timeout(CLIENT_TIMEOUT, exchange)
+        .await
+        .map_err(|_| ControlError::Timeout { path: path.to_path_buf(), secs: CLIENT_TIMEOUT.as_secs() })??;
+    match response.error {
+        Some(body) if !response.ok => Err(ControlError::Refused(body)),
+        _ => Ok(response),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_tagged_json() {
+        let r = Request::Send { session: "ab".into(), text: "hi".into(), enter: true };
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, r#"{"op":"send","session":"ab","text":"hi","enter":true}"#);
+        assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);
+    }
+}

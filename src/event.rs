@@ -1,0 +1,190 @@
+//! The events every part of Nightshift speaks: one JSON object per event, the same in the `--events`
+//! stream, the journal and the app. Fields are added freely; the names here are never renamed.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// A session's identifier: eight lowercase hex digits, unique in a journal.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(String);
+
+impl SessionId {
+    pub fn generate() -> Self {
+        Self(format!("{:08x}", rand::rng().random::<u32>()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SessionId({})", self.0)
+    }
+}
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// Recorded, the process not yet started.
+    Starting,
+    /// The process runs; its activity is not judged.
+    Running,
+    /// The process ended (its exit code or signal is on the event).
+    Exited,
+    /// The process could not be started at all.
+    Failed,
+}
+
+impl SessionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Exited => "exited",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// No process is behind a session in this state, and none will be.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Exited | Self::Failed)
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "starting" => Self::Starting,
+            "running" => Self::Running,
+            "exited" => Self::Exited,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for SessionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One event of one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(with = "crate::clock::ts")]
+    pub ts: DateTime<Utc>,
+    pub session: SessionId,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened. Serialised with the variant's name in the `event` field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The session moved to another state; `reason` says what decided it.
+    State {
+        state: SessionState,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Text was typed into the session from outside (the journal keeps how much, never what).
+    Input { source: String, chars: usize, enter: bool },
+    /// Someone asked for the session to stop.
+    StopRequested { source: String },
+}
+
+impl EventKind {
+    /// A state change with only a reason.
+    pub fn state(state: SessionState, reason: impl Into<String>) -> Self {
+        Self::State { state, reason: reason.into(), pid: None, exit_code: None, signal: None, error: None }
+    }
+
+    /// The `event` field's value.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::State { .. } => "state",
+            Self::Input { .. } => "input",
+            Self::StopRequested { .. } => "stop_requested",
+        }
+    }
+
+    /// The new state, for state changes.
+    pub fn new_state(&self) -> Option<SessionState> {
+        match self {
+            Self::State { state, .. } => Some(*state),
+            _ => None,
+        }
+    }
+}
+
+impl Event {
+    /// The JSON line of the `--events` stream and the journal.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("events always serialise")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn state_event_has_the_contract_fields() {
+        let ev = Event {
+            ts: Utc.with_ymd_and_hms(2026, 11, 30, 13, 45, 0).unwrap(),
+            session: SessionId::from("0badcafe".to_string()),
+            kind: EventKind::State {
+                state: SessionState::Exited,
+                reason: "process exited with code 3".into(),
+                pid: None,
+                exit_code: Some(3),
+                signal: None,
+                error: None,
+            },
+        };
+        let json: serde_json::Value = serde_json::from_str(&ev.to_json()).unwrap();
+        assert_eq!(json["ts"], "2026-11-30T13:45:00.000Z");
+        assert_eq!(json["session"], "0badcafe");
+        assert_eq!(json["event"], "state");
+        assert_eq!(json["state"], "exited");
+        assert_eq!(json["reason"], "process exited with code 3");
+        assert_eq!(json["exit_code"], 3);
+        assert!(json.get("signal").is_none());
+        let back: Event = serde_json::from_str(&ev.to_json()).unwrap();
+        assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn session_ids_are_eight_hex_digits() {
+        let id = SessionId::generate();
+        assert_eq!(id.as_str().len(), 8);
+        assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
+}

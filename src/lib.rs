@@ -1,0 +1,22 @@
+//! Nightshift core: supervised agent sessions in pseudo-terminals Nightshift owns, a durable journal
+//! of everything that happens to them, and the control socket other Nightshift processes use.
+//!
+//! Data flows one way: PTY bytes → [`screen`] → (detection, later issues) → the session's state;
+//! every change becomes an [`event::Event`], committed to the [`store`] journal before it is
+//! broadcast to the CLI's `--events` stream and the tray app. This crate has no GUI dependency.
+
+pub mod agent;
+pub mod clock;
+pub mod control;
+pub mod event;
+pub mod logging;
+pub mod paths;
+pub mod pty;
+pub mod screen;
+pub mod session;
+pub mod store;
+pub mod supervisor;
+
+pub use agent::AgentKind;
+pub use event::{Event, EventKind, SessionId, SessionState};
+pub use supervisor::{SessionSpec, Supervisor};

@@ -1,0 +1,7 @@
+//! The `nightshift` command: wires the core to a terminal.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,375 @@
+//! Running a command in a pseudo-terminal that Nightshift owns.
+//!
+//! Following portable-pty's own rules: the slave is dropped right after spawning (or the reader never
+//! sees end-of-file); output is read on a dedicated blocking thread and forwarded over a channel (EIO
+//! on read is end-of-file on Linux); the writer is taken once and fed by its own thread, so a child
+//! that stops reading its input can never block the session; the exit status is collected by a
+//! thread blocked in `waitpid`. The child leads its own session and process group, so a stop signals
+//! the whole group: SIGHUP first, then SIGKILL after a grace period (driven by the session actor).
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::Pid;
+use portable_pty::{CommandBuilder, MasterPty};
+use tokio::sync::{mpsc, oneshot};
+
+/// The size of a terminal in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PtySize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+impl PtySize {
+    pub const fn new(cols: u16, rows: u16) -> Self {
+        Self { cols, rows }
+    }
+
+    fn to_portable(self) -> portable_pty::PtySize {
+        portable_pty::PtySize { rows: self.rows.max(1), cols: self.cols.max(1), pixel_width: 0, pixel_height: 0 }
+    }
+}
+
+impl Default for PtySize {
+    fn default() -> Self {
+        Self::new(120, 40)
+    }
+}
+
+/// What to run. The child inherits this process's environment plus `env`.
+#[derive(Clone)]
+pub struct CommandSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub size: PtySize,
+}
+
+// Environment values can hold tokens and keys: they never reach a log.
+impl fmt::Debug for CommandSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> = self.env.iter().map(|(k, _)| format!("{k}=<hidden>")).collect();
+        f.debug_struct("CommandSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &env)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl CommandSpec {
+    /// The command line as the user would type it (for display and the journal).
+    pub fn argv(&self) -> Vec<String> {
+        std::iter::once(self.program.clone()).chain(self.args.iter().cloned()).collect()
+    }
+}
+
+/// Why a command could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("command not found: `{program}` (not an existing file, and not found in PATH)")]
+    NotFound { program: String },
+    #[error("cannot run `{program}`: {path} is not an executable file")]
+    NotExecutable { program: String, path: PathBuf },
+    #[error("working directory {cwd} does not exist or is not a directory")]
+    BadCwd { cwd: PathBuf },
+    #[error("could not open a pseudo-terminal: {0}")]
+    Pty(String),
+    #[error("could not start `{program}`: {message}")]
+    Spawn { program: String, message: String },
+}
+
+impl SpawnError {
+    /// The exit code a shell would give for this failure (127 not found, 126 not executable).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::NotFound { .. } => 127,
+            Self::NotExecutable { .. } => 126,
+            _ => 1,
+        }
+    }
+}
+
+/// How a child process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal { number: i32, name: String },
+}
+
+impl Exit {
+    /// The exit code a shell would report: the code, or 128 + the signal number.
+    pub fn shell_code(&self) -> i32 {
+        match self {
+            Self::Code(code) => *code,
+            Self::Signal { number, .. } => 128 + number,
+        }
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            Self::Code(code) => Some(*code),
+            Self::Signal { .. } => None,
+        }
+    }
+
+    pub fn signal(&self) -> Option<&str> {
+        match self {
+            Self::Code(_) => None,
+            Self::Signal { name, .. } => Some(name),
+        }
+    }
+}
+
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Code(code) => write!(f, "exited with code {code}"),
+            Self::Signal { name, .. } => write!(f, "killed by {name}"),
+        }
+    }
+}
+
+/// A running child in a PTY. Dropping it closes the terminal.
+pub struct Pty {
+    pid: u32,
+    writer: std_mpsc::Sender<(Duration, Vec<u8>)>,
+    // Declared last so it is dropped last.
+    master: Box<dyn MasterPty + Send>,
+}
+
+impl fmt::Debug for Pty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pty").field("pid", &self.pid).finish_non_exhaustive()
+    }
+}
+
+/// A freshly spawned child: the PTY, its output and its exit.
+#[derive(Debug)]
+pub struct Spawned {
+    pub pty: Pty,
+    /// Chunks of output in the order read; closed at end-of-file.
+    pub output: mpsc::Receiver<Vec<u8>>,
+    /// Fires once, when the child has exited.
+    pub exit: oneshot::Receiver<Exit>,
+}
+
+/// Starts `spec` in a new PTY of `spec.size`.
+pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
+    if !spec.cwd.is_dir() {
+        return Err(SpawnError::BadCwd { cwd: spec.cwd.clone() });
+    }
+    let path_var = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"));
+    let program = resolve_program(&spec.program, &spec.cwd, path_var.as_deref())?;
+
+    let pair = portable_pty::native_pty_system()
+        .openpty(spec.size.to_portable())
+        .map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
+
+    let mut cmd = CommandBuilder::new(&program);
+    cmd.args(&spec.args);
+    cmd.cwd(&spec.cwd);
+    // The screen model behind every session emulates xterm.
+    cmd.env("TERM", "xterm-256color");
+    for (key, value) in &spec.env {
+        cmd.env(key, value);
+    }
+    let child = pair
+        .slave
+        .spawn_command(cmd)
+        .map_err(|e| SpawnError::Spawn { program: spec.program.clone(), message: format!("{e:#}") })?;
+    drop(pair.slave);
+    let pid = child
+        .process_id()
+        .ok_or_else(|| SpawnError::Spawn { program: spec.program.clone(), message: "no process id".into() })?;
+    // Collected by `waitpid` below, not through the handle.
+    drop(child);
+
+    let master = pair.master;
+    let reader = master.try_clone_reader().map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
+    let writer = master.take_writer().map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
+
+    let (out_tx, output) = mpsc::channel(256);
+    spawn_thread("pty-reader", move || read_loop(reader, out_tx));
+    let (in_tx, in_rx) = std_mpsc::channel();
+    spawn_thread("pty-writer", move || write_loop(writer, in_rx));
+    let (exit_tx, exit) = oneshot::channel();
+    spawn_thread("pty-wait", move || {
+        let _ = exit_tx.send(wait_for(pid));
+    });
+
+    Ok(Spawned { pty: Pty { pid, writer: in_tx, master }, output, exit })
+}
+
+impl Pty {
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Queues bytes for the child's input. Never blocks.
+    pub fn write(&self, bytes: Vec<u8>) {
+        self.write_after(Duration::ZERO, bytes);
+    }
+
+    /// Queues bytes to be written `delay` after everything queued before them. TUI clients read a
+    /// burst of input as a paste, so a key that must arrive on its own (Enter after text) is spaced.
+    pub fn write_after(&self, delay: Duration, bytes: Vec<u8>) {
+        if self.writer.send((delay, bytes)).is_err() {
+            tracing::debug!(pid = self.pid, "input dropped: the terminal is closed");
+        }
+    }
+
+    /// Resizes the terminal; the kernel tells the child with SIGWINCH.
+    pub fn resize(&self, size: PtySize) -> io::Result<()> {
+        self.master.resize(size.to_portable()).map_err(io::Error::other)
+    }
+
+    /// Sends a signal to the child's whole process group.
+    pub fn signal_group(&self, signal: Signal) {
+        match killpg(Pid::from_raw(self.pid as i32), signal) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => tracing::warn!(pid = self.pid, ?signal, "could not signal the process group: {e}"),
+        }
+    }
+}
+
+fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)
+        .expect("the OS refused to start a thread");
+}
+
+fn read_loop(mut reader: Box<dyn Read + Send>, tx: mpsc::Sender<Vec<u8>>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if tx.blocking_send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // EIO: every slave descriptor is closed, which on Linux is how a PTY says end-of-file.
+            Err(e) if e.raw_os_error() == Some(nix::libc::EIO) => break,
+            Err(e) => {
+                tracing::warn!("reading the terminal failed: {e}");
+                break;
+            }
+        }
+    }
+}
+
+fn write_loop(mut writer: Box<dyn Write + Send>, rx: std_mpsc::Receiver<(Duration, Vec<u8>)>) {
+    for (delay, bytes) in rx {
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
+        if let Err(e) = writer.write_all(&bytes).and_then(|()| writer.flush()) {
+            tracing::debug!("writing to the terminal failed: {e}");
+            break;
+        }
+    }
+}
+
+fn wait_for(pid: u32) -> Exit {
+    loop {
+        match waitpid(Pid::from_raw(pid as i32), None) {
+            Ok(WaitStatus::Exited(_, code)) => return Exit::Code(code),
+            Ok(WaitStatus::Signaled(_, signal, _)) => {
+                return Exit::Signal { number: signal as i32, name: signal.as_str().to_string() }
+            }
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => {
+                tracing::warn!(pid, "waiting for the child failed: {e}");
+                return Exit::Code(-1);
+            }
+        }
+    }
+}
+
+/// Finds the file that `program` names: a path (relative to `cwd`) when it contains a slash,
+/// otherwise the first match in `PATH`.
+fn resolve_program(program: &str, cwd: &Path, path_var: Option<&std::ffi::OsStr>) -> Result<PathBuf, SpawnError> {
+    if program.is_empty() {
+        return Err(SpawnError::NotFound { program: program.into() });
+    }
+    let check = |path: PathBuf| -> Result<PathBuf, SpawnError> {
+        let meta = std::fs::metadata(&path).map_err(|_| SpawnError::NotFound { program: program.into() })?;
+        if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+            Ok(path)
+        } else {
+            Err(SpawnError::NotExecutable { program: program.into(), path })
+        }
+    };
+    if program.contains('/') {
+        return check(cwd.join(program));
+    }
+    let mut not_executable = None;
+    for dir in std::env::split_paths(path_var.unwrap_or_default()) {
+        let candidate = if dir.as_os_str().is_empty() { cwd.join(program) } else { cwd.join(dir).join(program) };
+        if !candidate.exists() {
+            continue;
+        }
+        match check(candidate) {
+            Ok(found) => return Ok(found),
+            Err(e) => not_executable = not_executable.or(Some(e)),
+        }
+    }
+    Err(not_executable.unwrap_or(SpawnError::NotFound { program: program.into() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_through_path_and_names_missing_commands() {
+        let cwd = std::env::current_dir().unwrap();
+        let found = resolve_program("sh", &cwd, Some("/usr/bin:/bin".as_ref())).unwrap();
+        assert!(found.ends_with("sh"));
+        let err = resolve_program("/no/such/cmd", &cwd, None).unwrap_err();
+        assert!(err.to_string().contains("/no/such/cmd"), "{err}");
+        assert_eq!(err.exit_code(), 127);
+        let err = resolve_program("/etc", &cwd, None).unwrap_err();
+        assert_eq!(err.exit_code(), 126, "{err}");
+    }
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        assert_eq!(Exit::Code(3).shell_code(), 3);
+        assert_eq!(Exit::Signal { number: 9, name: "SIGKILL".into() }.shell_code(), 137);
+    }
+
+    #[test]
+    fn debug_hides_environment_values() {
+        let spec = CommandSpec {
+            program: "claude".into(),
+            args: vec![],
+            cwd: "/".into(),
+            env: vec![("ANTHROPIC_API_KEY".into(), "sk-ant-secret".into())],
+            size: PtySize::default(),
+        };
+        let text = format!("{spec:?}");
+        assert!(text.contains("ANTHROPIC_API_KEY"));
+        assert!(!text.contains("sk-ant-secret"));
+    }
+}

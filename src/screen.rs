@@ -1,0 +1,233 @@
+//! A terminal model per session: every byte the child writes goes through a vt100 parser, so at any
+//! moment Nightshift can read what a person would see — the visible rows, the cursor, the colours and
+//! the window title — instead of matching patterns in a raw byte stream.
+
+use std::num::NonZeroU16;
+
+use serde::Serialize;
+
+use crate::pty::PtySize;
+
+/// Rows of history kept above the visible screen.
+const SCROLLBACK: usize = 1000;
+
+/// What the child told the terminal that is not cell contents.
+#[derive(Debug, Default)]
+struct Signals {
+    title: String,
+}
+
+impl vt100::Callbacks for Signals {
+    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
+        self.title = String::from_utf8_lossy(title).into_owned();
+    }
+}
+
+/// The terminal model of one session.
+pub struct Screen {
+    parser: vt100::Parser<Signals>,
+}
+
+impl std::fmt::Debug for Screen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (rows, cols) = self.parser.screen().size();
+        f.debug_struct("Screen").field("rows", &rows).field("cols", &cols).finish_non_exhaustive()
+    }
+}
+
+fn cells(n: u16) -> NonZeroU16 {
+    NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN)
+}
+
+/// The visible screen at one moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// Each visible row as text, trailing blanks removed.
+    pub rows: Vec<String>,
+    /// Cursor row and column, zero-based.
+    pub cursor: (u16, u16),
+    pub cursor_visible: bool,
+    /// The window title (OSC 0/2), empty when never set.
+    pub title: String,
+    pub size: (u16, u16),
+    /// Whether the child switched to the alternate screen (full-screen TUIs do).
+    pub alternate_screen: bool,
+}
+
+impl Snapshot {
+    /// The last `n` rows that hold anything, in order (fewer when the screen has fewer).
+    pub fn last_rows(&self, n: usize) -> &[String] {
+        let end = self.rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
+        &self.rows[end.saturating_sub(n)..end]
+    }
+
+    /// The visible text, one line per row, without the blank rows at the bottom.
+    pub fn text(&self) -> String {
+        let end = self.rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
+        self.rows[..end].join("\n")
+    }
+
+    /// Rows `from..to` (clamped to the screen).
+    pub fn region(&self, from: usize, to: usize) -> &[String] {
+        let to = to.min(self.rows.len());
+        &self.rows[from.min(to)..to]
+    }
+}
+
+/// A colour as the child set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum Color {
+    Default,
+    Indexed(u8),
+    Rgb(u8, u8, u8),
+}
+
+impl From<vt100::Color> for Color {
+    fn from(c: vt100::Color) -> Self {
+        match c {
+            vt100::Color::Default => Self::Default,
+            vt100::Color::Idx(i) => Self::Indexed(i),
+            vt100::Color::Rgb(r, g, b) => Self::Rgb(r, g, b),
+        }
+    }
+}
+
+/// One cell's content and look.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    pub text: String,
+    pub fg: Color,
+    pub bg: Color,
+    pub bold: bool,
+    pub dim: bool,
+    pub italic: bool,
+    pub underline: bool,
+    pub inverse: bool,
+}
+
+impl Screen {
+    pub fn new(size: PtySize) -> Self {
+        Self { parser: vt100::Parser::new_with_callbacks(cells(size.rows), cells(size.cols), SCROLLBACK, Signals::default()) }
+    }
+
+    /// Feeds output from the child.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.parser.process(bytes);
+    }
+
+    pub fn resize(&mut self, size: PtySize) {
+        self.parser.set_size(cells(size.rows), cells(size.cols));
+    }
+
+    pub fn size(&self) -> PtySize {
+        let (rows, cols) = self.parser.screen().size();
+        PtySize::new(cols.get(), rows.get())
+    }
+
+    pub fn title(&self) -> &str {
+        &self.parser.callbacks().title
+    }
+
+    /// The visible screen now.
+    pub fn snapshot(&self) -> Snapshot {
+        let screen = self.parser.screen();
+        let (rows, cols) = screen.size();
+        let rows_text = screen.rows(0, cols.get()).map(|r| r.trim_end().to_string()).collect();
+        Snapshot {
+            rows: rows_text,
+            cursor: screen.cursor_position(),
+            cursor_visible: !screen.hide_cursor(),
+            title: self.title().to_string(),
+            size: (cols.get(), rows.get()),
+            alternate_screen: screen.alternate_screen(),
+        }
+    }
+
+    /// One cell with its colours and attributes; `None` outside the screen.
+    pub fn cell(&self, row: u16, col: u16) -> Option<Cell> {
+        let cell = self.parser.screen().cell(row, col)?;
+        Some(Cell {
+            text: cell.contents().to_string(),
+            fg: cell.fgcolor().into(),
+            bg: cell.bgcolor().into(),
+            bold: cell.bold(),
+            dim: cell.dim(),
+            italic: cell.italic(),
+            underline: cell.underline(),
+            inverse: cell.inverse(),
+        })
+    }
+
+    /// The escape sequences that put a real terminal back the way a child found it, for the modes the
+    /// child left switched on (alternate screen, hidden cursor, mouse reporting, bracketed paste).
+    pub fn restore_sequence(&self) -> String {
+        let screen = self.parser.screen();
+        let mut out = String::new();
+        if screen.mouse_protocol_mode() != vt100::MouseProtocolMode::None {
+            out.push_str("\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l");
+        }
+        if screen.bracketed_paste() {
+            out.push_str("\x1b[?2004l");
+        }
+        if screen.alternate_screen() {
+            out.push_str("\x1b[?1049l");
+        }
+        if screen.hide_cursor() {
+            out.push_str("\x1b[?25h");
+        }
+        out.push_str("\x1b[0m");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_text_cursor_moves_colours_and_title() {
+        let mut s = Screen::new(PtySize::new(20, 5));
+        s.feed(b"\x1b]0;\xe2\x9c\xb3 Claude Code\x07hello\r\n\x1b[31mred\x1b[0m");
+        s.feed(b"\x1b[4;6HX\x1b[2mdim");
+        let snap = s.snapshot();
+        assert_eq!(snap.rows[0], "hello");
+        assert_eq!(snap.rows[1], "red");
+        assert_eq!(snap.rows[3], "     Xdim");
+        assert_eq!(snap.cursor, (3, 9));
+        assert_eq!(snap.title, "\u{2733} Claude Code");
+        assert_eq!(s.cell(1, 0).unwrap().fg, Color::Indexed(1));
+        assert_eq!(s.cell(0, 0).unwrap().fg, Color::Default);
+        assert!(s.cell(3, 6).unwrap().dim);
+        assert_eq!(snap.last_rows(2), &["red".to_string(), String::new(), "     Xdim".to_string()][1..]);
+        assert_eq!(snap.text(), "hello\nred\n\n     Xdim");
+    }
+
+    #[test]
+    fn utf8_split_across_chunks_is_joined() {
+        let mut s = Screen::new(PtySize::new(20, 2));
+        let bytes = "❯\u{a0}ok".as_bytes();
+        s.feed(&bytes[..1]);
+        s.feed(&bytes[1..]);
+        assert_eq!(s.snapshot().rows[0], "❯\u{a0}ok");
+    }
+
+    #[test]
+    fn restore_sequence_undoes_what_the_child_left_on() {
+        let mut s = Screen::new(PtySize::new(20, 5));
+        assert_eq!(s.restore_sequence(), "\x1b[0m");
+        s.feed(b"\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[?1000h");
+        let seq = s.restore_sequence();
+        for part in ["\x1b[?1049l", "\x1b[?25h", "\x1b[?2004l", "\x1b[?1000l"] {
+            assert!(seq.contains(part), "{seq:?} lacks {part:?}");
+        }
+    }
+
+    #[test]
+    fn resize_changes_the_model() {
+        let mut s = Screen::new(PtySize::new(80, 24));
+        s.resize(PtySize::new(132, 50));
+        assert_eq!(s.size(), PtySize::new(132, 50));
+        assert_eq!(s.snapshot().size, (132, 50));
+    }
+}

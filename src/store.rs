@@ -1,0 +1,354 @@
+//! The journal: a SQLite database in the state directory that outlives every Nightshift process.
+//!
+//! Every event is committed in its own transaction before anyone is told about it, in WAL mode, so a
+//! process killed at any instant loses at most the event it was writing. Several processes (a headless
+//! run, the tray app, the CLI reading it) share one journal; writers wait for each other through
+//! SQLite's busy timeout. The schema evolves only through the numbered migrations below.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite_migration::{Migrations, M};
+use serde::Serialize;
+
+use crate::clock::format_ts;
+use crate::event::{Event, EventKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("journal {path}: {source}")]
+    Open { path: String, source: rusqlite::Error },
+    #[error("journal {path} could not be brought to the current schema: {message}")]
+    Migrate { path: String, message: String },
+    #[error("journal: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("no session matches `{0}`; `nightshift sessions` lists them")]
+    NoSuchSession(String),
+    #[error("`{prefix}` matches several sessions ({candidates}); give more of the id")]
+    Ambiguous { prefix: String, candidates: String },
+}
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(
+        "CREATE TABLE sessions (
+            id             TEXT PRIMARY KEY,
+            command        TEXT NOT NULL,   -- JSON array: the argv
+            cwd            TEXT NOT NULL,
+            agent          TEXT NOT NULL,
+            preset         TEXT,
+            created        TEXT NOT NULL,   -- RFC 3339, ms, UTC
+            ended          TEXT,
+            exit_code      INTEGER,
+            exit_signal    TEXT,
+            error          TEXT,
+            state          TEXT NOT NULL,
+            reason         TEXT,
+            last_event     TEXT NOT NULL,
+            last_event_at  TEXT NOT NULL,
+            owner_pid      INTEGER,         -- the Nightshift process that supervises it
+            control_socket TEXT             -- where that process takes commands
+        ) STRICT;
+        CREATE TABLE events (
+            id      INTEGER PRIMARY KEY AUTOINCREMENT,
+            ts      TEXT NOT NULL,
+            session TEXT NOT NULL REFERENCES sessions(id),
+            event   TEXT NOT NULL,
+            state   TEXT,
+            body    TEXT NOT NULL           -- the event's JSON, as the --events stream carries it
+        ) STRICT;
+        CREATE INDEX events_by_session ON events(session, id);
+        CREATE INDEX events_by_ts ON events(ts);",
+    )])
+}
+
+/// A session as the journal knows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRow {
+    pub id: String,
+    pub command: Vec<String>,
+    pub cwd: String,
+    pub agent: String,
+    pub preset: Option<String>,
+    pub created: String,
+    pub ended: Option<String>,
+    pub exit_code: Option<i64>,
+    pub exit_signal: Option<String>,
+    pub error: Option<String>,
+    pub state: String,
+    pub reason: Option<String>,
+    pub last_event: String,
+    pub last_event_at: String,
+    pub owner_pid: Option<i64>,
+    pub control_socket: Option<String>,
+}
+
+/// What is known of a session when it is created.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub id: &'a str,
+    pub command: &'a [String],
+    pub cwd: &'a str,
+    pub agent: &'a str,
+    pub preset: Option<&'a str>,
+    pub created: DateTime<Utc>,
+    pub owner_pid: u32,
+    pub control_socket: Option<&'a str>,
+}
+
+/// One journal row: the event's JSON and where it sits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub id: i64,
+    pub ts: String,
+    pub session: String,
+    pub event: String,
+    pub body: String,
+}
+
+/// Which events to read.
+#[derive(Debug, Clone, Default)]
+pub struct EventQuery {
+    pub session: Option<String>,
+    pub since: Option<DateTime<Utc>>,
+    pub after_id: Option<i64>,
+    pub limit: Option<usize>,
+}
+
+/// A connection to the journal.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating and migrating when needed) the journal at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display().to_string();
+        let conn = Connection::open(path).map_err(|source| StoreError::Open { path: shown.clone(), source })?;
+        Self::prepare(conn, &shown)
+    }
+
+    /// A private journal in memory, for tests.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::prepare(Connection::open_in_memory()?, ":memory:")
+    }
+
+    fn prepare(mut conn: Connection, shown: &str) -> Result<Self, StoreError> {
+        conn.busy_timeout(Duration::from_secs(10))?;
+        // WAL: readers never block the writer and a killed writer leaves committed events intact.
+        // synchronous=NORMAL keeps every commit across a process crash (only power loss can lose the
+        // last ones), at a fraction of FULL's fsyncs.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrations()
+            .to_latest(&mut conn)
+            .map_err(|e| StoreError::Migrate { path: shown.to_string(), message: e.to_string() })?;
+        Ok(Self { conn })
+    }
+
+    pub fn create_session(&mut self, s: &NewSession<'_>) -> Result<(), StoreError> {
+        let created = format_ts(s.created);
+        self.conn.execute(
+            "INSERT INTO sessions (id, command, cwd, agent, preset, created, state, last_event, last_event_at,
+                                   owner_pid, control_socket)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'starting', 'created', ?6, ?7, ?8)",
+            params![
+                s.id,
+                serde_json::to_string(s.command).expect("strings serialise"),
+                s.cwd,
+                s.agent,
+                s.preset,
+                created,
+                s.owner_pid,
+                s.control_socket,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Appends an event and updates its session's summary, in one transaction. Returns the row id.
+    pub fn record(&mut self, event: &Event) -> Result<i64, StoreError> {
+        let ts = format_ts(event.ts);
+        let name = event.kind.name();
+        let state = event.kind.new_state().map(|s| s.as_str());
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO events (ts, session, event, state, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![ts, event.session.as_str(), name, state, event.to_json()],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "UPDATE sessions SET last_event = ?2, last_event_at = ?3 WHERE id = ?1",
+            params![event.session.as_str(), name, ts],
+        )?;
+        if let EventKind::State { state, reason, exit_code, signal, error, .. } = &event.kind {
+            tx.execute(
+                "UPDATE sessions SET state = ?2, reason = ?3 WHERE id = ?1",
+                params![event.session.as_str(), state.as_str(), reason],
+            )?;
+            if state.is_final() {
+                tx.execute(
+                    "UPDATE sessions SET ended = ?2, exit_code = ?3, exit_signal = ?4, error = ?5 WHERE id = ?1",
+                    params![event.session.as_str(), ts, exit_code, signal, error],
+                )?;
+            }
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Every session, newest first.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!("{SESSION_SELECT} ORDER BY created DESC, id"))?;
+        let rows = stmt.query_map([], session_row)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    pub fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(&format!("{SESSION_SELECT} WHERE id = ?1"), [id], session_row)
+            .optional()?)
+    }
+
+    /// The one session whose id is or starts with `prefix`.
+    pub fn find_session(&self, prefix: &str) -> Result<SessionRow, StoreError> {
+        if let Some(exact) = self.session(prefix)? {
+            return Ok(exact);
+        }
+        let pattern = format!("{}%", prefix.replace(['%', '_'], ""));
+        let mut stmt = self.conn.prepare(&format!("{SESSION_SELECT} WHERE id LIKE ?1 ORDER BY created DESC LIMIT 6"))?;
+        let mut rows = stmt.query_map([pattern], session_row)?.collect::<Result<Vec<_>, _>>()?;
+        match rows.len() {
+            0 => Err(StoreError::NoSuchSession(prefix.to_string())),
+            1 => Ok(rows.remove(0)),
+            _ => Err(StoreError::Ambiguous {
+                prefix: prefix.to_string(),
+                candidates: rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// Events in the order they were written.
+    pub fn events(&self, q: &EventQuery) -> Result<Vec<StoredEvent>, StoreError> {
+        let since = q.since.map(format_ts);
+        let mut stmt = self.conn.prepare(
+            "SELECT id, ts, session, event, body FROM events
+             WHERE (?1 IS NULL OR session = ?1) AND (?2 IS NULL OR ts >= ?2) AND (?3 IS NULL OR id > ?3)
+             ORDER BY id LIMIT ?4",
+        )?;
+        let limit = q.limit.map_or(-1, |l| l as i64);
+        let rows = stmt
+            .query_map(params![q.session, since, q.after_id, limit], |r| {
+                Ok(StoredEvent { id: r.get(0)?, ts: r.get(1)?, session: r.get(2)?, event: r.get(3)?, body: r.get(4)? })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// The id of the newest event (0 when there is none): where a live follower starts.
+    pub fn last_event_id(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("SELECT COALESCE(MAX(id), 0) FROM events", [], |r| r.get(0))?)
+    }
+
+    /// SQLite's own consistency check; `ok` when the file is sound.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        Ok(self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+}
+
+const SESSION_SELECT: &str = "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
+        state, reason, last_event, last_event_at, owner_pid, control_socket FROM sessions";
+
+fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    let command: String = r.get(1)?;
+    Ok(SessionRow {
+        id: r.get(0)?,
+        command: serde_json::from_str(&command).unwrap_or_else(|_| vec![command]),
+        cwd: r.get(2)?,
+        agent: r.get(3)?,
+        preset: r.get(4)?,
+        created: r.get(5)?,
+        ended: r.get(6)?,
+        exit_code: r.get(7)?,
+        exit_signal: r.get(8)?,
+        error: r.get(9)?,
+        state: r.get(10)?,
+        reason: r.get(11)?,
+        last_event: r.get(12)?,
+        last_event_at: r.get(13)?,
+        owner_pid: r.get(14)?,
+        control_socket: r.get(15)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{SessionId, SessionState};
+    use chrono::TimeZone;
+
+    fn new_session<'a>(id: &'a str, command: &'a [String]) -> NewSession<'a> {
+        NewSession {
+            id,
+            command,
+            cwd: "/tmp",
+            agent: "generic",
+            preset: None,
+            created: Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 0).unwrap(),
+            owner_pid: 42,
+            control_socket: None,
+        }
+    }
+
+    #[test]
+    fn migrations_are_valid() {
+        migrations().validate().unwrap();
+    }
+
+    #[test]
+    fn events_update_the_session_summary() {
+        let mut store = Store::open_in_memory().unwrap();
+        let cmd = vec!["bash".to_string(), "-c".to_string(), "exit 3".to_string()];
+        store.create_session(&new_session("0a0a0a0a", &cmd)).unwrap();
+        let at = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 1).unwrap();
+        let ev = |kind| Event { ts: at, session: SessionId::from("0a0a0a0a".to_string()), kind };
+        store.record(&ev(EventKind::state(SessionState::Running, "process started"))).unwrap();
+        store
+            .record(&ev(EventKind::State {
+                state: SessionState::Exited,
+                reason: "process exited with code 3".into(),
+                pid: None,
+                exit_code: Some(3),
+                signal: None,
+                error: None,
+            }))
+            .unwrap();
+        let row = store.find_session("0a0a").unwrap();
+        assert_eq!(row.state, "exited");
+        assert_eq!(row.exit_code, Some(3));
+        assert_eq!(row.command, cmd);
+        assert_eq!(row.ended.as_deref(), Some("2026-11-30T22:00:01.000Z"));
+        let events = store.events(&EventQuery { session: Some(row.id.clone()), ..Default::default() }).unwrap();
+        assert_eq!(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(), ["state", "state"]);
+        let last: Event = serde_json::from_str(&events[1].body).unwrap();
+        assert_eq!(last.kind.new_state(), Some(SessionState::Exited));
+        assert_eq!(store.last_event_id().unwrap(), events[1].id);
+    }
+
+    #[test]
+    fn prefixes_resolve_or_say_why_not() {
+        let mut store = Store::open_in_memory().unwrap();
+        let cmd = vec!["true".to_string()];
+        store.create_session(&new_session("abc11111", &cmd)).unwrap();
+        store.create_session(&new_session("abc22222", &cmd)).unwrap();
+        assert_eq!(store.find_session("abc1").unwrap().id, "abc11111");
+        let err = store.find_session("abc").unwrap_err().to_string();
+        assert!(err.contains("abc11111") && err.contains("abc22222"), "{err}");
+        let err = store.find_session("ffff").unwrap_err().to_string();
+        assert!(err.contains("nightshift sessions"), "{err}");
+    }
+}

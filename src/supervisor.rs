@@ -1,0 +1,255 @@
+//! The set of sessions of one Nightshift process, the commands the CLI and the app call, and the
+//! event bus.
+//!
+//! Every event goes the same way: the journal first (committed), then the synchronous sinks (the
+//! `--events` stream, flushed per line), then the broadcast bus (the app, followers). A failure to
+//! journal is logged and survived: a full disk must not take the agents down with it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc};
+
+use crate::agent::AgentKind;
+use crate::clock::Clock;
+use crate::event::{Event, EventKind, SessionId, SessionState};
+use crate::pty::{self, CommandSpec, SpawnError};
+use crate::screen::Screen;
+use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
+use crate::store::{NewSession, Store, StoreError};
+
+/// Environment variable that tells a child which Nightshift session it runs in.
+pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
+
+/// What to start.
+#[derive(Debug)]
+pub struct SessionSpec {
+    pub command: CommandSpec,
+    pub agent: AgentKind,
+    pub preset: Option<String>,
+    pub stop_grace: Duration,
+    /// Receives a copy of every byte the child writes (the CLI's passthrough).
+    pub output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
+}
+
+impl SessionSpec {
+    pub fn new(command: CommandSpec) -> Self {
+        let agent = AgentKind::infer(&command.program);
+        Self { command, agent, preset: None, stop_grace: DEFAULT_STOP_GRACE, output_tap: None }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The command could not be started; the journal records the failure under `session`.
+    #[error("{error}")]
+    Spawn { session: SessionId, error: SpawnError },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A synchronous observer of every event, called in order right after the journal commit.
+pub type EventSink = Box<dyn Fn(&Event) + Send + Sync>;
+
+struct Shared {
+    store: Mutex<Store>,
+    clock: Arc<dyn Clock>,
+    bus: broadcast::Sender<Event>,
+    sinks: Mutex<Vec<EventSink>>,
+}
+
+/// Writes events; shared by the supervisor and its session actors.
+#[derive(Clone)]
+pub struct Emitter {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Emitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emitter").finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Emitter {
+    pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
+        let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };
+        if let Err(e) = lock(&self.shared.store).record(&event) {
+            tracing::error!(session = %session, event = event.kind.name(), "could not journal an event: {e}");
+        }
+        for sink in lock(&self.shared.sinks).iter() {
+            sink(&event);
+        }
+        let _ = self.shared.bus.send(event.clone());
+        event
+    }
+}
+
+/// The sessions this process supervises.
+#[derive(Clone)]
+pub struct Supervisor {
+    emitter: Emitter,
+    sessions: Arc<Mutex<HashMap<SessionId, SessionHandle>>>,
+    control_socket: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").field("control_socket", &self.control_socket).finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
+        let (bus, _) = broadcast::channel(1024);
+        let shared = Shared { store: Mutex::new(store), clock, bus, sinks: Mutex::new(Vec::new()) };
+        Self {
+            emitter: Emitter { shared: Arc::new(shared) },
+            sessions: Arc::new(Mutex::new(HashMap::new())),
+            control_socket: None,
+        }
+    }
+
+    /// Records, with every session started from now on, the socket through which this process
+    /// takes commands for it.
+    pub fn set_control_socket(&mut self, path: PathBuf) {
+        self.control_socket = Some(path);
+    }
+
+    pub fn add_sink(&self, sink: EventSink) {
+        lock(&self.emitter.shared.sinks).push(sink);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.emitter.shared.bus.subscribe()
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.emitter.shared.clock
+    }
+
+    /// Runs `f` with the journal (for reads; events are written through the emitter).
+    pub fn with_store<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
+        f(&lock(&self.emitter.shared.store))
+    }
+
+    /// Records and starts a session. A command that cannot start is journalled as `failed` and
+    /// returned as [`StartError::Spawn`].
+    pub fn start(&self, mut spec: SessionSpec) -> Result<SessionHandle, StartError> {
+        let id = SessionId::generate();
+        let argv = spec.command.argv();
+        let cwd = spec.command.cwd.display().to_string();
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        lock(&self.emitter.shared.store).create_session(&NewSession {
+            id: id.as_str(),
+            command: &argv,
+            cwd: &cwd,
+            agent: spec.agent.as_str(),
+            preset: spec.preset.as_deref(),
+            created: self.emitter.shared.clock.now(),
+            owner_pid: std::process::id(),
+            control_socket: socket.as_deref(),
+        })?;
+        tracing::info!(session = %id, command = ?spec.command, "starting session");
+        self.emitter.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
+
+        spec.command.env.push((SESSION_ENV.to_string(), id.to_string()));
+        let spawned = match pty::spawn(&spec.command) {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                tracing::info!(session = %id, "{error}");
+                self.emitter.emit(
+                    &id,
+                    EventKind::State {
+                        state: SessionState::Failed,
+                        reason: format!("failed to start: {error}"),
+                        pid: None,
+                        exit_code: Some(error.exit_code()),
+                        signal: None,
+                        error: Some(error.to_string()),
+                    },
+                );
+                return Err(StartError::Spawn { session: id, error });
+            }
+        };
+        let pid = spawned.pty.pid();
+        self.emitter.emit(
+            &id,
+            EventKind::State {
+                state: SessionState::Running,
+                reason: format!("process {pid} started"),
+                pid: Some(pid),
+                exit_code: None,
+                signal: None,
+                error: None,
+            },
+        );
+        let actor = Actor {
+            id: id.clone(),
+            spawned,
+            screen: Screen::new(spec.command.size),
+            emitter: self.emitter.clone(),
+            stop_grace: spec.stop_grace,
+            output_tap: spec.output_tap.take(),
+        };
+        let (handle, task) = actor.start();
+        lock(&self.sessions).insert(id.clone(), handle.clone());
+        let sessions = Arc::clone(&self.sessions);
+        tokio::spawn(async move {
+            let _ = task.await;
+            lock(&sessions).remove(&id);
+        });
+        Ok(handle)
+    }
+
+    /// A live session of this process.
+    pub fn session(&self, id: &str) -> Option<SessionHandle> {
+        lock(&self.sessions).get(&SessionId::from(id.to_string())).cloned()
+    }
+
+    /// The live sessions of this process.
+    pub fn sessions(&self) -> Vec<SessionHandle> {
+        lock(&self.sessions).values().cloned().collect()
+    }
+
+    /// Stops every live session and waits for them to end.
+    pub async fn stop_all(&self, source: &str) {
+        let handles = self.sessions();
+        for handle in &handles {
+            let _ = handle.stop(source).await;
+        }
+        for handle in &handles {
+            handle.wait().await;
+        }
+    }
+}
+
+/// The argv as a shell line, quoting what needs it (for reasons and display).
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_quote_what_needs_it() {
+        let argv: Vec<String> = ["bash", "-c", "printf 'hi'; exit 3"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(shell_words(&argv), r"bash -c 'printf '\''hi'\''; exit 3'");
+    }
+}
