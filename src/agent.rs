@@ -66,6 +66,10 @@ mod tests {
         assert_eq!(AgentKind::infer("/usr/local/bin/codex"), AgentKind::Codex);
         assert_eq!(AgentKind::infer("bash"), AgentKind::Generic);
         assert_eq!("Claude".parse::<AgentKind>().unwrap(), AgentKind::Claude);
-        assert!("gpt".parse::<AgentKind>().unwrap_err().to_string().contains("claude, codex, generic"));
+        assert!("gpt"
+            .parse::<AgentKind>()
+            .unwrap_err()
+            .to_string()
+            .contains("claude, codex, generic"));
     }
 }

@@ -31,7 +31,9 @@ pub struct FakeClock {
 
 impl FakeClock {
     pub fn new(start: DateTime<Utc>) -> Self {
-        Self { now: Arc::new(Mutex::new(start)) }
+        Self {
+            now: Arc::new(Mutex::new(start)),
+        }
     }
 
     pub fn set(&self, to: DateTime<Utc>) {

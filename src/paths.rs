@@ -43,7 +43,10 @@ impl Paths {
         ensure_dir(&state_dir)?;
         let runtime_dir = default_runtime_dir();
         ensure_private_dir(&runtime_dir)?;
-        Ok(Self { state_dir, runtime_dir })
+        Ok(Self {
+            state_dir,
+            runtime_dir,
+        })
     }
 
     /// The SQLite journal.
@@ -97,21 +100,34 @@ pub fn ensure_dir(path: &Path) -> Result<(), PathsError> {
         .recursive(true)
         .mode(0o700)
         .create(path)
-        .map_err(|source| PathsError::Create { path: path.to_path_buf(), source })
+        .map_err(|source| PathsError::Create {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// Creates a directory that only this user may enter, or checks that an existing one is ours and
 /// closes it to others.
 pub fn ensure_private_dir(path: &Path) -> Result<(), PathsError> {
     ensure_dir(path)?;
-    let meta = std::fs::metadata(path).map_err(|source| PathsError::Create { path: path.to_path_buf(), source })?;
+    let meta = std::fs::metadata(path).map_err(|source| PathsError::Create {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me {
-        return Err(PathsError::NotOwned { path: path.to_path_buf(), owner: meta.uid() });
+        return Err(PathsError::NotOwned {
+            path: path.to_path_buf(),
+            owner: meta.uid(),
+        });
     }
     if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
-            .map_err(|source| PathsError::Create { path: path.to_path_buf(), source })?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).map_err(
+            |source| PathsError::Create {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
     }
     Ok(())
 }

@@ -31,7 +31,10 @@ pub struct Screen {
 impl std::fmt::Debug for Screen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (rows, cols) = self.parser.screen().size();
-        f.debug_struct("Screen").field("rows", &rows).field("cols", &cols).finish_non_exhaustive()
+        f.debug_struct("Screen")
+            .field("rows", &rows)
+            .field("cols", &cols)
+            .finish_non_exhaustive()
     }
 }
 
@@ -52,18 +55,62 @@ pub struct Snapshot {
     pub size: (u16, u16),
     /// Whether the child switched to the alternate screen (full-screen TUIs do).
     pub alternate_screen: bool,
+    /// Each visible row as runs of identically styled text (colours, bold, dim, …).
+    pub styled: Vec<Vec<Span>>,
+}
+
+/// A run of cells in one row that share their look.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Span {
+    pub text: String,
+    #[serde(flatten)]
+    pub style: Style,
+}
+
+/// How a cell looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Style {
+    pub fg: Color,
+    pub bg: Color,
+    pub bold: bool,
+    pub dim: bool,
+    pub italic: bool,
+    pub underline: bool,
+    pub inverse: bool,
+}
+
+impl Style {
+    fn of(cell: &vt100::Cell) -> Self {
+        Self {
+            fg: cell.fgcolor().into(),
+            bg: cell.bgcolor().into(),
+            bold: cell.bold(),
+            dim: cell.dim(),
+            italic: cell.italic(),
+            underline: cell.underline(),
+            inverse: cell.inverse(),
+        }
+    }
 }
 
 impl Snapshot {
     /// The last `n` rows that hold anything, in order (fewer when the screen has fewer).
     pub fn last_rows(&self, n: usize) -> &[String] {
-        let end = self.rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
+        let end = self
+            .rows
+            .iter()
+            .rposition(|r| !r.is_empty())
+            .map_or(0, |i| i + 1);
         &self.rows[end.saturating_sub(n)..end]
     }
 
     /// The visible text, one line per row, without the blank rows at the bottom.
     pub fn text(&self) -> String {
-        let end = self.rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
+        let end = self
+            .rows
+            .iter()
+            .rposition(|r| !r.is_empty())
+            .map_or(0, |i| i + 1);
         self.rows[..end].join("\n")
     }
 
@@ -75,9 +122,10 @@ impl Snapshot {
 }
 
 /// A colour as the child set it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum Color {
+    #[default]
     Default,
     Indexed(u8),
     Rgb(u8, u8, u8),
@@ -97,18 +145,20 @@ impl From<vt100::Color> for Color {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Cell {
     pub text: String,
-    pub fg: Color,
-    pub bg: Color,
-    pub bold: bool,
-    pub dim: bool,
-    pub italic: bool,
-    pub underline: bool,
-    pub inverse: bool,
+    #[serde(flatten)]
+    pub style: Style,
 }
 
 impl Screen {
     pub fn new(size: PtySize) -> Self {
-        Self { parser: vt100::Parser::new_with_callbacks(cells(size.rows), cells(size.cols), SCROLLBACK, Signals::default()) }
+        Self {
+            parser: vt100::Parser::new_with_callbacks(
+                cells(size.rows),
+                cells(size.cols),
+                SCROLLBACK,
+                Signals::default(),
+            ),
+        }
     }
 
     /// Feeds output from the child.
@@ -133,8 +183,15 @@ impl Screen {
     pub fn snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();
         let (rows, cols) = screen.size();
-        let rows_text = screen.rows(0, cols.get()).map(|r| r.trim_end().to_string()).collect();
+        let rows_text = screen
+            .rows(0, cols.get())
+            .map(|r| r.trim_end().to_string())
+            .collect();
+        let styled = (0..rows.get())
+            .map(|row| styled_row(screen, row, cols.get()))
+            .collect();
         Snapshot {
+            styled,
             rows: rows_text,
             cursor: screen.cursor_position(),
             cursor_visible: !screen.hide_cursor(),
@@ -149,13 +206,7 @@ impl Screen {
         let cell = self.parser.screen().cell(row, col)?;
         Some(Cell {
             text: cell.contents().to_string(),
-            fg: cell.fgcolor().into(),
-            bg: cell.bgcolor().into(),
-            bold: cell.bold(),
-            dim: cell.dim(),
-            italic: cell.italic(),
-            underline: cell.underline(),
-            inverse: cell.inverse(),
+            style: Style::of(cell),
         })
     }
 
@@ -181,6 +232,39 @@ impl Screen {
     }
 }
 
+/// One row as styled runs, without the unstyled blanks at its end.
+fn styled_row(screen: &vt100::Screen, row: u16, cols: u16) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
+    for col in 0..cols {
+        let Some(cell) = screen.cell(row, col) else {
+            break;
+        };
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        let style = Style::of(cell);
+        let text = if cell.has_contents() {
+            cell.contents()
+        } else {
+            " "
+        };
+        match spans.last_mut() {
+            Some(last) if last.style == style => last.text.push_str(text),
+            _ => spans.push(Span {
+                text: text.to_string(),
+                style,
+            }),
+        }
+    }
+    if let Some(last) = spans.last_mut() {
+        if last.style == Style::default() {
+            last.text.truncate(last.text.trim_end_matches(' ').len());
+        }
+    }
+    spans.retain(|s| !s.text.is_empty());
+    spans
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,10 +280,24 @@ mod tests {
         assert_eq!(snap.rows[3], "     Xdim");
         assert_eq!(snap.cursor, (3, 9));
         assert_eq!(snap.title, "\u{2733} Claude Code");
-        assert_eq!(s.cell(1, 0).unwrap().fg, Color::Indexed(1));
-        assert_eq!(s.cell(0, 0).unwrap().fg, Color::Default);
-        assert!(s.cell(3, 6).unwrap().dim);
-        assert_eq!(snap.last_rows(2), &["red".to_string(), String::new(), "     Xdim".to_string()][1..]);
+        assert_eq!(s.cell(1, 0).unwrap().style.fg, Color::Indexed(1));
+        assert_eq!(s.cell(0, 0).unwrap().style.fg, Color::Default);
+        assert!(s.cell(3, 6).unwrap().style.dim);
+        let red = &snap.styled[1];
+        assert_eq!(red.len(), 1);
+        assert_eq!(
+            (red[0].text.as_str(), red[0].style.fg),
+            ("red", Color::Indexed(1))
+        );
+        let row3: Vec<(&str, bool)> = snap.styled[3]
+            .iter()
+            .map(|s| (s.text.as_str(), s.style.dim))
+            .collect();
+        assert_eq!(row3, [("     X", false), ("dim", true)]);
+        assert_eq!(
+            snap.last_rows(2),
+            &["red".to_string(), String::new(), "     Xdim".to_string()][1..]
+        );
         assert_eq!(snap.text(), "hello\nred\n\n     Xdim");
     }
 

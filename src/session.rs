@@ -26,12 +26,18 @@ const ENTER_DELAY: Duration = Duration::from_millis(120);
 #[derive(Debug)]
 pub enum Control {
     /// Type text, then optionally press Enter.
-    Send { text: String, enter: bool, source: String },
+    Send {
+        text: String,
+        enter: bool,
+        source: String,
+    },
     /// Raw bytes (keys, escape sequences) as the user's terminal produced them; not journalled.
     Keys(Vec<u8>),
     Resize(PtySize),
     /// SIGHUP to the process group, SIGKILL after the grace period.
-    Stop { source: String },
+    Stop {
+        source: String,
+    },
     Snapshot(oneshot::Sender<Snapshot>),
 }
 
@@ -64,11 +70,24 @@ impl SessionHandle {
     }
 
     async fn control(&self, c: Control) -> Result<(), SessionEnded> {
-        self.control.send(c).await.map_err(|_| SessionEnded(self.id.clone()))
+        self.control
+            .send(c)
+            .await
+            .map_err(|_| SessionEnded(self.id.clone()))
     }
 
-    pub async fn send_text(&self, text: impl Into<String>, enter: bool, source: &str) -> Result<(), SessionEnded> {
-        self.control(Control::Send { text: text.into(), enter, source: source.to_string() }).await
+    pub async fn send_text(
+        &self,
+        text: impl Into<String>,
+        enter: bool,
+        source: &str,
+    ) -> Result<(), SessionEnded> {
+        self.control(Control::Send {
+            text: text.into(),
+            enter,
+            source: source.to_string(),
+        })
+        .await
     }
 
     pub async fn send_keys(&self, bytes: Vec<u8>) -> Result<(), SessionEnded> {
@@ -80,7 +99,10 @@ impl SessionHandle {
     }
 
     pub async fn stop(&self, source: &str) -> Result<(), SessionEnded> {
-        self.control(Control::Stop { source: source.to_string() }).await
+        self.control(Control::Stop {
+            source: source.to_string(),
+        })
+        .await
     }
 
     pub async fn snapshot(&self) -> Result<Snapshot, SessionEnded> {
@@ -117,15 +139,33 @@ impl Actor {
     /// Starts the actor task; returns the handle and the task.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
         let (control_tx, control_rx) = mpsc::channel(64);
-        let (status_tx, status_rx) = watch::channel(Status { state: SessionState::Running, exit: None });
-        let handle = SessionHandle { id: self.id.clone(), control: control_tx, status: status_rx };
+        let (status_tx, status_rx) = watch::channel(Status {
+            state: SessionState::Running,
+            exit: None,
+        });
+        let handle = SessionHandle {
+            id: self.id.clone(),
+            control: control_tx,
+            status: status_rx,
+        };
         let task = tokio::spawn(self.run(control_rx, status_tx));
         (handle, task)
     }
 
     async fn run(self, mut controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
-        let Actor { id, spawned, mut screen, emitter, stop_grace, output_tap } = self;
-        let Spawned { pty, mut output, exit: mut exit_rx } = spawned;
+        let Actor {
+            id,
+            spawned,
+            mut screen,
+            emitter,
+            stop_grace,
+            output_tap,
+        } = self;
+        let Spawned {
+            pty,
+            mut output,
+            exit: mut exit_rx,
+        } = spawned;
         let mut output_open = true;
         let mut exit: Option<Exit> = None;
         let mut kill_at: Option<Instant> = None;
@@ -134,7 +174,8 @@ impl Actor {
         let mut controls_open = true;
 
         loop {
-            if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t)) {
+            if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t))
+            {
                 break;
             }
             tokio::select! {
@@ -195,7 +236,10 @@ impl Actor {
                 error: None,
             },
         );
-        status.send_replace(Status { state: SessionState::Exited, exit: Some(exit) });
+        status.send_replace(Status {
+            state: SessionState::Exited,
+            exit: Some(exit),
+        });
         drop(pty);
     }
 }
@@ -209,8 +253,19 @@ fn handle_control(
     id: &SessionId,
 ) -> Option<String> {
     match control {
-        Control::Send { text, enter, source } => {
-            emitter.emit(id, EventKind::Input { source, chars: text.chars().count(), enter });
+        Control::Send {
+            text,
+            enter,
+            source,
+        } => {
+            emitter.emit(
+                id,
+                EventKind::Input {
+                    source,
+                    chars: text.chars().count(),
+                    enter,
+                },
+            );
             pty.write(text.into_bytes());
             if enter {
                 pty.write_after(ENTER_DELAY, b"\r".to_vec());

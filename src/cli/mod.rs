@@ -15,7 +15,11 @@ use nightshift::paths::{Paths, STATE_DIR_ENV};
 use nightshift::store::{SessionRow, Store};
 
 #[derive(Debug, Parser)]
-#[command(name = "nightshift", version, about = "Keeps AI coding agents working through the night.")]
+#[command(
+    name = "nightshift",
+    version,
+    about = "Keeps AI coding agents working through the night."
+)]
 struct Cli {
     /// Where the journal and logs live [default: $XDG_STATE_HOME/nightshift]
     #[arg(long, global = true, value_name = "DIR", env = STATE_DIR_ENV)]
@@ -73,8 +77,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// Whether the process is still there (a pid that exists, even if we may not signal it).
 fn pid_alive(pid: i64) -> bool {
-    let Ok(pid) = i32::try_from(pid) else { return false };
-    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
 }
 
 /// The state to show for a session: what the journal says, unless the process that supervised it
@@ -84,7 +93,11 @@ fn shown_state(row: &SessionRow) -> String {
     if !final_state && !owner_alive(row) {
         return "lost".to_string();
     }
-    match (row.state.as_str(), row.exit_code, row.exit_signal.as_deref()) {
+    match (
+        row.state.as_str(),
+        row.exit_code,
+        row.exit_signal.as_deref(),
+    ) {
         ("exited", _, Some(signal)) => format!("exited ({signal})"),
         ("exited", Some(code), None) => format!("exited ({code})"),
         ("failed", _, _) => "failed".to_string(),
@@ -93,7 +106,10 @@ fn shown_state(row: &SessionRow) -> String {
 }
 
 fn owner_alive(row: &SessionRow) -> bool {
-    let socket_there = row.control_socket.as_ref().is_none_or(|s| std::path::Path::new(s).exists());
+    let socket_there = row
+        .control_socket
+        .as_ref()
+        .is_none_or(|s| std::path::Path::new(s).exists());
     row.owner_pid.is_some_and(pid_alive) && socket_there
 }
 
@@ -105,10 +121,17 @@ fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
             (Some(code), None) => format!(" (code {code})"),
             _ => String::new(),
         };
-        anyhow::bail!("session {} has {}{how}; there is nothing running to talk to", row.id, row.state);
+        anyhow::bail!(
+            "session {} has {}{how}; there is nothing running to talk to",
+            row.id,
+            row.state
+        );
     }
     let Some(socket) = &row.control_socket else {
-        anyhow::bail!("session {} was started without a control socket; it cannot be reached", row.id);
+        anyhow::bail!(
+            "session {} was started without a control socket; it cannot be reached",
+            row.id
+        );
     };
     if !owner_alive(row) {
         anyhow::bail!(
@@ -123,6 +146,10 @@ fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
 /// An RFC 3339 UTC timestamp from the journal, shown in local time.
 fn local_time(ts: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(ts)
-        .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S").to_string())
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        })
         .unwrap_or_else(|_| ts.to_string())
 }

@@ -26,7 +26,13 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let rows = store.sessions()?;
     if args.json {
-        let listed: Vec<Listed<'_>> = rows.iter().map(|row| Listed { row, shown_state: super::shown_state(row) }).collect();
+        let listed: Vec<Listed<'_>> = rows
+            .iter()
+            .map(|row| Listed {
+                row,
+                shown_state: super::shown_state(row),
+            })
+            .collect();
         println!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -39,7 +45,16 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn table(rows: &[SessionRow]) -> String {
-    let header = ["ID", "AGENT", "STATE", "CWD", "STARTED", "LAST EVENT", "COMMAND"].map(String::from);
+    let header = [
+        "ID",
+        "AGENT",
+        "STATE",
+        "CWD",
+        "STARTED",
+        "LAST EVENT",
+        "COMMAND",
+    ]
+    .map(String::from);
     let mut lines = vec![header.to_vec()];
     for row in rows {
         lines.push(vec![
@@ -48,16 +63,30 @@ fn table(rows: &[SessionRow]) -> String {
             super::shown_state(row),
             row.cwd.clone(),
             super::local_time(&row.created),
-            format!("{} {}", row.last_event, super::local_time(&row.last_event_at)),
+            format!(
+                "{} {}",
+                row.last_event,
+                super::local_time(&row.last_event_at)
+            ),
             truncate(&shell_words(&row.command), 40),
         ]);
     }
-    let widths: Vec<usize> =
-        (0..header.len()).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let mut out = String::new();
     for line in lines {
-        let cells: Vec<String> =
-            line.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}", width = *width)).collect();
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}", width = *width))
+            .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }

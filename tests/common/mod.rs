@@ -1,0 +1,96 @@
+//! Helpers shared by the integration tests: temp state, the real binary, bounded waits.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The `nightshift` binary cargo built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_nightshift"))
+}
+
+/// A private state and runtime directory for one test.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `nightshift ARGS` with this test's directories.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.args(args)
+            .env("NIGHTSHIFT_STATE_DIR", self.state_dir())
+            .env("NIGHTSHIFT_RUNTIME_DIR", self.runtime_dir())
+            .env_remove("NIGHTSHIFT_LOG")
+            .current_dir(self.dir.path());
+        cmd
+    }
+
+    /// Runs `nightshift ARGS` to completion; panics with its output when it could not run.
+    pub fn output(&self, args: &[&str]) -> std::process::Output {
+        self.cmd(args).output().expect("run nightshift")
+    }
+
+    pub fn stdout(&self, args: &[&str]) -> String {
+        let out = self.output(args);
+        assert!(
+            out.status.success(),
+            "nightshift {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 output")
+    }
+
+    /// The journal's events as JSON values.
+    pub fn journal(&self) -> Vec<serde_json::Value> {
+        json_lines(&self.stdout(&["journal", "--json"]))
+    }
+}
+
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// Polls `f` until it returns `Some`, for at most `limit` (real processes take real time).
+pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// The JSON lines written so far to an events file.
+pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .map(|t| json_lines(&t))
+        .unwrap_or_default()
+}
