@@ -87,6 +87,74 @@ pub struct SessionRow {
     pub control_socket: Option<String>,
 }
 
+impl SessionRow {
+    /// No process is behind this session any more, by the journal's account.
+    pub fn is_final(&self) -> bool {
+        matches!(self.state.as_str(), "exited" | "failed")
+    }
+
+    /// Whether the Nightshift process that supervises this session is still there (its pid exists
+    /// and its control socket is in place).
+    pub fn owner_alive(&self) -> bool {
+        let socket_there = self
+            .control_socket
+            .as_ref()
+            .is_none_or(|s| Path::new(s).exists());
+        self.owner_pid.is_some_and(pid_alive) && socket_there
+    }
+
+    /// The state to show: the journal's, or `lost` when the supervising process died without
+    /// recording an end; exits carry their code or signal (`exited (3)`, `exited (SIGKILL)`).
+    pub fn shown_state(&self) -> String {
+        if !self.is_final() && !self.owner_alive() {
+            return "lost".to_string();
+        }
+        match (
+            self.state.as_str(),
+            self.exit_code,
+            self.exit_signal.as_deref(),
+        ) {
+            ("exited", _, Some(signal)) => format!("exited ({signal})"),
+            ("exited", Some(code), None) => format!("exited ({code})"),
+            (state, _, _) => state.to_string(),
+        }
+    }
+}
+
+/// A session with the state to show for it, as the CLI's `--json` and the app present it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    #[serde(flatten)]
+    pub row: SessionRow,
+    /// The state to believe: the journal's, or `lost` when its supervisor died without an end.
+    pub shown_state: String,
+    /// The command as a shell line, quoted where needed.
+    pub command_line: String,
+}
+
+impl From<SessionRow> for SessionSummary {
+    fn from(row: SessionRow) -> Self {
+        let shown_state = row.shown_state();
+        let command_line = crate::supervisor::shell_words(&row.command);
+        Self {
+            row,
+            shown_state,
+            command_line,
+        }
+    }
+}
+
+/// Whether a process with this pid exists (even one we may not signal).
+fn pid_alive(pid: i64) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
 /// What is known of a session when it is created.
 #[derive(Debug, Clone)]
 pub struct NewSession<'a> {
@@ -275,15 +343,24 @@ impl Store {
         )?;
         let limit = q.limit.map_or(-1, |l| l as i64);
         let rows = stmt
-            .query_map(params![q.session, since, q.after_id, limit], |r| {
-                Ok(StoredEvent {
-                    id: r.get(0)?,
-                    ts: r.get(1)?,
-                    session: r.get(2)?,
-                    event: r.get(3)?,
-                    body: r.get(4)?,
-                })
-            })?
+            .query_map(params![q.session, since, q.after_id, limit], stored_event)?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// The newest `limit` events of one session, oldest first.
+    pub fn recent_events(
+        &self,
+        session: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, ts, session, event, body FROM
+               (SELECT * FROM events WHERE session = ?1 ORDER BY id DESC LIMIT ?2)
+             ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map(params![session, limit as i64], stored_event)?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
@@ -306,6 +383,16 @@ impl Store {
 const SESSION_SELECT: &str =
     "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
         state, reason, last_event, last_event_at, owner_pid, control_socket FROM sessions";
+
+fn stored_event(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
+    Ok(StoredEvent {
+        id: r.get(0)?,
+        ts: r.get(1)?,
+        session: r.get(2)?,
+        event: r.get(3)?,
+        body: r.get(4)?,
+    })
+}
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     let command: String = r.get(1)?;
@@ -400,6 +487,8 @@ mod tests {
         let last: Event = serde_json::from_str(&events[1].body).unwrap();
         assert_eq!(last.kind.new_state(), Some(SessionState::Exited));
         assert_eq!(store.last_event_id().unwrap(), events[1].id);
+        let recent = store.recent_events("0a0a0a0a", 1).unwrap();
+        assert_eq!(recent, events[1..]);
     }
 
     #[test]

@@ -1,1 +1,6 @@
-fn main() {}
+// No console window on Windows release builds.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+fn main() {
+    nightshift_app::run()
+}

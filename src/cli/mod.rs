@@ -75,47 +75,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// Whether the process is still there (a pid that exists, even if we may not signal it).
-fn pid_alive(pid: i64) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    !matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH)
-    )
-}
-
-/// The state to show for a session: what the journal says, unless the process that supervised it
-/// is gone without recording an end, in which case the session is `lost`.
-fn shown_state(row: &SessionRow) -> String {
-    let final_state = matches!(row.state.as_str(), "exited" | "failed");
-    if !final_state && !owner_alive(row) {
-        return "lost".to_string();
-    }
-    match (
-        row.state.as_str(),
-        row.exit_code,
-        row.exit_signal.as_deref(),
-    ) {
-        ("exited", _, Some(signal)) => format!("exited ({signal})"),
-        ("exited", Some(code), None) => format!("exited ({code})"),
-        ("failed", _, _) => "failed".to_string(),
-        (state, _, _) => state.to_string(),
-    }
-}
-
-fn owner_alive(row: &SessionRow) -> bool {
-    let socket_there = row
-        .control_socket
-        .as_ref()
-        .is_none_or(|s| std::path::Path::new(s).exists());
-    row.owner_pid.is_some_and(pid_alive) && socket_there
-}
-
 /// The control socket of the process that runs `row`, or why there is none to talk to.
 fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
-    if matches!(row.state.as_str(), "exited" | "failed") {
+    if row.is_final() {
         let how = match (row.exit_code, &row.exit_signal) {
             (_, Some(signal)) => format!(" ({signal})"),
             (Some(code), None) => format!(" (code {code})"),
@@ -133,7 +95,7 @@ fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
             row.id
         );
     };
-    if !owner_alive(row) {
+    if !row.owner_alive() {
         anyhow::bail!(
             "the Nightshift process that ran session {} (pid {}) is gone; the session is lost",
             row.id,

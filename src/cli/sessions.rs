@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::store::SessionRow;
+use nightshift::store::{SessionRow, SessionSummary};
 use nightshift::supervisor::shell_words;
-use serde::Serialize;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -14,25 +13,11 @@ pub struct Args {
     json: bool,
 }
 
-#[derive(Serialize)]
-struct Listed<'a> {
-    #[serde(flatten)]
-    row: &'a SessionRow,
-    /// The state to believe: the journal's, or `lost` when its supervisor died without an end.
-    shown_state: String,
-}
-
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let rows = store.sessions()?;
     if args.json {
-        let listed: Vec<Listed<'_>> = rows
-            .iter()
-            .map(|row| Listed {
-                row,
-                shown_state: super::shown_state(row),
-            })
-            .collect();
+        let listed: Vec<SessionSummary> = rows.into_iter().map(SessionSummary::from).collect();
         println!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -60,7 +45,7 @@ fn table(rows: &[SessionRow]) -> String {
         lines.push(vec![
             row.id.clone(),
             row.agent.clone(),
-            super::shown_state(row),
+            row.shown_state(),
             row.cwd.clone(),
             super::local_time(&row.created),
             format!(

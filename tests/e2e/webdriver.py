@@ -1,0 +1,114 @@
+"""A small W3C WebDriver client (standard library only) for driving the real app through Debian's
+WebKitWebDriver, the way tauri-driver does on Linux: the app binary is the "browser", started by
+the driver with TAURI_WEBVIEW_AUTOMATION=true in its environment."""
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+
+
+class WebDriverError(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Driver:
+    """Starts WebKitWebDriver and one session on `binary`; use as a context manager."""
+
+    def __init__(self, binary, env, log_path):
+        self.port = free_port()
+        env = dict(env, TAURI_WEBVIEW_AUTOMATION="true", NO_AT_BRIDGE="1")
+        self.log = open(log_path, "wb")
+        self.proc = subprocess.Popen(
+            ["WebKitWebDriver", f"--port={self.port}", "--host=127.0.0.1"],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.time() + 20
+        while True:
+            try:
+                self._call("GET", "/status")
+                break
+            except (OSError, WebDriverError):
+                if time.time() > deadline or self.proc.poll() is not None:
+                    raise WebDriverError("WebKitWebDriver did not start")
+                time.sleep(0.1)
+        caps = {"capabilities": {"alwaysMatch": {"webkitgtk:browserOptions": {"binary": str(binary), "args": []}}}}
+        self.session = self._call("POST", "/session", caps, timeout=90)["sessionId"]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        try:
+            self._call("DELETE", f"/session/{self.session}", timeout=15)
+        except Exception:
+            pass
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+    def _call(self, method, path, body=None, timeout=30):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                payload = json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            payload = json.loads(e.read() or b"{}")
+            raise WebDriverError(f"{method} {path}: {payload.get('value', payload)}") from None
+        return payload.get("value", payload)
+
+    def cmd(self, method, path, body=None, timeout=30):
+        return self._call(method, f"/session/{self.session}{path}", body, timeout)
+
+    def run_js(self, script, *args):
+        return self.cmd("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def find_all(self, css):
+        return [e[ELEMENT] for e in self.cmd("POST", "/elements", {"using": "css selector", "value": css})]
+
+    def text(self, element):
+        return self.cmd("GET", f"/element/{element}/text")
+
+    def click(self, element):
+        self.cmd("POST", f"/element/{element}/click", {})
+
+    def screenshot(self, path):
+        png = base64.b64decode(self.cmd("GET", "/screenshot"))
+        with open(path, "wb") as f:
+            f.write(png)
+
+    def set_size(self, width, height):
+        self.cmd("POST", "/window/rect", {"width": width, "height": height})
+
+    def wait_for(self, what, fn, timeout=20):
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            try:
+                last = fn()
+                if last:
+                    return last
+            except WebDriverError as e:
+                last = e
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
