@@ -55,7 +55,8 @@ pub struct Snapshot {
     pub size: (u16, u16),
     /// Whether the child switched to the alternate screen (full-screen TUIs do).
     pub alternate_screen: bool,
-    /// Each visible row as runs of identically styled text (colours, bold, dim, …).
+    /// Each visible row as runs of identically styled text (colours, bold, dim, …); empty unless
+    /// asked for with [`Screen::styled_snapshot`].
     pub styled: Vec<Vec<Span>>,
 }
 
@@ -201,6 +202,16 @@ impl Screen {
         }
     }
 
+    /// The visible screen with every row's colours and attributes as well.
+    pub fn styled_snapshot(&self) -> Snapshot {
+        let screen = self.parser.screen();
+        let (rows, cols) = screen.size();
+        Snapshot {
+            styled: (0..rows.get()).map(|row| styled_row(screen, row, cols.get())).collect(),
+            ..self.snapshot()
+        }
+    }
+
     /// One cell with its colours and attributes; `None` outside the screen.
     pub fn cell(&self, row: u16, col: u16) -> Option<Cell> {
         let cell = self.parser.screen().cell(row, col)?;
@@ -274,7 +285,8 @@ mod tests {
         let mut s = Screen::new(PtySize::new(20, 5));
         s.feed(b"\x1b]0;\xe2\x9c\xb3 Claude Code\x07hello\r\n\x1b[31mred\x1b[0m");
         s.feed(b"\x1b[4;6HX\x1b[2mdim");
-        let snap = s.snapshot();
+        assert!(s.snapshot().styled.is_empty());
+        let snap = s.styled_snapshot();
         assert_eq!(snap.rows[0], "hello");
         assert_eq!(snap.rows[1], "red");
         assert_eq!(snap.rows[3], "     Xdim");

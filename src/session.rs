@@ -280,7 +280,7 @@ fn handle_control(
         }
         Control::Stop { source } => return Some(source),
         Control::Snapshot(reply) => {
-            let _ = reply.send(screen.snapshot());
+            let _ = reply.send(screen.styled_snapshot());
         }
     }
     None

@@ -1,0 +1,66 @@
+# Nightshift — the two commands: `make run` (build and start the tray app) and `make test` (every
+# test). Both install the Debian packages they need when they are missing (as root, or with sudo).
+
+SHELL := /bin/bash
+CARGO ?= cargo
+TARGET_DIR ?= target
+PYTHON ?= /usr/bin/python3
+
+# Building the tray app (WebKitGTK + the tray library).
+BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
+# Running it headless and driving its window in tests.
+TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3
+
+.PHONY: run release test test-core test-app deps deps-test lint fmt bench clean help
+
+help:
+	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
+	@echo "make test     every test: core, CLI, the tray app under Xvfb"
+	@echo "make deps     install the Debian packages the app needs"
+	@echo "make lint     rustfmt --check and clippy -D warnings"
+	@echo "make bench    benchmarks, printed as figures"
+
+run: deps
+	$(CARGO) build --workspace
+	@if [ -z "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  echo "No display: starting Nightshift under Xvfb (xvfb-run)."; \
+	  $(MAKE) --no-print-directory deps-test; \
+	  exec xvfb-run -a dbus-run-session -- $(TARGET_DIR)/debug/nightshift-app; \
+	else \
+	  exec $(TARGET_DIR)/debug/nightshift-app; \
+	fi
+
+release: deps
+	$(CARGO) build --workspace --release
+
+test: deps deps-test test-core test-app
+
+# The core and the CLI: real PTYs, the real binary. Builds no GUI library.
+test-core:
+	$(CARGO) test --locked
+
+# The tray app: its unit tests, then the real window under Xvfb through WebKitWebDriver.
+test-app:
+	$(CARGO) build --locked --workspace
+	$(CARGO) test --locked -p nightshift-app
+	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_app.py
+
+deps:
+	@scripts/ensure-packages $(BUILD_PKGS)
+
+deps-test:
+	@scripts/ensure-packages $(TEST_PKGS)
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+bench:
+	$(CARGO) bench --locked --bench screen
+
+clean:
+	$(CARGO) clean
+	rm -rf tests/artifacts
