@@ -35,8 +35,10 @@ release: deps
 
 test: deps deps-test test-core test-app
 
-# The core and the CLI: real PTYs, the real binary. Builds no GUI library.
+# The core and the CLI: real PTYs, the real binary. Builds no GUI library, and checks it stays so.
 test-core:
+	@if $(CARGO) tree --locked -p nightshift -e normal,build --prefix none | grep -qiE '^(tauri|wry|gtk|webkit)'; then \
+	  echo "the core package depends on a GUI library; it must stay GUI-free" >&2; exit 1; fi
 	$(CARGO) test --locked
 
 # The tray app: its unit tests, then the real window under Xvfb through WebKitWebDriver.

@@ -180,7 +180,7 @@ impl Screen {
         &self.parser.callbacks().title
     }
 
-    /// The visible screen now.
+    /// The visible screen now, as text (cheap enough for every frame).
     pub fn snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();
         let (rows, cols) = screen.size();
@@ -188,11 +188,8 @@ impl Screen {
             .rows(0, cols.get())
             .map(|r| r.trim_end().to_string())
             .collect();
-        let styled = (0..rows.get())
-            .map(|row| styled_row(screen, row, cols.get()))
-            .collect();
         Snapshot {
-            styled,
+            styled: Vec::new(),
             rows: rows_text,
             cursor: screen.cursor_position(),
             cursor_visible: !screen.hide_cursor(),
@@ -207,7 +204,9 @@ impl Screen {
         let screen = self.parser.screen();
         let (rows, cols) = screen.size();
         Snapshot {
-            styled: (0..rows.get()).map(|row| styled_row(screen, row, cols.get())).collect(),
+            styled: (0..rows.get())
+                .map(|row| styled_row(screen, row, cols.get()))
+                .collect(),
             ..self.snapshot()
         }
     }
