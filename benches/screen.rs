@@ -25,10 +25,7 @@ fn captures(root: &Path) -> Vec<Capture> {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else if matches!(
-                path.file_name().and_then(|n| n.to_str()),
-                Some("pty.bin" | "raw.bin")
-            ) {
+            } else if matches!(path.file_name().and_then(|n| n.to_str()), Some("pty.bin" | "raw.bin")) {
                 found.push(load(&path));
             }
         }
@@ -45,22 +42,13 @@ fn load(bin: &Path) -> Capture {
     if let Ok(text) = std::fs::read_to_string(&idx) {
         for line in text.lines() {
             let v: serde_json::Value = serde_json::from_str(line).expect("index line");
-            let (off, n) = (
-                v["off"].as_u64().unwrap() as usize,
-                v["n"].as_u64().unwrap() as usize,
-            );
+            let (off, n) = (v["off"].as_u64().unwrap() as usize, v["n"].as_u64().unwrap() as usize);
             chunks.push(bytes[off..off + n].to_vec());
         }
     } else {
         chunks = bytes.chunks(4096).map(<[u8]>::to_vec).collect();
     }
-    let name = bin
-        .parent()
-        .unwrap()
-        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
-        .unwrap_or(bin)
-        .display()
-        .to_string();
+    let name = bin.parent().unwrap().strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(bin).display().to_string();
     Capture { name, chunks }
 }
 
@@ -88,11 +76,7 @@ fn main() {
     let captures = captures(&root);
     assert!(!captures.is_empty(), "no captures under {}", root.display());
     let total: usize = captures.iter().flat_map(|c| &c.chunks).map(Vec::len).sum();
-    println!(
-        "screen pipeline: {} captures, {:.2} MB of real client output",
-        captures.len(),
-        total as f64 / 1e6
-    );
+    println!("screen pipeline: {} captures, {:.2} MB of real client output", captures.len(), total as f64 / 1e6);
 
     let feed_only = throughput(&captures, |_| {});
     println!("vt100 only:                    {feed_only:>7.1} MB/s per core");

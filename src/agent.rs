@@ -49,10 +49,7 @@ impl FromStr for AgentKind {
     type Err = UnknownAgent;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|a| a.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| UnknownAgent(s.to_string()))
+        Self::ALL.into_iter().find(|a| a.as_str().eq_ignore_ascii_case(s)).ok_or_else(|| UnknownAgent(s.to_string()))
     }
 }
 
@@ -66,10 +63,6 @@ mod tests {
         assert_eq!(AgentKind::infer("/usr/local/bin/codex"), AgentKind::Codex);
         assert_eq!(AgentKind::infer("bash"), AgentKind::Generic);
         assert_eq!("Claude".parse::<AgentKind>().unwrap(), AgentKind::Claude);
-        assert!("gpt"
-            .parse::<AgentKind>()
-            .unwrap_err()
-            .to_string()
-            .contains("claude, codex, generic"));
+        assert!("gpt".parse::<AgentKind>().unwrap_err().to_string().contains("claude, codex, generic"));
     }
 }

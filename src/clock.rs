@@ -31,9 +31,7 @@ pub struct FakeClock {
 
 impl FakeClock {
     pub fn new(start: DateTime<Utc>) -> Self {
-        Self {
-            now: Arc::new(Mutex::new(start)),
-        }
+        Self { now: Arc::new(Mutex::new(start)) }
     }
 
     pub fn set(&self, to: DateTime<Utc>) {
@@ -69,9 +67,7 @@ pub mod ts {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
         let text = String::deserialize(d)?;
-        DateTime::parse_from_rfc3339(&text)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(serde::de::Error::custom)
+        DateTime::parse_from_rfc3339(&text).map(|t| t.with_timezone(&Utc)).map_err(serde::de::Error::custom)
     }
 }
 

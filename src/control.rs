@@ -55,22 +55,11 @@ pub struct Response {
 
 impl Response {
     fn ok() -> Self {
-        Self {
-            ok: true,
-            error: None,
-            pid: Some(std::process::id()),
-        }
+        Self { ok: true, error: None, pid: Some(std::process::id()) }
     }
 
     fn error(code: &str, message: impl Into<String>) -> Self {
-        Self {
-            ok: false,
-            error: Some(ErrorBody {
-                code: code.into(),
-                message: message.into(),
-            }),
-            pid: None,
-        }
+        Self { ok: false, error: Some(ErrorBody { code: code.into(), message: message.into() }), pid: None }
     }
 }
 
@@ -105,10 +94,7 @@ impl ControlServer {
         let listener = UnixListener::bind(path)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         let task = tokio::spawn(accept_loop(listener, supervisor));
-        Ok(Self {
-            path: path.to_path_buf(),
-            task,
-        })
+        Ok(Self { path: path.to_path_buf(), task })
     }
 
     pub fn path(&self) -> &Path {
@@ -137,10 +123,7 @@ async fn accept_loop(listener: UnixListener, supervisor: Supervisor) {
         match stream.peer_cred() {
             Ok(cred) if cred.uid() == me => {}
             Ok(cred) => {
-                tracing::warn!(
-                    uid = cred.uid(),
-                    "refused a control connection from another user"
-                );
+                tracing::warn!(uid = cred.uid(), "refused a control connection from another user");
                 continue;
             }
             Err(e) => {
@@ -178,10 +161,7 @@ async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Send { session, .. } | Request::Stop { session } => (session.clone(), request),
     };
     let Some(handle) = supervisor.session(&session) else {
-        return Response::error(
-            "no_session",
-            format!("session {session} is not running in this Nightshift process"),
-        );
+        return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
     };
     let result = match action {
         Request::Send { text, enter, .. } => handle.send_text(text, enter, "nightshift send").await,
@@ -197,36 +177,21 @@ async fn answer(request: Request, supervisor: &Supervisor) -> Response {
 /// Sends one request to the process listening at `path`.
 pub async fn request(path: &Path, request: &Request) -> Result<Response, ControlError> {
     let exchange = async {
-        let mut stream =
-            UnixStream::connect(path)
-                .await
-                .map_err(|source| ControlError::Unreachable {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
+        let mut stream = UnixStream::connect(path)
+            .await
+            .map_err(|source| ControlError::Unreachable { path: path.to_path_buf(), source })?;
         let mut line = serde_json::to_vec(request).expect("requests serialise");
         line.push(b'\n');
-        let io_err = |source| ControlError::Unreachable {
-            path: path.to_path_buf(),
-            source,
-        };
+        let io_err = |source| ControlError::Unreachable { path: path.to_path_buf(), source };
         stream.write_all(&line).await.map_err(io_err)?;
         let mut answer = String::new();
-        BufReader::new(stream)
-            .read_line(&mut answer)
-            .await
-            .map_err(io_err)?;
-        serde_json::from_str::<Response>(&answer).map_err(|e| ControlError::Protocol {
-            path: path.to_path_buf(),
-            message: format!("{e}: {answer:?}"),
-        })
+        BufReader::new(stream).read_line(&mut answer).await.map_err(io_err)?;
+        serde_json::from_str::<Response>(&answer)
+            .map_err(|e| ControlError::Protocol { path: path.to_path_buf(), message: format!("{e}: {answer:?}") })
     };
     let response = tokio::time::timeout(CLIENT_TIMEOUT, exchange)
         .await
-        .map_err(|_| ControlError::Timeout {
-            path: path.to_path_buf(),
-            secs: CLIENT_TIMEOUT.as_secs(),
-        })??;
+        .map_err(|_| ControlError::Timeout { path: path.to_path_buf(), secs: CLIENT_TIMEOUT.as_secs() })??;
     match response.error {
         Some(body) if !response.ok => Err(ControlError::Refused(body)),
         _ => Ok(response),
@@ -239,16 +204,9 @@ mod tests {
 
     #[test]
     fn requests_are_tagged_json() {
-        let r = Request::Send {
-            session: "ab".into(),
-            text: "hi".into(),
-            enter: true,
-        };
+        let r = Request::Send { session: "ab".into(), text: "hi".into(), enter: true };
         let json = serde_json::to_string(&r).unwrap();
-        assert_eq!(
-            json,
-            r#"{"op":"send","session":"ab","text":"hi","enter":true}"#
-        );
+        assert_eq!(json, r#"{"op":"send","session":"ab","text":"hi","enter":true}"#);
         assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);
     }
 }

@@ -114,11 +114,7 @@ pub enum EventKind {
         error: Option<String>,
     },
     /// Text was typed into the session from outside (the journal keeps how much, never what).
-    Input {
-        source: String,
-        chars: usize,
-        enter: bool,
-    },
+    Input { source: String, chars: usize, enter: bool },
     /// Someone asked for the session to stop.
     StopRequested { source: String },
 }
@@ -126,14 +122,7 @@ pub enum EventKind {
 impl EventKind {
     /// A state change with only a reason.
     pub fn state(state: SessionState, reason: impl Into<String>) -> Self {
-        Self::State {
-            state,
-            reason: reason.into(),
-            pid: None,
-            exit_code: None,
-            signal: None,
-            error: None,
-        }
+        Self::State { state, reason: reason.into(), pid: None, exit_code: None, signal: None, error: None }
     }
 
     /// The `event` field's value.
@@ -196,9 +185,6 @@ mod tests {
     fn session_ids_are_eight_hex_digits() {
         let id = SessionId::generate();
         assert_eq!(id.as_str().len(), 8);
-        assert!(id
-            .as_str()
-            .chars()
-            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     }
 }

@@ -35,14 +35,10 @@ fn filter(default: &str) -> EnvFilter {
 pub fn init(log_dir: &Path, stderr: Stderr) -> LogGuard {
     let asked = std::env::var_os(LOG_ENV).is_some();
     let stderr_layer = (stderr == Stderr::On || asked).then(|| {
-        tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .with_filter(filter("warn"))
+        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_filter(filter("warn"))
     });
-    let (file_layer, guard, file_error) = match crate::paths::ensure_dir(log_dir)
-        .map_err(|e| e.to_string())
-        .and_then(|()| {
+    let (file_layer, guard, file_error) =
+        match crate::paths::ensure_dir(log_dir).map_err(|e| e.to_string()).and_then(|()| {
             Builder::new()
                 .rotation(Rotation::DAILY)
                 .filename_prefix("nightshift")
@@ -51,20 +47,15 @@ pub fn init(log_dir: &Path, stderr: Stderr) -> LogGuard {
                 .build(log_dir)
                 .map_err(|e| e.to_string())
         }) {
-        Ok(appender) => {
-            let (writer, guard) = tracing_appender::non_blocking(appender);
-            let layer = tracing_subscriber::fmt::layer()
-                .with_writer(writer)
-                .with_ansi(false)
-                .with_filter(filter("info"));
-            (Some(layer), Some(guard), None)
-        }
-        Err(e) => (None, None, Some(e)),
-    };
-    let _ = tracing_subscriber::registry()
-        .with(stderr_layer)
-        .with(file_layer)
-        .try_init();
+            Ok(appender) => {
+                let (writer, guard) = tracing_appender::non_blocking(appender);
+                let layer =
+                    tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_filter(filter("info"));
+                (Some(layer), Some(guard), None)
+            }
+            Err(e) => (None, None, Some(e)),
+        };
+    let _ = tracing_subscriber::registry().with(stderr_layer).with(file_layer).try_init();
     if let Some(e) = file_error {
         tracing::warn!("no log file in {}: {e}", log_dir.display());
     }

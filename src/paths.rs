@@ -43,10 +43,7 @@ impl Paths {
         ensure_dir(&state_dir)?;
         let runtime_dir = default_runtime_dir();
         ensure_private_dir(&runtime_dir)?;
-        Ok(Self {
-            state_dir,
-            runtime_dir,
-        })
+        Ok(Self { state_dir, runtime_dir })
     }
 
     /// The SQLite journal.
@@ -70,18 +67,15 @@ fn default_state_dir() -> Result<PathBuf, PathsError> {
         return Ok(PathBuf::from(dir));
     }
     let dirs = directories::ProjectDirs::from("", "", "nightshift").ok_or(PathsError::NoHome)?;
-    Ok(dirs
-        .state_dir()
-        .unwrap_or_else(|| dirs.data_local_dir())
-        .to_path_buf())
+    Ok(dirs.state_dir().unwrap_or_else(|| dirs.data_local_dir()).to_path_buf())
 }
 
 fn default_runtime_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os(RUNTIME_DIR_ENV).filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
     }
-    if let Some(dir) = directories::ProjectDirs::from("", "", "nightshift")
-        .and_then(|d| d.runtime_dir().map(Path::to_path_buf))
+    if let Some(dir) =
+        directories::ProjectDirs::from("", "", "nightshift").and_then(|d| d.runtime_dir().map(Path::to_path_buf))
     {
         return dir;
     }
@@ -100,34 +94,21 @@ pub fn ensure_dir(path: &Path) -> Result<(), PathsError> {
         .recursive(true)
         .mode(0o700)
         .create(path)
-        .map_err(|source| PathsError::Create {
-            path: path.to_path_buf(),
-            source,
-        })
+        .map_err(|source| PathsError::Create { path: path.to_path_buf(), source })
 }
 
 /// Creates a directory that only this user may enter, or checks that an existing one is ours and
 /// closes it to others.
 pub fn ensure_private_dir(path: &Path) -> Result<(), PathsError> {
     ensure_dir(path)?;
-    let meta = std::fs::metadata(path).map_err(|source| PathsError::Create {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let meta = std::fs::metadata(path).map_err(|source| PathsError::Create { path: path.to_path_buf(), source })?;
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me {
-        return Err(PathsError::NotOwned {
-            path: path.to_path_buf(),
-            owner: meta.uid(),
-        });
+        return Err(PathsError::NotOwned { path: path.to_path_buf(), owner: meta.uid() });
     }
     if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).map_err(
-            |source| PathsError::Create {
-                path: path.to_path_buf(),
-                source,
-            },
-        )?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+            .map_err(|source| PathsError::Create { path: path.to_path_buf(), source })?;
     }
     Ok(())
 }

@@ -34,12 +34,7 @@ impl PtySize {
     }
 
     fn to_portable(self) -> portable_pty::PtySize {
-        portable_pty::PtySize {
-            rows: self.rows.max(1),
-            cols: self.cols.max(1),
-            pixel_width: 0,
-            pixel_height: 0,
-        }
+        portable_pty::PtySize { rows: self.rows.max(1), cols: self.cols.max(1), pixel_width: 0, pixel_height: 0 }
     }
 }
 
@@ -62,11 +57,7 @@ pub struct CommandSpec {
 // Environment values can hold tokens and keys: they never reach a log.
 impl fmt::Debug for CommandSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let env: Vec<String> = self
-            .env
-            .iter()
-            .map(|(k, _)| format!("{k}=<hidden>"))
-            .collect();
+        let env: Vec<String> = self.env.iter().map(|(k, _)| format!("{k}=<hidden>")).collect();
         f.debug_struct("CommandSpec")
             .field("program", &self.program)
             .field("args", &self.args)
@@ -80,9 +71,7 @@ impl fmt::Debug for CommandSpec {
 impl CommandSpec {
     /// The command line as the user would type it (for display and the journal).
     pub fn argv(&self) -> Vec<String> {
-        std::iter::once(self.program.clone())
-            .chain(self.args.iter().cloned())
-            .collect()
+        std::iter::once(self.program.clone()).chain(self.args.iter().cloned()).collect()
     }
 }
 
@@ -162,9 +151,7 @@ pub struct Pty {
 
 impl fmt::Debug for Pty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pty")
-            .field("pid", &self.pid)
-            .finish_non_exhaustive()
+        f.debug_struct("Pty").field("pid", &self.pid).finish_non_exhaustive()
     }
 }
 
@@ -181,9 +168,7 @@ pub struct Spawned {
 /// Starts `spec` in a new PTY of `spec.size`.
 pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
     if !spec.cwd.is_dir() {
-        return Err(SpawnError::BadCwd {
-            cwd: spec.cwd.clone(),
-        });
+        return Err(SpawnError::BadCwd { cwd: spec.cwd.clone() });
     }
     let path_var = spec
         .env
@@ -209,25 +194,17 @@ pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
     let child = pair
         .slave
         .spawn_command(cmd)
-        .map_err(|e| SpawnError::Spawn {
-            program: spec.program.clone(),
-            message: format!("{e:#}"),
-        })?;
+        .map_err(|e| SpawnError::Spawn { program: spec.program.clone(), message: format!("{e:#}") })?;
     drop(pair.slave);
-    let pid = child.process_id().ok_or_else(|| SpawnError::Spawn {
-        program: spec.program.clone(),
-        message: "no process id".into(),
-    })?;
+    let pid = child
+        .process_id()
+        .ok_or_else(|| SpawnError::Spawn { program: spec.program.clone(), message: "no process id".into() })?;
     // Collected by `waitpid` below, not through the handle.
     drop(child);
 
     let master = pair.master;
-    let reader = master
-        .try_clone_reader()
-        .map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
-    let writer = master
-        .take_writer()
-        .map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
+    let reader = master.try_clone_reader().map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
+    let writer = master.take_writer().map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
 
     let (out_tx, output) = mpsc::channel(256);
     spawn_thread("pty-reader", move || read_loop(reader, out_tx));
@@ -238,15 +215,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
         let _ = exit_tx.send(wait_for(pid));
     });
 
-    Ok(Spawned {
-        pty: Pty {
-            pid,
-            writer: in_tx,
-            master,
-        },
-        output,
-        exit,
-    })
+    Ok(Spawned { pty: Pty { pid, writer: in_tx, master }, output, exit })
 }
 
 impl Pty {
@@ -269,29 +238,20 @@ impl Pty {
 
     /// Resizes the terminal; the kernel tells the child with SIGWINCH.
     pub fn resize(&self, size: PtySize) -> io::Result<()> {
-        self.master
-            .resize(size.to_portable())
-            .map_err(io::Error::other)
+        self.master.resize(size.to_portable()).map_err(io::Error::other)
     }
 
     /// Sends a signal to the child's whole process group.
     pub fn signal_group(&self, signal: Signal) {
         match killpg(Pid::from_raw(self.pid as i32), signal) {
             Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-            Err(e) => tracing::warn!(
-                pid = self.pid,
-                ?signal,
-                "could not signal the process group: {e}"
-            ),
+            Err(e) => tracing::warn!(pid = self.pid, ?signal, "could not signal the process group: {e}"),
         }
     }
 }
 
 fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(f)
-        .expect("the OS refused to start a thread");
+    std::thread::Builder::new().name(name.to_string()).spawn(f).expect("the OS refused to start a thread");
 }
 
 fn read_loop(mut reader: Box<dyn Read + Send>, tx: mpsc::Sender<Vec<u8>>) {
@@ -332,10 +292,7 @@ fn wait_for(pid: u32) -> Exit {
         match waitpid(Pid::from_raw(pid as i32), None) {
             Ok(WaitStatus::Exited(_, code)) => return Exit::Code(code),
             Ok(WaitStatus::Signaled(_, signal, _)) => {
-                return Exit::Signal {
-                    number: signal as i32,
-                    name: signal.as_str().to_string(),
-                }
+                return Exit::Signal { number: signal as i32, name: signal.as_str().to_string() }
             }
             Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => {
@@ -348,27 +305,16 @@ fn wait_for(pid: u32) -> Exit {
 
 /// Finds the file that `program` names: a path (relative to `cwd`) when it contains a slash,
 /// otherwise the first match in `PATH`.
-fn resolve_program(
-    program: &str,
-    cwd: &Path,
-    path_var: Option<&std::ffi::OsStr>,
-) -> Result<PathBuf, SpawnError> {
+fn resolve_program(program: &str, cwd: &Path, path_var: Option<&std::ffi::OsStr>) -> Result<PathBuf, SpawnError> {
     if program.is_empty() {
-        return Err(SpawnError::NotFound {
-            program: program.into(),
-        });
+        return Err(SpawnError::NotFound { program: program.into() });
     }
     let check = |path: PathBuf| -> Result<PathBuf, SpawnError> {
-        let meta = std::fs::metadata(&path).map_err(|_| SpawnError::NotFound {
-            program: program.into(),
-        })?;
+        let meta = std::fs::metadata(&path).map_err(|_| SpawnError::NotFound { program: program.into() })?;
         if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
             Ok(path)
         } else {
-            Err(SpawnError::NotExecutable {
-                program: program.into(),
-                path,
-            })
+            Err(SpawnError::NotExecutable { program: program.into(), path })
         }
     };
     if program.contains('/') {
@@ -376,11 +322,7 @@ fn resolve_program(
     }
     let mut not_executable = None;
     for dir in std::env::split_paths(path_var.unwrap_or_default()) {
-        let candidate = if dir.as_os_str().is_empty() {
-            cwd.join(program)
-        } else {
-            cwd.join(dir).join(program)
-        };
+        let candidate = if dir.as_os_str().is_empty() { cwd.join(program) } else { cwd.join(dir).join(program) };
         if !candidate.exists() {
             continue;
         }
@@ -389,9 +331,7 @@ fn resolve_program(
             Err(e) => not_executable = not_executable.or(Some(e)),
         }
     }
-    Err(not_executable.unwrap_or(SpawnError::NotFound {
-        program: program.into(),
-    }))
+    Err(not_executable.unwrap_or(SpawnError::NotFound { program: program.into() }))
 }
 
 #[cfg(test)]
@@ -413,14 +353,7 @@ mod tests {
     #[test]
     fn exit_codes_follow_the_shell() {
         assert_eq!(Exit::Code(3).shell_code(), 3);
-        assert_eq!(
-            Exit::Signal {
-                number: 9,
-                name: "SIGKILL".into()
-            }
-            .shell_code(),
-            137
-        );
+        assert_eq!(Exit::Signal { number: 9, name: "SIGKILL".into() }.shell_code(), 137);
     }
 
     #[test]

@@ -31,10 +31,7 @@ pub struct Screen {
 impl std::fmt::Debug for Screen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (rows, cols) = self.parser.screen().size();
-        f.debug_struct("Screen")
-            .field("rows", &rows)
-            .field("cols", &cols)
-            .finish_non_exhaustive()
+        f.debug_struct("Screen").field("rows", &rows).field("cols", &cols).finish_non_exhaustive()
     }
 }
 
@@ -97,21 +94,13 @@ impl Style {
 impl Snapshot {
     /// The last `n` rows that hold anything, in order (fewer when the screen has fewer).
     pub fn last_rows(&self, n: usize) -> &[String] {
-        let end = self
-            .rows
-            .iter()
-            .rposition(|r| !r.is_empty())
-            .map_or(0, |i| i + 1);
+        let end = self.rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
         &self.rows[end.saturating_sub(n)..end]
     }
 
     /// The visible text, one line per row, without the blank rows at the bottom.
     pub fn text(&self) -> String {
-        let end = self
-            .rows
-            .iter()
-            .rposition(|r| !r.is_empty())
-            .map_or(0, |i| i + 1);
+        let end = self.rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
         self.rows[..end].join("\n")
     }
 
@@ -184,10 +173,7 @@ impl Screen {
     pub fn snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();
         let (rows, cols) = screen.size();
-        let rows_text = screen
-            .rows(0, cols.get())
-            .map(|r| r.trim_end().to_string())
-            .collect();
+        let rows_text = screen.rows(0, cols.get()).map(|r| r.trim_end().to_string()).collect();
         Snapshot {
             styled: Vec::new(),
             rows: rows_text,
@@ -203,21 +189,13 @@ impl Screen {
     pub fn styled_snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();
         let (rows, cols) = screen.size();
-        Snapshot {
-            styled: (0..rows.get())
-                .map(|row| styled_row(screen, row, cols.get()))
-                .collect(),
-            ..self.snapshot()
-        }
+        Snapshot { styled: (0..rows.get()).map(|row| styled_row(screen, row, cols.get())).collect(), ..self.snapshot() }
     }
 
     /// One cell with its colours and attributes; `None` outside the screen.
     pub fn cell(&self, row: u16, col: u16) -> Option<Cell> {
         let cell = self.parser.screen().cell(row, col)?;
-        Some(Cell {
-            text: cell.contents().to_string(),
-            style: Style::of(cell),
-        })
+        Some(Cell { text: cell.contents().to_string(), style: Style::of(cell) })
     }
 
     /// The escape sequences that put a real terminal back the way a child found it, for the modes the
@@ -253,17 +231,10 @@ fn styled_row(screen: &vt100::Screen, row: u16, cols: u16) -> Vec<Span> {
             continue;
         }
         let style = Style::of(cell);
-        let text = if cell.has_contents() {
-            cell.contents()
-        } else {
-            " "
-        };
+        let text = if cell.has_contents() { cell.contents() } else { " " };
         match spans.last_mut() {
             Some(last) if last.style == style => last.text.push_str(text),
-            _ => spans.push(Span {
-                text: text.to_string(),
-                style,
-            }),
+            _ => spans.push(Span { text: text.to_string(), style }),
         }
     }
     if let Some(last) = spans.last_mut() {
@@ -296,19 +267,10 @@ mod tests {
         assert!(s.cell(3, 6).unwrap().style.dim);
         let red = &snap.styled[1];
         assert_eq!(red.len(), 1);
-        assert_eq!(
-            (red[0].text.as_str(), red[0].style.fg),
-            ("red", Color::Indexed(1))
-        );
-        let row3: Vec<(&str, bool)> = snap.styled[3]
-            .iter()
-            .map(|s| (s.text.as_str(), s.style.dim))
-            .collect();
+        assert_eq!((red[0].text.as_str(), red[0].style.fg), ("red", Color::Indexed(1)));
+        let row3: Vec<(&str, bool)> = snap.styled[3].iter().map(|s| (s.text.as_str(), s.style.dim)).collect();
         assert_eq!(row3, [("     X", false), ("dim", true)]);
-        assert_eq!(
-            snap.last_rows(2),
-            &["red".to_string(), String::new(), "     Xdim".to_string()][1..]
-        );
+        assert_eq!(snap.last_rows(2), &["red".to_string(), String::new(), "     Xdim".to_string()][1..]);
         assert_eq!(snap.text(), "hello\nred\n\n     Xdim");
     }
 

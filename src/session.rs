@@ -70,24 +70,11 @@ impl SessionHandle {
     }
 
     async fn control(&self, c: Control) -> Result<(), SessionEnded> {
-        self.control
-            .send(c)
-            .await
-            .map_err(|_| SessionEnded(self.id.clone()))
+        self.control.send(c).await.map_err(|_| SessionEnded(self.id.clone()))
     }
 
-    pub async fn send_text(
-        &self,
-        text: impl Into<String>,
-        enter: bool,
-        source: &str,
-    ) -> Result<(), SessionEnded> {
-        self.control(Control::Send {
-            text: text.into(),
-            enter,
-            source: source.to_string(),
-        })
-        .await
+    pub async fn send_text(&self, text: impl Into<String>, enter: bool, source: &str) -> Result<(), SessionEnded> {
+        self.control(Control::Send { text: text.into(), enter, source: source.to_string() }).await
     }
 
     pub async fn send_keys(&self, bytes: Vec<u8>) -> Result<(), SessionEnded> {
@@ -99,10 +86,7 @@ impl SessionHandle {
     }
 
     pub async fn stop(&self, source: &str) -> Result<(), SessionEnded> {
-        self.control(Control::Stop {
-            source: source.to_string(),
-        })
-        .await
+        self.control(Control::Stop { source: source.to_string() }).await
     }
 
     pub async fn snapshot(&self) -> Result<Snapshot, SessionEnded> {
@@ -139,33 +123,15 @@ impl Actor {
     /// Starts the actor task; returns the handle and the task.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
         let (control_tx, control_rx) = mpsc::channel(64);
-        let (status_tx, status_rx) = watch::channel(Status {
-            state: SessionState::Running,
-            exit: None,
-        });
-        let handle = SessionHandle {
-            id: self.id.clone(),
-            control: control_tx,
-            status: status_rx,
-        };
+        let (status_tx, status_rx) = watch::channel(Status { state: SessionState::Running, exit: None });
+        let handle = SessionHandle { id: self.id.clone(), control: control_tx, status: status_rx };
         let task = tokio::spawn(self.run(control_rx, status_tx));
         (handle, task)
     }
 
     async fn run(self, mut controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
-        let Actor {
-            id,
-            spawned,
-            mut screen,
-            emitter,
-            stop_grace,
-            output_tap,
-        } = self;
-        let Spawned {
-            pty,
-            mut output,
-            exit: mut exit_rx,
-        } = spawned;
+        let Actor { id, spawned, mut screen, emitter, stop_grace, output_tap } = self;
+        let Spawned { pty, mut output, exit: mut exit_rx } = spawned;
         let mut output_open = true;
         let mut exit: Option<Exit> = None;
         let mut kill_at: Option<Instant> = None;
@@ -174,8 +140,7 @@ impl Actor {
         let mut controls_open = true;
 
         loop {
-            if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t))
-            {
+            if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t)) {
                 break;
             }
             tokio::select! {
@@ -236,10 +201,7 @@ impl Actor {
                 error: None,
             },
         );
-        status.send_replace(Status {
-            state: SessionState::Exited,
-            exit: Some(exit),
-        });
+        status.send_replace(Status { state: SessionState::Exited, exit: Some(exit) });
         drop(pty);
     }
 }
@@ -253,19 +215,8 @@ fn handle_control(
     id: &SessionId,
 ) -> Option<String> {
     match control {
-        Control::Send {
-            text,
-            enter,
-            source,
-        } => {
-            emitter.emit(
-                id,
-                EventKind::Input {
-                    source,
-                    chars: text.chars().count(),
-                    enter,
-                },
-            );
+        Control::Send { text, enter, source } => {
+            emitter.emit(id, EventKind::Input { source, chars: text.chars().count(), enter });
             pty.write(text.into_bytes());
             if enter {
                 pty.write_after(ENTER_DELAY, b"\r".to_vec());

@@ -5,6 +5,7 @@
 //! run, the tray app, the CLI reading it) share one journal; writers wait for each other through
 //! SQLite's busy timeout. The schema evolves only through the numbered migrations below.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,10 +20,7 @@ use crate::event::{Event, EventKind};
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("journal {path}: {source}")]
-    Open {
-        path: String,
-        source: rusqlite::Error,
-    },
+    Open { path: String, source: rusqlite::Error },
     #[error("journal {path} could not be brought to the current schema: {message}")]
     Migrate { path: String, message: String },
     #[error("journal: {0}")]
@@ -96,10 +94,7 @@ impl SessionRow {
     /// Whether the Nightshift process that supervises this session is still there (its pid exists
     /// and its control socket is in place).
     pub fn owner_alive(&self) -> bool {
-        let socket_there = self
-            .control_socket
-            .as_ref()
-            .is_none_or(|s| Path::new(s).exists());
+        let socket_there = self.control_socket.as_ref().is_none_or(|s| Path::new(s).exists());
         self.owner_pid.is_some_and(pid_alive) && socket_there
     }
 
@@ -109,11 +104,7 @@ impl SessionRow {
         if !self.is_final() && !self.owner_alive() {
             return "lost".to_string();
         }
-        match (
-            self.state.as_str(),
-            self.exit_code,
-            self.exit_signal.as_deref(),
-        ) {
+        match (self.state.as_str(), self.exit_code, self.exit_signal.as_deref()) {
             ("exited", _, Some(signal)) => format!("exited ({signal})"),
             ("exited", Some(code), None) => format!("exited ({code})"),
             (state, _, _) => state.to_string(),
@@ -136,11 +127,7 @@ impl From<SessionRow> for SessionSummary {
     fn from(row: SessionRow) -> Self {
         let shown_state = row.shown_state();
         let command_line = crate::supervisor::shell_words(&row.command);
-        Self {
-            row,
-            shown_state,
-            command_line,
-        }
+        Self { row, shown_state, command_line }
     }
 }
 
@@ -149,10 +136,7 @@ fn pid_alive(pid: i64) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
     };
-    !matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH)
-    )
+    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
 }
 
 /// What is known of a session when it is created.
@@ -197,10 +181,12 @@ impl Store {
     /// Opens (creating and migrating when needed) the journal at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| StoreError::Open {
-            path: shown.clone(),
-            source,
-        })?;
+        let conn = Connection::open(path).map_err(|source| StoreError::Open { path: shown.clone(), source })?;
+        // The journal holds commands and reasons: this user's only. SQLite gives the -wal and -shm
+        // files the database's own permissions.
+        if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+            tracing::warn!("cannot make {shown} private: {e}");
+        }
         Self::prepare(conn, &shown)
     }
 
@@ -219,10 +205,7 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations()
             .to_latest(&mut conn)
-            .map_err(|e| StoreError::Migrate {
-                path: shown.to_string(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| StoreError::Migrate { path: shown.to_string(), message: e.to_string() })?;
         Ok(Self { conn })
     }
 
@@ -261,15 +244,7 @@ impl Store {
             "UPDATE sessions SET last_event = ?2, last_event_at = ?3 WHERE id = ?1",
             params![event.session.as_str(), name, ts],
         )?;
-        if let EventKind::State {
-            state,
-            reason,
-            exit_code,
-            signal,
-            error,
-            ..
-        } = &event.kind
-        {
+        if let EventKind::State { state, reason, exit_code, signal, error, .. } = &event.kind {
             tx.execute(
                 "UPDATE sessions SET state = ?2, reason = ?3 WHERE id = ?1",
                 params![event.session.as_str(), state.as_str(), reason],
@@ -287,24 +262,13 @@ impl Store {
 
     /// Every session, newest first.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!("{SESSION_SELECT} ORDER BY created DESC, id"))?;
-        let rows = stmt
-            .query_map([], session_row)?
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut stmt = self.conn.prepare(&format!("{SESSION_SELECT} ORDER BY created DESC, id"))?;
+        let rows = stmt.query_map([], session_row)?.collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
     pub fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                &format!("{SESSION_SELECT} WHERE id = ?1"),
-                [id],
-                session_row,
-            )
-            .optional()?)
+        Ok(self.conn.query_row(&format!("{SESSION_SELECT} WHERE id = ?1"), [id], session_row).optional()?)
     }
 
     /// The one session whose id is or starts with `prefix`.
@@ -313,22 +277,15 @@ impl Store {
             return Ok(exact);
         }
         let pattern = format!("{}%", prefix.replace(['%', '_'], ""));
-        let mut stmt = self.conn.prepare(&format!(
-            "{SESSION_SELECT} WHERE id LIKE ?1 ORDER BY created DESC LIMIT 6"
-        ))?;
-        let mut rows = stmt
-            .query_map([pattern], session_row)?
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut stmt =
+            self.conn.prepare(&format!("{SESSION_SELECT} WHERE id LIKE ?1 ORDER BY created DESC LIMIT 6"))?;
+        let mut rows = stmt.query_map([pattern], session_row)?.collect::<Result<Vec<_>, _>>()?;
         match rows.len() {
             0 => Err(StoreError::NoSuchSession(prefix.to_string())),
             1 => Ok(rows.remove(0)),
             _ => Err(StoreError::Ambiguous {
                 prefix: prefix.to_string(),
-                candidates: rows
-                    .iter()
-                    .map(|r| r.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                candidates: rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
             }),
         }
     }
@@ -349,49 +306,32 @@ impl Store {
     }
 
     /// The newest `limit` events of one session, oldest first.
-    pub fn recent_events(
-        &self,
-        session: &str,
-        limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
+    pub fn recent_events(&self, session: &str, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT id, ts, session, event, body FROM
                (SELECT * FROM events WHERE session = ?1 ORDER BY id DESC LIMIT ?2)
              ORDER BY id",
         )?;
-        let rows = stmt
-            .query_map(params![session, limit as i64], stored_event)?
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows = stmt.query_map(params![session, limit as i64], stored_event)?.collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
     /// The id of the newest event (0 when there is none): where a live follower starts.
     pub fn last_event_id(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .conn
-            .query_row("SELECT COALESCE(MAX(id), 0) FROM events", [], |r| r.get(0))?)
+        Ok(self.conn.query_row("SELECT COALESCE(MAX(id), 0) FROM events", [], |r| r.get(0))?)
     }
 
     /// SQLite's own consistency check; `ok` when the file is sound.
     pub fn integrity_check(&self) -> Result<String, StoreError> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+        Ok(self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
     }
 }
 
-const SESSION_SELECT: &str =
-    "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
+const SESSION_SELECT: &str = "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
         state, reason, last_event, last_event_at, owner_pid, control_socket FROM sessions";
 
 fn stored_event(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
-    Ok(StoredEvent {
-        id: r.get(0)?,
-        ts: r.get(1)?,
-        session: r.get(2)?,
-        event: r.get(3)?,
-        body: r.get(4)?,
-    })
+    Ok(StoredEvent { id: r.get(0)?, ts: r.get(1)?, session: r.get(2)?, event: r.get(3)?, body: r.get(4)? })
 }
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
@@ -444,21 +384,10 @@ mod tests {
     fn events_update_the_session_summary() {
         let mut store = Store::open_in_memory().unwrap();
         let cmd = vec!["bash".to_string(), "-c".to_string(), "exit 3".to_string()];
-        store
-            .create_session(&new_session("0a0a0a0a", &cmd))
-            .unwrap();
+        store.create_session(&new_session("0a0a0a0a", &cmd)).unwrap();
         let at = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 1).unwrap();
-        let ev = |kind| Event {
-            ts: at,
-            session: SessionId::from("0a0a0a0a".to_string()),
-            kind,
-        };
-        store
-            .record(&ev(EventKind::state(
-                SessionState::Running,
-                "process started",
-            )))
-            .unwrap();
+        let ev = |kind| Event { ts: at, session: SessionId::from("0a0a0a0a".to_string()), kind };
+        store.record(&ev(EventKind::state(SessionState::Running, "process started"))).unwrap();
         store
             .record(&ev(EventKind::State {
                 state: SessionState::Exited,
@@ -474,16 +403,8 @@ mod tests {
         assert_eq!(row.exit_code, Some(3));
         assert_eq!(row.command, cmd);
         assert_eq!(row.ended.as_deref(), Some("2026-11-30T22:00:01.000Z"));
-        let events = store
-            .events(&EventQuery {
-                session: Some(row.id.clone()),
-                ..Default::default()
-            })
-            .unwrap();
-        assert_eq!(
-            events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
-            ["state", "state"]
-        );
+        let events = store.events(&EventQuery { session: Some(row.id.clone()), ..Default::default() }).unwrap();
+        assert_eq!(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(), ["state", "state"]);
         let last: Event = serde_json::from_str(&events[1].body).unwrap();
         assert_eq!(last.kind.new_state(), Some(SessionState::Exited));
         assert_eq!(store.last_event_id().unwrap(), events[1].id);
@@ -495,18 +416,11 @@ mod tests {
     fn prefixes_resolve_or_say_why_not() {
         let mut store = Store::open_in_memory().unwrap();
         let cmd = vec!["true".to_string()];
-        store
-            .create_session(&new_session("abc11111", &cmd))
-            .unwrap();
-        store
-            .create_session(&new_session("abc22222", &cmd))
-            .unwrap();
+        store.create_session(&new_session("abc11111", &cmd)).unwrap();
+        store.create_session(&new_session("abc22222", &cmd)).unwrap();
         assert_eq!(store.find_session("abc1").unwrap().id, "abc11111");
         let err = store.find_session("abc").unwrap_err().to_string();
-        assert!(
-            err.contains("abc11111") && err.contains("abc22222"),
-            "{err}"
-        );
+        assert!(err.contains("abc11111") && err.contains("abc22222"), "{err}");
         let err = store.find_session("ffff").unwrap_err().to_string();
         assert!(err.contains("nightshift sessions"), "{err}");
     }

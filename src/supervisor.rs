@@ -37,13 +37,7 @@ pub struct SessionSpec {
 impl SessionSpec {
     pub fn new(command: CommandSpec) -> Self {
         let agent = AgentKind::infer(&command.program);
-        Self {
-            command,
-            agent,
-            preset: None,
-            stop_grace: DEFAULT_STOP_GRACE,
-            output_tap: None,
-        }
+        Self { command, agent, preset: None, stop_grace: DEFAULT_STOP_GRACE, output_tap: None }
     }
 }
 
@@ -51,10 +45,7 @@ impl SessionSpec {
 pub enum StartError {
     /// The command could not be started; the journal records the failure under `session`.
     #[error("{error}")]
-    Spawn {
-        session: SessionId,
-        error: SpawnError,
-    },
+    Spawn { session: SessionId, error: SpawnError },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -87,11 +78,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Emitter {
     pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
-        let event = Event {
-            ts: self.shared.clock.now(),
-            session: session.clone(),
-            kind,
-        };
+        let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };
         if let Err(e) = lock(&self.shared.store).record(&event) {
             tracing::error!(session = %session, event = event.kind.name(), "could not journal an event: {e}");
         }
@@ -113,25 +100,16 @@ pub struct Supervisor {
 
 impl std::fmt::Debug for Supervisor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Supervisor")
-            .field("control_socket", &self.control_socket)
-            .finish_non_exhaustive()
+        f.debug_struct("Supervisor").field("control_socket", &self.control_socket).finish_non_exhaustive()
     }
 }
 
 impl Supervisor {
     pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
         let (bus, _) = broadcast::channel(1024);
-        let shared = Shared {
-            store: Mutex::new(store),
-            clock,
-            bus,
-            sinks: Mutex::new(Vec::new()),
-        };
+        let shared = Shared { store: Mutex::new(store), clock, bus, sinks: Mutex::new(Vec::new()) };
         Self {
-            emitter: Emitter {
-                shared: Arc::new(shared),
-            },
+            emitter: Emitter { shared: Arc::new(shared) },
             sessions: Arc::new(Mutex::new(HashMap::new())),
             control_socket: None,
         }
@@ -166,10 +144,7 @@ impl Supervisor {
         let id = SessionId::generate();
         let argv = spec.command.argv();
         let cwd = spec.command.cwd.display().to_string();
-        let socket = self
-            .control_socket
-            .as_ref()
-            .map(|p| p.display().to_string());
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
         lock(&self.emitter.shared.store).create_session(&NewSession {
             id: id.as_str(),
             command: &argv,
@@ -181,17 +156,9 @@ impl Supervisor {
             control_socket: socket.as_deref(),
         })?;
         tracing::info!(session = %id, command = ?spec.command, "starting session");
-        self.emitter.emit(
-            &id,
-            EventKind::state(
-                SessionState::Starting,
-                format!("starting {}", shell_words(&argv)),
-            ),
-        );
+        self.emitter.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
 
-        spec.command
-            .env
-            .push((SESSION_ENV.to_string(), id.to_string()));
+        spec.command.env.push((SESSION_ENV.to_string(), id.to_string()));
         let spawned = match pty::spawn(&spec.command) {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -242,9 +209,7 @@ impl Supervisor {
 
     /// A live session of this process.
     pub fn session(&self, id: &str) -> Option<SessionHandle> {
-        lock(&self.sessions)
-            .get(&SessionId::from(id.to_string()))
-            .cloned()
+        lock(&self.sessions).get(&SessionId::from(id.to_string())).cloned()
     }
 
     /// The live sessions of this process.
@@ -268,10 +233,7 @@ impl Supervisor {
 pub fn shell_words(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', r"'\''"))
@@ -287,10 +249,7 @@ mod tests {
 
     #[test]
     fn shell_words_quote_what_needs_it() {
-        let argv: Vec<String> = ["bash", "-c", "printf 'hi'; exit 3"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let argv: Vec<String> = ["bash", "-c", "printf 'hi'; exit 3"].iter().map(|s| s.to_string()).collect();
         assert_eq!(shell_words(&argv), r"bash -c 'printf '\''hi'\''; exit 3'");
     }
 }

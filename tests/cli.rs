@@ -11,11 +11,7 @@ use common::{read_events, wait_for, Env};
 use serde_json::Value;
 
 fn states(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter(|e| e["event"] == "state")
-        .map(|e| e["state"].as_str().unwrap().to_string())
-        .collect()
+    events.iter().filter(|e| e["event"] == "state").map(|e| e["state"].as_str().unwrap().to_string()).collect()
 }
 
 /// Starts `nightshift run --events FILE -- bash -c SCRIPT` in the background; returns it with the
@@ -23,15 +19,7 @@ fn states(events: &[Value]) -> Vec<String> {
 fn start_background(env: &Env, script: &str) -> (Child, std::path::PathBuf, String) {
     let events = env.path("events.jsonl");
     let child = env
-        .cmd(&[
-            "run",
-            "--events",
-            events.to_str().unwrap(),
-            "--",
-            "bash",
-            "-c",
-            script,
-        ])
+        .cmd(&["run", "--events", events.to_str().unwrap(), "--", "bash", "-c", script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -47,29 +35,14 @@ fn start_background(env: &Env, script: &str) -> (Child, std::path::PathBuf, Stri
 }
 
 fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    wait_for("nightshift run to exit", Duration::from_secs(10), || {
-        child.try_wait().unwrap()
-    })
+    wait_for("nightshift run to exit", Duration::from_secs(10), || child.try_wait().unwrap())
 }
 
 #[test]
 fn run_streams_states_and_exits_with_the_childs_code() {
     let env = Env::new();
-    let out = env.output(&[
-        "run",
-        "--events",
-        "-",
-        "--",
-        "bash",
-        "-c",
-        r#"printf "hello\n"; sleep 1; exit 3"#,
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.output(&["run", "--events", "-", "--", "bash", "-c", r#"printf "hello\n"; sleep 1; exit 3"#]);
+    assert_eq!(out.status.code(), Some(3), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let events = common::json_lines(&stdout);
     assert_eq!(states(&events), ["starting", "running", "exited"]);
@@ -77,22 +50,13 @@ fn run_streams_states_and_exits_with_the_childs_code() {
     for e in &events {
         assert_eq!(e["session"], session);
         let ts = e["ts"].as_str().unwrap();
-        assert!(
-            ts.ends_with('Z') && ts.len() == 24,
-            "RFC 3339 UTC with ms: {ts}"
-        );
-        assert!(
-            e["reason"].as_str().is_some_and(|r| !r.is_empty()),
-            "every state change says why: {e}"
-        );
+        assert!(ts.ends_with('Z') && ts.len() == 24, "RFC 3339 UTC with ms: {ts}");
+        assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "every state change says why: {e}");
     }
     assert_eq!(events[2]["exit_code"], 3);
 
     let listed = env.stdout(&["sessions"]);
-    let line = listed
-        .lines()
-        .find(|l| l.starts_with(session))
-        .expect("the session is listed");
+    let line = listed.lines().find(|l| l.starts_with(session)).expect("the session is listed");
     assert!(line.contains("exited (3)"), "{line}");
     let json: Value = serde_json::from_str(&env.stdout(&["sessions", "--json"])).unwrap();
     assert_eq!(json[0]["id"], session);
@@ -101,28 +65,10 @@ fn run_streams_states_and_exits_with_the_childs_code() {
 
     // The journal holds exactly what the stream carried.
     assert_eq!(env.stdout(&["journal", "--json"]), stdout);
-    assert_eq!(
-        env.stdout(&[
-            "journal",
-            "--json",
-            "--session",
-            &session[..4],
-            "--since",
-            "10m"
-        ]),
-        stdout
-    );
-    assert_eq!(
-        env.stdout(&["journal", "--json", "--since", "1ms"])
-            .lines()
-            .count(),
-        0
-    );
+    assert_eq!(env.stdout(&["journal", "--json", "--session", &session[..4], "--since", "10m"]), stdout);
+    assert_eq!(env.stdout(&["journal", "--json", "--since", "1ms"]).lines().count(), 0);
     let text = env.stdout(&["journal"]);
-    assert!(
-        text.contains("exited") && text.contains("process exited with code 3"),
-        "{text}"
-    );
+    assert!(text.contains("exited") && text.contains("process exited with code 3"), "{text}");
 }
 
 #[test]
@@ -132,17 +78,10 @@ fn a_missing_command_fails_with_its_name_and_is_journalled() {
     assert_eq!(out.status.code(), Some(127));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/no/such/cmd"), "{stderr}");
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "one clear message, not a log dump: {stderr}"
-    );
+    assert_eq!(stderr.lines().count(), 1, "one clear message, not a log dump: {stderr}");
     let events = env.journal();
     assert_eq!(states(&events), ["starting", "failed"]);
-    assert!(events[1]["error"]
-        .as_str()
-        .unwrap()
-        .contains("/no/such/cmd"));
+    assert!(events[1]["error"].as_str().unwrap().contains("/no/such/cmd"));
     assert!(env.stdout(&["sessions"]).contains("failed"));
 }
 
@@ -150,50 +89,29 @@ fn a_missing_command_fails_with_its_name_and_is_journalled() {
 fn send_types_into_another_processs_session_and_stop_ends_it() {
     let env = Env::new();
     let out = env.path("typed.txt");
-    let script = format!(
-        r#"read -r line; printf '%s' "$line" > {}; sleep 100"#,
-        out.display()
-    );
+    let script = format!(r#"read -r line; printf '%s' "$line" > {}; sleep 100"#, out.display());
     let (mut child, events, id) = start_background(&env, &script);
 
     let sent = env.output(&["send", &id, "good night", "--enter"]);
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
+    assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
     let typed = wait_for("the line to arrive", Duration::from_secs(10), || {
         std::fs::read_to_string(&out).ok().filter(|t| !t.is_empty())
     });
     assert_eq!(typed, "good night");
 
     let stopped = env.output(&["stop", &id[..5]]);
-    assert!(
-        stopped.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stopped.stderr)
-    );
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
     let status = wait_exit(&mut child);
     assert_eq!(status.code(), Some(129), "bash ends on SIGHUP: 128 + 1");
     let events = read_events(&events);
-    let names: Vec<&str> = events
-        .iter()
-        .map(|e| e["event"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        ["state", "state", "input", "stop_requested", "state"]
-    );
+    let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(names, ["state", "state", "input", "stop_requested", "state"]);
     assert_eq!(events[4]["signal"], "SIGHUP");
 
     // A finished session says so instead of failing obscurely.
     let late = env.output(&["send", &id, "anyone?"]);
     assert!(!late.status.success());
-    assert!(
-        String::from_utf8_lossy(&late.stderr).contains("has exited"),
-        "{}",
-        String::from_utf8_lossy(&late.stderr)
-    );
+    assert!(String::from_utf8_lossy(&late.stderr).contains("has exited"), "{}", String::from_utf8_lossy(&late.stderr));
 }
 
 #[test]
@@ -207,36 +125,19 @@ fn the_control_socket_is_closed_to_other_users() {
             .map(|e| e.path())
             .find(|p| p.extension().is_some_and(|x| x == "sock"))
     });
-    assert_eq!(
-        std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    assert_eq!(
-        std::fs::metadata(env.runtime_dir())
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777,
-        0o700
-    );
+    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(env.runtime_dir()).unwrap().permissions().mode() & 0o777, 0o700);
 
     if nix::unistd::geteuid().is_root() {
         // Another user (nobody) cannot connect: the directory and the socket keep it out.
         let probe = std::process::Command::new("/usr/bin/env")
-            .args([
-                "python3",
-                "-c",
-                "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])",
-            ])
+            .args(["python3", "-c", "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])"])
             .arg(&socket)
             .uid(65534)
             .gid(65534)
             .output()
             .unwrap();
-        assert!(
-            !probe.status.success(),
-            "nobody connected to the control socket"
-        );
+        assert!(!probe.status.success(), "nobody connected to the control socket");
         let err = String::from_utf8_lossy(&probe.stderr);
         assert!(err.contains("Permission denied"), "{err}");
     }
@@ -261,14 +162,7 @@ fn the_server_refuses_peers_of_another_uid() {
     }
     let events = env.state_dir().join("events.jsonl");
     let mut child = env
-        .cmd(&[
-            "run",
-            "--events",
-            events.to_str().unwrap(),
-            "--",
-            "sleep",
-            "100",
-        ])
+        .cmd(&["run", "--events", events.to_str().unwrap(), "--", "sleep", "100"])
         .uid(65534)
         .gid(65534)
         .stdin(Stdio::null())
@@ -283,23 +177,10 @@ fn the_server_refuses_peers_of_another_uid() {
             .find(|p| p.extension().is_some_and(|x| x == "sock"))
     });
     assert_eq!(std::fs::metadata(&socket).unwrap().uid(), 65534);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let result = rt.block_on(nightshift::control::request(
-        &socket,
-        &nightshift::control::Request::Ping,
-    ));
-    assert!(
-        result.is_err(),
-        "root was answered by nobody's control socket"
-    );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let result = rt.block_on(nightshift::control::request(&socket, &nightshift::control::Request::Ping));
+    assert!(result.is_err(), "root was answered by nobody's control socket");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     wait_exit(&mut child);
 }
 
@@ -311,25 +192,16 @@ fn the_journal_survives_a_kill_9_of_the_supervisor() {
     child.wait().unwrap();
 
     let events = env.journal();
-    assert_eq!(
-        states(&events),
-        ["starting", "running"],
-        "what was written before the kill is all there"
-    );
+    assert_eq!(states(&events), ["starting", "running"], "what was written before the kill is all there");
     let store = nightshift::store::Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
     assert_eq!(store.integrity_check().unwrap(), "ok");
+    let journal = env.state_dir().join("journal.sqlite3");
+    assert_eq!(std::fs::metadata(&journal).unwrap().permissions().mode() & 0o777, 0o600, "the journal is private");
     let listed = env.stdout(&["sessions"]);
     let line = listed.lines().find(|l| l.starts_with(&id)).unwrap();
-    assert!(
-        line.contains("lost"),
-        "a session whose supervisor died is shown as lost: {line}"
-    );
+    assert!(line.contains("lost"), "a session whose supervisor died is shown as lost: {line}");
     let stop = env.output(&["stop", &id]);
-    assert!(
-        String::from_utf8_lossy(&stop.stderr).contains("is gone"),
-        "{}",
-        String::from_utf8_lossy(&stop.stderr)
-    );
+    assert!(String::from_utf8_lossy(&stop.stderr).contains("is gone"), "{}", String::from_utf8_lossy(&stop.stderr));
 }
 
 #[test]

@@ -23,10 +23,7 @@ impl Terminal {
                 return;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}; screen:\n{text}"
-            );
+            assert!(!left.is_zero(), "timed out waiting for {what}; screen:\n{text}");
             if let Ok(Some(bytes)) = tokio::time::timeout(left, self.spawned.output.recv()).await {
                 self.screen.feed(&bytes);
             }
@@ -45,58 +42,26 @@ async fn the_users_terminal_is_passed_through() {
     let size = PtySize::new(90, 25);
     let spawned = pty::spawn(&CommandSpec {
         program: common::bin().display().to_string(),
-        args: vec![
-            "run".into(),
-            "--".into(),
-            "bash".into(),
-            "--norc".into(),
-            "-c".into(),
-            script,
-        ],
+        args: vec!["run".into(), "--".into(), "bash".into(), "--norc".into(), "-c".into(), script],
         cwd: env.dir.path().to_path_buf(),
         env: vec![
-            (
-                "NIGHTSHIFT_STATE_DIR".into(),
-                env.state_dir().display().to_string(),
-            ),
-            (
-                "NIGHTSHIFT_RUNTIME_DIR".into(),
-                env.runtime_dir().display().to_string(),
-            ),
+            ("NIGHTSHIFT_STATE_DIR".into(), env.state_dir().display().to_string()),
+            ("NIGHTSHIFT_RUNTIME_DIR".into(), env.runtime_dir().display().to_string()),
         ],
         size,
     })
     .unwrap();
-    let mut term = Terminal {
-        spawned,
-        screen: Screen::new(size),
-    };
+    let mut term = Terminal { spawned, screen: Screen::new(size) };
 
-    term.until("the agent to see the user's terminal size", |t| {
-        t.contains("size 25 90")
-    })
-    .await;
+    term.until("the agent to see the user's terminal size", |t| t.contains("size 25 90")).await;
     term.spawned.pty.resize(PtySize::new(100, 30)).unwrap();
     term.screen.resize(PtySize::new(100, 30));
-    term.until("the resize to reach the agent", |t| {
-        t.contains("winch 30 100")
-    })
-    .await;
+    term.until("the resize to reach the agent", |t| t.contains("winch 30 100")).await;
     std::fs::write(&flag, "").unwrap();
     term.spawned.pty.write(b"abc\r".to_vec());
-    term.until("the typed line to reach the agent", |t| {
-        t.contains("got:abc")
-    })
-    .await;
-    let exit = tokio::time::timeout(Duration::from_secs(10), &mut term.spawned.exit)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        exit.code(),
-        Some(5),
-        "nightshift run exits with the agent's code"
-    );
+    term.until("the typed line to reach the agent", |t| t.contains("got:abc")).await;
+    let exit = tokio::time::timeout(Duration::from_secs(10), &mut term.spawned.exit).await.unwrap().unwrap();
+    assert_eq!(exit.code(), Some(5), "nightshift run exits with the agent's code");
     let journal = env.journal();
     assert_eq!(journal.last().unwrap()["exit_code"], 5);
 }

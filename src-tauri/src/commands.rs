@@ -24,8 +24,5 @@ pub fn session_events(state: State<'_, AppState>, id: String) -> Result<Vec<Valu
         let id = s.find_session(&id)?.id;
         s.recent_events(&id, SESSION_EVENTS)
     })?;
-    Ok(events
-        .iter()
-        .filter_map(|e| serde_json::from_str(&e.body).ok())
-        .collect())
+    Ok(events.iter().filter_map(|e| serde_json::from_str(&e.body).ok()).collect())
 }

@@ -19,10 +19,7 @@ impl From<nightshift::store::StoreError> for UiError {
             StoreError::Ambiguous { .. } => "ambiguous_session",
             _ => "journal",
         };
-        Self {
-            code,
-            message: e.to_string(),
-        }
+        Self { code, message: e.to_string() }
     }
 }
 
@@ -34,10 +31,7 @@ mod tests {
     fn the_shape_is_code_and_message() {
         let e = UiError::from(nightshift::store::StoreError::NoSuchSession("abc".into()));
         let json = serde_json::to_value(&e).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({"code": "no_session", "message": e.message})
-        );
+        assert_eq!(json, serde_json::json!({"code": "no_session", "message": e.message}));
         assert_eq!(json.as_object().unwrap().len(), 2);
     }
 }

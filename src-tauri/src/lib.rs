@@ -49,15 +49,17 @@ pub fn run() {
     let store = Store::open(&paths.journal()).unwrap_or_else(|e| fail(e.to_string()));
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
     let socket = paths.control_socket(std::process::id());
-    let control =
-        tauri::async_runtime::block_on(async { ControlServer::bind(&socket, supervisor.clone()) });
+    let control = tauri::async_runtime::block_on(async { ControlServer::bind(&socket, supervisor.clone()) });
     let control = match control {
         Ok(server) => {
             supervisor.set_control_socket(socket);
             Some(server)
         }
         Err(e) => {
-            tracing::warn!("no control socket at {}: {e}; `nightshift send/stop` cannot reach this app's sessions", socket.display());
+            tracing::warn!(
+                "no control socket at {}: {e}; `nightshift send/stop` cannot reach this app's sessions",
+                socket.display()
+            );
             None
         }
     };
@@ -66,14 +68,8 @@ pub fn run() {
     tracing::info!(journal = %journal.display(), "starting the tray app");
 
     let app = tauri::Builder::default()
-        .manage(AppState {
-            supervisor,
-            _control: Mutex::new(control),
-        })
-        .invoke_handler(tauri::generate_handler![
-            commands::list_sessions,
-            commands::session_events
-        ])
+        .manage(AppState { supervisor, _control: Mutex::new(control) })
+        .invoke_handler(tauri::generate_handler![commands::list_sessions, commands::session_events])
         .setup(move |app| {
             tray::create(app.handle())?;
             follow::start(app.handle().clone(), journal, bus);
@@ -89,10 +85,7 @@ pub fn run() {
         .build(tauri::generate_context!())
         .unwrap_or_else(|e| fail(format!("cannot start the window system: {e}")));
     app.run(|_, event| {
-        if let RunEvent::ExitRequested {
-            code: None, api, ..
-        } = event
-        {
+        if let RunEvent::ExitRequested { code: None, api, .. } = event {
             api.prevent_exit();
         }
     });

@@ -28,16 +28,10 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let since = match args.since {
-        Some(d) => {
-            Some(SystemClock.now() - chrono::Duration::from_std(d).context("--since is too long")?)
-        }
+        Some(d) => Some(SystemClock.now() - chrono::Duration::from_std(d).context("--since is too long")?),
         None => None,
     };
-    let events = store.events(&EventQuery {
-        session,
-        since,
-        ..Default::default()
-    })?;
+    let events = store.events(&EventQuery { session, since, ..Default::default() })?;
     for event in &events {
         if args.json {
             println!("{}", event.body);
@@ -51,21 +45,12 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
 /// One event as a human reads it.
 fn line(event: &StoredEvent) -> String {
     let body: Value = serde_json::from_str(&event.body).unwrap_or(Value::Null);
-    let text = |key: &str| {
-        body.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
+    let text = |key: &str| body.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     let what = match event.event.as_str() {
         "state" => format!("{:<9} {}", text("state"), text("reason")),
         "input" => {
             let chars = body.get("chars").and_then(Value::as_u64).unwrap_or(0);
-            let enter = if body.get("enter").and_then(Value::as_bool) == Some(true) {
-                " + Enter"
-            } else {
-                ""
-            };
+            let enter = if body.get("enter").and_then(Value::as_bool) == Some(true) { " + Enter" } else { "" };
             format!("typed {chars} characters{enter} ({})", text("source"))
         }
         "stop_requested" => format!("stop requested ({})", text("source")),
@@ -78,11 +63,7 @@ fn line(event: &StoredEvent) -> String {
         }
     };
     let ts = chrono::DateTime::parse_from_rfc3339(&event.ts)
-        .map(|t| {
-            t.with_timezone(&chrono::Local)
-                .format("%Y-%m-%d %H:%M:%S%.3f")
-                .to_string()
-        })
+        .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S%.3f").to_string())
         .unwrap_or_else(|_| event.ts.clone());
     format!("{ts}  {}  {:<14} {what}", event.session, event.event)
 }

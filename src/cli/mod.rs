@@ -15,11 +15,7 @@ use nightshift::paths::{Paths, STATE_DIR_ENV};
 use nightshift::store::{SessionRow, Store};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "nightshift",
-    version,
-    about = "Keeps AI coding agents working through the night."
-)]
+#[command(name = "nightshift", version, about = "Keeps AI coding agents working through the night.")]
 struct Cli {
     /// Where the journal and logs live [default: $XDG_STATE_HOME/nightshift]
     #[arg(long, global = true, value_name = "DIR", env = STATE_DIR_ENV)]
@@ -83,17 +79,10 @@ fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
             (Some(code), None) => format!(" (code {code})"),
             _ => String::new(),
         };
-        anyhow::bail!(
-            "session {} has {}{how}; there is nothing running to talk to",
-            row.id,
-            row.state
-        );
+        anyhow::bail!("session {} has {}{how}; there is nothing running to talk to", row.id, row.state);
     }
     let Some(socket) = &row.control_socket else {
-        anyhow::bail!(
-            "session {} was started without a control socket; it cannot be reached",
-            row.id
-        );
+        anyhow::bail!("session {} was started without a control socket; it cannot be reached", row.id);
     };
     if !row.owner_alive() {
         anyhow::bail!(
@@ -108,10 +97,6 @@ fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
 /// An RFC 3339 UTC timestamp from the journal, shown in local time.
 fn local_time(ts: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(ts)
-        .map(|t| {
-            t.with_timezone(&chrono::Local)
-                .format("%Y-%m-%d %H:%M:%S")
-                .to_string()
-        })
+        .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S").to_string())
         .unwrap_or_else(|_| ts.to_string())
 }

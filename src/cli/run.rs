@@ -45,66 +45,33 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
     stop_grace: f64,
     /// The command and its arguments (put `--` before it)
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
 
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let passthrough = std::io::stdin().is_terminal();
     let paths = Paths::resolve(state_dir)?;
-    let _log = logging::init(
-        &paths.log_dir(),
-        if passthrough {
-            Stderr::OnlyWhenAsked
-        } else {
-            Stderr::On
-        },
-    );
+    let _log = logging::init(&paths.log_dir(), if passthrough { Stderr::OnlyWhenAsked } else { Stderr::On });
     if !(args.stop_grace.is_finite() && args.stop_grace >= 0.0) {
-        anyhow::bail!(
-            "--stop-grace must be a number of seconds, not {}",
-            args.stop_grace
-        );
+        anyhow::bail!("--stop-grace must be a number of seconds, not {}", args.stop_grace);
     }
     let store = Store::open(&paths.journal())?;
     let events = open_events(args.events.as_deref())?;
     let cwd = match &args.cwd {
-        Some(dir) => {
-            std::path::absolute(dir).with_context(|| format!("--cwd {}", dir.display()))?
-        }
+        Some(dir) => std::path::absolute(dir).with_context(|| format!("--cwd {}", dir.display()))?,
         None => std::env::current_dir().context("the current directory is gone; pass --cwd DIR")?,
     };
     let size = match (args.cols, args.rows) {
         (Some(cols), Some(rows)) => PtySize::new(cols, rows),
-        _ if passthrough => crossterm::terminal::size()
-            .map(|(c, r)| PtySize::new(c, r))
-            .unwrap_or_default(),
+        _ if passthrough => crossterm::terminal::size().map(|(c, r)| PtySize::new(c, r)).unwrap_or_default(),
         _ => PtySize::default(),
     };
     let mut command = args.command.into_iter();
     let program = command.next().expect("clap requires a command");
-    let spec = CommandSpec {
-        program,
-        args: command.collect(),
-        cwd,
-        env: Vec::new(),
-        size,
-    };
+    let spec = CommandSpec { program, args: command.collect(), cwd, env: Vec::new(), size };
 
-    super::runtime()?.block_on(supervise(
-        paths,
-        store,
-        spec,
-        args.agent,
-        args.stop_grace,
-        events,
-        passthrough,
-    ))
+    super::runtime()?.block_on(supervise(paths, store, spec, args.agent, args.stop_grace, events, passthrough))
 }
 
 type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -174,11 +141,7 @@ async fn supervise(
         Err(e) => return Err(e.into()),
     };
 
-    let terminal = if passthrough {
-        Some(Passthrough::start(&handle, tap_rx, size)?)
-    } else {
-        None
-    };
+    let terminal = if passthrough { Some(Passthrough::start(&handle, tap_rx, size)?) } else { None };
     forward_signals(&handle, passthrough)?;
     let exit = handle.wait().await;
     if let Some(terminal) = terminal {
@@ -205,8 +168,7 @@ fn forward_signals(handle: &SessionHandle, passthrough: bool) -> anyhow::Result<
         });
     }
     if passthrough {
-        let mut winch =
-            signal(SignalKind::window_change()).context("cannot listen for SIGWINCH")?;
+        let mut winch = signal(SignalKind::window_change()).context("cannot listen for SIGWINCH")?;
         let handle = handle.clone();
         tokio::spawn(async move {
             while winch.recv().await.is_some() {
@@ -225,36 +187,26 @@ struct Passthrough {
 }
 
 impl Passthrough {
-    fn start(
-        handle: &SessionHandle,
-        mut tap: mpsc::UnboundedReceiver<Vec<u8>>,
-        size: PtySize,
-    ) -> anyhow::Result<Self> {
+    fn start(handle: &SessionHandle, mut tap: mpsc::UnboundedReceiver<Vec<u8>>, size: PtySize) -> anyhow::Result<Self> {
         crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
         let keys = handle.clone();
         let runtime = tokio::runtime::Handle::current();
-        std::thread::Builder::new()
-            .name("stdin".into())
-            .spawn(move || {
-                let mut stdin = std::io::stdin().lock();
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = stdin.read(&mut buf) {
-                    if n == 0 || runtime.block_on(keys.send_keys(buf[..n].to_vec())).is_err() {
-                        break;
-                    }
+        std::thread::Builder::new().name("stdin".into()).spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdin.read(&mut buf) {
+                if n == 0 || runtime.block_on(keys.send_keys(buf[..n].to_vec())).is_err() {
+                    break;
                 }
-            })?;
+            }
+        })?;
         let output = tokio::task::spawn_blocking(move || {
             // A screen of our own follows the output, to undo the modes the agent leaves on.
             let mut screen = Screen::new(size);
             let mut stdout = std::io::stdout().lock();
             while let Some(bytes) = tap.blocking_recv() {
                 screen.feed(&bytes);
-                if stdout
-                    .write_all(&bytes)
-                    .and_then(|()| stdout.flush())
-                    .is_err()
-                {
+                if stdout.write_all(&bytes).and_then(|()| stdout.flush()).is_err() {
                     break;
                 }
             }
@@ -268,9 +220,7 @@ impl Passthrough {
         let _ = crossterm::terminal::disable_raw_mode();
         if let Some(screen) = screen {
             let mut stdout = std::io::stdout().lock();
-            let _ = stdout
-                .write_all(screen.restore_sequence().as_bytes())
-                .and_then(|()| stdout.flush());
+            let _ = stdout.write_all(screen.restore_sequence().as_bytes()).and_then(|()| stdout.flush());
         }
     }
 }

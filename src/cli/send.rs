@@ -20,11 +20,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
     let socket = super::live_socket(&row)?;
-    let request = Request::Send {
-        session: row.id.clone(),
-        text: args.text,
-        enter: args.enter,
-    };
+    let request = Request::Send { session: row.id.clone(), text: args.text, enter: args.enter };
     super::runtime()?.block_on(control::request(&socket, &request))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -30,16 +30,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn table(rows: &[SessionRow]) -> String {
-    let header = [
-        "ID",
-        "AGENT",
-        "STATE",
-        "CWD",
-        "STARTED",
-        "LAST EVENT",
-        "COMMAND",
-    ]
-    .map(String::from);
+    let header = ["ID", "AGENT", "STATE", "CWD", "STARTED", "LAST EVENT", "COMMAND"].map(String::from);
     let mut lines = vec![header.to_vec()];
     for row in rows {
         lines.push(vec![
@@ -48,30 +39,16 @@ fn table(rows: &[SessionRow]) -> String {
             row.shown_state(),
             row.cwd.clone(),
             super::local_time(&row.created),
-            format!(
-                "{} {}",
-                row.last_event,
-                super::local_time(&row.last_event_at)
-            ),
+            format!("{} {}", row.last_event, super::local_time(&row.last_event_at)),
             truncate(&shell_words(&row.command), 40),
         ]);
     }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            lines
-                .iter()
-                .map(|l| l[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let widths: Vec<usize> =
+        (0..header.len()).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for line in lines {
-        let cells: Vec<String> = line
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}", width = *width))
-            .collect();
+        let cells: Vec<String> =
+            line.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}", width = *width)).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }

@@ -15,12 +15,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
     let socket = super::live_socket(&row)?;
-    super::runtime()?.block_on(control::request(
-        &socket,
-        &Request::Stop {
-            session: row.id.clone(),
-        },
-    ))?;
+    super::runtime()?.block_on(control::request(&socket, &Request::Stop { session: row.id.clone() }))?;
     println!("stopping session {}", row.id);
     Ok(ExitCode::SUCCESS)
 }

@@ -17,9 +17,7 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
+        Self { dir: tempfile::tempdir().expect("temp dir") }
     }
 
     pub fn state_dir(&self) -> PathBuf {
@@ -52,11 +50,7 @@ impl Env {
 
     pub fn stdout(&self, args: &[&str]) -> String {
         let out = self.output(args);
-        assert!(
-            out.status.success(),
-            "nightshift {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "nightshift {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).expect("utf-8 output")
     }
 
@@ -80,17 +74,12 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>
         if let Some(v) = f() {
             return v;
         }
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
+        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(25));
     }
 }
 
 /// The JSON lines written so far to an events file.
 pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .map(|t| json_lines(&t))
-        .unwrap_or_default()
+    std::fs::read_to_string(path).map(|t| json_lines(&t)).unwrap_or_default()
 }
