@@ -9,7 +9,7 @@ PYTHON ?= /usr/bin/python3
 # Building the tray app (WebKitGTK + the tray library).
 BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
 # Running it headless and driving its window in tests.
-TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3
+TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib
 
 .PHONY: run release test test-core test-app deps deps-test lint fmt bench clean help
 

@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import webdriver  # noqa: E402
 from webdriver import Driver  # noqa: E402
+from x11 import X11  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
@@ -97,6 +98,20 @@ class AppWindow(unittest.TestCase):
         overflow = d.run_js("return document.documentElement.scrollWidth - window.innerWidth")
         self.assertLessEqual(overflow, 0, "no horizontal scrolling at 480x360")
         d.screenshot(ARTIFACTS / "sessions-480x360.png")
+
+    def test_5_closing_the_window_keeps_the_app_running(self):
+        d = self.driver
+        x = X11()
+        window = x.find("Nightshift")
+        self.assertTrue(x.is_viewable(window))
+        x.request_close(window)
+        d.wait_for("the window to be hidden", lambda: not x.is_viewable(window))
+        # The app and its webview are still there, still following the journal.
+        run = subprocess.run([str(CLI), "run", "--", "true"], env=self.env, stdin=subprocess.DEVNULL, timeout=30)
+        self.assertEqual(run.returncode, 0)
+        count = d.wait_for("the hidden window to list the new session",
+                           lambda: len(d.find_all("tr[data-session-id]")) >= 3 and len(d.find_all("tr[data-session-id]")))
+        self.assertGreaterEqual(count, 3)
 
     def _newest_other_than(self, known):
         ids = [self.driver.run_js("return arguments[0].dataset.sessionId", {webdriver.ELEMENT: e})
