@@ -1,0 +1,397 @@
+//! A mock of the Anthropic Messages API on 127.0.0.1, for driving the real Claude Code client.
+//!
+//! The scenario of each request is chosen by the last `mock:NAME[:ARG]` marker in the last user
+//! message, so a test picks what happens by what it types: `mock:fast`, `mock:slow:20` (a streamed
+//! answer lasting 20 s), `mock:tool:30` (a Bash tool call running `sleep 30`), `mock:perm` (a tool
+//! call that needs the user's permission in the default permission mode), `mock:question` (the
+//! AskUserQuestion tool), `mock:limit` (HTTP 429 with the unified rate-limit headers), `mock:overload`
+//! (HTTP 529). A tool result is answered with a short text. Every request is logged with when its
+//! answer's last byte was sent, which is what detection latency is measured from.
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+/// One request as the mock saw it.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub at: SystemTime,
+    pub method: String,
+    pub path: String,
+    pub scenario: String,
+    pub status: u16,
+    /// The text of the last user message (text blocks joined; `[tool_result]` for tool results).
+    pub last_user: String,
+    /// When the answer's last byte was handed to the connection.
+    pub done_at: Option<SystemTime>,
+}
+
+/// The subscription usage the mock reports in its rate-limit headers.
+#[derive(Debug, Clone)]
+pub struct Usage {
+    pub five_hour: f64,
+    pub five_hour_reset: u64,
+    pub seven_day: f64,
+    pub seven_day_reset: u64,
+}
+
+impl Default for Usage {
+    fn default() -> Self {
+        let now = epoch(SystemTime::now());
+        Self { five_hour: 0.35, five_hour_reset: now + 3 * 3600, seven_day: 0.38, seven_day_reset: now + 4 * 86400 }
+    }
+}
+
+struct Shared {
+    log: Mutex<Vec<Record>>,
+    usage: Mutex<Usage>,
+}
+
+/// A running mock; stops when dropped.
+pub struct MockApi {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockApi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub fn epoch(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl MockApi {
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared { log: Mutex::new(Vec::new()), usage: Mutex::new(Usage::default()) });
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the mock API");
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("mock API server");
+        });
+        Self { addr, shared, task }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Record> {
+        self.shared.log.lock().unwrap().clone()
+    }
+
+    /// The Messages requests only.
+    pub fn messages(&self) -> Vec<Record> {
+        self.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens")).collect()
+    }
+
+    pub fn set_usage(&self, usage: Usage) {
+        *self.shared.usage.lock().unwrap() = usage;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Scenario {
+    Fast,
+    Slow(Duration),
+    Tool(u64),
+    Perm,
+    Question,
+    Limit,
+    Overload,
+    /// Answering a tool result.
+    AfterTool,
+}
+
+impl Scenario {
+    fn name(&self) -> String {
+        match self {
+            Self::Fast => "fast".into(),
+            Self::Slow(d) => format!("slow:{}", d.as_secs()),
+            Self::Tool(s) => format!("tool:{s}"),
+            Self::Perm => "perm".into(),
+            Self::Question => "question".into(),
+            Self::Limit => "limit".into(),
+            Self::Overload => "overload".into(),
+            Self::AfterTool => "after_tool".into(),
+        }
+    }
+}
+
+/// The scenario named by the last `mock:` marker in `text` (fast when there is none).
+fn scenario_for(text: &str) -> Scenario {
+    let Some(pos) = text.rfind("mock:") else { return Scenario::Fast };
+    let marker: String =
+        text[pos + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '.').collect();
+    let mut parts = marker.split(':');
+    let name = parts.next().unwrap_or("");
+    let arg = parts.next().and_then(|a| a.parse::<f64>().ok());
+    match name {
+        "slow" => Scenario::Slow(Duration::from_secs_f64(arg.unwrap_or(20.0))),
+        "tool" => Scenario::Tool(arg.unwrap_or(30.0) as u64),
+        "perm" => Scenario::Perm,
+        "question" => Scenario::Question,
+        "limit" => Scenario::Limit,
+        "overload" => Scenario::Overload,
+        _ => Scenario::Fast,
+    }
+}
+
+/// The last user message's text, and whether it carries a tool result.
+fn last_user(body: &Value) -> (String, bool) {
+    let Some(msg) = body["messages"].as_array().and_then(|m| m.iter().rev().find(|m| m["role"] == "user")) else {
+        return (String::new(), false);
+    };
+    match &msg["content"] {
+        Value::String(s) => (s.clone(), false),
+        Value::Array(blocks) => {
+            let tool = blocks.iter().any(|b| b["type"] == "tool_result");
+            let mut parts: Vec<String> = Vec::new();
+            for b in blocks {
+                match (b["type"].as_str(), &b["content"]) {
+                    (Some("text"), _) => parts.extend(b["text"].as_str().map(String::from)),
+                    (Some("tool_result"), Value::String(s)) => parts.push(s.clone()),
+                    (Some("tool_result"), Value::Array(inner)) => {
+                        parts.extend(inner.iter().filter_map(|c| c["text"].as_str()).map(String::from))
+                    }
+                    _ => {}
+                }
+            }
+            let text = parts.join("\n");
+            (if tool { format!("[tool_result] {text}") } else { text }, tool)
+        }
+        _ => (String::new(), false),
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes) -> Response {
+    let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+    let at = SystemTime::now();
+    let record = |scenario: &str, status: u16, last_user: String| {
+        let mut log = shared.log.lock().unwrap();
+        log.push(Record {
+            at,
+            method: method.to_string(),
+            path: path.clone(),
+            scenario: scenario.to_string(),
+            status,
+            last_user,
+            done_at: None,
+        });
+        log.len() - 1
+    };
+    let usage = shared.usage.lock().unwrap().clone();
+
+    if uri.path() == "/v1/models" {
+        record("models", 200, String::new());
+        return json_response(
+            StatusCode::OK,
+            &usage,
+            json!({"data": [{"type": "model", "id": "claude-sonnet-5-5", "display_name": "Claude Sonnet 5.5",
+                             "created_at": "2026-01-01T00:00:00Z"}],
+                   "has_more": false, "first_id": "claude-sonnet-5-5", "last_id": "claude-sonnet-5-5"}),
+        );
+    }
+    if uri.path() == "/v1/messages/count_tokens" {
+        record("count_tokens", 200, String::new());
+        return json_response(StatusCode::OK, &usage, json!({"input_tokens": 1200}));
+    }
+    if uri.path() != "/v1/messages" {
+        record("unknown", 404, String::new());
+        return json_response(
+            StatusCode::NOT_FOUND,
+            &usage,
+            json!({"type": "error", "error": {"type": "not_found_error", "message": format!("mock: no {path}")}}),
+        );
+    }
+
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (text, tool_result) = last_user(&request);
+    let scenario = if tool_result { Scenario::AfterTool } else { scenario_for(&text) };
+    let model = request["model"].as_str().unwrap_or("claude-sonnet-5-5").to_string();
+    let stream = request["stream"].as_bool().unwrap_or(false);
+
+    match scenario {
+        Scenario::Limit => {
+            let i = record(&scenario.name(), 429, text);
+            mark_done(&shared, i);
+            limit_response(&usage)
+        }
+        Scenario::Overload => {
+            let i = record(&scenario.name(), 529, text);
+            mark_done(&shared, i);
+            // An overloaded API answers from its front door: no rate-limit headers.
+            let body = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+            let mut resp = (StatusCode::from_u16(529).unwrap(), axum::Json(body)).into_response();
+            resp.headers_mut().insert("x-should-retry", HeaderValue::from_static("true"));
+            resp
+        }
+        _ if !stream => {
+            let i = record(&scenario.name(), 200, text);
+            mark_done(&shared, i);
+            json_response(StatusCode::OK, &usage, whole_message(&model, "Hello from the mock server."))
+        }
+        _ => {
+            let i = record(&scenario.name(), 200, text);
+            let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(64);
+            let shared = Arc::clone(&shared);
+            tokio::spawn(async move {
+                stream_answer(&tx, &model, &scenario).await;
+                mark_done(&shared, i);
+            });
+            let mut resp = Response::new(Body::from_stream(ReceiverStream::new(rx)));
+            let h = resp.headers_mut();
+            h.insert("content-type", HeaderValue::from_static("text/event-stream"));
+            h.insert("cache-control", HeaderValue::from_static("no-cache"));
+            add_usage_headers(h, &usage, "allowed");
+            resp
+        }
+    }
+}
+
+fn mark_done(shared: &Shared, i: usize) {
+    if let Some(r) = shared.log.lock().unwrap().get_mut(i) {
+        r.done_at = Some(SystemTime::now());
+    }
+}
+
+fn add_usage_headers(h: &mut HeaderMap, u: &Usage, status: &str) {
+    let mut set = |k: &'static str, v: String| {
+        h.insert(k, HeaderValue::from_str(&v).unwrap());
+    };
+    set("anthropic-ratelimit-unified-status", status.to_string());
+    set("anthropic-ratelimit-unified-5h-utilization", format!("{}", u.five_hour));
+    set("anthropic-ratelimit-unified-5h-reset", u.five_hour_reset.to_string());
+    set("anthropic-ratelimit-unified-5h-status", if u.five_hour >= 1.0 { "rejected" } else { "allowed" }.into());
+    set("anthropic-ratelimit-unified-7d-utilization", format!("{}", u.seven_day));
+    set("anthropic-ratelimit-unified-7d-reset", u.seven_day_reset.to_string());
+    set("anthropic-ratelimit-unified-7d-status", if u.seven_day >= 1.0 { "rejected" } else { "allowed" }.into());
+    let (claim, reset) =
+        if u.seven_day >= 1.0 { ("seven_day", u.seven_day_reset) } else { ("five_hour", u.five_hour_reset) };
+    set("anthropic-ratelimit-unified-representative-claim", claim.into());
+    set("anthropic-ratelimit-unified-reset", reset.to_string());
+    set("anthropic-ratelimit-unified-overage-status", "rejected".into());
+    set("anthropic-ratelimit-unified-overage-disabled-reason", "org_level_disabled".into());
+    set("anthropic-ratelimit-unified-fallback", "available".into());
+    set("request-id", "req_mock".into());
+}
+
+fn json_response(status: StatusCode, usage: &Usage, body: Value) -> Response {
+    let mut resp = (status, axum::Json(body)).into_response();
+    add_usage_headers(resp.headers_mut(), usage, if status.as_u16() == 429 { "rejected" } else { "allowed" });
+    resp
+}
+
+fn limit_response(usage: &Usage) -> Response {
+    let mut limited = usage.clone();
+    limited.five_hour = limited.five_hour.max(1.0);
+    let mut resp = json_response(
+        StatusCode::TOO_MANY_REQUESTS,
+        &limited,
+        json!({"type": "error", "error": {"type": "rate_limit_error",
+               "message": "This request would exceed your account's rate limit. Please try again later."}}),
+    );
+    let wait = limited.five_hour_reset.saturating_sub(epoch(SystemTime::now()));
+    resp.headers_mut().insert("retry-after", HeaderValue::from_str(&wait.to_string()).unwrap());
+    resp
+}
+
+fn whole_message(model: &str, text: &str) -> Value {
+    json!({"id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+           "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
+           "usage": {"input_tokens": 1200, "output_tokens": 12}})
+}
+
+fn sse(event: &str, data: Value) -> Bytes {
+    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
+}
+
+async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str, scenario: &Scenario) {
+    let send = |b: Bytes| async move { tx.send(Ok(b)).await.is_ok() };
+    let start = json!({"type": "message_start", "message": {"id": "msg_mock", "type": "message", "role": "assistant",
+        "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 1200, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}}});
+    if !send(sse("message_start", start)).await {
+        return;
+    }
+    let (words, pause, tool): (Vec<String>, Duration, Option<Value>) = match scenario {
+        Scenario::Slow(total) => {
+            let n = (total.as_secs_f64() / 0.5).ceil().max(1.0) as usize;
+            let words = (0..n).map(|i| format!("Part {} of a slowly streamed answer. ", i + 1)).collect();
+            (words, *total / n as u32, None)
+        }
+        Scenario::Tool(secs) => (
+            vec!["I'll run a command.".into()],
+            Duration::from_millis(20),
+            Some(json!({"name": "Bash", "input": {"command": format!("timeout {secs} tail -f /dev/null; echo waited {secs}s"), "description": "Wait a while"}})),
+        ),
+        Scenario::Perm => (
+            vec!["I'll create a file.".into()],
+            Duration::from_millis(20),
+            Some(json!({"name": "Bash", "input": {"command": "touch mock-permission-file", "description": "Create a file"}})),
+        ),
+        Scenario::Question => (
+            vec!["I have a question.".into()],
+            Duration::from_millis(20),
+            Some(json!({"name": "AskUserQuestion", "input": {"questions": [{
+                "question": "Which database should the new service use?", "header": "Database", "multiSelect": false,
+                "options": [{"label": "SQLite", "description": "Embedded, zero setup"},
+                            {"label": "PostgreSQL", "description": "A server, more features"}]}]}})),
+        ),
+        _ => (
+            ["Hello ", "from the ", "mock server. ", "This is a ", "short answer."].map(String::from).to_vec(),
+            Duration::from_millis(30),
+            None,
+        ),
+    };
+    send(sse("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))).await;
+    for word in &words {
+        tokio::time::sleep(pause).await;
+        let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}});
+        if !send(sse("content_block_delta", delta)).await {
+            return;
+        }
+    }
+    send(sse("content_block_stop", json!({"type": "content_block_stop", "index": 0}))).await;
+    let mut stop_reason = "end_turn";
+    if let Some(tool) = tool {
+        stop_reason = "tool_use";
+        let block = json!({"type": "tool_use", "id": "toolu_mock_1", "name": tool["name"], "input": {}});
+        send(sse("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": block}))).await;
+        let partial = tool["input"].to_string();
+        let delta = json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": partial}});
+        send(sse("content_block_delta", delta)).await;
+        send(sse("content_block_stop", json!({"type": "content_block_stop", "index": 1}))).await;
+    }
+    send(sse("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+        "usage": {"output_tokens": 40}}))).await;
+    send(sse("message_stop", json!({"type": "message_stop"}))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_marker_wins() {
+        assert_eq!(scenario_for("hi"), Scenario::Fast);
+        assert_eq!(scenario_for("hit the limit mock:limit\n\nnow it works mock:fast"), Scenario::Fast);
+        assert_eq!(scenario_for("work mock:slow:5"), Scenario::Slow(Duration::from_secs(5)));
+        assert_eq!(scenario_for("mock:tool:30 please"), Scenario::Tool(30));
+    }
+}
