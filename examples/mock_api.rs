@@ -14,7 +14,14 @@ async fn main() {
         let requests = mock.requests();
         for r in &requests[seen..] {
             let tail: String = r.last_user.chars().rev().take(60).collect::<Vec<_>>().into_iter().rev().collect();
-            eprintln!("{} {} {} {} {:?}", r.method, r.path, r.scenario, r.status, if r.scenario == "after_tool" { r.last_user.clone() } else { tail });
+            eprintln!(
+                "{} {} {} {} {:?}",
+                r.method,
+                r.path,
+                r.scenario,
+                r.status,
+                if r.scenario == "after_tool" { r.last_user.clone() } else { tail }
+            );
         }
         seen = requests.len();
     }

@@ -46,8 +46,14 @@ impl fmt::Debug for SessionId {
 pub enum SessionState {
     /// Recorded, the process not yet started.
     Starting,
-    /// The process runs; its activity is not judged.
+    /// The process runs; its activity is not judged yet.
     Running,
+    /// The agent is in a turn.
+    Working,
+    /// The agent sits at its prompt, its turn over.
+    Idle,
+    /// The agent is blocked on the user: a permission prompt, a question it asked.
+    WaitingInput,
     /// The process ended (its exit code or signal is on the event).
     Exited,
     /// The process could not be started at all.
@@ -59,6 +65,9 @@ impl SessionState {
         match self {
             Self::Starting => "starting",
             Self::Running => "running",
+            Self::Working => "working",
+            Self::Idle => "idle",
+            Self::WaitingInput => "waiting_input",
             Self::Exited => "exited",
             Self::Failed => "failed",
         }
@@ -73,6 +82,9 @@ impl SessionState {
         Some(match text {
             "starting" => Self::Starting,
             "running" => Self::Running,
+            "working" => Self::Working,
+            "idle" => Self::Idle,
+            "waiting_input" => Self::WaitingInput,
             "exited" => Self::Exited,
             "failed" => Self::Failed,
             _ => return None,
@@ -112,6 +124,12 @@ pub enum EventKind {
         signal: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// For `waiting_input`: the dialog on screen.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dialog: Option<crate::agent::Dialog>,
+        /// For `exited` with a failure: the last rows the process left on screen.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_screen: Option<Vec<String>>,
     },
     /// Text was typed into the session from outside (the journal keeps how much, never what).
     Input { source: String, chars: usize, enter: bool },
@@ -122,7 +140,16 @@ pub enum EventKind {
 impl EventKind {
     /// A state change with only a reason.
     pub fn state(state: SessionState, reason: impl Into<String>) -> Self {
-        Self::State { state, reason: reason.into(), pid: None, exit_code: None, signal: None, error: None }
+        Self::State {
+            state,
+            reason: reason.into(),
+            pid: None,
+            exit_code: None,
+            signal: None,
+            error: None,
+            dialog: None,
+            last_screen: None,
+        }
     }
 
     /// The `event` field's value.
@@ -167,6 +194,8 @@ mod tests {
                 exit_code: Some(3),
                 signal: None,
                 error: None,
+                dialog: None,
+                last_screen: None,
             },
         };
         let json: serde_json::Value = serde_json::from_str(&ev.to_json()).unwrap();

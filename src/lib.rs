@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod clock;
 pub mod control;
+pub mod detect;
 pub mod event;
 pub mod logging;
 pub mod paths;

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 pub const STATE_DIR_ENV: &str = "NIGHTSHIFT_STATE_DIR";
 /// Overrides the runtime directory that holds the control sockets.
 pub const RUNTIME_DIR_ENV: &str = "NIGHTSHIFT_RUNTIME_DIR";
+/// Overrides the configuration directory (settings, agent signal overrides).
+pub const CONFIG_DIR_ENV: &str = "NIGHTSHIFT_CONFIG_DIR";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PathsError {
@@ -29,6 +31,8 @@ pub enum PathsError {
 pub struct Paths {
     pub state_dir: PathBuf,
     pub runtime_dir: PathBuf,
+    /// Read, never created: `$XDG_CONFIG_HOME/nightshift` (usually `~/.config/nightshift`).
+    pub config_dir: Option<PathBuf>,
 }
 
 impl Paths {
@@ -43,7 +47,11 @@ impl Paths {
         ensure_dir(&state_dir)?;
         let runtime_dir = default_runtime_dir();
         ensure_private_dir(&runtime_dir)?;
-        Ok(Self { state_dir, runtime_dir })
+        let config_dir = std::env::var_os(CONFIG_DIR_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| directories::ProjectDirs::from("", "", "nightshift").map(|d| d.config_dir().to_path_buf()));
+        Ok(Self { state_dir, runtime_dir, config_dir })
     }
 
     /// The SQLite journal.
@@ -54,6 +62,11 @@ impl Paths {
     /// The rotating log files.
     pub fn log_dir(&self) -> PathBuf {
         self.state_dir.join("logs")
+    }
+
+    /// Where users override an agent's screen signals (`agents/claude.toml`, …).
+    pub fn agents_dir(&self) -> Option<PathBuf> {
+        self.config_dir.as_ref().map(|d| d.join("agents"))
     }
 
     /// The control socket of the process with this pid.

@@ -15,11 +15,38 @@ const SCROLLBACK: usize = 1000;
 #[derive(Debug, Default)]
 struct Signals {
     title: String,
+    /// The last `ESC ] 7501;state=…` a client declared (Codex: `working`, `done`, `idle`).
+    program_state: Option<String>,
+    /// Inside a synchronized update (`CSI ? 2026 h` … `l`): the frame is half drawn.
+    in_sync: bool,
 }
 
 impl vt100::Callbacks for Signals {
     fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
         self.title = String::from_utf8_lossy(title).into_owned();
+    }
+
+    fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
+        if let [b"7501", rest @ ..] = params {
+            for param in rest {
+                let text = String::from_utf8_lossy(param);
+                for field in text.split(':') {
+                    if let Some(state) = field.strip_prefix("state=") {
+                        self.program_state = Some(state.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    fn unhandled_csi(&mut self, _: &mut vt100::Screen, i1: Option<u8>, _: Option<u8>, params: &[&[u16]], c: char) {
+        if i1 == Some(b'?') && params.iter().any(|p| *p == [2026]) {
+            match c {
+                'h' => self.in_sync = true,
+                'l' => self.in_sync = false,
+                _ => {}
+            }
+        }
     }
 }
 
@@ -52,6 +79,8 @@ pub struct Snapshot {
     pub size: (u16, u16),
     /// Whether the child switched to the alternate screen (full-screen TUIs do).
     pub alternate_screen: bool,
+    /// The busy/idle state the client last declared itself (`ESC ] 7501;state=…`), if it does.
+    pub program_state: Option<String>,
     /// Each visible row as runs of identically styled text (colours, bold, dim, …); empty unless
     /// asked for with [`Screen::styled_snapshot`].
     pub styled: Vec<Vec<Span>>,
@@ -169,6 +198,12 @@ impl Screen {
         &self.parser.callbacks().title
     }
 
+    /// Whether the child is in the middle of a synchronized update: what is on screen now is half a
+    /// frame and must not be judged.
+    pub fn in_sync(&self) -> bool {
+        self.parser.callbacks().in_sync
+    }
+
     /// The visible screen now, as text (cheap enough for every frame).
     pub fn snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();
@@ -182,6 +217,7 @@ impl Screen {
             title: self.title().to_string(),
             size: (cols.get(), rows.get()),
             alternate_screen: screen.alternate_screen(),
+            program_state: self.parser.callbacks().program_state.clone(),
         }
     }
 
@@ -272,6 +308,19 @@ mod tests {
         assert_eq!(row3, [("     X", false), ("dim", true)]);
         assert_eq!(snap.last_rows(2), &["red".to_string(), String::new(), "     Xdim".to_string()][1..]);
         assert_eq!(snap.text(), "hello\nred\n\n     Xdim");
+    }
+
+    #[test]
+    fn program_state_and_synchronized_updates_are_tracked() {
+        let mut s = Screen::new(PtySize::new(20, 2));
+        assert_eq!(s.snapshot().program_state, None);
+        s.feed(b"\x1b]7501;state=working:app=codex\x1b\\");
+        assert_eq!(s.snapshot().program_state.as_deref(), Some("working"));
+        s.feed(b"\x1b[?2026hhalf");
+        assert!(s.in_sync());
+        s.feed(b" done\x1b[?2026l");
+        assert!(!s.in_sync());
+        assert_eq!(s.snapshot().rows[0], "half done");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{sleep_until, Instant};
 
+use crate::agent::Adapter;
+use crate::detect::{Activity, DetectConfig, Detector, Transition};
 use crate::event::{EventKind, SessionId, SessionState};
 use crate::pty::{Exit, PtySize, Spawned};
 use crate::screen::{Screen, Snapshot};
@@ -117,6 +119,36 @@ pub(crate) struct Actor {
     pub emitter: Emitter,
     pub stop_grace: Duration,
     pub output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    pub adapter: Adapter,
+    pub detect: DetectConfig,
+}
+
+/// A frame is judged once output has paused this long (the clients write a repaint in one go)...
+const FRAME_SETTLE: Duration = Duration::from_millis(30);
+/// ...or at the latest this long after the first unjudged output, if it never pauses.
+const FRAME_MAX_WAIT: Duration = Duration::from_millis(250);
+
+/// When the next frame is due, if output came since the last one.
+#[derive(Debug, Default)]
+struct FrameTimer {
+    first: Option<Instant>,
+    due: Option<Instant>,
+}
+
+impl FrameTimer {
+    fn output(&mut self, now: Instant) {
+        let first = *self.first.get_or_insert(now);
+        self.due = Some((now + FRAME_SETTLE).min(first + FRAME_MAX_WAIT));
+    }
+
+    /// A synchronized update is still open: look again shortly, whatever the deadline.
+    fn postpone(&mut self, now: Instant) {
+        self.due = Some(now + FRAME_SETTLE);
+    }
+
+    fn judged(&mut self) {
+        *self = Self::default();
+    }
 }
 
 impl Actor {
@@ -130,29 +162,65 @@ impl Actor {
     }
 
     async fn run(self, mut controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
-        let Actor { id, spawned, mut screen, emitter, stop_grace, output_tap } = self;
+        let Actor { id, spawned, mut screen, emitter, stop_grace, output_tap, adapter, detect } = self;
         let Spawned { pty, mut output, exit: mut exit_rx } = spawned;
+        let mut detector = Detector::new(detect, adapter.reads_screen(), Instant::now());
+        let mut frame = FrameTimer::default();
         let mut output_open = true;
         let mut exit: Option<Exit> = None;
         let mut kill_at: Option<Instant> = None;
         let mut drain_until: Option<Instant> = None;
         let mut stop_source: Option<String> = None;
         let mut controls_open = true;
+        let report = |transition: Option<Transition>| {
+            if let Some(t) = transition {
+                let state = match t.to {
+                    Activity::Working => SessionState::Working,
+                    Activity::Idle => SessionState::Idle,
+                    Activity::WaitingInput => SessionState::WaitingInput,
+                };
+                tracing::debug!(session = %id, %state, reason = %t.reason, "activity changed");
+                let mut kind = EventKind::state(state, t.reason);
+                if let EventKind::State { dialog, .. } = &mut kind {
+                    *dialog = t.verdict.dialog;
+                }
+                emitter.emit(&id, kind);
+                status.send_modify(|s| s.state = state);
+            }
+        };
 
         loop {
             if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t)) {
                 break;
             }
+            let check = if exit.is_none() { detector.next_check() } else { None };
             tokio::select! {
                 chunk = output.recv(), if output_open => match chunk {
                     Some(bytes) => {
+                        let now = Instant::now();
                         screen.feed(&bytes);
                         if let Some(tap) = &output_tap {
                             let _ = tap.send(bytes);
                         }
+                        if exit.is_none() {
+                            frame.output(now);
+                            report(detector.on_output(now));
+                        }
                     }
                     None => output_open = false,
                 },
+                () = sleep_until(frame.due.unwrap_or_else(Instant::now)), if frame.due.is_some() && exit.is_none() => {
+                    let now = Instant::now();
+                    if screen.in_sync() {
+                        frame.postpone(now);
+                    } else {
+                        frame.judged();
+                        report(detector.on_frame(now, adapter.classify(&screen.snapshot())));
+                    }
+                }
+                () = sleep_until(check.unwrap_or_else(Instant::now)), if check.is_some() => {
+                    report(detector.on_tick(Instant::now()));
+                }
                 result = &mut exit_rx, if exit.is_none() => {
                     exit = Some(result.unwrap_or(Exit::Code(-1)));
                     drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
@@ -190,6 +258,9 @@ impl Actor {
             Some(source) => format!("stopped on request ({source}); process {exit}"),
             None => format!("process {exit}"),
         };
+        // A failure's last words, for the journal and the user: what the process left on screen.
+        let last_screen = (stop_source.is_none() && exit != Exit::Code(0))
+            .then(|| screen.snapshot().last_rows(LAST_SCREEN_ROWS).iter().map(|r| r.trim_end().to_string()).collect());
         emitter.emit(
             &id,
             EventKind::State {
@@ -199,12 +270,17 @@ impl Actor {
                 exit_code: exit.code(),
                 signal: exit.signal().map(str::to_string),
                 error: None,
+                dialog: None,
+                last_screen,
             },
         );
         status.send_replace(Status { state: SessionState::Exited, exit: Some(exit) });
         drop(pty);
     }
 }
+
+/// Rows of the final screen kept with a failed exit.
+const LAST_SCREEN_ROWS: usize = 6;
 
 /// Carries out a control; a stop request is returned for the actor loop, which owns the stop timer.
 fn handle_control(

@@ -396,6 +396,8 @@ mod tests {
                 exit_code: Some(3),
                 signal: None,
                 error: None,
+                dialog: None,
+                last_screen: None,
             }))
             .unwrap();
         let row = store.find_session("0a0a").unwrap();

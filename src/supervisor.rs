@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
 
-use crate::agent::AgentKind;
+use crate::agent::{Adapter, AgentKind};
 use crate::clock::Clock;
+use crate::detect::DetectConfig;
 use crate::event::{Event, EventKind, SessionId, SessionState};
 use crate::pty::{self, CommandSpec, SpawnError};
 use crate::screen::Screen;
@@ -32,12 +33,24 @@ pub struct SessionSpec {
     pub stop_grace: Duration,
     /// Receives a copy of every byte the child writes (the CLI's passthrough).
     pub output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// The agent's screen signals; the built-in ones of `agent` when not given.
+    pub adapter: Option<Adapter>,
+    /// The detector's timing (the quiet window, …).
+    pub detect: DetectConfig,
 }
 
 impl SessionSpec {
     pub fn new(command: CommandSpec) -> Self {
         let agent = AgentKind::infer(&command.program);
-        Self { command, agent, preset: None, stop_grace: DEFAULT_STOP_GRACE, output_tap: None }
+        Self {
+            command,
+            agent,
+            preset: None,
+            stop_grace: DEFAULT_STOP_GRACE,
+            output_tap: None,
+            adapter: None,
+            detect: DetectConfig::default(),
+        }
     }
 }
 
@@ -172,6 +185,8 @@ impl Supervisor {
                         exit_code: Some(error.exit_code()),
                         signal: None,
                         error: Some(error.to_string()),
+                        dialog: None,
+                        last_screen: None,
                     },
                 );
                 return Err(StartError::Spawn { session: id, error });
@@ -187,6 +202,8 @@ impl Supervisor {
                 exit_code: None,
                 signal: None,
                 error: None,
+                dialog: None,
+                last_screen: None,
             },
         );
         let actor = Actor {
@@ -196,6 +213,8 @@ impl Supervisor {
             emitter: self.emitter.clone(),
             stop_grace: spec.stop_grace,
             output_tap: spec.output_tap.take(),
+            adapter: spec.adapter.take().unwrap_or_else(|| Adapter::builtin(spec.agent)),
+            detect: spec.detect,
         };
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());

@@ -10,8 +10,18 @@ use std::time::Duration;
 use common::{read_events, wait_for, Env};
 use serde_json::Value;
 
+/// The lifecycle states (activity states — working, idle — come and go with timing).
 fn states(events: &[Value]) -> Vec<String> {
-    events.iter().filter(|e| e["event"] == "state").map(|e| e["state"].as_str().unwrap().to_string()).collect()
+    events
+        .iter()
+        .filter(|e| e["event"] == "state")
+        .map(|e| e["state"].as_str().unwrap().to_string())
+        .filter(|s| !matches!(s.as_str(), "working" | "idle" | "waiting_input"))
+        .collect()
+}
+
+fn is_activity(e: &Value) -> bool {
+    matches!(e["state"].as_str(), Some("working" | "idle" | "waiting_input"))
 }
 
 /// Starts `nightshift run --events FILE -- bash -c SCRIPT` in the background; returns it with the
@@ -53,7 +63,9 @@ fn run_streams_states_and_exits_with_the_childs_code() {
         assert!(ts.ends_with('Z') && ts.len() == 24, "RFC 3339 UTC with ms: {ts}");
         assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "every state change says why: {e}");
     }
-    assert_eq!(events[2]["exit_code"], 3);
+    let exited = events.iter().find(|e| e["state"] == "exited").unwrap();
+    assert_eq!(exited["exit_code"], 3);
+    assert_eq!(exited["last_screen"], serde_json::json!(["hello"]), "a failure keeps its last screen");
 
     let listed = env.stdout(&["sessions"]);
     let line = listed.lines().find(|l| l.starts_with(session)).expect("the session is listed");
@@ -103,7 +115,7 @@ fn send_types_into_another_processs_session_and_stop_ends_it() {
     assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
     let status = wait_exit(&mut child);
     assert_eq!(status.code(), Some(129), "bash ends on SIGHUP: 128 + 1");
-    let events = read_events(&events);
+    let events: Vec<Value> = read_events(&events).into_iter().filter(|e| !is_activity(e)).collect();
     let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
     assert_eq!(names, ["state", "state", "input", "stop_requested", "state"]);
     assert_eq!(events[4]["signal"], "SIGHUP");

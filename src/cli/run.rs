@@ -9,8 +9,10 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context as _;
+use nightshift::agent::Adapter;
 use nightshift::clock::SystemClock;
 use nightshift::control::ControlServer;
 use nightshift::logging::{self, Stderr};
@@ -44,6 +46,9 @@ pub struct Args {
     /// Seconds a stopped session gets between SIGHUP and SIGKILL
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
     stop_grace: f64,
+    /// Seconds the agent's terminal must stay quiet before it counts as idle
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    quiet_window: f64,
     /// The command and its arguments (put `--` before it)
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -55,6 +60,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let _log = logging::init(&paths.log_dir(), if passthrough { Stderr::OnlyWhenAsked } else { Stderr::On });
     if !(args.stop_grace.is_finite() && args.stop_grace >= 0.0) {
         anyhow::bail!("--stop-grace must be a number of seconds, not {}", args.stop_grace);
+    }
+    if !(args.quiet_window.is_finite() && (0.1..=3600.0).contains(&args.quiet_window)) {
+        anyhow::bail!("--quiet-window must be between 0.1 and 3600 seconds, not {}", args.quiet_window);
     }
     let store = Store::open(&paths.journal())?;
     let events = open_events(args.events.as_deref())?;
@@ -69,9 +77,16 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut command = args.command.into_iter();
     let program = command.next().expect("clap requires a command");
-    let spec = CommandSpec { program, args: command.collect(), cwd, env: Vec::new(), size };
+    let command = CommandSpec { program, args: command.collect(), cwd, env: Vec::new(), size };
+    let mut spec = SessionSpec::new(command);
+    if let Some(agent) = args.agent {
+        spec.agent = agent;
+    }
+    spec.adapter = Some(Adapter::load(spec.agent, paths.agents_dir().as_deref())?);
+    spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
+    spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
 
-    super::runtime()?.block_on(supervise(paths, store, spec, args.agent, args.stop_grace, events, passthrough))
+    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough))
 }
 
 type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -94,9 +109,7 @@ fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWriter>> {
 async fn supervise(
     paths: Paths,
     store: Store,
-    command: CommandSpec,
-    agent: Option<AgentKind>,
-    stop_grace: f64,
+    mut spec: SessionSpec,
     events: Option<EventWriter>,
     passthrough: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -122,11 +135,14 @@ async fn supervise(
         }));
     }
 
-    let mut spec = SessionSpec::new(command);
-    if let Some(agent) = agent {
-        spec.agent = agent;
-    }
-    spec.stop_grace = std::time::Duration::from_secs_f64(stop_grace);
+    // What a failing agent last showed, to tell the user when nobody watched its screen.
+    let last_screen: Arc<Mutex<Option<Vec<String>>>> = Arc::default();
+    let seen = Arc::clone(&last_screen);
+    supervisor.add_sink(Box::new(move |event| {
+        if let nightshift::EventKind::State { last_screen: Some(rows), .. } = &event.kind {
+            *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(rows.clone());
+        }
+    }));
     let (tap_tx, tap_rx) = mpsc::unbounded_channel();
     if passthrough {
         spec.output_tap = Some(tap_tx);
@@ -148,6 +164,14 @@ async fn supervise(
         terminal.finish().await;
     }
     drop(control);
+    if !passthrough {
+        if let Some(rows) = last_screen.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            eprintln!("nightshift: the command {exit}; its last lines on screen:");
+            for row in rows {
+                eprintln!("  {row}");
+            }
+        }
+    }
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
 }
 

@@ -97,7 +97,10 @@ impl MockApi {
 
     /// The Messages requests only.
     pub fn messages(&self) -> Vec<Record> {
-        self.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens")).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens"))
+            .collect()
     }
 
     pub fn set_usage(&self, usage: Usage) {
@@ -338,12 +341,16 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
         Scenario::Tool(secs) => (
             vec!["I'll run a command.".into()],
             Duration::from_millis(20),
-            Some(json!({"name": "Bash", "input": {"command": format!("timeout {secs} tail -f /dev/null; echo waited {secs}s"), "description": "Wait a while"}})),
+            Some(
+                json!({"name": "Bash", "input": {"command": format!("timeout {secs} tail -f /dev/null; echo waited {secs}s"), "description": "Wait a while"}}),
+            ),
         ),
         Scenario::Perm => (
             vec!["I'll create a file.".into()],
             Duration::from_millis(20),
-            Some(json!({"name": "Bash", "input": {"command": "touch mock-permission-file", "description": "Create a file"}})),
+            Some(
+                json!({"name": "Bash", "input": {"command": "touch mock-permission-file", "description": "Create a file"}}),
+            ),
         ),
         Scenario::Question => (
             vec!["I have a question.".into()],
@@ -359,7 +366,11 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
             None,
         ),
     };
-    send(sse("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))).await;
+    send(sse(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ))
+    .await;
     for word in &words {
         tokio::time::sleep(pause).await;
         let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}});
@@ -372,14 +383,19 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
     if let Some(tool) = tool {
         stop_reason = "tool_use";
         let block = json!({"type": "tool_use", "id": "toolu_mock_1", "name": tool["name"], "input": {}});
-        send(sse("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": block}))).await;
+        send(sse("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": block})))
+            .await;
         let partial = tool["input"].to_string();
         let delta = json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": partial}});
         send(sse("content_block_delta", delta)).await;
         send(sse("content_block_stop", json!({"type": "content_block_stop", "index": 1}))).await;
     }
-    send(sse("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-        "usage": {"output_tokens": 40}}))).await;
+    send(sse(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+        "usage": {"output_tokens": 40}}),
+    ))
+    .await;
     send(sse("message_stop", json!({"type": "message_stop"}))).await;
 }
 

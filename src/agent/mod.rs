@@ -1,4 +1,9 @@
 //! The agent CLIs Nightshift knows. Each session is run as one of them; `generic` is any command.
+//! [`Adapter`] holds what each one's screen looks like in its states.
+
+mod adapter;
+
+pub use adapter::{Adapter, AdapterError, Dialog, Verdict};
 
 use std::fmt;
 use std::path::Path;

@@ -1,0 +1,329 @@
+//! An agent's screen signals, as data: what its prompt, working line, title and dialogs look like.
+//!
+//! Each adapter is a TOML file embedded in the binary (`claude.toml`, `codex.toml`, `generic.toml`
+//! beside this file); a user file of the same name in `$XDG_CONFIG_HOME/nightshift/agents/` overrides
+//! any of its keys, so a client that draws differently after an update is a data change. The adapter
+//! turns one settled screen into a [`Verdict`]; timing is the detector's business.
+
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::AgentKind;
+use crate::screen::Snapshot;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+}
+
+/// The file form; every key optional so a user file can override a few.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignalsFile {
+    screen: Option<bool>,
+    program_state: Option<bool>,
+    #[serde(default)]
+    title: TitleFile,
+    #[serde(default)]
+    composer: ComposerFile,
+    #[serde(default)]
+    working: WorkingFile,
+    dialog: Option<Vec<DialogFile>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TitleFile {
+    working: Option<String>,
+    idle: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ComposerFile {
+    prompt: Option<String>,
+    rule: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkingFile {
+    spinner: Option<Vec<String>>,
+    rows_above: Option<usize>,
+    footer: Option<String>,
+    footer_rows: Option<usize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DialogFile {
+    kind: String,
+    pattern: String,
+}
+
+impl SignalsFile {
+    /// `other`'s keys win.
+    fn merge(self, other: SignalsFile) -> SignalsFile {
+        SignalsFile {
+            screen: other.screen.or(self.screen),
+            program_state: other.program_state.or(self.program_state),
+            title: TitleFile {
+                working: other.title.working.or(self.title.working),
+                idle: other.title.idle.or(self.title.idle),
+            },
+            composer: ComposerFile {
+                prompt: other.composer.prompt.or(self.composer.prompt),
+                rule: other.composer.rule.or(self.composer.rule),
+            },
+            working: WorkingFile {
+                spinner: other.working.spinner.or(self.working.spinner),
+                rows_above: other.working.rows_above.or(self.working.rows_above),
+                footer: other.working.footer.or(self.working.footer),
+                footer_rows: other.working.footer_rows.or(self.working.footer_rows),
+            },
+            dialog: other.dialog.or(self.dialog),
+        }
+    }
+}
+
+/// Rows at the bottom of the screen searched for a dialog when no composer is drawn.
+const DIALOG_ROWS: usize = 24;
+
+/// A dialog the agent is blocked on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dialog {
+    /// `question`, `permission`, `trust`, `confirmation`, `menu`.
+    pub kind: String,
+    /// The question it asks, when one can be read (the last row ending in `?`).
+    pub text: Option<String>,
+}
+
+/// What one settled screen says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The signal that shows a turn running, if any.
+    pub working: Option<String>,
+    /// A dialog waiting for the user.
+    pub dialog: Option<Dialog>,
+    /// The composer (input prompt) is drawn.
+    pub prompt: bool,
+}
+
+/// The compiled signals of one agent.
+#[derive(Debug, Clone)]
+pub struct Adapter {
+    pub kind: AgentKind,
+    screen: bool,
+    program_state: bool,
+    title_working: Option<Regex>,
+    title_idle: Option<Regex>,
+    prompt: Option<Regex>,
+    rule: Option<Regex>,
+    spinner: Vec<Regex>,
+    rows_above: usize,
+    footer: Option<Regex>,
+    footer_rows: usize,
+    dialogs: Vec<(String, Regex)>,
+}
+
+fn embedded(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::Claude => include_str!("claude.toml"),
+        AgentKind::Codex => include_str!("codex.toml"),
+        AgentKind::Generic => include_str!("generic.toml"),
+    }
+}
+
+fn parse(file: &str, text: &str) -> Result<SignalsFile, AdapterError> {
+    toml::from_str(text).map_err(|e| AdapterError::Invalid { file: file.to_string(), message: e.message().to_string() })
+}
+
+impl Adapter {
+    /// The built-in signals of `kind`.
+    pub fn builtin(kind: AgentKind) -> Self {
+        let file = parse(&format!("built-in {kind}.toml"), embedded(kind)).expect("built-in adapters parse");
+        Self::compile(kind, file, "built-in").expect("built-in adapters compile")
+    }
+
+    /// The signals of `kind`, with `dir/<kind>.toml` laid over the built-in ones when it exists.
+    pub fn load(kind: AgentKind, dir: Option<&Path>) -> Result<Self, AdapterError> {
+        let base = parse(&format!("built-in {kind}.toml"), embedded(kind)).expect("built-in adapters parse");
+        let Some(path) = dir.map(|d| d.join(format!("{kind}.toml"))) else {
+            return Self::compile(kind, base, "built-in");
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::compile(kind, base, "built-in"),
+            Err(source) => return Err(AdapterError::Read { path, source }),
+        };
+        let shown = path.display().to_string();
+        let user = parse(&shown, &text)?;
+        tracing::info!(agent = %kind, file = %shown, "agent signals overridden by a user file");
+        Self::compile(kind, base.merge(user), &shown)
+    }
+
+    fn compile(kind: AgentKind, f: SignalsFile, file: &str) -> Result<Self, AdapterError> {
+        let re = |key: &str, pattern: &str| {
+            Regex::new(pattern).map_err(|e| AdapterError::Invalid {
+                file: file.to_string(),
+                message: format!("`{key}` is not a valid regular expression: {e}"),
+            })
+        };
+        let opt = |key: &str, p: &Option<String>| p.as_deref().map(|p| re(key, p)).transpose();
+        Ok(Self {
+            kind,
+            screen: f.screen.unwrap_or(true),
+            program_state: f.program_state.unwrap_or(false),
+            title_working: opt("title.working", &f.title.working)?,
+            title_idle: opt("title.idle", &f.title.idle)?,
+            prompt: opt("composer.prompt", &f.composer.prompt)?,
+            rule: opt("composer.rule", &f.composer.rule)?,
+            spinner: f
+                .working
+                .spinner
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+                .map(|(i, p)| re(&format!("working.spinner[{i}]"), p))
+                .collect::<Result<_, _>>()?,
+            rows_above: f.working.rows_above.unwrap_or(4),
+            footer: opt("working.footer", &f.working.footer)?,
+            footer_rows: f.working.footer_rows.unwrap_or(1),
+            dialogs: f
+                .dialog
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| Ok((d.kind, re(&format!("dialog[{i}].pattern"), &d.pattern)?)))
+                .collect::<Result<_, AdapterError>>()?,
+        })
+    }
+
+    /// Whether this agent's screen is read at all (`generic` goes by output alone).
+    pub fn reads_screen(&self) -> bool {
+        self.screen
+    }
+
+    /// Judges one whole (settled) frame.
+    pub fn classify(&self, snap: &Snapshot) -> Verdict {
+        if !self.screen {
+            return Verdict::default();
+        }
+        let rows = &snap.rows;
+        let composer = self.find_composer(rows);
+        let dialog = self.find_dialog(rows, composer);
+        let mut working = None;
+        if let Some(footer) = &self.footer {
+            let footer_rows: Vec<&String> =
+                rows.iter().rev().filter(|r| !r.trim().is_empty()).take(self.footer_rows).collect();
+            if footer_rows.iter().any(|r| footer.is_match(r)) {
+                working = Some("the footer shows 'esc to interrupt'".to_string());
+            }
+        }
+        if working.is_none() {
+            let above = composer.map_or(rows.len(), |c| c.top);
+            let candidates = rows[..above].iter().rev().filter(|r| !r.trim().is_empty()).take(self.rows_above);
+            for row in candidates {
+                if self.spinner.iter().any(|re| re.is_match(row.trim_start())) {
+                    working = Some(format!("the working line `{}`", row.trim()));
+                    break;
+                }
+            }
+        }
+        if working.is_none() && self.title_working.as_ref().is_some_and(|re| re.is_match(&snap.title)) {
+            working = Some(format!("the title `{}`", snap.title));
+        }
+        if working.is_none() && self.program_state && snap.program_state.as_deref() == Some("working") {
+            working = Some("the client reports state=working".to_string());
+        }
+        Verdict { working, dialog, prompt: composer.is_some() }
+    }
+
+    /// Whether the title says the agent is at rest (used in reasons).
+    pub fn title_idle(&self, title: &str) -> bool {
+        self.title_idle.as_ref().is_some_and(|re| re.is_match(title))
+    }
+
+    fn find_composer(&self, rows: &[String]) -> Option<Composer> {
+        let prompt = self.prompt.as_ref()?;
+        let is_rule =
+            |i: usize| self.rule.as_ref().is_some_and(|re| rows.get(i).is_some_and(|r| re.is_match(r.trim_end())));
+        for i in (0..rows.len()).rev() {
+            if !prompt.is_match(&rows[i]) {
+                continue;
+            }
+            match &self.rule {
+                // Between two rules: the rule right above, and one below the (maybe multi-line) input.
+                Some(_) => {
+                    if i > 0 && is_rule(i - 1) && (i + 1..rows.len().min(i + 12)).any(is_rule) {
+                        return Some(Composer { top: i - 1 });
+                    }
+                }
+                None => return Some(Composer { top: i }),
+            }
+        }
+        None
+    }
+
+    fn find_dialog(&self, rows: &[String], composer: Option<Composer>) -> Option<Dialog> {
+        // A client draws its dialogs in place of the composer: with a ruled composer on screen, text
+        // above it is transcript, whatever it says.
+        let from = match (composer, &self.rule) {
+            (Some(c), Some(_)) => c.top + 1,
+            _ => rows.len().saturating_sub(DIALOG_ROWS),
+        };
+        let region = &rows[from.min(rows.len())..];
+        for (kind, re) in &self.dialogs {
+            if let Some(at) = region.iter().position(|r| re.is_match(r)) {
+                let text = region[..=at]
+                    .iter()
+                    .rev()
+                    .map(|r| r.trim())
+                    .find(|r| r.ends_with('?') && r.len() > 3)
+                    .map(str::to_string);
+                return Some(Dialog { kind: kind.clone(), text });
+            }
+        }
+        None
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Composer {
+    /// The row of the composer's top rule (or of the prompt when there is no rule).
+    top: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_adapters_compile() {
+        for kind in AgentKind::ALL {
+            Adapter::builtin(kind);
+        }
+    }
+
+    #[test]
+    fn a_user_file_overrides_keys_and_bad_patterns_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("claude.toml"), "[working]\nfooter = 'press esc'\n").unwrap();
+        let a = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap();
+        assert_eq!(a.footer.as_ref().unwrap().as_str(), "press esc");
+        assert!(a.prompt.is_some(), "keys the user did not give stay built-in");
+
+        std::fs::write(dir.path().join("claude.toml"), "[working]\nfooter = '(unclosed'\n").unwrap();
+        let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+        assert!(err.contains("claude.toml") && err.contains("working.footer"), "{err}");
+
+        std::fs::write(dir.path().join("claude.toml"), "[working]\nfootre = 'x'\n").unwrap();
+        let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+        assert!(err.contains("footre"), "{err}");
+    }
+}

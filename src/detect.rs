@@ -1,0 +1,293 @@
+//! The activity detector: is the agent working, idle at its prompt, or waiting on the user?
+//!
+//! Pure: it is fed the times of output and the adapter's verdicts on whole frames, and says when the
+//! activity changes and why. The rules, learnt from how the real clients draw:
+//!
+//! - **Idle** needs the pane quiet for the quiet window *and* the last whole frame showing no working
+//!   signal. (A working Claude Code never goes ~0.2 s without output, so quiet is the end of a turn;
+//!   a prompt glyph alone means nothing, since the prompt is redrawn all through a turn.)
+//! - **Working** starts on a sustained run of output (no gap longer than `streak_gap`, lasting
+//!   `turn_streak`) that a frame confirms with a working signal. A keystroke echo or a prompt
+//!   redraw is a short burst, or shows no working signal: neither is a turn.
+//! - **Waiting for input** is a whole frame showing a dialog (a permission prompt, a question).
+//! - An agent whose screen is not read (`generic`) goes by output alone: steady output is working,
+//!   the quiet window is idle.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::agent::Verdict;
+
+/// What the agent is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    Working,
+    Idle,
+    WaitingInput,
+}
+
+/// Timing of the rules above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetectConfig {
+    /// How long the pane must be quiet before a session is idle.
+    pub quiet: Duration,
+    /// How long output must keep coming before it can be a turn.
+    pub turn_streak: Duration,
+    /// The longest gap inside a run of output.
+    pub streak_gap: Duration,
+}
+
+impl Default for DetectConfig {
+    fn default() -> Self {
+        Self {
+            quiet: Duration::from_secs(2),
+            turn_streak: Duration::from_millis(600),
+            streak_gap: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A change of activity and the signal that decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    pub to: Activity,
+    pub reason: String,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug)]
+pub struct Detector {
+    cfg: DetectConfig,
+    reads_screen: bool,
+    state: Option<Activity>,
+    started: Instant,
+    last_output: Option<Instant>,
+    streak_start: Option<Instant>,
+    verdict: Verdict,
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+impl Detector {
+    pub fn new(cfg: DetectConfig, reads_screen: bool, now: Instant) -> Self {
+        Self {
+            cfg,
+            reads_screen,
+            state: None,
+            started: now,
+            last_output: None,
+            streak_start: None,
+            verdict: Verdict::default(),
+        }
+    }
+
+    pub fn state(&self) -> Option<Activity> {
+        self.state
+    }
+
+    pub fn config(&self) -> DetectConfig {
+        self.cfg
+    }
+
+    /// The agent wrote output at `now`.
+    pub fn on_output(&mut self, now: Instant) -> Option<Transition> {
+        let continues = self.last_output.is_some_and(|t| now.saturating_duration_since(t) <= self.cfg.streak_gap);
+        if !continues {
+            self.streak_start = Some(now);
+        }
+        self.last_output = Some(now);
+        self.evaluate(now)
+    }
+
+    /// A whole frame was judged at `now`.
+    pub fn on_frame(&mut self, now: Instant, verdict: Verdict) -> Option<Transition> {
+        self.verdict = verdict;
+        self.evaluate(now)
+    }
+
+    /// Time passed; call at [`Self::next_check`].
+    pub fn on_tick(&mut self, now: Instant) -> Option<Transition> {
+        self.evaluate(now)
+    }
+
+    /// When the passing of time alone could change the activity (the quiet window running out).
+    pub fn next_check(&self) -> Option<Instant> {
+        if self.state == Some(Activity::Idle) || self.verdict.dialog.is_some() || self.verdict.working.is_some() {
+            return None;
+        }
+        Some(self.last_output.unwrap_or(self.started) + self.cfg.quiet)
+    }
+
+    fn streak(&self, now: Instant) -> Option<Duration> {
+        let last = self.last_output?;
+        if now.saturating_duration_since(last) > self.cfg.streak_gap {
+            return None;
+        }
+        let length = now.saturating_duration_since(self.streak_start?);
+        (length >= self.cfg.turn_streak).then_some(length)
+    }
+
+    fn evaluate(&mut self, now: Instant) -> Option<Transition> {
+        let quiet_for = now.saturating_duration_since(self.last_output.unwrap_or(self.started));
+        let (to, reason) = if !self.reads_screen {
+            if let Some(streak) = self.streak(now) {
+                (Activity::Working, format!("steady output for {}", secs(streak)))
+            } else if quiet_for >= self.cfg.quiet {
+                (Activity::Idle, format!("no output for {}", secs(self.cfg.quiet)))
+            } else {
+                return None;
+            }
+        } else if let Some(dialog) = &self.verdict.dialog {
+            let what = match &dialog.text {
+                Some(text) => format!("the screen shows a {} dialog: {text}", dialog.kind),
+                None => format!("the screen shows a {} dialog", dialog.kind),
+            };
+            (Activity::WaitingInput, what)
+        } else if let Some(signal) = &self.verdict.working {
+            if self.state == Some(Activity::Working) {
+                return None;
+            }
+            let streak = self.streak(now)?;
+            (Activity::Working, format!("turn started: {signal}, after {} of steady output", secs(streak)))
+        } else if quiet_for >= self.cfg.quiet {
+            let prompt = if self.verdict.prompt { "; the prompt is ready" } else { "" };
+            (Activity::Idle, format!("quiet for {} and no working signal on screen{prompt}", secs(self.cfg.quiet)))
+        } else {
+            return None;
+        };
+        if self.state == Some(to) {
+            return None;
+        }
+        self.state = Some(to);
+        Some(Transition { to, reason, verdict: self.verdict.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Dialog;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    fn working() -> Verdict {
+        Verdict { working: Some("the footer shows 'esc to interrupt'".into()), dialog: None, prompt: true }
+    }
+
+    fn at_prompt() -> Verdict {
+        Verdict { working: None, dialog: None, prompt: true }
+    }
+
+    /// Feeds output every `every` from `from` for `len`, with a frame after each chunk.
+    fn run(
+        d: &mut Detector,
+        t0: Instant,
+        from: Duration,
+        len: Duration,
+        every: Duration,
+        v: &Verdict,
+    ) -> Vec<(Duration, Transition)> {
+        let mut out = Vec::new();
+        let mut t = from;
+        while t <= from + len {
+            out.extend(d.on_output(t0 + t).map(|tr| (t, tr)));
+            out.extend(d.on_frame(t0 + t + MS(30), v.clone()).map(|tr| (t, tr)));
+            t += every;
+        }
+        out
+    }
+
+    #[test]
+    fn idle_needs_the_quiet_window_and_no_working_signal() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_output(t0);
+        assert_eq!(d.on_frame(t0 + MS(30), at_prompt()), None);
+        assert_eq!(d.next_check(), Some(t0 + MS(2000)));
+        assert_eq!(d.on_tick(t0 + MS(1999)), None);
+        let tr = d.on_tick(t0 + MS(2000)).expect("idle after the quiet window");
+        assert_eq!(tr.to, Activity::Idle);
+        assert!(tr.reason.contains("quiet for 2.0 s"), "{}", tr.reason);
+        assert_eq!(d.next_check(), None);
+    }
+
+    #[test]
+    fn a_turn_needs_steady_output_that_the_screen_confirms() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_tick(t0 + MS(2000)).unwrap();
+        // A keystroke echo: one burst, no working signal.
+        assert!(run(&mut d, t0, MS(3000), MS(0), MS(100), &at_prompt()).is_empty());
+        // A prompt redraw storm without a working line is not a turn either.
+        assert!(run(&mut d, t0, MS(4000), MS(2000), MS(100), &at_prompt()).is_empty());
+        // The working line with only a short burst behind it: not yet.
+        assert!(run(&mut d, t0, MS(8000), MS(300), MS(100), &working()).is_empty());
+        // Sustained output with the working line: a turn.
+        let trs = run(&mut d, t0, MS(12000), MS(2000), MS(120), &working());
+        assert_eq!(trs.len(), 1, "{trs:?}");
+        assert_eq!(trs[0].1.to, Activity::Working);
+        assert!(trs[0].0 >= MS(12600), "not before the streak is long enough: {:?}", trs[0].0);
+        assert!(trs[0].1.reason.contains("esc to interrupt"));
+    }
+
+    #[test]
+    fn working_holds_through_a_long_turn_and_ends_quiet_window_after_the_last_output() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        let trs = run(&mut d, t0, MS(0), MS(20_000), MS(150), &working());
+        assert_eq!(trs.iter().map(|t| t.1.to).collect::<Vec<_>>(), [Activity::Working]);
+        // The turn ends: the last frames show the finished line, then nothing.
+        let end = MS(20_100);
+        d.on_output(t0 + end);
+        assert_eq!(d.on_frame(t0 + end + MS(30), at_prompt()), None);
+        assert_eq!(d.next_check(), Some(t0 + end + MS(2000)));
+        assert_eq!(d.on_tick(t0 + end + MS(2000)).unwrap().to, Activity::Idle);
+    }
+
+    #[test]
+    fn a_dialog_is_waiting_for_input_and_the_answer_resumes_the_turn() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        run(&mut d, t0, MS(0), MS(1000), MS(100), &working());
+        let dialog = Verdict {
+            working: None,
+            dialog: Some(Dialog { kind: "question".into(), text: Some("Which database?".into()) }),
+            prompt: false,
+        };
+        d.on_output(t0 + MS(1100));
+        let tr = d.on_frame(t0 + MS(1130), dialog).unwrap();
+        assert_eq!(tr.to, Activity::WaitingInput);
+        assert!(tr.reason.contains("question dialog: Which database?"), "{}", tr.reason);
+        assert_eq!(d.next_check(), None, "a dialog never times out into idle");
+        let trs = run(&mut d, t0, MS(9000), MS(1000), MS(100), &working());
+        assert_eq!(trs.last().unwrap().1.to, Activity::Working);
+    }
+
+    #[test]
+    fn generic_goes_by_output_alone() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), false, t0);
+        let trs = run(&mut d, t0, MS(0), MS(3000), MS(200), &Verdict::default());
+        assert_eq!(trs.len(), 1);
+        assert_eq!(trs[0].1.to, Activity::Working);
+        assert!(trs[0].1.reason.contains("steady output"));
+        assert_eq!(d.on_tick(t0 + MS(3000) + MS(1999)), None);
+        assert_eq!(d.on_tick(t0 + MS(3000) + MS(2000)).unwrap().to, Activity::Idle);
+        // One line now and then is not work.
+        assert!(run(&mut d, t0, MS(10_000), MS(0), MS(200), &Verdict::default()).is_empty());
+    }
+
+    #[test]
+    fn the_quiet_window_is_the_sessions_setting() {
+        let t0 = Instant::now();
+        let cfg = DetectConfig { quiet: Duration::from_secs(10), ..DetectConfig::default() };
+        let mut d = Detector::new(cfg, true, t0);
+        d.on_output(t0);
+        d.on_frame(t0, at_prompt());
+        assert_eq!(d.on_tick(t0 + MS(9999)), None);
+        assert_eq!(d.on_tick(t0 + MS(10_000)).unwrap().to, Activity::Idle);
+    }
+}
