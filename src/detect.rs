@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::agent::Verdict;
+use crate::agent::{Adapter, Verdict};
+use crate::screen::Screen;
 
 /// What the agent is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +164,66 @@ impl Detector {
         }
         self.state = Some(to);
         Some(Transition { to, reason, verdict: self.verdict.clone() })
+    }
+}
+
+/// A frame is judged once output has paused this long (the clients write a repaint in one go)...
+const FRAME_SETTLE: Duration = Duration::from_millis(30);
+/// ...or at the latest this long after the first unjudged output, if it never pauses.
+const FRAME_MAX_WAIT: Duration = Duration::from_millis(250);
+
+/// A session's screen watched over time: decides when a frame is whole, has the adapter judge it,
+/// and feeds the detector. Pure like the detector: the caller owns the clock and the screen, calls
+/// [`Watcher::output`] after feeding the screen and [`Watcher::wake`] at [`Watcher::next_wakeup`].
+#[derive(Debug)]
+pub struct Watcher {
+    adapter: Adapter,
+    detector: Detector,
+    /// The first output not judged yet, and when the frame it belongs to is due.
+    pending: Option<(Instant, Instant)>,
+}
+
+impl Watcher {
+    pub fn new(adapter: Adapter, cfg: DetectConfig, now: Instant) -> Self {
+        let detector = Detector::new(cfg, adapter.reads_screen(), now);
+        Self { adapter, detector, pending: None }
+    }
+
+    pub fn state(&self) -> Option<Activity> {
+        self.detector.state()
+    }
+
+    /// The screen was just fed output.
+    pub fn output(&mut self, now: Instant) -> Option<Transition> {
+        let first = self.pending.map_or(now, |(first, _)| first);
+        self.pending = Some((first, (now + FRAME_SETTLE).min(first + FRAME_MAX_WAIT)));
+        self.detector.on_output(now)
+    }
+
+    /// When to call [`Watcher::wake`] next.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        match (self.pending.map(|(_, due)| due), self.detector.next_check()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Judges a frame that is due (unless a synchronized update is still open) and lets time pass.
+    pub fn wake(&mut self, now: Instant, screen: &Screen) -> Option<Transition> {
+        if let Some((first, due)) = self.pending {
+            if now >= due {
+                if screen.in_sync() {
+                    self.pending = Some((first, now + FRAME_SETTLE));
+                } else {
+                    self.pending = None;
+                    let verdict = self.adapter.classify(&screen.snapshot());
+                    if let Some(t) = self.detector.on_frame(now, verdict) {
+                        return Some(t);
+                    }
+                }
+            }
+        }
+        self.detector.on_tick(now)
     }
 }
 

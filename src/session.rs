@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{sleep_until, Instant};
 
 use crate::agent::Adapter;
-use crate::detect::{Activity, DetectConfig, Detector, Transition};
+use crate::detect::{Activity, DetectConfig, Transition, Watcher};
 use crate::event::{EventKind, SessionId, SessionState};
 use crate::pty::{Exit, PtySize, Spawned};
 use crate::screen::{Screen, Snapshot};
@@ -123,34 +123,6 @@ pub(crate) struct Actor {
     pub detect: DetectConfig,
 }
 
-/// A frame is judged once output has paused this long (the clients write a repaint in one go)...
-const FRAME_SETTLE: Duration = Duration::from_millis(30);
-/// ...or at the latest this long after the first unjudged output, if it never pauses.
-const FRAME_MAX_WAIT: Duration = Duration::from_millis(250);
-
-/// When the next frame is due, if output came since the last one.
-#[derive(Debug, Default)]
-struct FrameTimer {
-    first: Option<Instant>,
-    due: Option<Instant>,
-}
-
-impl FrameTimer {
-    fn output(&mut self, now: Instant) {
-        let first = *self.first.get_or_insert(now);
-        self.due = Some((now + FRAME_SETTLE).min(first + FRAME_MAX_WAIT));
-    }
-
-    /// A synchronized update is still open: look again shortly, whatever the deadline.
-    fn postpone(&mut self, now: Instant) {
-        self.due = Some(now + FRAME_SETTLE);
-    }
-
-    fn judged(&mut self) {
-        *self = Self::default();
-    }
-}
-
 impl Actor {
     /// Starts the actor task; returns the handle and the task.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
@@ -164,8 +136,7 @@ impl Actor {
     async fn run(self, mut controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
         let Actor { id, spawned, mut screen, emitter, stop_grace, output_tap, adapter, detect } = self;
         let Spawned { pty, mut output, exit: mut exit_rx } = spawned;
-        let mut detector = Detector::new(detect, adapter.reads_screen(), Instant::now());
-        let mut frame = FrameTimer::default();
+        let mut watcher = Watcher::new(adapter, detect, Instant::now());
         let mut output_open = true;
         let mut exit: Option<Exit> = None;
         let mut kill_at: Option<Instant> = None;
@@ -193,7 +164,7 @@ impl Actor {
             if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t)) {
                 break;
             }
-            let check = if exit.is_none() { detector.next_check() } else { None };
+            let wakeup = if exit.is_none() { watcher.next_wakeup() } else { None };
             tokio::select! {
                 chunk = output.recv(), if output_open => match chunk {
                     Some(bytes) => {
@@ -203,23 +174,13 @@ impl Actor {
                             let _ = tap.send(bytes);
                         }
                         if exit.is_none() {
-                            frame.output(now);
-                            report(detector.on_output(now));
+                            report(watcher.output(now));
                         }
                     }
                     None => output_open = false,
                 },
-                () = sleep_until(frame.due.unwrap_or_else(Instant::now)), if frame.due.is_some() && exit.is_none() => {
-                    let now = Instant::now();
-                    if screen.in_sync() {
-                        frame.postpone(now);
-                    } else {
-                        frame.judged();
-                        report(detector.on_frame(now, adapter.classify(&screen.snapshot())));
-                    }
-                }
-                () = sleep_until(check.unwrap_or_else(Instant::now)), if check.is_some() => {
-                    report(detector.on_tick(Instant::now()));
+                () = sleep_until(wakeup.unwrap_or_else(Instant::now)), if wakeup.is_some() => {
+                    report(watcher.wake(Instant::now(), &screen));
                 }
                 result = &mut exit_rx, if exit.is_none() => {
                     exit = Some(result.unwrap_or(Exit::Code(-1)));

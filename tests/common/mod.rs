@@ -38,6 +38,7 @@ impl Env {
         cmd.args(args)
             .env("NIGHTSHIFT_STATE_DIR", self.state_dir())
             .env("NIGHTSHIFT_RUNTIME_DIR", self.runtime_dir())
+            .env("NIGHTSHIFT_CONFIG_DIR", self.dir.path().join("config"))
             .env_remove("NIGHTSHIFT_LOG")
             .current_dir(self.dir.path());
         cmd

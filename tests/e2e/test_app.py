@@ -36,7 +36,8 @@ class AppWindow(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         base = Path(cls.tmp.name)
         cls.env = dict(os.environ, NIGHTSHIFT_STATE_DIR=str(base / "state"),
-                       NIGHTSHIFT_RUNTIME_DIR=str(base / "run"), XDG_CONFIG_HOME=str(base / "config"),
+                       NIGHTSHIFT_RUNTIME_DIR=str(base / "run"), NIGHTSHIFT_CONFIG_DIR=str(base / "config"),
+                       XDG_CONFIG_HOME=str(base / "config"),
                        XDG_DATA_HOME=str(base / "data"))
         # A session that ran and ended before the app started: the journal is the app's source.
         out = subprocess.run([str(CLI), "run", "--events", "-", "--", "bash", "-c", "echo hi; exit 3"],
