@@ -36,7 +36,7 @@ impl Replay {
     }
 
     fn last_chunk_before(&self, t: f64) -> f64 {
-        self.chunks.iter().copied().filter(|c| *c <= t).last().unwrap()
+        self.chunks.iter().copied().rfind(|c| *c <= t).unwrap()
     }
 
     fn show(&self) -> String {
