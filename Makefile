@@ -5,13 +5,17 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TARGET_DIR ?= target
 PYTHON ?= /usr/bin/python3
+# The real Claude Code client the tests drive (offline, against the project's mock API).
+CLAUDE_VERSION := 2.1.332
+CLAUDE_DIR := .cache/claude-code
+CLAUDE_BIN := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
 
 # Building the tray app (WebKitGTK + the tray library).
 BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
 # Running it headless and driving its window in tests.
 TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib
 
-.PHONY: run release test test-core test-app deps deps-test lint fmt bench clean help
+.PHONY: run release test test-core test-app deps deps-test claude-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
@@ -33,13 +37,13 @@ run: deps
 release: deps
 	$(CARGO) build --workspace --release
 
-test: deps deps-test test-core test-app
+test: deps deps-test claude-client test-core test-app
 
 # The core and the CLI: real PTYs, the real binary. Builds no GUI library, and checks it stays so.
 test-core:
 	@if $(CARGO) tree --locked -p nightshift -e normal,build --prefix none | grep -qiE '^(tauri|wry|gtk|webkit)'; then \
 	  echo "the core package depends on a GUI library; it must stay GUI-free" >&2; exit 1; fi
-	$(CARGO) test --locked
+	NIGHTSHIFT_REQUIRE_CLAUDE=1 $(CARGO) test --locked
 
 # The tray app: its unit tests, then the real window under Xvfb through WebKitWebDriver.
 test-app:
@@ -53,6 +57,16 @@ deps:
 deps-test:
 	@scripts/ensure-packages $(TEST_PKGS)
 
+# The pinned client from npm, into the project's cache (about 400 MB, a native binary).
+claude-client: $(CLAUDE_BIN)
+$(CLAUDE_BIN):
+	@command -v npm >/dev/null || { echo "npm is needed to install the Claude Code client for the tests (apt-get install npm)" >&2; exit 1; }
+	mkdir -p $(CLAUDE_DIR)
+	cd $(CLAUDE_DIR) && npm install --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+	@# A cautious npm may skip the postinstall that puts the native binary in place.
+	@[ -x $(CLAUDE_BIN) ] && $(CLAUDE_BIN) --version | grep -q $(CLAUDE_VERSION) || (cd $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code && node install.cjs)
+	$(CLAUDE_BIN) --version
+
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
@@ -60,8 +74,9 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
-bench:
+bench: claude-client
 	$(CARGO) bench --locked --bench screen
+	$(CARGO) bench --locked --bench detection
 
 clean:
 	$(CARGO) clean

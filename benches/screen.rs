@@ -6,8 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nightshift::agent::Adapter;
 use nightshift::pty::PtySize;
 use nightshift::screen::Screen;
+use nightshift::AgentKind;
 
 struct Capture {
     name: String,
@@ -88,6 +90,13 @@ fn main() {
         std::hint::black_box(s.styled_snapshot());
     });
     println!("vt100 + styled snapshot/chunk: {styled:>7.1} MB/s per core");
+    // What a session does: every chunk through vt100, and each frame (here: every chunk, the worst
+    // case) snapshotted and judged by the Claude adapter.
+    let adapter = Adapter::builtin(AgentKind::Claude);
+    let classify = throughput(&captures, |s| {
+        std::hint::black_box(adapter.classify(&s.snapshot()));
+    });
+    println!("vt100 + classify per chunk:    {classify:>7.1} MB/s per core");
     for capture in &captures {
         let start = Instant::now();
         let mut screen = Screen::new(PtySize::new(120, 40));

@@ -66,6 +66,9 @@ pub struct Detector {
     last_output: Option<Instant>,
     streak_start: Option<Instant>,
     verdict: Verdict,
+    /// Since when every frame has shown a working signal.
+    working_since: Option<Instant>,
+    last_frame: Option<Instant>,
 }
 
 fn secs(d: Duration) -> String {
@@ -82,6 +85,8 @@ impl Detector {
             last_output: None,
             streak_start: None,
             verdict: Verdict::default(),
+            working_since: None,
+            last_frame: None,
         }
     }
 
@@ -105,6 +110,14 @@ impl Detector {
 
     /// A whole frame was judged at `now`.
     pub fn on_frame(&mut self, now: Instant, verdict: Verdict) -> Option<Transition> {
+        // A pause longer than the quiet window between two frames ends the run, whatever they show.
+        let continues = self.last_frame.is_some_and(|t| now.saturating_duration_since(t) <= self.cfg.quiet);
+        self.working_since = match (verdict.working.is_some(), self.working_since) {
+            (true, Some(since)) if continues => Some(since),
+            (true, _) => Some(now),
+            (false, _) => None,
+        };
+        self.last_frame = Some(now);
         self.verdict = verdict;
         self.evaluate(now)
     }
@@ -151,8 +164,20 @@ impl Detector {
             if self.state == Some(Activity::Working) {
                 return None;
             }
-            let streak = self.streak(now)?;
-            (Activity::Working, format!("turn started: {signal}, after {} of steady output", secs(streak)))
+            // Steady output that the screen confirms, or the screen confirming it frame after frame
+            // (a client retrying an overloaded API repaints only once a second).
+            let recent = self.last_frame.is_some_and(|t| now.saturating_duration_since(t) <= self.cfg.quiet);
+            let held = self
+                .working_since
+                .filter(|_| recent)
+                .map(|t| now.saturating_duration_since(t))
+                .filter(|d| *d >= self.cfg.turn_streak);
+            let why = match (self.streak(now), held) {
+                (Some(streak), _) => format!("after {} of steady output", secs(streak)),
+                (None, Some(held)) => format!("on every frame for {}", secs(held)),
+                (None, None) => return None,
+            };
+            (Activity::Working, format!("turn started: {signal}, {why}"))
         } else if quiet_for >= self.cfg.quiet {
             let prompt = if self.verdict.prompt { "; the prompt is ready" } else { "" };
             (Activity::Idle, format!("quiet for {} and no working signal on screen{prompt}", secs(self.cfg.quiet)))
@@ -292,6 +317,27 @@ mod tests {
         assert_eq!(trs[0].1.to, Activity::Working);
         assert!(trs[0].0 >= MS(12600), "not before the streak is long enough: {:?}", trs[0].0);
         assert!(trs[0].1.reason.contains("esc to interrupt"));
+    }
+
+    #[test]
+    fn a_working_signal_on_every_frame_of_slow_repaints_is_a_turn() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_tick(t0 + MS(2000)).unwrap();
+        // Repaints once a second (a retry countdown), each showing the working signal.
+        let trs = run(&mut d, t0, MS(3000), MS(3000), MS(1000), &working());
+        assert_eq!(trs.len(), 1, "{trs:?}");
+        assert_eq!(trs[0].0, MS(4000), "the second frame confirms it");
+        assert!(trs[0].1.reason.contains("on every frame"), "{}", trs[0].1.reason);
+        // A frame without the signal resets the count.
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_tick(t0 + MS(2000)).unwrap();
+        d.on_output(t0 + MS(3000));
+        d.on_frame(t0 + MS(3000), working());
+        d.on_output(t0 + MS(4000));
+        d.on_frame(t0 + MS(4000), at_prompt());
+        d.on_output(t0 + MS(5000));
+        assert_eq!(d.on_frame(t0 + MS(5000), working()), None);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: temp state, the real binary, bounded waits.
 #![allow(dead_code)]
 
+pub mod claude;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -109,7 +109,7 @@ impl MockApi {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Scenario {
+pub enum Scenario {
     Fast,
     Slow(Duration),
     Tool(u64),
@@ -137,7 +137,7 @@ impl Scenario {
 }
 
 /// The scenario named by the last `mock:` marker in `text` (fast when there is none).
-fn scenario_for(text: &str) -> Scenario {
+pub fn scenario_for(text: &str) -> Scenario {
     let Some(pos) = text.rfind("mock:") else { return Scenario::Fast };
     let marker: String =
         text[pos + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '.').collect();
@@ -397,17 +397,4 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
     ))
     .await;
     send(sse("message_stop", json!({"type": "message_stop"}))).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_last_marker_wins() {
-        assert_eq!(scenario_for("hi"), Scenario::Fast);
-        assert_eq!(scenario_for("hit the limit mock:limit\n\nnow it works mock:fast"), Scenario::Fast);
-        assert_eq!(scenario_for("work mock:slow:5"), Scenario::Slow(Duration::from_secs(5)));
-        assert_eq!(scenario_for("mock:tool:30 please"), Scenario::Tool(30));
-    }
 }

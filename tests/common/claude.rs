@@ -1,0 +1,202 @@
+//! The real Claude Code client under `nightshift run`, talking to the project's mock API.
+//!
+//! The client is the npm package `@anthropic-ai/claude-code`, installed by `make claude-client` into
+//! `.cache/claude-code` (or named by `NIGHTSHIFT_CLAUDE_BIN`). Without it these tests say so and
+//! pass, unless `NIGHTSHIFT_REQUIRE_CLAUDE` is set, as `make test` sets it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::{read_events, wait_for, Env};
+
+pub const OAUTH_TOKEN: &str = "sk-ant-oat01-mock-token-000000000000000000000000";
+pub const API_KEY: &str = "sk-ant-api03-mock-key-0000000000000000000000000000";
+
+/// The installed client, or `None` (after saying why) when the tests should skip.
+pub fn client() -> Option<PathBuf> {
+    let path = std::env::var_os("NIGHTSHIFT_CLAUDE_BIN").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(".cache/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe")
+    });
+    if path.exists() {
+        return Some(path);
+    }
+    let why = format!("the real Claude Code client is not installed at {}; run `make claude-client`", path.display());
+    if std::env::var_os("NIGHTSHIFT_REQUIRE_CLAUDE").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// How the client authenticates: as a subscriber (OAuth token) or with an API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    Subscriber,
+    ApiKey,
+}
+
+/// One `nightshift run --agent claude -- claude …` in a private home, against `base_url`.
+pub struct ClaudeRun {
+    pub env: Env,
+    pub child: Child,
+    pub events: PathBuf,
+    pub workdir: PathBuf,
+}
+
+pub struct Options<'a> {
+    pub args: &'a [&'a str],
+    pub cols: u16,
+    pub rows: u16,
+    pub auth: Auth,
+    pub extra_env: &'a [(&'a str, &'a str)],
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Self { args: &[], cols: 120, rows: 40, auth: Auth::Subscriber, extra_env: &[] }
+    }
+}
+
+impl ClaudeRun {
+    pub fn start(client: &Path, base_url: &str, opts: Options<'_>) -> Self {
+        let env = Env::new();
+        let home = env.path("home");
+        let config = env.path("claude-config");
+        let workdir = env.path("project");
+        for dir in [&home, &config, &workdir] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let key = match opts.auth {
+            Auth::Subscriber => OAUTH_TOKEN,
+            Auth::ApiKey => API_KEY,
+        };
+        // Without this the first run tries onboarding against the public API host.
+        let state = serde_json::json!({
+            "hasCompletedOnboarding": true, "lastOnboardingVersion": "2.1.332", "lastReleaseNotesSeen": "2.1.332",
+            "theme": "dark", "autoUpdates": false, "bypassPermissionsModeAccepted": true,
+            "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+            "projects": {workdir.display().to_string(): {"hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true, "projectOnboardingSeenCount": 1, "allowedTools": []}}
+        });
+        std::fs::write(config.join(".claude.json"), state.to_string()).unwrap();
+
+        let events = env.path("events.jsonl");
+        let (cols, rows) = (opts.cols.to_string(), opts.rows.to_string());
+        let mut cmd = Command::new(super::bin());
+        cmd.args([
+            "run",
+            "--agent",
+            "claude",
+            "--events",
+            events.to_str().unwrap(),
+            "--cols",
+            &cols,
+            "--rows",
+            &rows,
+            "--",
+        ])
+        .arg(client)
+        .args(opts.args)
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TERM", "xterm-256color")
+        .env("LANG", "C.UTF-8")
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .env("ANTHROPIC_BASE_URL", base_url)
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
+        .env("NIGHTSHIFT_STATE_DIR", env.state_dir())
+        .env("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir())
+        .env("NIGHTSHIFT_CONFIG_DIR", env.path("config"))
+        .current_dir(&workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        match opts.auth {
+            Auth::Subscriber => cmd.env("CLAUDE_CODE_OAUTH_TOKEN", key),
+            Auth::ApiKey => cmd.env("ANTHROPIC_API_KEY", key),
+        };
+        for (k, v) in opts.extra_env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("start nightshift run");
+        Self { env, child, events, workdir }
+    }
+
+    pub fn events(&self) -> Vec<Value> {
+        read_events(&self.events)
+    }
+
+    pub fn session(&self) -> String {
+        wait_for("the session to start", Duration::from_secs(20), || {
+            self.events().first().and_then(|e| e["session"].as_str().map(String::from))
+        })
+    }
+
+    /// The activity states so far, with when they happened.
+    pub fn states(&self) -> Vec<(SystemTime, String, Value)> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["event"] == "state")
+            .map(|e| {
+                let ts = chrono::DateTime::parse_from_rfc3339(e["ts"].as_str().unwrap()).unwrap();
+                (SystemTime::from(ts), e["state"].as_str().unwrap().to_string(), e)
+            })
+            .collect()
+    }
+
+    /// Waits for a state event after `after` (events so far are skipped by index).
+    pub fn wait_state(&self, state: &str, after: usize, limit: Duration) -> (usize, SystemTime, Value) {
+        wait_for(&format!("state {state}"), limit, || {
+            self.states()
+                .into_iter()
+                .enumerate()
+                .skip(after)
+                .find(|(_, (_, s, _))| s == state)
+                .map(|(i, (t, _, e))| (i, t, e))
+        })
+    }
+
+    /// Types into the session the way a user's script would: `nightshift send`.
+    pub fn send(&self, text: &str, enter: bool) {
+        let id = self.session();
+        let mut args = vec!["send"];
+        if enter {
+            args.push("--enter");
+        }
+        args.extend(["--", &id, text]);
+        let mut cmd = self.env.cmd(&args);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "nightshift send: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    pub fn send_keys(&self, text: &str) {
+        self.send(text, false);
+    }
+}
+
+impl Drop for ClaudeRun {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
