@@ -178,3 +178,27 @@ async fn a_command_that_cannot_start_is_a_recorded_failure() {
     assert_eq!(row.exit_code, Some(127));
     assert!(row.error.unwrap().contains("/no/such/cmd"));
 }
+
+#[tokio::test]
+async fn generic_is_working_while_a_command_prints_and_idle_once_quiet() {
+    let env = common::Env::new();
+    let sup = supervisor(&env);
+    let mut events = sup.subscribe();
+    let handle =
+        sup.start(bash("for i in $(seq 1 15); do echo line $i; sleep 0.1; done; sleep 4", PtySize::default())).unwrap();
+    let mut seen = Vec::new();
+    let started = Instant::now();
+    while seen.last().map(String::as_str) != Some("idle") {
+        let ev = tokio::time::timeout(Duration::from_secs(10), events.recv()).await.expect("a state change").unwrap();
+        if let nightshift::EventKind::State { state, reason, .. } = ev.kind {
+            if matches!(state, SessionState::Working | SessionState::Idle) {
+                seen.push(state.to_string());
+                assert!(!reason.is_empty());
+            }
+        }
+    }
+    assert_eq!(seen, ["working", "idle"]);
+    assert!(started.elapsed() >= Duration::from_secs(3), "idle only after 2 s of quiet following 1.5 s of output");
+    handle.stop("test").await.unwrap();
+    handle.wait().await;
+}

@@ -28,12 +28,21 @@ struct SignalsFile {
     screen: Option<bool>,
     program_state: Option<bool>,
     #[serde(default)]
+    launch: LaunchFile,
+    #[serde(default)]
     title: TitleFile,
     #[serde(default)]
     composer: ComposerFile,
     #[serde(default)]
     working: WorkingFile,
     dialog: Option<Vec<DialogFile>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LaunchFile {
+    program: Option<String>,
+    args: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,6 +81,10 @@ impl SignalsFile {
         SignalsFile {
             screen: other.screen.or(self.screen),
             program_state: other.program_state.or(self.program_state),
+            launch: LaunchFile {
+                program: other.launch.program.or(self.launch.program),
+                args: other.launch.args.or(self.launch.args),
+            },
             title: TitleFile {
                 working: other.title.working.or(self.title.working),
                 idle: other.title.idle.or(self.title.idle),
@@ -118,6 +131,7 @@ pub struct Verdict {
 #[derive(Debug, Clone)]
 pub struct Adapter {
     pub kind: AgentKind,
+    launch: Option<(String, Vec<String>)>,
     screen: bool,
     program_state: bool,
     title_working: Option<Regex>,
@@ -177,6 +191,7 @@ impl Adapter {
         let opt = |key: &str, p: &Option<String>| p.as_deref().map(|p| re(key, p)).transpose();
         Ok(Self {
             kind,
+            launch: f.launch.program.map(|p| (p, f.launch.args.unwrap_or_default())),
             screen: f.screen.unwrap_or(true),
             program_state: f.program_state.unwrap_or(false),
             title_working: opt("title.working", &f.title.working)?,
@@ -202,6 +217,11 @@ impl Adapter {
                 .map(|(i, d)| Ok((d.kind, re(&format!("dialog[{i}].pattern"), &d.pattern)?)))
                 .collect::<Result<_, AdapterError>>()?,
         })
+    }
+
+    /// The command that starts this agent when none is given.
+    pub fn launch(&self) -> Option<(&str, &[String])> {
+        self.launch.as_ref().map(|(p, a)| (p.as_str(), a.as_slice()))
     }
 
     /// Whether this agent's screen is read at all (`generic` goes by output alone).

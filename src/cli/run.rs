@@ -49,8 +49,14 @@ pub struct Args {
     /// Seconds the agent's terminal must stay quiet before it counts as idle
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     quiet_window: f64,
-    /// The command and its arguments (put `--` before it)
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    /// The command and its arguments (put `--` before it); with `--agent claude|codex` and no
+    /// command, the agent's own CLI
+    #[arg(
+        required_unless_present = "agent",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     command: Vec<String>,
 }
 
@@ -75,14 +81,20 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         _ if passthrough => crossterm::terminal::size().map(|(c, r)| PtySize::new(c, r)).unwrap_or_default(),
         _ => PtySize::default(),
     };
-    let mut command = args.command.into_iter();
-    let program = command.next().expect("clap requires a command");
-    let command = CommandSpec { program, args: command.collect(), cwd, env: Vec::new(), size };
+    let agent = args.agent.or_else(|| args.command.first().map(|p| AgentKind::infer(p))).unwrap_or(AgentKind::Generic);
+    let adapter = Adapter::load(agent, paths.agents_dir().as_deref())?;
+    let mut argv = args.command.into_iter();
+    let (program, program_args) = match argv.next() {
+        Some(program) => (program, argv.collect()),
+        None => match adapter.launch() {
+            Some((program, launch_args)) => (program.to_string(), launch_args.to_vec()),
+            None => anyhow::bail!("the {agent} agent has no CLI of its own: give the command to run after `--`"),
+        },
+    };
+    let command = CommandSpec { program, args: program_args, cwd, env: Vec::new(), size };
     let mut spec = SessionSpec::new(command);
-    if let Some(agent) = args.agent {
-        spec.agent = agent;
-    }
-    spec.adapter = Some(Adapter::load(spec.agent, paths.agents_dir().as_deref())?);
+    spec.agent = agent;
+    spec.adapter = Some(adapter);
     spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
     spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
 
