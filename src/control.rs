@@ -34,6 +34,16 @@ pub enum Request {
     Stop {
         session: String,
     },
+    /// The session's screen as text, now.
+    Screen {
+        session: String,
+    },
+    /// A statusLine report from a session's exporter.
+    Usage {
+        session: String,
+        token: String,
+        status: serde_json::Value,
+    },
 }
 
 /// The one error shape that crosses a process boundary.
@@ -51,15 +61,22 @@ pub struct Response {
     pub error: Option<ErrorBody>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen: Option<crate::screen::Snapshot>,
 }
 
 impl Response {
     fn ok() -> Self {
-        Self { ok: true, error: None, pid: Some(std::process::id()) }
+        Self { ok: true, error: None, pid: Some(std::process::id()), screen: None }
     }
 
     fn error(code: &str, message: impl Into<String>) -> Self {
-        Self { ok: false, error: Some(ErrorBody { code: code.into(), message: message.into() }), pid: None }
+        Self {
+            ok: false,
+            error: Some(ErrorBody { code: code.into(), message: message.into() }),
+            pid: None,
+            screen: None,
+        }
     }
 }
 
@@ -156,20 +173,28 @@ async fn serve(stream: UnixStream, supervisor: Supervisor) -> io::Result<()> {
 }
 
 async fn answer(request: Request, supervisor: &Supervisor) -> Response {
-    let (session, action) = match &request {
+    let session = match &request {
         Request::Ping => return Response::ok(),
-        Request::Send { session, .. } | Request::Stop { session } => (session.clone(), request),
+        Request::Usage { session, token, status } => {
+            let bytes = serde_json::to_vec(status).unwrap_or_default();
+            return match supervisor.record_status(session, token, &bytes) {
+                Ok(_) => Response::ok(),
+                Err(e) => Response::error("usage_refused", e.to_string()),
+            };
+        }
+        Request::Send { session, .. } | Request::Stop { session } | Request::Screen { session } => session.clone(),
     };
     let Some(handle) = supervisor.session(&session) else {
         return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
     };
-    let result = match action {
-        Request::Send { text, enter, .. } => handle.send_text(text, enter, "nightshift send").await,
-        Request::Stop { .. } => handle.stop("nightshift stop").await,
-        Request::Ping => Ok(()),
+    let result = match request {
+        Request::Send { text, enter, .. } => handle.send_text(text, enter, "nightshift send").await.map(|()| None),
+        Request::Stop { .. } => handle.stop("nightshift stop").await.map(|()| None),
+        Request::Screen { .. } => handle.snapshot().await.map(Some),
+        Request::Ping | Request::Usage { .. } => Ok(None),
     };
     match result {
-        Ok(()) => Response::ok(),
+        Ok(screen) => Response { screen, ..Response::ok() },
         Err(e) => Response::error("session_ended", e.to_string()),
     }
 }

@@ -135,6 +135,11 @@ pub enum EventKind {
     Input { source: String, chars: usize, enter: bool },
     /// Someone asked for the session to stop.
     StopRequested { source: String },
+    /// The agent's plan usage changed (from its statusLine data).
+    Usage {
+        #[serde(flatten)]
+        sample: crate::usage::Sample,
+    },
 }
 
 impl EventKind {
@@ -158,6 +163,7 @@ impl EventKind {
             Self::State { .. } => "state",
             Self::Input { .. } => "input",
             Self::StopRequested { .. } => "stop_requested",
+            Self::Usage { .. } => "usage",
         }
     }
 
@@ -208,6 +214,26 @@ mod tests {
         assert!(json.get("signal").is_none());
         let back: Event = serde_json::from_str(&ev.to_json()).unwrap();
         assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn usage_events_carry_the_percentages_flat() {
+        let ev = Event {
+            ts: Utc.with_ymd_and_hms(2026, 11, 30, 13, 45, 0).unwrap(),
+            session: SessionId::from("0badcafe".to_string()),
+            kind: EventKind::Usage {
+                sample: crate::usage::Sample {
+                    five_hour_pct: Some(35.0),
+                    five_hour_resets_at: Some(Utc.with_ymd_and_hms(2026, 11, 30, 17, 0, 0).unwrap()),
+                    ..Default::default()
+                },
+            },
+        };
+        let json: serde_json::Value = serde_json::from_str(&ev.to_json()).unwrap();
+        assert_eq!(json["event"], "usage");
+        assert_eq!(json["five_hour_pct"], 35.0);
+        assert_eq!(json["five_hour_resets_at"], "2026-11-30T17:00:00.000Z");
+        assert_eq!(serde_json::from_str::<Event>(&ev.to_json()).unwrap(), ev);
     }
 
     #[test]

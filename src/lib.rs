@@ -17,6 +17,7 @@ pub mod screen;
 pub mod session;
 pub mod store;
 pub mod supervisor;
+pub mod usage;
 
 pub use agent::AgentKind;
 pub use event::{Event, EventKind, SessionId, SessionState};

@@ -4,7 +4,7 @@
 
 use std::num::NonZeroU16;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::pty::PtySize;
 
@@ -67,7 +67,7 @@ fn cells(n: u16) -> NonZeroU16 {
 }
 
 /// The visible screen at one moment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     /// Each visible row as text, trailing blanks removed.
     pub rows: Vec<String>,
@@ -87,7 +87,7 @@ pub struct Snapshot {
 }
 
 /// A run of cells in one row that share their look.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     pub text: String,
     #[serde(flatten)]
@@ -95,7 +95,7 @@ pub struct Span {
 }
 
 /// How a cell looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Style {
     pub fg: Color,
     pub bg: Color,
@@ -141,7 +141,7 @@ impl Snapshot {
 }
 
 /// A colour as the child set it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum Color {
     #[default]

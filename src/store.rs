@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::clock::format_ts;
 use crate::event::{Event, EventKind};
+use crate::usage::Sample;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -32,8 +33,9 @@ pub enum StoreError {
 }
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(
-        "CREATE TABLE sessions (
+    Migrations::new(vec![
+        M::up(
+            "CREATE TABLE sessions (
             id             TEXT PRIMARY KEY,
             command        TEXT NOT NULL,   -- JSON array: the argv
             cwd            TEXT NOT NULL,
@@ -61,7 +63,33 @@ fn migrations() -> Migrations<'static> {
         ) STRICT;
         CREATE INDEX events_by_session ON events(session, id);
         CREATE INDEX events_by_ts ON events(ts);",
-    )])
+        ),
+        // Plan usage from the statusLine exporter, stored when it changes.
+        M::up(
+            "CREATE TABLE usage_samples (
+            id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+            session             TEXT NOT NULL REFERENCES sessions(id),
+            ts                  TEXT NOT NULL,
+            five_hour_pct       REAL,
+            five_hour_resets_at TEXT,
+            seven_day_pct       REAL,
+            seven_day_resets_at TEXT,
+            context_pct         REAL,
+            cost_usd            REAL,
+            model               TEXT
+        ) STRICT;
+        CREATE INDEX usage_by_ts ON usage_samples(ts);",
+        ),
+    ])
+}
+
+/// A stored usage sample.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageRow {
+    pub session: String,
+    pub ts: String,
+    #[serde(flatten)]
+    pub sample: Sample,
 }
 
 /// A session as the journal knows it.
@@ -319,6 +347,71 @@ impl Store {
     /// The id of the newest event (0 when there is none): where a live follower starts.
     pub fn last_event_id(&self) -> Result<i64, StoreError> {
         Ok(self.conn.query_row("SELECT COALESCE(MAX(id), 0) FROM events", [], |r| r.get(0))?)
+    }
+
+    /// Keeps a usage sample of a session.
+    pub fn record_usage(&mut self, session: &str, ts: DateTime<Utc>, s: &Sample) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO usage_samples (session, ts, five_hour_pct, five_hour_resets_at, seven_day_pct,
+                                        seven_day_resets_at, context_pct, cost_usd, model)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                session,
+                format_ts(ts),
+                s.five_hour_pct,
+                s.five_hour_resets_at.map(format_ts),
+                s.seven_day_pct,
+                s.seven_day_resets_at.map(format_ts),
+                s.context_pct,
+                s.cost_usd,
+                s.model,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Usage samples since `since` (all when `None`), oldest first; `session` narrows to one.
+    pub fn usage(&self, session: Option<&str>, since: Option<DateTime<Utc>>) -> Result<Vec<UsageRow>, StoreError> {
+        self.usage_rows(
+            "WHERE (?1 IS NULL OR session = ?1) AND (?2 IS NULL OR ts >= ?2) ORDER BY id",
+            params![session, since.map(format_ts)],
+        )
+    }
+
+    /// The newest sample that knows the plan windows, from any session.
+    pub fn latest_limits(&self) -> Result<Option<UsageRow>, StoreError> {
+        let rows = self.usage_rows(
+            "WHERE five_hour_pct IS NOT NULL OR seven_day_pct IS NOT NULL ORDER BY id DESC LIMIT 1",
+            params![],
+        )?;
+        Ok(rows.into_iter().next())
+    }
+
+    fn usage_rows(&self, tail: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<UsageRow>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT session, ts, five_hour_pct, five_hour_resets_at, seven_day_pct, seven_day_resets_at,
+                    context_pct, cost_usd, model FROM usage_samples {tail}"
+        ))?;
+        let parse =
+            |t: Option<String>| t.and_then(|t| DateTime::parse_from_rfc3339(&t).ok()).map(|t| t.with_timezone(&Utc));
+        let rows = stmt
+            .query_map(params, |r| {
+                Ok(UsageRow {
+                    session: r.get(0)?,
+                    ts: r.get(1)?,
+                    sample: Sample {
+                        five_hour_pct: r.get(2)?,
+                        five_hour_resets_at: parse(r.get(3)?),
+                        seven_day_pct: r.get(4)?,
+                        seven_day_resets_at: parse(r.get(5)?),
+                        context_pct: r.get(6)?,
+                        cost_usd: r.get(7)?,
+                        model: r.get(8)?,
+                    },
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
     }
 
     /// SQLite's own consistency check; `ok` when the file is sound.

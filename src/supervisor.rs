@@ -20,6 +20,7 @@ use crate::pty::{self, CommandSpec, SpawnError};
 use crate::screen::Screen;
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
 use crate::store::{NewSession, Store, StoreError};
+use crate::usage::{self, Sample};
 
 /// Environment variable that tells a child which Nightshift session it runs in.
 pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
@@ -103,12 +104,33 @@ impl Emitter {
     }
 }
 
+/// Why a statusLine report was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("session {0} does not report usage to this process")]
+    UnknownSession(String),
+    #[error("the token does not match session {0}")]
+    BadToken(String),
+    #[error(transparent)]
+    NotAStatus(#[from] usage::NotAStatus),
+}
+
+/// What the exporter of one session may report, and what it last did.
+#[derive(Debug)]
+struct Reporter {
+    token: String,
+    last: Option<Sample>,
+}
+
 /// The sessions this process supervises.
 #[derive(Clone)]
 pub struct Supervisor {
     emitter: Emitter,
     sessions: Arc<Mutex<HashMap<SessionId, SessionHandle>>>,
+    reporters: Arc<Mutex<HashMap<SessionId, Reporter>>>,
     control_socket: Option<PathBuf>,
+    /// The statusLine command Claude sessions are given (`/path/to/nightshift statusline`).
+    exporter: Option<String>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -124,8 +146,41 @@ impl Supervisor {
         Self {
             emitter: Emitter { shared: Arc::new(shared) },
             sessions: Arc::new(Mutex::new(HashMap::new())),
+            reporters: Arc::new(Mutex::new(HashMap::new())),
             control_socket: None,
+            exporter: None,
         }
+    }
+
+    /// Gives Claude sessions started from now on this statusLine exporter (a shell command line).
+    pub fn set_statusline_exporter(&mut self, command: String) {
+        self.exporter = Some(command);
+    }
+
+    /// Takes a statusLine report of `session`; journals and announces the sample when it changed.
+    pub fn record_status(&self, session: &str, token: &str, status: &[u8]) -> Result<Option<Sample>, UsageError> {
+        let id = SessionId::from(session.to_string());
+        let sample = {
+            let reporters = lock(&self.reporters);
+            let reporter = reporters.get(&id).ok_or_else(|| UsageError::UnknownSession(session.to_string()))?;
+            if reporter.token != token {
+                return Err(UsageError::BadToken(session.to_string()));
+            }
+            let sample = Sample::from_status(status)?;
+            if reporter.last.as_ref() == Some(&sample) {
+                return Ok(None);
+            }
+            sample
+        };
+        let now = self.emitter.shared.clock.now();
+        if let Err(e) = lock(&self.emitter.shared.store).record_usage(session, now, &sample) {
+            tracing::error!(session, "could not journal a usage sample: {e}");
+        }
+        self.emitter.emit(&id, EventKind::Usage { sample: sample.clone() });
+        if let Some(r) = lock(&self.reporters).get_mut(&id) {
+            r.last = Some(sample.clone());
+        }
+        Ok(Some(sample))
     }
 
     /// Records, with every session started from now on, the socket through which this process
@@ -172,6 +227,7 @@ impl Supervisor {
         self.emitter.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
 
         spec.command.env.push((SESSION_ENV.to_string(), id.to_string()));
+        self.attach_exporter(&id, &mut spec);
         let spawned = match pty::spawn(&spec.command) {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -219,11 +275,28 @@ impl Supervisor {
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());
         let sessions = Arc::clone(&self.sessions);
+        let reporters = Arc::clone(&self.reporters);
         tokio::spawn(async move {
             let _ = task.await;
             lock(&sessions).remove(&id);
+            lock(&reporters).remove(&id);
         });
         Ok(handle)
+    }
+
+    /// For a Claude session whose command is the `claude` CLI itself: the statusLine exporter, passed
+    /// with `--settings` (never written to a file), and the secret it reports with.
+    fn attach_exporter(&self, id: &SessionId, spec: &mut SessionSpec) {
+        let (Some(exporter), Some(socket)) = (&self.exporter, &self.control_socket) else { return };
+        let program = std::path::Path::new(&spec.command.program).file_name().and_then(|n| n.to_str());
+        if spec.agent != AgentKind::Claude || !matches!(program, Some("claude" | "claude.exe")) {
+            return;
+        }
+        let token = format!("{:032x}", rand::random::<u128>());
+        spec.command.env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
+        spec.command.env.push((usage::TOKEN_ENV.to_string(), token.clone()));
+        spec.command.args.splice(0..0, ["--settings".to_string(), usage::settings_json(exporter)]);
+        lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
     }
 
     /// A live session of this process.

@@ -37,6 +37,14 @@ pub fn show_main(app: &tauri::AppHandle) {
     }
 }
 
+/// The statusLine exporter for Claude sessions: the `nightshift` CLI installed beside the app, or
+/// the one on PATH.
+fn exporter_command() -> String {
+    let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("nightshift")));
+    let cli = beside.filter(|p| p.exists()).map_or_else(|| "nightshift".to_string(), |p| p.display().to_string());
+    format!("{} statusline", nightshift::supervisor::shell_words(&[cli]))
+}
+
 fn fail(message: String) -> ! {
     eprintln!("nightshift-app: {message}");
     tracing::error!("{message}");
@@ -53,6 +61,7 @@ pub fn run() {
     let control = match control {
         Ok(server) => {
             supervisor.set_control_socket(socket);
+            supervisor.set_statusline_exporter(exporter_command());
             Some(server)
         }
         Err(e) => {

@@ -2,9 +2,12 @@
 
 mod journal;
 mod run;
+mod screen;
 mod send;
 mod sessions;
+mod statusline;
 mod stop;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +39,13 @@ enum Command {
     Send(send::Args),
     /// Stop a running session (SIGHUP, then SIGKILL after a grace period).
     Stop(stop::Args),
+    /// Print what a running session shows now.
+    Screen(screen::Args),
+    /// Show the plan usage (5-hour and 7-day windows) and the last 24 hours.
+    Usage(usage::Args),
+    /// The statusLine exporter Claude Code runs for Nightshift's sessions (reads JSON on stdin).
+    #[command(hide = true)]
+    Statusline(statusline::Args),
 }
 
 pub fn main() -> ExitCode {
@@ -46,6 +56,9 @@ pub fn main() -> ExitCode {
         Command::Journal(args) => journal::run(cli.state_dir, args),
         Command::Send(args) => send::run(cli.state_dir, args),
         Command::Stop(args) => stop::run(cli.state_dir, args),
+        Command::Screen(args) => screen::run(cli.state_dir, args),
+        Command::Usage(args) => usage::run(cli.state_dir, args),
+        Command::Statusline(args) => statusline::run(args),
     };
     match result {
         Ok(code) => code,

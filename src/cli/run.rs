@@ -21,7 +21,7 @@ use nightshift::pty::{CommandSpec, PtySize};
 use nightshift::screen::Screen;
 use nightshift::session::SessionHandle;
 use nightshift::store::Store;
-use nightshift::supervisor::{SessionSpec, StartError, Supervisor};
+use nightshift::supervisor::{shell_words, SessionSpec, StartError, Supervisor};
 use nightshift::AgentKind;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
@@ -130,6 +130,9 @@ async fn supervise(
     let control = match ControlServer::bind(&socket, supervisor.clone()) {
         Ok(server) => {
             supervisor.set_control_socket(socket);
+            if let Ok(exe) = std::env::current_exe() {
+                supervisor.set_statusline_exporter(format!("{} statusline", shell_words(&[exe.display().to_string()])));
+            }
             Some(server)
         }
         Err(e) => {

@@ -1,0 +1,125 @@
+//! `nightshift statusline`: the statusLine exporter Claude Code runs for sessions Nightshift
+//! supervises (given with `claude --settings`, never written to a settings file).
+//!
+//! It forwards the status JSON to the supervising process (a few hundred milliseconds at most, and
+//! nothing at all when there is none) and prints the user's own statusLine — the command their
+//! settings name, run with the same input — or a compact line of its own. It never fails: whatever
+//! goes wrong, Claude Code still gets a status line.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use nightshift::control::Request;
+use nightshift::supervisor::SESSION_ENV;
+use nightshift::usage::{self, Sample, CONTROL_ENV, TOKEN_ENV};
+use serde_json::Value;
+
+/// The longest a missing or slow supervisor may cost.
+const FORWARD_TIMEOUT: Duration = Duration::from_millis(300);
+/// The longest the user's own statusLine command may take.
+const USER_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+const MAX_INPUT: u64 = 1 << 20;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    let mut input = Vec::new();
+    let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut input);
+    let status: Option<Value> = serde_json::from_slice(&input).ok().filter(Value::is_object);
+
+    let forward = status.clone().map(|status| std::thread::spawn(move || forward(status)));
+    let dir = status
+        .as_ref()
+        .and_then(|s| s["workspace"]["current_dir"].as_str().or(s["cwd"].as_str()).map(PathBuf::from))
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().join(".claude")));
+    let line = match usage::user_statusline(&dir, config_dir.as_deref()) {
+        Some((command, _)) => run_user_command(&command, &input, &dir),
+        None => own_line(&input),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+    if let Some(forward) = forward {
+        let _ = forward.join();
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Hands the status to the supervisor of this session, if it is there.
+fn forward(status: Value) {
+    let (Some(socket), Some(token), Some(session)) =
+        (std::env::var_os(CONTROL_ENV), std::env::var(TOKEN_ENV).ok(), std::env::var(SESSION_ENV).ok())
+    else {
+        return;
+    };
+    let request = Request::Usage { session, token, status };
+    let attempt = || -> std::io::Result<()> {
+        let mut stream = UnixStream::connect(&socket)?;
+        stream.set_write_timeout(Some(FORWARD_TIMEOUT))?;
+        stream.set_read_timeout(Some(FORWARD_TIMEOUT))?;
+        let mut line = serde_json::to_vec(&request).expect("requests serialise");
+        line.push(b'\n');
+        stream.write_all(&line)?;
+        let mut answer = String::new();
+        BufReader::new(stream).read_line(&mut answer)?;
+        Ok(())
+    };
+    if let Err(e) = attempt() {
+        // Nobody to tell; the status line must not suffer for it.
+        let _ = e;
+    }
+}
+
+fn run_user_command(command: &str, input: &[u8], dir: &std::path::Path) -> String {
+    let child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(if dir.is_dir() { dir } else { std::path::Path::new("/") })
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else { return own_line(input) };
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        out
+    });
+    let deadline = Instant::now() + USER_COMMAND_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+        }
+    }
+    String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned()
+}
+
+/// Nightshift's own line when the user has none: the plan chip and the context in use.
+fn own_line(input: &[u8]) -> String {
+    let Ok(sample) = Sample::from_status(input) else { return "nightshift".to_string() };
+    let mut parts = vec![usage::chip(&sample, true)];
+    if let Some(ctx) = sample.context_pct {
+        parts.push(format!("ctx {}%", ctx.round() as i64));
+    }
+    parts.join(" · ")
+}

@@ -1,0 +1,259 @@
+//! Plan usage from Claude Code's own statusLine data.
+//!
+//! Claude Code runs a statusLine command with a JSON status on stdin (on start and after turns, not
+//! per frame). For the sessions it runs, Nightshift passes `nightshift statusline` as that command
+//! with `claude --settings '<json>'` — nothing is written to any settings file — and the exporter
+//! forwards the JSON to the supervising process, then prints the user's own statusLine (found the way
+//! Claude Code finds it) or a compact line of its own. The supervisor turns the JSON into a
+//! [`Sample`] and journals it when it changed.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Tells the exporter, in the session's environment, where the supervisor listens.
+pub const CONTROL_ENV: &str = "NIGHTSHIFT_CONTROL";
+/// The session's secret for the exporter: only its own statusLine may report for it.
+pub const TOKEN_ENV: &str = "NIGHTSHIFT_TOKEN";
+
+/// One reading of a session's usage. Percentages are 0–100.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub five_hour_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", with = "opt_ts", default)]
+    pub five_hour_resets_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seven_day_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", with = "opt_ts", default)]
+    pub seven_day_resets_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+mod opt_ts {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ts: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match ts {
+            Some(ts) => crate::clock::ts::serialize(ts, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| DateTime::parse_from_rfc3339(&t).map(|t| t.with_timezone(&Utc)).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("not a Claude Code status: {0}")]
+pub struct NotAStatus(String);
+
+fn pct(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|p| p.is_finite() && (0.0..=1000.0).contains(p))
+}
+
+fn epoch(v: &Value) -> Option<DateTime<Utc>> {
+    let secs = v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))?;
+    Utc.timestamp_opt(secs, 0).single()
+}
+
+impl Sample {
+    /// Reads the fields Nightshift keeps from a statusLine JSON. Anything that is not a JSON object
+    /// with at least one of them is refused.
+    pub fn from_status(json: &[u8]) -> Result<Self, NotAStatus> {
+        let v: Value = serde_json::from_slice(json).map_err(|e| NotAStatus(e.to_string()))?;
+        if !v.is_object() {
+            return Err(NotAStatus("not a JSON object".into()));
+        }
+        let limits = &v["rate_limits"];
+        let sample = Sample {
+            five_hour_pct: pct(&limits["five_hour"]["used_percentage"]),
+            five_hour_resets_at: epoch(&limits["five_hour"]["resets_at"]),
+            seven_day_pct: pct(&limits["seven_day"]["used_percentage"]),
+            seven_day_resets_at: epoch(&limits["seven_day"]["resets_at"]),
+            context_pct: pct(&v["context_window"]["used_percentage"]),
+            cost_usd: v["cost"]["total_cost_usd"].as_f64().filter(|c| c.is_finite() && *c >= 0.0),
+            model: v["model"]["display_name"].as_str().map(|m| m.chars().take(60).collect()),
+        };
+        if sample == Sample::default() {
+            return Err(NotAStatus("none of the usage fields are there".into()));
+        }
+        Ok(sample)
+    }
+
+    /// Whether the plan windows are known (subscriber mode, after the first answer).
+    pub fn has_limits(&self) -> bool {
+        self.five_hour_pct.is_some() || self.seven_day_pct.is_some()
+    }
+}
+
+/// The colour band of a window's use: green under 60 %, yellow 60–84 %, red from 85 %.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Band {
+    Green,
+    Yellow,
+    Red,
+}
+
+impl Band {
+    pub fn of(pct: f64) -> Self {
+        if pct >= 85.0 {
+            Self::Red
+        } else if pct >= 60.0 {
+            Self::Yellow
+        } else {
+            Self::Green
+        }
+    }
+
+    fn ansi(self) -> &'static str {
+        match self {
+            Self::Green => "\x1b[32m",
+            Self::Yellow => "\x1b[33m",
+            Self::Red => "\x1b[31m",
+        }
+    }
+}
+
+/// The chip: `5h 35% · 7d 38%`, each part coloured by its band when `colour` is set.
+pub fn chip(sample: &Sample, colour: bool) -> String {
+    let part = |label: &str, pct: Option<f64>| {
+        pct.map(|p| {
+            let text = format!("{label} {}%", p.round() as i64);
+            if colour {
+                format!("{}{text}\x1b[0m", Band::of(p).ansi())
+            } else {
+                text
+            }
+        })
+    };
+    let parts: Vec<String> =
+        [part("5h", sample.five_hour_pct), part("7d", sample.seven_day_pct)].into_iter().flatten().collect();
+    if parts.is_empty() {
+        "5h – · 7d –".to_string()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+const SPARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// A sparkline of `values` (0–100), one character each; `·` where there is no reading.
+pub fn sparkline(values: &[Option<f64>]) -> String {
+    values
+        .iter()
+        .map(|v| match v {
+            Some(p) => SPARKS[((p.clamp(0.0, 100.0) / 100.0) * 7.0).round() as usize],
+            None => '·',
+        })
+        .collect()
+}
+
+/// The statusLine command of the user's own settings, found the way Claude Code looks: from `dir`
+/// upward `.claude/settings.local.json` then `.claude/settings.json`, then the user settings in
+/// `config_dir` (`CLAUDE_CONFIG_DIR`, or `~/.claude`). Nightshift's own exporter is skipped.
+pub fn user_statusline(dir: &Path, config_dir: Option<&Path>) -> Option<(String, PathBuf)> {
+    let mut candidates = Vec::new();
+    for ancestor in dir.ancestors() {
+        candidates.push(ancestor.join(".claude/settings.local.json"));
+        candidates.push(ancestor.join(".claude/settings.json"));
+    }
+    if let Some(config) = config_dir {
+        candidates.push(config.join("settings.json"));
+    }
+    candidates.into_iter().find_map(|path| {
+        let text = std::fs::read_to_string(&path).ok()?;
+        let v: Value = serde_json::from_str(&text).ok()?;
+        let command = v["statusLine"]["command"].as_str()?.trim();
+        (!command.is_empty() && !is_ours(command)).then(|| (command.to_string(), path))
+    })
+}
+
+/// Whether a statusLine command is Nightshift's exporter.
+pub fn is_ours(command: &str) -> bool {
+    command.contains("nightshift") && command.contains("statusline")
+}
+
+/// The `--settings` JSON that makes Claude Code run the exporter.
+pub fn settings_json(exporter: &str) -> String {
+    serde_json::json!({"statusLine": {"type": "command", "command": exporter, "padding": 0}}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATUS: &str =
+        include_str!("../tests/fixtures/claude-code/2.1.332/statusline/statusline-stdin-1796042093977595111.json");
+
+    #[test]
+    fn reads_the_real_clients_status() {
+        let s = Sample::from_status(STATUS.as_bytes()).unwrap();
+        assert_eq!(s.five_hour_pct, Some(42.0));
+        assert_eq!(s.five_hour_resets_at.unwrap().timestamp(), 1796052892);
+        assert_eq!(s.seven_day_pct, Some(17.0));
+        assert_eq!(s.context_pct, Some(1.0));
+        assert_eq!(s.cost_usd, Some(0.028524));
+        assert_eq!(s.model.as_deref(), Some("Sonnet 5.5"));
+        assert!(s.has_limits());
+    }
+
+    #[test]
+    fn garbage_is_refused() {
+        for bad in ["", "not json", "[1,2]", "{}", "{\"rate_limits\": \"x\"}", "\u{0}\u{1}"] {
+            assert!(Sample::from_status(bad.as_bytes()).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn chip_and_bands() {
+        let s = Sample { five_hour_pct: Some(35.2), seven_day_pct: Some(84.6), ..Default::default() };
+        assert_eq!(chip(&s, false), "5h 35% · 7d 85%");
+        assert_eq!(Band::of(59.9), Band::Green);
+        assert_eq!(Band::of(60.0), Band::Yellow);
+        assert_eq!(Band::of(84.9), Band::Yellow);
+        assert_eq!(Band::of(85.0), Band::Red);
+        assert!(chip(&s, true).contains("\x1b[32m5h 35%"));
+        assert_eq!(chip(&Sample::default(), false), "5h – · 7d –");
+        assert_eq!(sparkline(&[Some(0.0), None, Some(100.0), Some(50.0)]), "▁·█▅");
+    }
+
+    #[test]
+    fn finds_the_users_statusline_nearest_first_and_skips_ours() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("project/sub");
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("project/.claude")).unwrap();
+        let config = tmp.path().join("config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("settings.json"), r#"{"statusLine":{"type":"command","command":"user-level"}}"#)
+            .unwrap();
+        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "user-level");
+        std::fs::write(
+            tmp.path().join("project/.claude/settings.json"),
+            r#"{"statusLine":{"command":"project-level"}}"#,
+        )
+        .unwrap();
+        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "project-level");
+        std::fs::write(
+            project.join(".claude/settings.local.json"),
+            r#"{"statusLine":{"command":"/x/nightshift statusline"}}"#,
+        )
+        .unwrap();
+        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "project-level", "our own exporter is skipped");
+        std::fs::write(project.join(".claude/settings.local.json"), r#"{"statusLine":{"command":"local"}}"#).unwrap();
+        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "local");
+    }
+}
