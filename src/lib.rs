@@ -6,6 +6,7 @@
 //! broadcast to the CLI's `--events` stream and the tray app. This crate has no GUI dependency.
 
 pub mod agent;
+pub mod breaker;
 pub mod clock;
 pub mod control;
 pub mod detect;
@@ -13,6 +14,7 @@ pub mod event;
 pub mod logging;
 pub mod paths;
 pub mod pty;
+pub mod respawn;
 pub mod screen;
 pub mod session;
 pub mod store;

@@ -1,0 +1,384 @@
+//! The respawn cycle: keep a session working past the point where the agent would stop.
+//!
+//! When the session has been idle for the idle timeout, a cycle runs up to four steps, each
+//! optional — an *update prompt* (write down where you got to), `/clear`, `/init`, a *kickstart
+//! prompt* (continue) — each sent only once the agent is idle again after the previous one (or its
+//! timeout), with the inter-step delay in between. Cycles repeat until the armed duration ends.
+//!
+//! Guards: no cycle starts, and one in progress is abandoned, while the agent waits on the user, a
+//! usage limit pauses the session, a breaker is open, or the user typed into it recently. A step
+//! that is still running at its timeout abandons the cycle rather than type into a busy pane.
+//!
+//! The machine is pure: [`step`] takes the state, an input and the time, and returns the new state
+//! and the effects for the session actor to carry out. Tests drive it in virtual time.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::detect::Activity;
+
+/// One step of a cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    Update,
+    Clear,
+    Init,
+    Kickstart,
+}
+
+impl Step {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Update => "update",
+            Self::Clear => "clear",
+            Self::Init => "init",
+            Self::Kickstart => "kickstart",
+        }
+    }
+
+    /// Steps that start a turn of their own (a prompt, `/init`); `/clear` only redraws.
+    fn starts_a_turn(self) -> bool {
+        !matches!(self, Self::Clear)
+    }
+}
+
+pub const DEFAULT_UPDATE_PROMPT: &str = "Before your context is reset: write a short note to PROGRESS.md saying what you \
+finished, what you were in the middle of, and what comes next. Keep it brief; after the reset it is all you will have.";
+pub const DEFAULT_KICKSTART_PROMPT: &str = "Continue the work. Read PROGRESS.md first if it exists, then carry on with \
+the next unfinished step. Do not redo work that is already done.";
+
+/// Every setting of the cycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// How long the session must be idle before a cycle starts.
+    #[serde(with = "humantime_serde_secs")]
+    pub idle_timeout: Duration,
+    /// How long the arrangement stays armed.
+    #[serde(with = "humantime_serde_secs")]
+    pub duration: Duration,
+    /// The pause between steps.
+    #[serde(with = "humantime_serde_secs")]
+    pub inter_step_delay: Duration,
+    /// How long a step may keep the agent busy before the cycle is abandoned.
+    #[serde(with = "humantime_serde_secs")]
+    pub step_timeout: Duration,
+    /// Reset the context with `/clear` and `/init` between the update and the kickstart.
+    pub clear_and_init: bool,
+    /// Sent first; empty skips the step.
+    pub update_prompt: String,
+    /// Sent last; empty skips the step.
+    pub kickstart_prompt: String,
+    /// Answer the agent's routine confirmation dialogs (never a question it asked the user).
+    pub auto_accept: bool,
+    /// A cycle does not start within this long of the user typing into the session.
+    #[serde(with = "humantime_serde_secs")]
+    pub user_quiet: Duration,
+}
+
+/// Durations as whole or fractional seconds in files (`idle_timeout = 10`).
+mod humantime_serde_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        if !(secs.is_finite() && secs >= 0.0) {
+            return Err(serde::de::Error::custom(format!("{secs} is not a number of seconds")));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    }
+}
+
+impl Settings {
+    fn preset(idle_secs: u64, duration_mins: u64) -> Self {
+        Self {
+            idle_timeout: Duration::from_secs(idle_secs),
+            duration: Duration::from_secs(duration_mins * 60),
+            inter_step_delay: Duration::from_secs(1),
+            step_timeout: Duration::from_secs(30 * 60),
+            clear_and_init: true,
+            update_prompt: DEFAULT_UPDATE_PROMPT.to_string(),
+            kickstart_prompt: DEFAULT_KICKSTART_PROMPT.to_string(),
+            auto_accept: false,
+            user_quiet: Duration::from_secs(30),
+        }
+    }
+
+    /// The steps of one cycle, in order.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        if !self.update_prompt.trim().is_empty() {
+            steps.push(Step::Update);
+        }
+        if self.clear_and_init {
+            steps.extend([Step::Clear, Step::Init]);
+        }
+        if !self.kickstart_prompt.trim().is_empty() {
+            steps.push(Step::Kickstart);
+        }
+        steps
+    }
+
+    /// What a step types.
+    pub fn text(&self, step: Step) -> &str {
+        match step {
+            Step::Update => &self.update_prompt,
+            Step::Clear => "/clear",
+            Step::Init => "/init",
+            Step::Kickstart => &self.kickstart_prompt,
+        }
+    }
+}
+
+/// The built-in presets: (name, title, idle timeout s, duration min, what it is for).
+pub const BUILTIN_PRESETS: [(&str, &str, u64, u64, &str); 5] = [
+    ("solo", "Solo", 3, 60, "one agent working alone: fast cycles with a context reset"),
+    ("subagents", "Subagents", 45, 240, "a lead session running subagents; tolerates their silences"),
+    ("team", "Team", 90, 480, "leading an agent team; tolerates long silences"),
+    ("ralph", "Ralph/Todo", 8, 480, "working through a task list with progress tracking"),
+    ("overnight", "Overnight", 10, 480, "unattended overnight runs with a full reset between cycles"),
+];
+
+/// A built-in preset's settings.
+pub fn builtin(name: &str) -> Option<Settings> {
+    let key = name.to_ascii_lowercase().replace("/todo", "");
+    BUILTIN_PRESETS.iter().find(|p| p.0 == key).map(|p| Settings::preset(p.2, p.3))
+}
+
+/// Where the cycle is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    /// Waiting for the session to have been idle for the idle timeout.
+    Watching,
+    /// A step was sent at `at`; waiting for the agent to be idle again.
+    Running { cycle: u32, step: Step, at: Instant, saw_working: bool },
+    /// Between steps: `next` goes out at `at`.
+    Pausing { cycle: u32, next: Step, at: Instant },
+    /// The duration ended.
+    Finished,
+}
+
+/// The machine's whole state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct State {
+    pub settings: Settings,
+    pub phase: Phase,
+    pub armed_until: Instant,
+    pub cycles: u32,
+    activity: Option<Activity>,
+    idle_since: Option<Instant>,
+    last_user_input: Option<Instant>,
+    /// Why cycles may not run now (a limit pause, an open breaker), if anything.
+    blocked: Option<String>,
+}
+
+/// What happens to the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The detector changed the session's activity.
+    Activity(Activity),
+    /// The user typed into the session.
+    UserInput,
+    /// Cycles must not run (`Some(why)`), or may again (`None`).
+    Blocked(Option<String>),
+    /// Time passed (at the deadline the machine asked for).
+    Tick,
+}
+
+/// What the session actor must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// A cycle begins: the moment to measure progress.
+    CycleStarted { cycle: u32 },
+    /// Type this step's text and press Enter.
+    Send { cycle: u32, step: Step, text: String },
+    /// A step is over (`done`, or `timed_out` …) — for the journal.
+    StepEnded { cycle: u32, step: Step, outcome: &'static str },
+    /// The cycle was given up, and why.
+    Abandoned { cycle: u32, reason: String },
+    /// The last step went out; the agent works on the kickstart.
+    CycleFinished { cycle: u32 },
+    /// The armed duration is over.
+    Expired,
+}
+
+/// After a step that starts no turn, idle again means this long without activity after sending.
+const SETTLE: Duration = Duration::from_secs(3);
+/// A prompt that did not start a turn is taken as done after this long.
+const NO_TURN: Duration = Duration::from_secs(15);
+
+impl State {
+    pub fn new(settings: Settings, now: Instant) -> Self {
+        Self {
+            armed_until: now + settings.duration,
+            settings,
+            phase: Phase::Watching,
+            cycles: 0,
+            activity: None,
+            idle_since: None,
+            last_user_input: None,
+            blocked: None,
+        }
+    }
+
+    /// When [`Input::Tick`] should come next, if time alone can change anything.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let expiry = Some(self.armed_until);
+        let own = match &self.phase {
+            Phase::Finished => return None,
+            Phase::Watching => self.ready_at(),
+            Phase::Running { step, at, saw_working, .. } => {
+                let timeout = *at + self.settings.step_timeout;
+                let settle = if step.starts_a_turn() && !saw_working { *at + NO_TURN } else { *at + SETTLE };
+                Some(timeout.min(settle))
+            }
+            Phase::Pausing { at, .. } => Some(*at),
+        };
+        [expiry, own].into_iter().flatten().min()
+    }
+
+    /// When a cycle could start, given what is known now.
+    fn ready_at(&self) -> Option<Instant> {
+        if self.blocked.is_some() || self.activity != Some(Activity::Idle) {
+            return None;
+        }
+        let idle_ok = self.idle_since? + self.settings.idle_timeout;
+        let user_ok = self.last_user_input.map(|t| t + self.settings.user_quiet);
+        Some(user_ok.map_or(idle_ok, |u| u.max(idle_ok)))
+    }
+
+    /// Why a cycle must not go on now, if it must not.
+    fn guard(&self, now: Instant) -> Option<String> {
+        if let Some(why) = &self.blocked {
+            return Some(why.clone());
+        }
+        if self.activity == Some(Activity::WaitingInput) {
+            return Some("the agent is waiting for the user".into());
+        }
+        if self.last_user_input.is_some_and(|t| now < t + self.settings.user_quiet) {
+            return Some("the user is typing in the session".into());
+        }
+        None
+    }
+}
+
+/// The machine: the next state and what to do.
+pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
+    let mut s = state.clone();
+    let mut fx = Vec::new();
+    match input {
+        Input::Activity(a) => {
+            if s.activity != Some(a) {
+                s.idle_since = (a == Activity::Idle).then_some(now);
+            }
+            s.activity = Some(a);
+            if let Phase::Running { saw_working, .. } = &mut s.phase {
+                if a == Activity::Working {
+                    *saw_working = true;
+                }
+            }
+        }
+        Input::UserInput => s.last_user_input = Some(now),
+        Input::Blocked(why) => s.blocked = why,
+        Input::Tick => {}
+    }
+    if s.phase == Phase::Finished {
+        return (s, fx);
+    }
+    if now >= s.armed_until {
+        if let Phase::Running { cycle, .. } | Phase::Pausing { cycle, .. } = s.phase {
+            fx.push(Effect::Abandoned { cycle, reason: "the armed duration ended".into() });
+        }
+        s.phase = Phase::Finished;
+        fx.push(Effect::Expired);
+        return (s, fx);
+    }
+    // A guard that appears mid-cycle ends the cycle cleanly.
+    if let Phase::Running { cycle, .. } | Phase::Pausing { cycle, .. } = s.phase {
+        if let Some(reason) = s.guard(now) {
+            s.phase = Phase::Watching;
+            s.idle_since = (s.activity == Some(Activity::Idle)).then_some(now);
+            fx.push(Effect::Abandoned { cycle, reason });
+            return (s, fx);
+        }
+    }
+    match s.phase.clone() {
+        Phase::Watching => {
+            if s.ready_at().is_some_and(|t| now >= t) && s.guard(now).is_none() {
+                let steps = s.settings.steps();
+                if let Some(&first) = steps.first() {
+                    s.cycles += 1;
+                    let cycle = s.cycles;
+                    fx.push(Effect::CycleStarted { cycle });
+                    send(&mut s, &mut fx, cycle, first, now);
+                }
+            }
+        }
+        Phase::Running { cycle, step: current, at, saw_working } => {
+            let idle = s.activity == Some(Activity::Idle);
+            let done = idle
+                && if current.starts_a_turn() {
+                    // Idle again after the turn this step started (the idle came after the send).
+                    (saw_working && s.idle_since.is_some_and(|t| t >= at)) || now >= at + NO_TURN
+                } else {
+                    now >= at + SETTLE
+                };
+            if done {
+                fx.push(Effect::StepEnded { cycle, step: current, outcome: "done" });
+                let steps = s.settings.steps();
+                let next = steps.iter().position(|x| *x == current).and_then(|i| steps.get(i + 1)).copied();
+                match next {
+                    Some(next) => s.phase = Phase::Pausing { cycle, next, at: now + s.settings.inter_step_delay },
+                    None => {
+                        s.phase = Phase::Watching;
+                        s.idle_since = None;
+                        fx.push(Effect::CycleFinished { cycle });
+                    }
+                }
+            } else if now >= at + s.settings.step_timeout {
+                fx.push(Effect::StepEnded { cycle, step: current, outcome: "timed_out" });
+                fx.push(Effect::Abandoned {
+                    cycle,
+                    reason: format!("the {} step still had the agent busy after its timeout", current.as_str()),
+                });
+                s.phase = Phase::Watching;
+            }
+        }
+        Phase::Pausing { cycle, next, at } => {
+            if now >= at {
+                if s.activity == Some(Activity::Idle) {
+                    send(&mut s, &mut fx, cycle, next, now);
+                } else {
+                    // Never type into a busy pane: whatever woke the agent, this cycle is over.
+                    fx.push(Effect::Abandoned { cycle, reason: "the agent was busy when the next step was due".into() });
+                    s.phase = Phase::Watching;
+                }
+            }
+        }
+        Phase::Finished => {}
+    }
+    (s, fx)
+}
+
+fn send(s: &mut State, fx: &mut Vec<Effect>, cycle: u32, step: Step, now: Instant) {
+    fx.push(Effect::Send { cycle, step, text: s.settings.text(step).to_string() });
+    s.phase = Phase::Running { cycle, step, at: now, saw_working: false };
+    if step == Step::Kickstart {
+        // The kickstart is the last step: the cycle is done once it is sent.
+        fx.push(Effect::CycleFinished { cycle });
+        s.phase = Phase::Watching;
+        s.idle_since = None;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+//! The respawn machine in virtual time, against a scripted agent.
+
+use super::*;
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+/// A scripted agent: a prompt or `/init` makes it work for `turn`, then go idle; `/clear` only
+/// redraws. Drives the machine through its deadlines and records what was sent when.
+struct Sim {
+    state: State,
+    t0: Instant,
+    now: Instant,
+    turn: Duration,
+    busy_until: Option<Instant>,
+    sent: Vec<(Duration, Step)>,
+    effects: Vec<(Duration, Effect)>,
+}
+
+impl Sim {
+    fn new(settings: Settings) -> Self {
+        let t0 = Instant::now();
+        Self { state: State::new(settings, t0), t0, now: t0, turn: S(20), busy_until: None, sent: vec![], effects: vec![] }
+    }
+
+    fn input(&mut self, input: Input) {
+        let (state, fx) = step(&self.state, input, self.now);
+        self.state = state;
+        for e in fx {
+            if let Effect::Send { step: st, .. } = &e {
+                self.sent.push((self.now - self.t0, *st));
+                if st.starts_a_turn() {
+                    self.busy_until = Some(self.now + self.turn);
+                }
+            }
+            self.effects.push((self.now - self.t0, e));
+        }
+        // The detector: a turn shows as working right away.
+        if self.busy_until.is_some_and(|t| t > self.now) && self.state.activity != Some(Activity::Working) {
+            self.input(Input::Activity(Activity::Working));
+        }
+    }
+
+    /// Runs until `until` (seconds since start), ticking at every deadline.
+    fn run(&mut self, until: u64) {
+        let end = self.t0 + S(until);
+        loop {
+            let mut next = self.state.next_deadline().unwrap_or(end).min(end);
+            if let Some(b) = self.busy_until {
+                next = next.min(b);
+            }
+            if next <= self.now {
+                next = self.now + Duration::from_millis(1);
+            }
+            if next > end {
+                self.now = end;
+                break;
+            }
+            self.now = next;
+            if self.busy_until.is_some_and(|b| b <= self.now) {
+                self.busy_until = None;
+                self.input(Input::Activity(Activity::Idle));
+            }
+            self.input(Input::Tick);
+            if self.now >= end {
+                break;
+            }
+        }
+    }
+
+    fn at(&mut self, secs: u64, input: Input) {
+        self.run(secs);
+        self.input(input);
+    }
+
+    fn steps(&self) -> Vec<Step> {
+        self.sent.iter().map(|(_, s)| *s).collect()
+    }
+
+    fn abandoned(&self) -> Vec<String> {
+        self.effects.iter().filter_map(|(_, e)| if let Effect::Abandoned { reason, .. } = e { Some(reason.clone()) } else { None }).collect()
+    }
+}
+
+#[test]
+fn every_preset_has_its_exact_timings() {
+    let expected = [("solo", 3, 60), ("subagents", 45, 240), ("team", 90, 480), ("ralph", 8, 480), ("overnight", 10, 480)];
+    for (name, idle, minutes) in expected {
+        let settings = builtin(name).unwrap();
+        assert_eq!(settings.idle_timeout, S(idle), "{name}");
+        assert_eq!(settings.duration, S(minutes * 60), "{name}");
+        let mut sim = Sim::new(settings);
+        sim.input(Input::Activity(Activity::Idle));
+        sim.run(idle - 1);
+        assert!(sim.sent.is_empty(), "{name}: no cycle before the idle timeout");
+        sim.run(idle);
+        assert_eq!(sim.sent.first().map(|s| s.0), Some(S(idle)), "{name}: the cycle starts at the idle timeout");
+    }
+    assert!(builtin("Ralph/Todo").is_some());
+    assert!(builtin("nope").is_none());
+}
+
+#[test]
+fn a_cycle_runs_update_clear_init_kickstart_each_after_the_previous_finished() {
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(120);
+    assert_eq!(sim.steps()[..4], [Step::Update, Step::Clear, Step::Init, Step::Kickstart]);
+    let times: Vec<u64> = sim.sent.iter().take(4).map(|(t, _)| t.as_secs()).collect();
+    // update at 3 s, works 20 s → idle at 23 → +1 s delay → /clear at 24 → settles 3 s → +1 → /init at 28
+    // → works 20 s → idle at 48 → +1 → kickstart at 49.
+    assert_eq!(times, [3, 24, 28, 49]);
+    let finished = sim.effects.iter().filter(|(_, e)| matches!(e, Effect::CycleFinished { cycle: 1 })).count();
+    assert_eq!(finished, 1);
+    // The kickstart's turn ends at 69; the next cycle starts 3 s later.
+    assert_eq!(sim.sent[4], (S(72), Step::Update));
+    assert_eq!(sim.state.cycles, 2);
+}
+
+#[test]
+fn steps_are_skipped_as_the_settings_say() {
+    let mut no_reset = builtin("solo").unwrap();
+    no_reset.clear_and_init = false;
+    assert_eq!(no_reset.steps(), [Step::Update, Step::Kickstart]);
+    let mut sim = Sim::new(no_reset);
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(30);
+    assert_eq!(sim.steps()[..2], [Step::Update, Step::Kickstart]);
+
+    let mut no_update = builtin("solo").unwrap();
+    no_update.update_prompt.clear();
+    assert_eq!(no_update.steps(), [Step::Clear, Step::Init, Step::Kickstart]);
+    let mut only_kick = builtin("solo").unwrap();
+    only_kick.update_prompt.clear();
+    only_kick.clear_and_init = false;
+    assert_eq!(only_kick.steps(), [Step::Kickstart]);
+    let mut nothing = only_kick.clone();
+    nothing.kickstart_prompt = "  ".into();
+    let mut sim = Sim::new(nothing);
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(60);
+    assert!(sim.sent.is_empty(), "a cycle with no steps sends nothing");
+}
+
+#[test]
+fn no_cycle_while_waiting_on_the_user_and_one_in_progress_is_abandoned() {
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::Activity(Activity::WaitingInput));
+    sim.run(60);
+    assert!(sim.sent.is_empty(), "a question to the user is never answered by a cycle");
+
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(5); // update sent at 3, the agent works
+    sim.busy_until = None;
+    sim.input(Input::Activity(Activity::WaitingInput));
+    assert_eq!(sim.abandoned(), ["the agent is waiting for the user"]);
+    assert_eq!(sim.state.phase, Phase::Watching);
+    sim.run(60);
+    assert_eq!(sim.steps(), [Step::Update], "nothing more while it waits");
+}
+
+#[test]
+fn no_cycle_within_the_user_quiet_time_after_typing() {
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::UserInput);
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(29);
+    assert!(sim.sent.is_empty());
+    sim.run(31);
+    assert_eq!(sim.sent.first().map(|s| s.0), Some(S(30)), "30 s after the last keystroke");
+
+    // Typing during a cycle abandons it.
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(4);
+    sim.input(Input::UserInput);
+    assert_eq!(sim.abandoned(), ["the user is typing in the session"]);
+}
+
+#[test]
+fn a_limit_pause_or_an_open_breaker_blocks_cycles_and_abandons_one_in_progress() {
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::Blocked(Some("paused on a usage limit".into())));
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(100);
+    assert!(sim.sent.is_empty());
+    sim.input(Input::Blocked(None));
+    sim.run(104);
+    assert_eq!(sim.steps(), [Step::Update], "cycles resume once unblocked (the idle timer had run)");
+
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(25); // update done at 23, pausing before /clear at 24 → /clear sent
+    sim.input(Input::Blocked(Some("the no-progress breaker is open".into())));
+    assert_eq!(sim.abandoned(), ["the no-progress breaker is open"]);
+    sim.run(200);
+    assert_eq!(sim.steps(), [Step::Update, Step::Clear]);
+}
+
+#[test]
+fn a_step_still_busy_at_its_timeout_abandons_the_cycle() {
+    let mut settings = builtin("solo").unwrap();
+    settings.step_timeout = S(60);
+    let mut sim = Sim::new(settings);
+    sim.turn = S(500);
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(100);
+    assert_eq!(sim.steps(), [Step::Update]);
+    assert!(sim.effects.iter().any(|(t, e)| *t == S(63) && matches!(e, Effect::StepEnded { outcome: "timed_out", .. })));
+    assert_eq!(sim.abandoned().len(), 1);
+}
+
+#[test]
+fn the_next_step_is_never_typed_into_a_busy_pane() {
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(23); // update done at 23; /clear due at 24
+    sim.input(Input::Activity(Activity::Working)); // something woke the agent
+    sim.run(24);
+    assert_eq!(sim.steps(), [Step::Update]);
+    assert_eq!(sim.abandoned(), ["the agent was busy when the next step was due"]);
+}
+
+#[test]
+fn cycles_stop_when_the_duration_ends() {
+    let mut settings = builtin("solo").unwrap();
+    settings.duration = S(100);
+    let mut sim = Sim::new(settings);
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(1000);
+    assert!(sim.effects.iter().any(|(t, e)| *t == S(100) && *e == Effect::Expired));
+    assert!(sim.sent.iter().all(|(t, _)| *t < S(100)));
+    assert_eq!(sim.state.phase, Phase::Finished);
+    assert_eq!(sim.state.next_deadline(), None);
+}
