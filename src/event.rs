@@ -54,6 +54,10 @@ pub enum SessionState {
     Idle,
     /// The agent is blocked on the user: a permission prompt, a question it asked.
     WaitingInput,
+    /// A respawn cycle is running its steps.
+    Respawning,
+    /// A breaker is open: no more cycles, or no more restarts, until it is reset.
+    BreakerOpen,
     /// The process ended (its exit code or signal is on the event).
     Exited,
     /// The process could not be started at all.
@@ -68,6 +72,8 @@ impl SessionState {
             Self::Working => "working",
             Self::Idle => "idle",
             Self::WaitingInput => "waiting_input",
+            Self::Respawning => "respawning",
+            Self::BreakerOpen => "breaker_open",
             Self::Exited => "exited",
             Self::Failed => "failed",
         }
@@ -85,6 +91,8 @@ impl SessionState {
             "working" => Self::Working,
             "idle" => Self::Idle,
             "waiting_input" => Self::WaitingInput,
+            "respawning" => Self::Respawning,
+            "breaker_open" => Self::BreakerOpen,
             "exited" => Self::Exited,
             "failed" => Self::Failed,
             _ => return None,
@@ -135,6 +143,27 @@ pub enum EventKind {
     Input { source: String, chars: usize, enter: bool },
     /// Someone asked for the session to stop.
     StopRequested { source: String },
+    /// A step of a respawn cycle was sent or ended.
+    RespawnStep {
+        cycle: u32,
+        step: crate::respawn::Step,
+        /// `sent`, `done`, `timed_out`.
+        outcome: String,
+    },
+    /// The respawn arrangement: `armed`, `cycle_started`, `cycle_finished`, `abandoned`, `expired`,
+    /// `restart`, `auto_accept`.
+    Respawn {
+        action: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cycle: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The session's total cost so far (cycle_started) or the cycle's cost (cycle_finished).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
+    /// A breaker changed: `no_progress` or `crash_loop`, to `closed`, `half_open` or `open`.
+    Breaker { breaker: String, state: crate::breaker::BreakerState, reason: String },
     /// The agent's plan usage changed (from its statusLine data).
     Usage {
         #[serde(flatten)]
@@ -164,6 +193,9 @@ impl EventKind {
             Self::Input { .. } => "input",
             Self::StopRequested { .. } => "stop_requested",
             Self::Usage { .. } => "usage",
+            Self::RespawnStep { .. } => "respawn_step",
+            Self::Respawn { .. } => "respawn",
+            Self::Breaker { .. } => "breaker",
         }
     }
 

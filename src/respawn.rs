@@ -45,9 +45,11 @@ impl Step {
     }
 }
 
-pub const DEFAULT_UPDATE_PROMPT: &str = "Before your context is reset: write a short note to PROGRESS.md saying what you \
+pub const DEFAULT_UPDATE_PROMPT: &str =
+    "Before your context is reset: write a short note to PROGRESS.md saying what you \
 finished, what you were in the middle of, and what comes next. Keep it brief; after the reset it is all you will have.";
-pub const DEFAULT_KICKSTART_PROMPT: &str = "Continue the work. Read PROGRESS.md first if it exists, then carry on with \
+pub const DEFAULT_KICKSTART_PROMPT: &str =
+    "Continue the work. Read PROGRESS.md first if it exists, then carry on with \
 the next unfinished step. Do not redo work that is already done.";
 
 /// Every setting of the cycle.
@@ -359,7 +361,10 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
                     send(&mut s, &mut fx, cycle, next, now);
                 } else {
                     // Never type into a busy pane: whatever woke the agent, this cycle is over.
-                    fx.push(Effect::Abandoned { cycle, reason: "the agent was busy when the next step was due".into() });
+                    fx.push(Effect::Abandoned {
+                        cycle,
+                        reason: "the agent was busy when the next step was due".into(),
+                    });
                     s.phase = Phase::Watching;
                 }
             }

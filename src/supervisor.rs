@@ -38,6 +38,8 @@ pub struct SessionSpec {
     pub adapter: Option<Adapter>,
     /// The detector's timing (the quiet window, …).
     pub detect: DetectConfig,
+    /// Respawn cycles, armed for their duration, when set.
+    pub respawn: Option<crate::respawn::Settings>,
 }
 
 impl SessionSpec {
@@ -51,6 +53,7 @@ impl SessionSpec {
             output_tap: None,
             adapter: None,
             detect: DetectConfig::default(),
+            respawn: None,
         }
     }
 }
@@ -180,6 +183,9 @@ impl Supervisor {
         if let Some(r) = lock(&self.reporters).get_mut(&id) {
             r.last = Some(sample.clone());
         }
+        if let Some(handle) = self.session(session) {
+            handle.usage(sample.clone());
+        }
         Ok(Some(sample))
     }
 
@@ -264,6 +270,9 @@ impl Supervisor {
         );
         let actor = Actor {
             id: id.clone(),
+            command: spec.command.clone(),
+            agent: spec.agent,
+            respawn: spec.respawn.clone(),
             spawned,
             screen: Screen::new(spec.command.size),
             emitter: self.emitter.clone(),

@@ -36,6 +36,8 @@ struct SignalsFile {
     #[serde(default)]
     working: WorkingFile,
     dialog: Option<Vec<DialogFile>>,
+    /// Dialog kinds that are routine confirmations, answered with Enter when auto-accept is on.
+    auto_accept: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -100,6 +102,7 @@ impl SignalsFile {
                 footer_rows: other.working.footer_rows.or(self.working.footer_rows),
             },
             dialog: other.dialog.or(self.dialog),
+            auto_accept: other.auto_accept.or(self.auto_accept),
         }
     }
 }
@@ -143,6 +146,7 @@ pub struct Adapter {
     footer: Option<Regex>,
     footer_rows: usize,
     dialogs: Vec<(String, Regex)>,
+    auto_accept: Vec<String>,
 }
 
 fn embedded(kind: AgentKind) -> &'static str {
@@ -216,6 +220,7 @@ impl Adapter {
                 .enumerate()
                 .map(|(i, d)| Ok((d.kind, re(&format!("dialog[{i}].pattern"), &d.pattern)?)))
                 .collect::<Result<_, AdapterError>>()?,
+            auto_accept: f.auto_accept.unwrap_or_default(),
         })
     }
 
@@ -262,6 +267,12 @@ impl Adapter {
             working = Some("the client reports state=working".to_string());
         }
         Verdict { working, dialog, prompt: composer.is_some() }
+    }
+
+    /// Whether a dialog of this kind is a routine confirmation that auto-accept may answer. A question
+    /// the agent asked the user never is.
+    pub fn auto_accepts(&self, kind: &str) -> bool {
+        kind != "question" && self.auto_accept.iter().any(|k| k == kind)
     }
 
     /// Whether the title says the agent is at rest (used in reasons).

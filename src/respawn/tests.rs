@@ -19,7 +19,15 @@ struct Sim {
 impl Sim {
     fn new(settings: Settings) -> Self {
         let t0 = Instant::now();
-        Self { state: State::new(settings, t0), t0, now: t0, turn: S(20), busy_until: None, sent: vec![], effects: vec![] }
+        Self {
+            state: State::new(settings, t0),
+            t0,
+            now: t0,
+            turn: S(20),
+            busy_until: None,
+            sent: vec![],
+            effects: vec![],
+        }
     }
 
     fn input(&mut self, input: Input) {
@@ -77,13 +85,17 @@ impl Sim {
     }
 
     fn abandoned(&self) -> Vec<String> {
-        self.effects.iter().filter_map(|(_, e)| if let Effect::Abandoned { reason, .. } = e { Some(reason.clone()) } else { None }).collect()
+        self.effects
+            .iter()
+            .filter_map(|(_, e)| if let Effect::Abandoned { reason, .. } = e { Some(reason.clone()) } else { None })
+            .collect()
     }
 }
 
 #[test]
 fn every_preset_has_its_exact_timings() {
-    let expected = [("solo", 3, 60), ("subagents", 45, 240), ("team", 90, 480), ("ralph", 8, 480), ("overnight", 10, 480)];
+    let expected =
+        [("solo", 3, 60), ("subagents", 45, 240), ("team", 90, 480), ("ralph", 8, 480), ("overnight", 10, 480)];
     for (name, idle, minutes) in expected {
         let settings = builtin(name).unwrap();
         assert_eq!(settings.idle_timeout, S(idle), "{name}");
@@ -206,7 +218,10 @@ fn a_step_still_busy_at_its_timeout_abandons_the_cycle() {
     sim.input(Input::Activity(Activity::Idle));
     sim.run(100);
     assert_eq!(sim.steps(), [Step::Update]);
-    assert!(sim.effects.iter().any(|(t, e)| *t == S(63) && matches!(e, Effect::StepEnded { outcome: "timed_out", .. })));
+    assert!(sim
+        .effects
+        .iter()
+        .any(|(t, e)| *t == S(63) && matches!(e, Effect::StepEnded { outcome: "timed_out", .. })));
     assert_eq!(sim.abandoned().len(), 1);
 }
 

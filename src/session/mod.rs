@@ -1,0 +1,123 @@
+//! One session: a task that owns a child's PTY and its screen model.
+//!
+//! Only the actor touches the child. Everyone else holds a cloneable [`SessionHandle`] that sends
+//! [`Control`] messages; the actor `select!`s over the child's output, its exit, those controls and
+//! the stop deadline, and reports what happened through the supervisor's emitter.
+
+mod actor;
+
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::event::{SessionId, SessionState};
+use crate::pty::{Exit, PtySize};
+use crate::screen::Snapshot;
+
+pub(crate) use actor::Actor;
+
+/// How long a stopped child gets between SIGHUP and SIGKILL, unless the session says otherwise.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// What the outside world can ask of a session.
+#[derive(Debug)]
+pub enum Control {
+    /// Type text, then optionally press Enter.
+    Send {
+        text: String,
+        enter: bool,
+        source: String,
+    },
+    /// Raw bytes (keys, escape sequences) as the user's terminal produced them; not journalled.
+    Keys(Vec<u8>),
+    Resize(PtySize),
+    /// SIGHUP to the process group, SIGKILL after the grace period.
+    Stop {
+        source: String,
+    },
+    Snapshot(oneshot::Sender<Snapshot>),
+    /// Close the session's breakers; an agent the crash-loop breaker stopped is started again.
+    ResetBreaker(oneshot::Sender<String>),
+    /// The agent's latest usage (its cost feeds the respawn cycles' accounting).
+    Usage(crate::usage::Sample),
+}
+
+/// Where a session is, as its handle sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub state: SessionState,
+    pub exit: Option<Exit>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("session {0} has ended")]
+pub struct SessionEnded(pub SessionId);
+
+/// A cloneable way to reach a running session.
+#[derive(Debug, Clone)]
+pub struct SessionHandle {
+    id: SessionId,
+    control: mpsc::Sender<Control>,
+    status: watch::Receiver<Status>,
+}
+
+impl SessionHandle {
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    pub fn status(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
+    async fn control(&self, c: Control) -> Result<(), SessionEnded> {
+        self.control.send(c).await.map_err(|_| SessionEnded(self.id.clone()))
+    }
+
+    pub async fn send_text(&self, text: impl Into<String>, enter: bool, source: &str) -> Result<(), SessionEnded> {
+        self.control(Control::Send { text: text.into(), enter, source: source.to_string() }).await
+    }
+
+    pub async fn send_keys(&self, bytes: Vec<u8>) -> Result<(), SessionEnded> {
+        self.control(Control::Keys(bytes)).await
+    }
+
+    pub async fn resize(&self, size: PtySize) -> Result<(), SessionEnded> {
+        self.control(Control::Resize(size)).await
+    }
+
+    pub async fn stop(&self, source: &str) -> Result<(), SessionEnded> {
+        self.control(Control::Stop { source: source.to_string() }).await
+    }
+
+    /// Resets the session's breakers; says what was reset.
+    pub async fn reset_breaker(&self) -> Result<String, SessionEnded> {
+        let (tx, rx) = oneshot::channel();
+        self.control(Control::ResetBreaker(tx)).await?;
+        rx.await.map_err(|_| SessionEnded(self.id.clone()))
+    }
+
+    /// Passes a usage sample to the session without waiting.
+    pub fn usage(&self, sample: crate::usage::Sample) {
+        let _ = self.control.try_send(Control::Usage(sample));
+    }
+
+    pub async fn snapshot(&self) -> Result<Snapshot, SessionEnded> {
+        let (tx, rx) = oneshot::channel();
+        self.control(Control::Snapshot(tx)).await?;
+        rx.await.map_err(|_| SessionEnded(self.id.clone()))
+    }
+
+    /// Waits until the session has ended and returns how its process exited.
+    pub async fn wait(&self) -> Exit {
+        let mut status = self.status.clone();
+        loop {
+            if let Some(exit) = status.borrow_and_update().exit.clone() {
+                return exit;
+            }
+            if status.changed().await.is_err() {
+                return status.borrow().exit.clone().unwrap_or(Exit::Code(-1));
+            }
+        }
+    }
+}
