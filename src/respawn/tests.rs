@@ -75,11 +75,6 @@ impl Sim {
         }
     }
 
-    fn at(&mut self, secs: u64, input: Input) {
-        self.run(secs);
-        self.input(input);
-    }
-
     fn steps(&self) -> Vec<Step> {
         self.sent.iter().map(|(_, s)| *s).collect()
     }

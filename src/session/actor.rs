@@ -352,10 +352,8 @@ impl Session {
                         self.begin_stop(&pty, "the supervisor", &mut kill_at);
                     }
                     None => {}
-                    Some(Control::Stop { source }) => {
-                        if exit.is_none() && self.stopped_by.is_none() {
-                            self.begin_stop(&pty, &source, &mut kill_at);
-                        }
+                    Some(Control::Stop { source }) if exit.is_none() && self.stopped_by.is_none() => {
+                        self.begin_stop(&pty, &source, &mut kill_at);
                     }
                     Some(control) => self.handle(control, Some(&pty)),
                 },
