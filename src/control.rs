@@ -34,6 +34,10 @@ pub enum Request {
     Stop {
         session: String,
     },
+    /// Close the session's breakers.
+    ResetBreaker {
+        session: String,
+    },
     /// The session's screen as text, now.
     Screen {
         session: String,
@@ -63,11 +67,13 @@ pub struct Response {
     pub pid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screen: Option<crate::screen::Snapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl Response {
     fn ok() -> Self {
-        Self { ok: true, error: None, pid: Some(std::process::id()), screen: None }
+        Self { ok: true, error: None, pid: Some(std::process::id()), screen: None, message: None }
     }
 
     fn error(code: &str, message: impl Into<String>) -> Self {
@@ -76,6 +82,7 @@ impl Response {
             error: Some(ErrorBody { code: code.into(), message: message.into() }),
             pid: None,
             screen: None,
+            message: None,
         }
     }
 }
@@ -182,21 +189,26 @@ async fn answer(request: Request, supervisor: &Supervisor) -> Response {
                 Err(e) => Response::error("usage_refused", e.to_string()),
             };
         }
-        Request::Send { session, .. } | Request::Stop { session } | Request::Screen { session } => session.clone(),
+        Request::Send { session, .. }
+        | Request::Stop { session }
+        | Request::Screen { session }
+        | Request::ResetBreaker { session } => session.clone(),
     };
     let Some(handle) = supervisor.session(&session) else {
         return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
     };
     let result = match request {
-        Request::Send { text, enter, .. } => handle.send_text(text, enter, "nightshift send").await.map(|()| None),
-        Request::Stop { .. } => handle.stop("nightshift stop").await.map(|()| None),
-        Request::Screen { .. } => handle.snapshot().await.map(Some),
-        Request::Ping | Request::Usage { .. } => Ok(None),
+        Request::Send { text, enter, .. } => {
+            handle.send_text(text, enter, "nightshift send").await.map(|()| Response::ok())
+        }
+        Request::Stop { .. } => handle.stop("nightshift stop").await.map(|()| Response::ok()),
+        Request::Screen { .. } => handle.snapshot().await.map(|s| Response { screen: Some(s), ..Response::ok() }),
+        Request::ResetBreaker { .. } => {
+            handle.reset_breaker().await.map(|m| Response { message: Some(m), ..Response::ok() })
+        }
+        Request::Ping | Request::Usage { .. } => Ok(Response::ok()),
     };
-    match result {
-        Ok(screen) => Response { screen, ..Response::ok() },
-        Err(e) => Response::error("session_ended", e.to_string()),
-    }
+    result.unwrap_or_else(|e| Response::error("session_ended", e.to_string()))
 }
 
 /// Sends one request to the process listening at `path`.

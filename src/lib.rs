@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod breaker;
 pub mod clock;
+pub mod config;
 pub mod control;
 pub mod detect;
 pub mod event;

@@ -47,11 +47,7 @@ impl Paths {
         ensure_dir(&state_dir)?;
         let runtime_dir = default_runtime_dir();
         ensure_private_dir(&runtime_dir)?;
-        let config_dir = std::env::var_os(CONFIG_DIR_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| directories::ProjectDirs::from("", "", "nightshift").map(|d| d.config_dir().to_path_buf()));
-        Ok(Self { state_dir, runtime_dir, config_dir })
+        Ok(Self { state_dir, runtime_dir, config_dir: Self::config_dir() })
     }
 
     /// The SQLite journal.
@@ -62,6 +58,14 @@ impl Paths {
     /// The rotating log files.
     pub fn log_dir(&self) -> PathBuf {
         self.state_dir.join("logs")
+    }
+
+    /// `$NIGHTSHIFT_CONFIG_DIR`, or `$XDG_CONFIG_HOME/nightshift`.
+    pub fn config_dir() -> Option<PathBuf> {
+        std::env::var_os(CONFIG_DIR_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| directories::ProjectDirs::from("", "", "nightshift").map(|d| d.config_dir().to_path_buf()))
     }
 
     /// Where users override an agent's screen signals (`agents/claude.toml`, …).

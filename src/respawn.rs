@@ -54,7 +54,7 @@ the next unfinished step. Do not redo work that is already done.";
 
 /// Every setting of the cycle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Settings {
     /// How long the session must be idle before a cycle starts.
     #[serde(with = "humantime_serde_secs")]
@@ -97,6 +97,13 @@ mod humantime_serde_secs {
             return Err(serde::de::Error::custom(format!("{secs} is not a number of seconds")));
         }
         Ok(Duration::from_secs_f64(secs))
+    }
+}
+
+/// Settings left out of a hand-written preset are the Overnight preset's.
+impl Default for Settings {
+    fn default() -> Self {
+        Self::preset(10, 480)
     }
 }
 

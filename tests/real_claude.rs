@@ -138,3 +138,76 @@ async fn retrying_an_overloaded_api_is_working_and_giving_up_is_idle() {
     assert!(secs(idle_at, last) > 0.0, "working through every retry, idle only after giving up");
     assert_eq!(d, w + 1, "{:?}", names(&run, w));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_solo_preset_runs_update_clear_init_kickstart_in_order_after_a_turn() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    // /init's prompt carries no marker: make its turn a visible one.
+    mock.set_default("slow:2");
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &[
+                "--preset",
+                "solo",
+                "--update-prompt",
+                "UPDATE-STEP write down where you are mock:slow:2",
+                "--kickstart-prompt",
+                "KICKSTART-STEP carry on mock:slow:40",
+                // The test types its first prompt through `nightshift send`, which counts as the user.
+                "--user-quiet",
+                "1",
+            ],
+            ..Default::default()
+        },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("do the work mock:slow:2", true);
+    run.wait_state("working", i + 1, Duration::from_secs(15));
+    // The cycle: update → /clear → /init → kickstart, then the agent works on the kickstart.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !mock.messages().iter().any(|r| r.last_user.contains("KICKSTART-STEP")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no kickstart; events:\n{}\nrequests: {:?}",
+            run.env.stdout(&["journal"]),
+            mock.messages()
+                .iter()
+                .map(|r| (r.scenario.clone(), r.last_user.chars().rev().take(40).collect::<String>()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let steps: Vec<(String, String)> = run
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "respawn_step")
+        .map(|e| (e["step"].as_str().unwrap().to_string(), e["outcome"].as_str().unwrap().to_string()))
+        .collect();
+    let sent: Vec<&str> = steps.iter().filter(|(_, o)| o == "sent").map(|(s, _)| s.as_str()).collect();
+    assert_eq!(sent, ["update", "clear", "init", "kickstart"], "{steps:?}");
+    let ended: Vec<&str> =
+        steps.iter().filter(|(_, o)| o != "sent").map(|(s, o)| if o == "done" { s.as_str() } else { "!" }).collect();
+    assert_eq!(ended, ["update", "clear", "init"], "each step finished before the next: {steps:?}");
+
+    // The API saw the prompts in that order, each after the previous answer was complete.
+    let requests = mock.messages();
+    let find = |needle: &str| {
+        requests.iter().position(|r| r.last_user.contains(needle)).unwrap_or_else(|| panic!("no {needle}"))
+    };
+    let update = find("UPDATE-STEP");
+    let init = find("# CLAUDE.md\n\nThis f");
+    let kick = find("KICKSTART-STEP");
+    assert!(update < init && init < kick, "order: update {update}, init {init}, kickstart {kick}");
+    for (a, b) in [(update, init), (init, kick)] {
+        let done = requests[a].done_at.expect("answered");
+        assert!(requests[b].at > done, "request {b} came only after request {a} was answered");
+    }
+    let (_, _, last) = run.wait_state("working", 0, Duration::from_secs(1));
+    assert_eq!(last["state"], "working");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let states = run.states();
+    assert_eq!(states.last().unwrap().1, "working", "the session ends working on the kickstart");
+}

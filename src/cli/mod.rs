@@ -1,6 +1,8 @@
 //! The command line: one file per verb.
 
+mod breaker;
 mod journal;
+mod presets;
 mod run;
 mod screen;
 mod send;
@@ -14,6 +16,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use nightshift::control;
 use nightshift::paths::{Paths, STATE_DIR_ENV};
 use nightshift::store::{SessionRow, Store};
 
@@ -39,6 +42,10 @@ enum Command {
     Send(send::Args),
     /// Stop a running session (SIGHUP, then SIGKILL after a grace period).
     Stop(stop::Args),
+    /// The respawn presets: list, show, save your own, delete.
+    Presets(presets::Args),
+    /// Circuit breakers: `nightshift breaker reset SESSION`.
+    Breaker(breaker::Args),
     /// Print what a running session shows now.
     Screen(screen::Args),
     /// Show the plan usage (5-hour and 7-day windows) and the last 24 hours.
@@ -57,6 +64,8 @@ pub fn main() -> ExitCode {
         Command::Send(args) => send::run(cli.state_dir, args),
         Command::Stop(args) => stop::run(cli.state_dir, args),
         Command::Screen(args) => screen::run(cli.state_dir, args),
+        Command::Presets(args) => presets::run(cli.state_dir, args),
+        Command::Breaker(args) => breaker::run(cli.state_dir, args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Statusline(args) => statusline::run(args),
     };
@@ -84,27 +93,35 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// The control socket of the process that runs `row`, or why there is none to talk to.
-fn live_socket(row: &SessionRow) -> anyhow::Result<PathBuf> {
-    if row.is_final() {
+/// Sends `request` to the process that runs `row`'s session, or says why there is none to talk to.
+/// A session that exited may still be alive in its process (a respawn restarting it), so the
+/// process is asked before the journal's word is taken.
+fn ask(row: &SessionRow, request: &control::Request) -> anyhow::Result<control::Response> {
+    let ended = || {
         let how = match (row.exit_code, &row.exit_signal) {
             (_, Some(signal)) => format!(" ({signal})"),
             (Some(code), None) => format!(" (code {code})"),
             _ => String::new(),
         };
-        anyhow::bail!("session {} has {}{how}; there is nothing running to talk to", row.id, row.state);
-    }
+        anyhow::anyhow!("session {} has {}{how}; there is nothing running to talk to", row.id, row.state)
+    };
     let Some(socket) = &row.control_socket else {
         anyhow::bail!("session {} was started without a control socket; it cannot be reached", row.id);
     };
     if !row.owner_alive() {
+        if row.is_final() {
+            return Err(ended());
+        }
         anyhow::bail!(
             "the Nightshift process that ran session {} (pid {}) is gone; the session is lost",
             row.id,
             row.owner_pid.unwrap_or_default()
         );
     }
-    Ok(PathBuf::from(socket))
+    match runtime()?.block_on(control::request(std::path::Path::new(socket), request)) {
+        Err(control::ControlError::Refused(body)) if body.code == "no_session" && row.is_final() => Err(ended()),
+        other => Ok(other?),
+    }
 }
 
 /// An RFC 3339 UTC timestamp from the journal, shown in local time.

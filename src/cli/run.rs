@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use nightshift::agent::Adapter;
 use nightshift::clock::SystemClock;
+use nightshift::config::Config;
 use nightshift::control::ControlServer;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
@@ -46,6 +47,14 @@ pub struct Args {
     /// Seconds a stopped session gets between SIGHUP and SIGKILL
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
     stop_grace: f64,
+    /// Keep the session working: respawn cycles when it goes idle, restarts when it exits
+    #[arg(long)]
+    respawn: bool,
+    /// The respawn preset (solo, subagents, team, ralph, overnight, or one of yours); implies --respawn
+    #[arg(long, value_name = "NAME")]
+    preset: Option<String>,
+    #[command(flatten)]
+    respawn_settings: super::presets::SettingsArgs,
     /// Seconds the agent's terminal must stay quiet before it counts as idle
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     quiet_window: f64,
@@ -95,6 +104,14 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let mut spec = SessionSpec::new(command);
     spec.agent = agent;
     spec.adapter = Some(adapter);
+    if args.respawn || args.preset.is_some() {
+        let name = args.preset.as_deref().unwrap_or("solo");
+        let config = Config::load(paths.config_dir.as_deref())?;
+        let (mut settings, _) = config.preset(name)?;
+        args.respawn_settings.apply(&mut settings)?;
+        spec.preset = Some(name.to_string());
+        spec.respawn = Some(settings);
+    }
     spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
     spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
 

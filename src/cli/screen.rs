@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::control::{self, Request};
+use nightshift::control::Request;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -17,9 +17,7 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    let socket = super::live_socket(&row)?;
-    let response =
-        super::runtime()?.block_on(control::request(&socket, &Request::Screen { session: row.id.clone() }))?;
+    let response = super::ask(&row, &Request::Screen { session: row.id.clone() })?;
     let screen = response.screen.ok_or_else(|| anyhow::anyhow!("the session's process sent no screen"))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&screen)?);

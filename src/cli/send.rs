@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::control::{self, Request};
+use nightshift::control::Request;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -19,8 +19,7 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    let socket = super::live_socket(&row)?;
     let request = Request::Send { session: row.id.clone(), text: args.text, enter: args.enter };
-    super::runtime()?.block_on(control::request(&socket, &request))?;
+    super::ask(&row, &request)?;
     Ok(ExitCode::SUCCESS)
 }

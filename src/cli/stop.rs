@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::control::{self, Request};
+use nightshift::control::Request;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -14,8 +14,7 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    let socket = super::live_socket(&row)?;
-    super::runtime()?.block_on(control::request(&socket, &Request::Stop { session: row.id.clone() }))?;
+    super::ask(&row, &Request::Stop { session: row.id.clone() })?;
     println!("stopping session {}", row.id);
     Ok(ExitCode::SUCCESS)
 }

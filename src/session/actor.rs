@@ -77,6 +77,7 @@ impl Actor {
             progress: NoProgress::default(),
             fingerprint: None,
             cost: None,
+            spent: None,
             cycle_cost_start: None,
             stopped_by: None,
             running: true,
@@ -136,8 +137,10 @@ struct Session {
     crash: CrashLoop,
     progress: NoProgress,
     fingerprint: Option<String>,
-    /// The session's total cost as its statusLine last reported it.
+    /// The session's cost as its statusLine last reported it (it starts again after `/clear`).
     cost: Option<f64>,
+    /// Everything spent since the session started, across those restarts of the count.
+    spent: Option<f64>,
     cycle_cost_start: Option<f64>,
     stopped_by: Option<String>,
     running: bool,
@@ -217,7 +220,7 @@ impl Session {
     fn carry_out(&mut self, effect: Effect, pty: Option<&Pty>) {
         match effect {
             Effect::CycleStarted { cycle } => {
-                self.cycle_cost_start = self.cost;
+                self.cycle_cost_start = self.spent;
                 self.set_state(SessionState::Respawning, format!("respawn cycle {cycle} started"));
                 self.emit(EventKind::Respawn {
                     action: "cycle_started".into(),
@@ -247,7 +250,7 @@ impl Session {
                 });
             }
             Effect::CycleFinished { cycle } => {
-                let spent = self.cost.zip(self.cycle_cost_start).map(|(now, then)| now - then);
+                let spent = self.spent.zip(self.cycle_cost_start).map(|(now, then)| now - then);
                 self.emit(EventKind::Respawn {
                     action: "cycle_finished".into(),
                     cycle: Some(cycle),
@@ -527,8 +530,14 @@ impl Session {
                 let _ = reply.send(said);
             }
             Control::Usage(sample) => {
-                if sample.cost_usd.is_some() {
-                    self.cost = sample.cost_usd;
+                if let Some(cost) = sample.cost_usd {
+                    // A lower figure is a new count (after /clear or a restart), not money back.
+                    let added = match self.cost {
+                        Some(before) if cost >= before => cost - before,
+                        _ => cost,
+                    };
+                    self.spent = Some(self.spent.unwrap_or(0.0) + added);
+                    self.cost = Some(cost);
                 }
             }
             Control::Stop { .. } => {}

@@ -48,6 +48,9 @@ pub struct ClaudeRun {
 }
 
 pub struct Options<'a> {
+    /// `nightshift run` options.
+    pub run_args: &'a [&'a str],
+    /// The client's own arguments.
     pub args: &'a [&'a str],
     pub cols: u16,
     pub rows: u16,
@@ -57,7 +60,7 @@ pub struct Options<'a> {
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Self { args: &[], cols: 120, rows: 40, auth: Auth::Subscriber, extra_env: &[] }
+        Self { run_args: &[], args: &[], cols: 120, rows: 40, auth: Auth::Subscriber, extra_env: &[] }
     }
 }
 
@@ -87,39 +90,30 @@ impl ClaudeRun {
         let events = env.path("events.jsonl");
         let (cols, rows) = (opts.cols.to_string(), opts.rows.to_string());
         let mut cmd = Command::new(super::bin());
-        cmd.args([
-            "run",
-            "--agent",
-            "claude",
-            "--events",
-            events.to_str().unwrap(),
-            "--cols",
-            &cols,
-            "--rows",
-            &rows,
-            "--",
-        ])
-        .arg(client)
-        .args(opts.args)
-        .env_clear()
-        .env("HOME", &home)
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("TERM", "xterm-256color")
-        .env("LANG", "C.UTF-8")
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .env("ANTHROPIC_BASE_URL", base_url)
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
-        .env("NIGHTSHIFT_STATE_DIR", env.state_dir())
-        .env("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir())
-        .env("NIGHTSHIFT_CONFIG_DIR", env.path("config"))
-        .current_dir(&workdir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        cmd.args(["run", "--agent", "claude", "--events", events.to_str().unwrap(), "--cols", &cols, "--rows", &rows])
+            .args(opts.run_args)
+            .arg("--")
+            .arg(client)
+            .args(opts.args)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("TERM", "xterm-256color")
+            .env("LANG", "C.UTF-8")
+            .env("CLAUDE_CONFIG_DIR", &config)
+            .env("ANTHROPIC_BASE_URL", base_url)
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
+            .env("NIGHTSHIFT_STATE_DIR", env.state_dir())
+            .env("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir())
+            .env("NIGHTSHIFT_CONFIG_DIR", env.path("config"))
+            .current_dir(&workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         match opts.auth {
             Auth::Subscriber => cmd.env("CLAUDE_CODE_OAUTH_TOKEN", key),
             Auth::ApiKey => cmd.env("ANTHROPIC_API_KEY", key),

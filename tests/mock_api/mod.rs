@@ -56,6 +56,8 @@ impl Default for Usage {
 struct Shared {
     log: Mutex<Vec<Record>>,
     usage: Mutex<Usage>,
+    /// The scenario of a request without a marker.
+    default: Mutex<String>,
 }
 
 /// A running mock; stops when dropped.
@@ -77,7 +79,11 @@ pub fn epoch(t: SystemTime) -> u64 {
 
 impl MockApi {
     pub async fn start() -> Self {
-        let shared = Arc::new(Shared { log: Mutex::new(Vec::new()), usage: Mutex::new(Usage::default()) });
+        let shared = Arc::new(Shared {
+            log: Mutex::new(Vec::new()),
+            usage: Mutex::new(Usage::default()),
+            default: Mutex::new("fast".into()),
+        });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the mock API");
         let addr = listener.local_addr().unwrap();
@@ -101,6 +107,11 @@ impl MockApi {
             .into_iter()
             .filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens"))
             .collect()
+    }
+
+    /// What a request without a `mock:` marker gets (`slow:2`, …).
+    pub fn set_default(&self, marker: &str) {
+        *self.shared.default.lock().unwrap() = marker.to_string();
     }
 
     pub fn set_usage(&self, usage: Usage) {
@@ -225,7 +236,13 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, bod
 
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let (text, tool_result) = last_user(&request);
-    let scenario = if tool_result { Scenario::AfterTool } else { scenario_for(&text) };
+    let scenario = if tool_result {
+        Scenario::AfterTool
+    } else if text.contains("mock:") {
+        scenario_for(&text)
+    } else {
+        scenario_for(&format!("mock:{}", shared.default.lock().unwrap()))
+    };
     let model = request["model"].as_str().unwrap_or("claude-sonnet-5-5").to_string();
     let stream = request["stream"].as_bool().unwrap_or(false);
 

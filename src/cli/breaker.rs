@@ -1,0 +1,30 @@
+//! `nightshift breaker reset`: close a session's breakers, as only the user may.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use nightshift::control::Request;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Close the session's open breakers; an agent the crash-loop breaker stopped starts again
+    Reset {
+        /// The session (an id or a unique prefix of one)
+        session: String,
+    },
+}
+
+pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    let Action::Reset { session } = args.action;
+    let (_, store) = super::open_store(state_dir)?;
+    let row = store.find_session(&session)?;
+    let response = super::ask(&row, &Request::ResetBreaker { session: row.id.clone() })?;
+    println!("session {}: {}", row.id, response.message.unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,172 @@
+//! Settings the user keeps: their own respawn presets, in `$XDG_CONFIG_HOME/nightshift/config.toml`.
+//!
+//! ```toml
+//! [presets.my-night]
+//! idle_timeout = 20
+//! duration = 21600
+//! ...every respawn setting...
+//! ```
+//!
+//! Built-in presets cannot be overwritten or deleted. The file is written atomically (a temporary
+//! file renamed over it), so a crash never leaves half a configuration.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::respawn::{self, Settings};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("`{0}` is a built-in preset and cannot be changed; save your version under another name")]
+    Builtin(String),
+    #[error("no preset `{0}`; `nightshift presets` lists them")]
+    NoPreset(String),
+    #[error("a preset name is letters, digits, `-` and `_` (1 to 40 of them), not `{0}`")]
+    BadName(String),
+    #[error("no configuration directory could be found; set NIGHTSHIFT_CONFIG_DIR")]
+    NoDir,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub presets: BTreeMap<String, Settings>,
+}
+
+/// Where a preset comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Builtin,
+    User,
+}
+
+impl Config {
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join("config.toml")
+    }
+
+    /// The configuration in `dir` (empty when there is no file).
+    pub fn load(dir: Option<&Path>) -> Result<Self, ConfigError> {
+        let Some(dir) = dir else { return Ok(Self::default()) };
+        let path = Self::path(dir);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        let config: Config =
+            toml::from_str(&text).map_err(|e| ConfigError::Invalid { path: path.clone(), message: e.to_string() })?;
+        if let Some(name) = config.presets.keys().find(|n| respawn::builtin(n).is_some()) {
+            return Err(ConfigError::Invalid {
+                path,
+                message: format!("`{name}` is the name of a built-in preset; rename yours"),
+            });
+        }
+        Ok(config)
+    }
+
+    pub fn save(&self, dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
+        let dir = dir.ok_or(ConfigError::NoDir)?;
+        let path = Self::path(dir);
+        let text = toml::to_string_pretty(self)
+            .map_err(|e| ConfigError::Invalid { path: path.clone(), message: e.to_string() })?;
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(dir)?;
+            let tmp = dir.join(".config.toml.tmp");
+            std::fs::write(&tmp, text.as_bytes())?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|source| ConfigError::Write { path: path.clone(), source })?;
+        Ok(path)
+    }
+
+    /// A preset by name: a built-in one or the user's.
+    pub fn preset(&self, name: &str) -> Result<(Settings, Source), ConfigError> {
+        if let Some(settings) = respawn::builtin(name) {
+            return Ok((settings, Source::Builtin));
+        }
+        self.presets.get(name).map(|s| (s.clone(), Source::User)).ok_or_else(|| ConfigError::NoPreset(name.to_string()))
+    }
+
+    /// Every preset, built-in ones first.
+    pub fn all(&self) -> Vec<(String, Settings, Source)> {
+        let builtin = respawn::BUILTIN_PRESETS
+            .iter()
+            .map(|p| (p.0.to_string(), respawn::builtin(p.0).expect("built-in"), Source::Builtin));
+        builtin.chain(self.presets.iter().map(|(n, s)| (n.clone(), s.clone(), Source::User))).collect()
+    }
+
+    pub fn save_preset(&mut self, name: &str, settings: Settings) -> Result<(), ConfigError> {
+        if respawn::builtin(name).is_some() {
+            return Err(ConfigError::Builtin(name.to_string()));
+        }
+        let valid = !name.is_empty()
+            && name.len() <= 40
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(ConfigError::BadName(name.to_string()));
+        }
+        self.presets.insert(name.to_string(), settings);
+        Ok(())
+    }
+
+    pub fn delete_preset(&mut self, name: &str) -> Result<(), ConfigError> {
+        if respawn::builtin(name).is_some() {
+            return Err(ConfigError::Builtin(name.to_string()));
+        }
+        self.presets.remove(name).map(|_| ()).ok_or_else(|| ConfigError::NoPreset(name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_presets_round_trip_and_built_ins_are_protected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("cfg");
+        let mut config = Config::load(Some(&dir)).unwrap();
+        assert!(config.presets.is_empty());
+        let mut mine = respawn::builtin("overnight").unwrap();
+        mine.idle_timeout = std::time::Duration::from_secs(25);
+        mine.kickstart_prompt = "go on".into();
+        config.save_preset("my-night", mine.clone()).unwrap();
+        assert!(matches!(config.save_preset("overnight", mine.clone()), Err(ConfigError::Builtin(_))));
+        assert!(matches!(config.save_preset("bad name", mine.clone()), Err(ConfigError::BadName(_))));
+        config.save(Some(&dir)).unwrap();
+        let back = Config::load(Some(&dir)).unwrap();
+        assert_eq!(back.preset("my-night").unwrap(), (mine, Source::User));
+        assert_eq!(back.preset("Overnight").unwrap().1, Source::Builtin);
+        assert_eq!(back.all().len(), 6);
+        let mut back = back;
+        assert!(matches!(back.delete_preset("solo"), Err(ConfigError::Builtin(_))));
+        back.delete_preset("my-night").unwrap();
+        assert!(matches!(back.preset("my-night"), Err(ConfigError::NoPreset(_))));
+    }
+
+    #[test]
+    fn a_bad_file_is_named_with_the_problem() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("config.toml"), "[presets.x]\nidle_timeout = \"soon\"\n").unwrap();
+        let err = Config::load(Some(tmp.path())).unwrap_err().to_string();
+        assert!(err.contains("config.toml") && err.contains("idle_timeout"), "{err}");
+        // A hand-written preset may leave settings out: they are the Overnight preset's.
+        std::fs::write(tmp.path().join("config.toml"), "[presets.short]\nduration = 600\n").unwrap();
+        let short = Config::load(Some(tmp.path())).unwrap().preset("short").unwrap().0;
+        assert_eq!(short.duration, std::time::Duration::from_secs(600));
+        assert_eq!(short.idle_timeout, respawn::builtin("overnight").unwrap().idle_timeout);
+        std::fs::write(tmp.path().join("config.toml"), "[presets.solo]\nidle_timeout = 1\n").unwrap();
+        assert!(Config::load(Some(tmp.path())).unwrap_err().to_string().contains("built-in"));
+    }
+}
