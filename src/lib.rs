@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod detect;
+pub mod digest;
 pub mod event;
 pub mod logging;
 pub mod paths;

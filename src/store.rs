@@ -80,7 +80,35 @@ fn migrations() -> Migrations<'static> {
         ) STRICT;
         CREATE INDEX usage_by_ts ON usage_samples(ts);",
         ),
+        // Morning run summaries (one per scheduled morning, whichever process makes it) and small
+        // bits of state such as when the digest was last viewed.
+        M::up(
+            "CREATE TABLE summaries (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            scheduled_for TEXT NOT NULL UNIQUE,
+            created_at    TEXT NOT NULL,
+            from_ts       TEXT NOT NULL,
+            to_ts         TEXT NOT NULL,
+            headline      TEXT NOT NULL,
+            body          TEXT NOT NULL     -- the digest as JSON
+        ) STRICT;
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        ) STRICT;",
+        ),
     ])
+}
+
+/// A stored morning run summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryRow {
+    pub scheduled_for: String,
+    pub created_at: String,
+    pub from_ts: String,
+    pub to_ts: String,
+    pub headline: String,
+    pub body: String,
 }
 
 /// A stored usage sample.
@@ -412,6 +440,59 @@ impl Store {
             })?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
+    }
+
+    /// Stores a morning summary; `false` when one for that morning exists already (another process
+    /// made it).
+    pub fn insert_summary(&mut self, row: &SummaryRow) -> Result<bool, StoreError> {
+        let n = self.conn.execute(
+            "INSERT OR IGNORE INTO summaries (scheduled_for, created_at, from_ts, to_ts, headline, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![row.scheduled_for, row.created_at, row.from_ts, row.to_ts, row.headline, row.body],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// The newest morning summary.
+    pub fn latest_summary(&self) -> Result<Option<SummaryRow>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT scheduled_for, created_at, from_ts, to_ts, headline, body FROM summaries ORDER BY scheduled_for DESC LIMIT 1",
+                [],
+                |r| {
+                    Ok(SummaryRow {
+                        scheduled_for: r.get(0)?,
+                        created_at: r.get(1)?,
+                        from_ts: r.get(2)?,
+                        to_ts: r.get(3)?,
+                        headline: r.get(4)?,
+                        body: r.get(5)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+    }
+
+    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// Whether anything happened in `[from, to)`.
+    pub fn any_events_between(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<bool, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM events WHERE ts >= ?1 AND ts < ?2)",
+            params![format_ts(from), format_ts(to)],
+            |r| r.get(0),
+        )?)
     }
 
     /// SQLite's own consistency check; `ok` when the file is sound.

@@ -231,3 +231,25 @@ fn unknown_sessions_and_bad_arguments_get_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--since"));
 }
+
+#[test]
+fn the_digest_in_three_formats_and_since_last_viewed() {
+    let env = Env::new();
+    let out = env.output(&["run", "--", "bash", "-c", "echo oops; exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+    let id = env.journal()[0]["session"].as_str().unwrap().to_string();
+    let text = env.stdout(&["digest", "--range", "1h"]);
+    assert!(text.contains("NEEDS YOU") && text.contains(&id) && text.contains("exited with code 3"), "{text}");
+    let md = env.stdout(&["digest", "--range", "24h", "--format", "markdown"]);
+    assert!(md.starts_with("# Nightshift digest") && md.contains("## Needs you"), "{md}");
+    let json: Value = serde_json::from_str(&env.stdout(&["digest", "--range", "today", "--format", "json"])).unwrap();
+    assert_eq!(json["totals"]["needs_you"], 1);
+    env.stdout(&["digest", "--mark-viewed"]);
+    let since = env.stdout(&["digest"]);
+    assert!(since.contains("Nothing ran in this range"), "{since}");
+    let bad = env.output(&["digest", "--range", "last-tuesday"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("since-last-viewed, 1h, today, 24h or FROM..TO"));
+    let none = env.stdout(&["digest", "--morning"]);
+    assert!(none.contains("No morning run summary yet"), "{none}");
+}

@@ -37,6 +37,27 @@ pub fn show_main(app: &tauri::AppHandle) {
     }
 }
 
+/// The morning run summary, made here (the app is the process that runs all night).
+fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
+    let store = match Store::open(journal) {
+        Ok(store) => store,
+        Err(e) => {
+            tracing::warn!("no morning summaries: {e}");
+            return;
+        }
+    };
+    tauri::async_runtime::spawn(nightshift::digest::run_mornings(
+        store,
+        Arc::new(SystemClock),
+        nightshift::digest::Morning::default(),
+        chrono::Local,
+        move |headline, _| {
+            use tauri::Emitter;
+            let _ = app.emit("morning", headline.to_string());
+        },
+    ));
+}
+
 /// The statusLine exporter for Claude sessions: the `nightshift` CLI installed beside the app, or
 /// the one on PATH.
 fn exporter_command() -> String {
@@ -81,6 +102,7 @@ pub fn run() {
         .invoke_handler(tauri::generate_handler![commands::list_sessions, commands::session_events])
         .setup(move |app| {
             tray::create(app.handle())?;
+            start_mornings(app.handle().clone(), &journal);
             follow::start(app.handle().clone(), journal, bus);
             Ok(())
         })

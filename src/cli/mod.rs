@@ -1,6 +1,7 @@
 //! The command line: one file per verb.
 
 mod breaker;
+mod digest;
 mod journal;
 mod presets;
 mod run;
@@ -42,6 +43,8 @@ enum Command {
     Send(send::Args),
     /// Stop a running session (SIGHUP, then SIGKILL after a grace period).
     Stop(stop::Args),
+    /// What happened over a range: what needs you, what got done, what it cost.
+    Digest(digest::Args),
     /// The respawn presets: list, show, save your own, delete.
     Presets(presets::Args),
     /// Circuit breakers: `nightshift breaker reset SESSION`.
@@ -65,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Stop(args) => stop::run(cli.state_dir, args),
         Command::Screen(args) => screen::run(cli.state_dir, args),
         Command::Presets(args) => presets::run(cli.state_dir, args),
+        Command::Digest(args) => digest::run(cli.state_dir, args),
         Command::Breaker(args) => breaker::run(cli.state_dir, args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Statusline(args) => statusline::run(args),

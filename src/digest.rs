@@ -1,0 +1,356 @@
+//! The away digest and the morning run summary: what happened over a range of time, computed from
+//! the journal and checked against the repositories themselves (commits and diffs, not the agent's
+//! word for it).
+//!
+//! Each session in the range lands in one section — *needs you* (waiting on a question, a breaker
+//! open, a crash, a lost supervisor), *done*, *still running* or *idle* — with its time working, idle
+//! and paused, its respawn cycles, limits, breaker trips and exits, its git progress and its usage.
+
+mod git;
+mod morning;
+mod render;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Local, NaiveTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::store::{EventQuery, SessionRow, Store, StoreError};
+pub use git::GitProgress;
+pub use morning::{due_morning, run_mornings, Morning, MorningOutcome, LAST_VIEWED_KEY};
+pub use render::{render, Format};
+
+/// Which stretch of time a digest covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// Since the digest was last viewed (the last 24 h if never).
+    SinceLastViewed,
+    LastHour,
+    /// Since local midnight.
+    Today,
+    Last24h,
+    Custom {
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+}
+
+impl Range {
+    /// The instants this range means at `now`.
+    pub fn bounds(self, now: DateTime<Utc>, last_viewed: Option<DateTime<Utc>>) -> (DateTime<Utc>, DateTime<Utc>) {
+        match self {
+            Self::SinceLastViewed => (last_viewed.unwrap_or(now - Duration::hours(24)), now),
+            Self::LastHour => (now - Duration::hours(1), now),
+            Self::Last24h => (now - Duration::hours(24), now),
+            Self::Today => {
+                let local = now.with_timezone(&Local).date_naive().and_time(NaiveTime::MIN);
+                let midnight = Local
+                    .from_local_datetime(&local)
+                    .earliest()
+                    .map_or(now - Duration::hours(24), |t| t.with_timezone(&Utc));
+                (midnight, now)
+            }
+            Self::Custom { from, to } => (from, to),
+        }
+    }
+}
+
+/// Where a session stands at the end of the range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Section {
+    NeedsYou,
+    Done,
+    StillRunning,
+    Idle,
+}
+
+/// One session over the range.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionDigest {
+    pub id: String,
+    pub agent: String,
+    pub command_line: String,
+    pub cwd: String,
+    pub state: String,
+    pub section: Section,
+    /// Why it needs the user, when it does.
+    pub needs_you: Vec<String>,
+    pub working_secs: i64,
+    pub idle_secs: i64,
+    pub paused_secs: i64,
+    pub respawn_cycles: u32,
+    pub limits_hit: u32,
+    pub resumes: u32,
+    pub breaker_trips: u32,
+    /// Each exit in the range: `code 3`, `SIGKILL`.
+    pub exits: Vec<String>,
+    pub git: Option<GitProgress>,
+    pub usage: Option<UsageDelta>,
+}
+
+/// How the plan windows and cost moved over the range.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct UsageDelta {
+    pub five_hour_from: Option<f64>,
+    pub five_hour_to: Option<f64>,
+    pub seven_day_from: Option<f64>,
+    pub seven_day_to: Option<f64>,
+    pub cost_usd: f64,
+}
+
+/// The whole digest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Digest {
+    #[serde(with = "crate::clock::ts")]
+    pub from: DateTime<Utc>,
+    #[serde(with = "crate::clock::ts")]
+    pub to: DateTime<Utc>,
+    pub sessions: Vec<SessionDigest>,
+    /// Notes that need no action (limits met and resumed, cycles run).
+    pub informational: Vec<String>,
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Totals {
+    pub sessions: usize,
+    pub needs_you: usize,
+    pub commits: usize,
+    pub limit_pauses: u32,
+    pub respawn_cycles: u32,
+    pub cost_usd: f64,
+}
+
+impl Digest {
+    pub fn section(&self, section: Section) -> impl Iterator<Item = &SessionDigest> {
+        self.sessions.iter().filter(move |s| s.section == section)
+    }
+
+    /// One line for a notification: "3 sessions · 14 commits · 2 limit pauses · 1 needs you".
+    pub fn headline(&self) -> String {
+        let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut parts =
+            vec![plural(self.totals.sessions, "session", "sessions"), plural(self.totals.commits, "commit", "commits")];
+        if self.totals.limit_pauses > 0 {
+            parts.push(plural(self.totals.limit_pauses as usize, "limit pause", "limit pauses"));
+        }
+        if self.totals.needs_you > 0 {
+            parts.push(format!("{} needs you", self.totals.needs_you));
+        }
+        parts.join(" · ")
+    }
+}
+
+fn parse_ts(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
+}
+
+/// Computes the digest of `[from, to)` from the journal (and each session's repository).
+pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Digest, StoreError> {
+    let mut sessions = Vec::new();
+    let mut informational = Vec::new();
+    for row in store.sessions()? {
+        let created = parse_ts(&row.created).unwrap_or(to);
+        let ended = row.ended.as_deref().and_then(parse_ts);
+        let overlaps = created < to && (ended.is_none_or(|e| e >= from) || !row.is_final());
+        if !overlaps {
+            continue;
+        }
+        let events: Vec<Value> = store
+            .events(&EventQuery { session: Some(row.id.clone()), ..Default::default() })?
+            .iter()
+            .filter_map(|e| serde_json::from_str(&e.body).ok())
+            .collect();
+        let usage = usage_delta(store, &row.id, from, to)?;
+        let digest = session_digest(&row, &events, from, to, usage);
+        if digest.limits_hit > 0 {
+            informational.push(format!(
+                "{}: {} usage-limit pause(s), {} resume(s)",
+                digest.id, digest.limits_hit, digest.resumes
+            ));
+        }
+        if digest.respawn_cycles > 0 {
+            informational.push(format!("{}: {} respawn cycle(s)", digest.id, digest.respawn_cycles));
+        }
+        sessions.push(digest);
+    }
+    let totals = Totals {
+        sessions: sessions.len(),
+        needs_you: sessions.iter().filter(|s| s.section == Section::NeedsYou).count(),
+        commits: commits_counted_once(&sessions),
+        limit_pauses: sessions.iter().map(|s| s.limits_hit).sum(),
+        respawn_cycles: sessions.iter().map(|s| s.respawn_cycles).sum(),
+        cost_usd: sessions.iter().filter_map(|s| s.usage.as_ref()).map(|u| u.cost_usd).sum(),
+    };
+    Ok(Digest { from, to, sessions, informational, totals })
+}
+
+/// Sessions sharing a repository share its commits: count each commit once.
+fn commits_counted_once(sessions: &[SessionDigest]) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    for git in sessions.iter().filter_map(|s| s.git.as_ref()) {
+        for c in &git.commits {
+            seen.insert(c.hash.clone());
+        }
+    }
+    seen.len()
+}
+
+fn usage_delta(
+    store: &Store,
+    session: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Option<UsageDelta>, StoreError> {
+    let rows: Vec<_> = store
+        .usage(Some(session), Some(from))?
+        .into_iter()
+        .filter(|r| parse_ts(&r.ts).is_some_and(|t| t < to))
+        .collect();
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let first_with = |f: fn(&crate::usage::Sample) -> Option<f64>| rows.iter().find_map(|r| f(&r.sample));
+    let last_with = |f: fn(&crate::usage::Sample) -> Option<f64>| rows.iter().rev().find_map(|r| f(&r.sample));
+    // The statusLine's cost starts again after /clear: add up the rises.
+    let mut cost = 0.0;
+    let mut before: Option<f64> = None;
+    for c in rows.iter().filter_map(|r| r.sample.cost_usd) {
+        cost += match before {
+            Some(b) if c >= b => c - b,
+            Some(_) => c,
+            None => 0.0,
+        };
+        before = Some(c);
+    }
+    Ok(Some(UsageDelta {
+        five_hour_from: first_with(|s| s.five_hour_pct),
+        five_hour_to: last_with(|s| s.five_hour_pct),
+        seven_day_from: first_with(|s| s.seven_day_pct),
+        seven_day_to: last_with(|s| s.seven_day_pct),
+        cost_usd: cost,
+    }))
+}
+
+fn session_digest(
+    row: &SessionRow,
+    events: &[Value],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    usage: Option<UsageDelta>,
+) -> SessionDigest {
+    let mut time: BTreeMap<&'static str, i64> = BTreeMap::new();
+    let mut current: Option<(String, DateTime<Utc>)> = None;
+    let mut last_event_at = from;
+    let (mut cycles, mut limits, mut resumes, mut trips) = (0, 0, 0, 0);
+    let mut exits = Vec::new();
+    let mut stopped_by_user = false;
+    let mut resume_failed = false;
+    let bucket = |state: &str| match state {
+        "working" | "respawning" => Some("working"),
+        "idle" => Some("idle"),
+        "limit_paused" | "breaker_open" | "waiting_input" => Some("paused"),
+        _ => None,
+    };
+    let close = |time: &mut BTreeMap<&'static str, i64>, state: &str, start: DateTime<Utc>, end: DateTime<Utc>| {
+        let (a, b) = (start.max(from), end.min(to));
+        if let (Some(key), true) = (bucket(state), b > a) {
+            *time.entry(key).or_default() += (b - a).num_seconds();
+        }
+    };
+    for ev in events {
+        let Some(ts) = ev["ts"].as_str().and_then(parse_ts) else { continue };
+        if ts >= to {
+            break;
+        }
+        last_event_at = last_event_at.max(ts);
+        let in_range = ts >= from;
+        match ev["event"].as_str().unwrap_or("") {
+            "state" => {
+                let state = ev["state"].as_str().unwrap_or("").to_string();
+                if let Some((prev, start)) = current.take() {
+                    close(&mut time, &prev, start, ts);
+                }
+                if in_range && state == "exited" {
+                    exits.push(match (ev["signal"].as_str(), ev["exit_code"].as_i64()) {
+                        (Some(sig), _) => sig.to_string(),
+                        (None, Some(code)) => format!("code {code}"),
+                        _ => "unknown".to_string(),
+                    });
+                    stopped_by_user = ev["reason"].as_str().is_some_and(|r| r.starts_with("stopped on request"));
+                }
+                current = Some((state, ts));
+            }
+            "respawn" if in_range && ev["action"] == "cycle_started" => cycles += 1,
+            "limit_detected" if in_range => limits += 1,
+            "resume_sent" if in_range => resumes += 1,
+            "limit_failed" if in_range => resume_failed = true,
+            "breaker" if in_range && ev["state"] == "open" => trips += 1,
+            _ => {}
+        }
+    }
+    // The state in force at the end runs to the end of the range, unless its supervisor is gone.
+    let shown = row.shown_state();
+    if let Some((state, start)) = &current {
+        let end = if row.is_final() || shown == "lost" { last_event_at.max(*start) } else { to };
+        close(&mut time, state, *start, end);
+    }
+
+    let mut needs = Vec::new();
+    let state = row.state.as_str();
+    if state == "waiting_input" {
+        let question =
+            events.iter().rev().find(|e| e["state"] == "waiting_input").and_then(|e| e["dialog"]["text"].as_str());
+        needs.push(match question {
+            Some(q) => format!("waiting on a question: {q}"),
+            None => "waiting for the user".to_string(),
+        });
+    }
+    if state == "breaker_open" {
+        needs.push(format!("breaker open: {}", row.reason.clone().unwrap_or_default()));
+    }
+    if resume_failed {
+        needs.push("a usage-limit resume failed".to_string());
+    }
+    if shown == "lost" {
+        needs.push("its Nightshift process was killed; the session is lost".to_string());
+    }
+    if state == "failed" {
+        needs.push(format!("failed to start: {}", row.error.clone().unwrap_or_default()));
+    }
+    let crashed =
+        state == "exited" && !stopped_by_user && (row.exit_code.is_some_and(|c| c != 0) || row.exit_signal.is_some());
+    if crashed {
+        needs.push(format!("exited with {}", exits.last().cloned().unwrap_or_else(|| "an error".into())));
+    }
+    let section = if !needs.is_empty() {
+        Section::NeedsYou
+    } else if row.is_final() {
+        Section::Done
+    } else if state == "idle" {
+        Section::Idle
+    } else {
+        Section::StillRunning
+    };
+    SessionDigest {
+        id: row.id.clone(),
+        agent: row.agent.clone(),
+        command_line: crate::supervisor::shell_words(&row.command),
+        cwd: row.cwd.clone(),
+        state: shown,
+        section,
+        needs_you: needs,
+        working_secs: time.get("working").copied().unwrap_or(0),
+        idle_secs: time.get("idle").copied().unwrap_or(0),
+        paused_secs: time.get("paused").copied().unwrap_or(0),
+        respawn_cycles: cycles,
+        limits_hit: limits,
+        resumes,
+        breaker_trips: trips,
+        exits,
+        git: git::progress(std::path::Path::new(&row.cwd), from, to),
+        usage,
+    }
+}

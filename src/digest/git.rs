@@ -1,0 +1,110 @@
+//! What a repository says happened: the commits made in a range, their size, and the changes not
+//! committed yet (at risk if the machine dies).
+
+use std::path::Path;
+use std::process::Command;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// git's empty tree: the base when the repository was born inside the range.
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    pub hash: String,
+    pub subject: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    pub files: u32,
+    pub insertions: u32,
+    pub deletions: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GitProgress {
+    /// Newest first.
+    pub commits: Vec<Commit>,
+    /// The committed change over the range.
+    pub committed: Stat,
+    /// Changes in the working tree now, not committed.
+    pub uncommitted: Stat,
+    pub untracked: u32,
+    /// Work that exists only in the working tree.
+    pub at_risk: bool,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `3 files changed, 10 insertions(+), 2 deletions(-)`
+fn shortstat(text: &str) -> Stat {
+    let mut stat = Stat::default();
+    for part in text.trim().split(',') {
+        let mut words = part.split_whitespace();
+        let (Some(n), Some(what)) = (words.next().and_then(|n| n.parse().ok()), words.next()) else { continue };
+        if what.starts_with("file") {
+            stat.files = n;
+        } else if what.starts_with("insertion") {
+            stat.insertions = n;
+        } else if what.starts_with("deletion") {
+            stat.deletions = n;
+        }
+    }
+    stat
+}
+
+/// The repository at `dir` over `[from, to)`; `None` when `dir` is not in one.
+pub fn progress(dir: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> Option<GitProgress> {
+    git(dir, &["rev-parse", "--is-inside-work-tree"])?;
+    let (since, until) = (from.to_rfc3339(), to.to_rfc3339());
+    let has_head = git(dir, &["rev-parse", "--verify", "-q", "HEAD"]).is_some();
+    let mut commits = Vec::new();
+    let mut committed = Stat::default();
+    if has_head {
+        let log = git(dir, &["log", &format!("--since={since}"), &format!("--until={until}"), "--format=%H%x1f%s"])
+            .unwrap_or_default();
+        commits = log
+            .lines()
+            .filter_map(|l| l.split_once('\u{1f}'))
+            .map(|(h, s)| Commit { hash: h.to_string(), subject: s.to_string() })
+            .collect();
+        if !commits.is_empty() {
+            let rev = |before: &str| {
+                git(dir, &["rev-list", "-1", &format!("--before={before}"), "HEAD"])
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+            };
+            let base = rev(&since).unwrap_or_else(|| EMPTY_TREE.to_string());
+            let tip = rev(&until).unwrap_or_else(|| "HEAD".to_string());
+            committed = shortstat(&git(dir, &["diff", "--shortstat", &base, &tip]).unwrap_or_default());
+        }
+    }
+    let uncommitted = if has_head {
+        shortstat(&git(dir, &["diff", "HEAD", "--shortstat"]).unwrap_or_default())
+    } else {
+        Stat::default()
+    };
+    let untracked = git(dir, &["ls-files", "--others", "--exclude-standard"]).map_or(0, |t| t.lines().count() as u32);
+    let at_risk = uncommitted.files > 0 || untracked > 0;
+    Some(GitProgress { commits, committed, uncommitted, untracked, at_risk })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortstat_lines_are_read() {
+        assert_eq!(
+            shortstat(" 3 files changed, 10 insertions(+), 2 deletions(-)\n"),
+            Stat { files: 3, insertions: 10, deletions: 2 }
+        );
+        assert_eq!(shortstat(" 1 file changed, 1 deletion(-)"), Stat { files: 1, insertions: 0, deletions: 1 });
+        assert_eq!(shortstat(""), Stat::default());
+    }
+}

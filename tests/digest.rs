@@ -1,0 +1,362 @@
+//! The away digest and the morning summary, on a journal seeded with a night of events and real git
+//! repositories made in temp directories.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Duration, FixedOffset, NaiveTime, TimeZone, Utc};
+use nightshift::clock::FakeClock;
+use nightshift::digest::{self, Format, Morning, MorningOutcome, Section};
+use nightshift::store::{NewSession, Store};
+use nightshift::usage::Sample;
+use nightshift::{Event, EventKind, SessionId, SessionState};
+
+fn t(h: u32, m: u32) -> DateTime<Utc> {
+    // The night of 30 Nov → 1 Dec 2026: hours ≥ 12 are on the 30th.
+    let day = if h >= 12 { 30 } else { 1 };
+    let month = if h >= 12 { 11 } else { 12 };
+    Utc.with_ymd_and_hms(2026, month, day, h, m, 0).unwrap()
+}
+
+fn git(dir: &Path, args: &[&str], when: Option<DateTime<Utc>>) {
+    let mut cmd = Command::new("git");
+    cmd.args(["-c", "user.name=Night", "-c", "user.email=night@example.invalid"]).args(args).current_dir(dir);
+    if let Some(when) = when {
+        cmd.env("GIT_AUTHOR_DATE", when.to_rfc3339()).env("GIT_COMMITTER_DATE", when.to_rfc3339());
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn commit(dir: &Path, file: &str, text: &str, subject: &str, when: DateTime<Utc>) {
+    std::fs::write(dir.join(file), text).unwrap();
+    git(dir, &["add", "."], None);
+    git(dir, &["commit", "-qm", subject], Some(when));
+}
+
+struct Night {
+    _tmp: tempfile::TempDir,
+    store: Store,
+}
+
+fn session(store: &mut Store, id: &str, cwd: &Path, created: DateTime<Utc>, owner_pid: u32) {
+    let command = vec!["claude".to_string()];
+    store
+        .create_session(&NewSession {
+            id,
+            command: &command,
+            cwd: cwd.to_str().unwrap(),
+            agent: "claude",
+            preset: Some("overnight"),
+            created,
+            owner_pid,
+            control_socket: None,
+        })
+        .unwrap();
+}
+
+fn ev(store: &mut Store, id: &str, at: DateTime<Utc>, kind: EventKind) {
+    store.record(&Event { ts: at, session: SessionId::from(id.to_string()), kind }).unwrap();
+}
+
+fn state(store: &mut Store, id: &str, at: DateTime<Utc>, s: SessionState) {
+    ev(store, id, at, EventKind::state(s, "seeded"));
+}
+
+/// A pid that no process has.
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// The night: five sessions, three repositories.
+fn night() -> Night {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&tmp.path().join("journal.sqlite3")).unwrap();
+    let me = std::process::id();
+    let repo_done = tmp.path().join("done-repo");
+    let repo_idle = tmp.path().join("idle-repo");
+    let plain = tmp.path().join("not-a-repo");
+    for d in [&repo_done, &repo_idle, &plain] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    git(&repo_done, &["init", "-q"], None);
+    commit(&repo_done, "a.txt", "before\n", "Before the night", t(20, 0));
+    commit(&repo_done, "a.txt", "before\none\n", "Add the parser", t(23, 10));
+    commit(&repo_done, "b.txt", "b\nb\nb\n", "Add the tests", t(2, 30));
+    commit(&repo_done, "a.txt", "one\n", "Tidy up", t(5, 45));
+    git(&repo_idle, &["init", "-q"], None);
+    commit(&repo_idle, "x.txt", "x\n", "Start", t(21, 0));
+    std::fs::write(repo_idle.join("x.txt"), "x\nchanged\n").unwrap();
+    std::fs::write(repo_idle.join("new.txt"), "new\n").unwrap();
+
+    // Done: worked 22:00–04:00 with two respawn cycles, then finished cleanly.
+    session(&mut store, "d0000001", &repo_done, t(22, 0), me);
+    state(&mut store, "d0000001", t(22, 0), SessionState::Running);
+    state(&mut store, "d0000001", t(22, 1), SessionState::Working);
+    for (h, cycle) in [(0, 1), (2, 2)] {
+        state(&mut store, "d0000001", t(h, 0), SessionState::Idle);
+        ev(
+            &mut store,
+            "d0000001",
+            t(h, 10),
+            EventKind::Respawn { action: "cycle_started".into(), cycle: Some(cycle), reason: None, cost_usd: None },
+        );
+        state(&mut store, "d0000001", t(h, 10), SessionState::Respawning);
+        state(&mut store, "d0000001", t(h, 11), SessionState::Working);
+    }
+    ev(
+        &mut store,
+        "d0000001",
+        t(4, 0),
+        EventKind::State {
+            state: SessionState::Exited,
+            reason: "process exited with code 0".into(),
+            pid: Some(1),
+            exit_code: Some(0),
+            signal: None,
+            error: None,
+            dialog: None,
+            last_screen: None,
+        },
+    );
+    let sample = |pct: f64, cost: f64| Sample {
+        five_hour_pct: Some(pct),
+        seven_day_pct: Some(20.0),
+        cost_usd: Some(cost),
+        ..Default::default()
+    };
+    store.record_usage("d0000001", t(23, 0), &sample(10.0, 0.5)).unwrap();
+    store.record_usage("d0000001", t(3, 0), &sample(62.0, 1.2)).unwrap();
+
+    // Needs you: asked a question at 03:00 and still waits.
+    session(&mut store, "q0000002", &plain, t(22, 30), me);
+    state(&mut store, "q0000002", t(22, 30), SessionState::Running);
+    state(&mut store, "q0000002", t(22, 31), SessionState::Working);
+    ev(
+        &mut store,
+        "q0000002",
+        t(3, 0),
+        EventKind::State {
+            state: SessionState::WaitingInput,
+            reason: "question".into(),
+            pid: None,
+            exit_code: None,
+            signal: None,
+            error: None,
+            dialog: Some(nightshift::agent::Dialog { kind: "question".into(), text: Some("Which database?".into()) }),
+            last_screen: None,
+        },
+    );
+
+    // Idle, with work only in its working tree.
+    session(&mut store, "i0000003", &repo_idle, t(23, 0), me);
+    state(&mut store, "i0000003", t(23, 0), SessionState::Running);
+    state(&mut store, "i0000003", t(23, 1), SessionState::Working);
+    state(&mut store, "i0000003", t(1, 1), SessionState::Idle);
+
+    // Still running.
+    session(&mut store, "r0000004", &plain, t(6, 0), me);
+    state(&mut store, "r0000004", t(6, 0), SessionState::Running);
+    state(&mut store, "r0000004", t(6, 1), SessionState::Working);
+
+    // Its Nightshift process was killed mid-run.
+    session(&mut store, "k0000005", &plain, t(22, 0), dead_pid());
+    state(&mut store, "k0000005", t(22, 0), SessionState::Running);
+    state(&mut store, "k0000005", t(22, 1), SessionState::Working);
+
+    // Crashed, and a breaker tripped.
+    session(&mut store, "c0000006", &plain, t(1, 0), me);
+    state(&mut store, "c0000006", t(1, 0), SessionState::Running);
+    ev(
+        &mut store,
+        "c0000006",
+        t(1, 0),
+        EventKind::Breaker {
+            breaker: "crash_loop".into(),
+            state: nightshift::breaker::BreakerState::Open,
+            reason: "5 non-zero exits".into(),
+        },
+    );
+    ev(
+        &mut store,
+        "c0000006",
+        t(1, 1),
+        EventKind::State {
+            state: SessionState::Exited,
+            reason: "process exited with code 1".into(),
+            pid: Some(2),
+            exit_code: Some(1),
+            signal: None,
+            error: None,
+            dialog: None,
+            last_screen: Some(vec!["Error: boom".into()]),
+        },
+    );
+
+    // Before the range entirely: not in the digest.
+    session(&mut store, "o0000007", &plain, t(13, 0), me);
+    state(&mut store, "o0000007", t(13, 0), SessionState::Running);
+    ev(
+        &mut store,
+        "o0000007",
+        t(14, 0),
+        EventKind::State {
+            state: SessionState::Exited,
+            reason: "process exited with code 0".into(),
+            pid: Some(3),
+            exit_code: Some(0),
+            signal: None,
+            error: None,
+            dialog: None,
+            last_screen: None,
+        },
+    );
+    Night { _tmp: tmp, store }
+}
+
+#[test]
+fn every_section_and_figure_of_a_night() {
+    let night = night();
+    let d = digest::build(&night.store, t(22, 0), t(8, 0)).unwrap();
+    let ids = |s: Section| d.section(s).map(|x| x.id.clone()).collect::<Vec<_>>();
+    let mut needs = ids(Section::NeedsYou);
+    needs.sort();
+    assert_eq!(needs, ["c0000006", "k0000005", "q0000002"]);
+    assert_eq!(ids(Section::Done), ["d0000001"]);
+    assert_eq!(ids(Section::StillRunning), ["r0000004"]);
+    assert_eq!(ids(Section::Idle), ["i0000003"]);
+    assert!(!d.sessions.iter().any(|s| s.id == "o0000007"), "a session over before the range is left out");
+
+    let get = |id: &str| d.sessions.iter().find(|s| s.id == id).unwrap();
+    let done = get("d0000001");
+    // Working 22:01–00:00, 00:10–02:00, 02:10–04:00 (respawning counts as working); idle 00:00–00:10, 02:00–02:10.
+    assert_eq!(done.working_secs, (119 + 110 + 110) * 60);
+    assert_eq!(done.idle_secs, 20 * 60);
+    assert_eq!(done.respawn_cycles, 2);
+    assert_eq!(done.exits, ["code 0"]);
+    let git = done.git.as_ref().unwrap();
+    let subjects: Vec<&str> = git.commits.iter().map(|c| c.subject.as_str()).collect();
+    assert_eq!(subjects, ["Tidy up", "Add the tests", "Add the parser"], "only the night's commits, newest first");
+    assert_eq!((git.committed.files, git.committed.insertions, git.committed.deletions), (2, 4, 1));
+    assert!(!git.at_risk);
+    let usage = done.usage.as_ref().unwrap();
+    assert_eq!((usage.five_hour_from, usage.five_hour_to), (Some(10.0), Some(62.0)));
+    assert!((usage.cost_usd - 0.7).abs() < 1e-9);
+
+    let idle = get("i0000003");
+    let git = idle.git.as_ref().unwrap();
+    assert!(git.commits.is_empty());
+    assert!(git.at_risk, "uncommitted work is flagged");
+    assert_eq!((git.uncommitted.files, git.untracked), (1, 1));
+    assert_eq!(idle.working_secs, 120 * 60);
+    assert_eq!(idle.idle_secs, (7 * 60 - 1) * 60, "idle from 01:01 to the end of the range");
+
+    let q = get("q0000002");
+    assert_eq!(q.needs_you, ["waiting on a question: Which database?"]);
+    assert_eq!(q.paused_secs, 5 * 3600);
+    assert!(get("k0000005").needs_you[0].contains("killed"), "a run whose process was killed needs attention");
+    assert_eq!(get("k0000005").state, "lost");
+    assert!(get("c0000006").needs_you.iter().any(|n| n.contains("exited with code 1")));
+    assert_eq!(get("c0000006").breaker_trips, 1);
+    assert!(get("r0000004").git.is_none(), "no repository, no git figures");
+
+    assert_eq!(d.totals.sessions, 6);
+    assert_eq!(d.totals.commits, 3);
+    assert_eq!(d.totals.needs_you, 3);
+    assert_eq!(d.headline(), "6 sessions · 3 commits · 3 needs you");
+
+    let text = digest::render(&d, Format::Text);
+    for needle in [
+        "NEEDS YOU",
+        "DONE",
+        "STILL RUNNING",
+        "IDLE",
+        "Add the parser",
+        "UNCOMMITTED changes at risk",
+        "Which database?",
+        "$0.70",
+        "2 respawn cycle(s)",
+    ] {
+        assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");
+    }
+    let md = digest::render(&d, Format::Markdown);
+    for needle in
+        ["# Nightshift digest", "## Needs you", "## Done", "- **d0000001**", "  - git: 3 commit(s), 2 file(s) +4 −1"]
+    {
+        assert!(md.contains(needle), "markdown lacks {needle:?}:\n{md}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&digest::render(&d, Format::Json)).unwrap();
+    assert_eq!(json["totals"]["commits"], 3);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 6);
+    let back: digest::Digest = serde_json::from_value(json).unwrap();
+    assert_eq!(back.headline(), d.headline());
+}
+
+/// Time runs in virtual steps of a minute, wall clock and tokio together.
+async fn advance(clock: &FakeClock, minutes: i64) {
+    for _ in 0..minutes {
+        clock.advance(Duration::minutes(1));
+        tokio::time::advance(std::time::Duration::from_secs(60)).await;
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_morning_summary_is_made_once_each_morning_and_at_the_next_start_when_missed() {
+    let night = night();
+    let path = night._tmp.path().join("journal.sqlite3");
+    let tz = FixedOffset::east_opt(0).unwrap();
+    let clock = FakeClock::new(t(7, 0));
+    type Made = Vec<(DateTime<Utc>, String)>;
+    let made: Arc<Mutex<Made>> = Arc::default();
+    let morning = Morning { at: NaiveTime::from_hms_opt(8, 0, 0).unwrap() };
+
+    let log = Arc::clone(&made);
+    let c = clock.clone();
+    let task = tokio::spawn(digest::run_mornings(
+        Store::open(&path).unwrap(),
+        Arc::new(clock.clone()),
+        morning,
+        tz,
+        move |headline, _| {
+            log.lock().unwrap().push((nightshift::clock::Clock::now(&c), headline.to_string()));
+        },
+    ));
+    tokio::task::yield_now().await;
+    // The first check at 07:00 finds yesterday's 08:00 due (never made): that is the missed one.
+    let first: Vec<_> = made.lock().unwrap().clone();
+    assert_eq!(first.len(), 1);
+    advance(&clock, 59).await;
+    assert_eq!(made.lock().unwrap().len(), 1, "nothing before 08:00");
+    advance(&clock, 2).await;
+    assert_eq!(made.lock().unwrap().len(), 1, "nothing ran since the last summary: stored, not announced");
+    // A session runs during the day; the next morning has something to say, once.
+    let mut store = Store::open(&path).unwrap();
+    let me = std::process::id();
+    session(&mut store, "n0000008", night._tmp.path(), t(8, 30) + Duration::hours(1), me);
+    state(&mut store, "n0000008", t(9, 30), SessionState::Running);
+    advance(&clock, 24 * 60).await;
+    let all = made.lock().unwrap().clone();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(
+        all[1].0 >= t(8, 0) + Duration::days(1) && all[1].0 < t(8, 2) + Duration::days(1),
+        "made at 08:00: {all:?}"
+    );
+    assert!(all[1].1.contains(" sessions · "), "{all:?}");
+    advance(&clock, 120).await;
+    assert_eq!(made.lock().unwrap().len(), 2, "once per morning");
+    task.abort();
+
+    // The machine sleeps through the next morning; at the next start, the summary comes at once.
+    state(&mut store, "n0000008", t(9, 0) + Duration::days(1), SessionState::Working);
+    clock.set(t(11, 0) + Duration::days(3));
+    let outcome = Morning::default().check(&mut store, clock.now_utc(), &tz).unwrap();
+    assert!(matches!(outcome, Some(MorningOutcome::Made { .. })), "{outcome:?}");
+    assert!(Morning::default().check(&mut store, clock.now_utc(), &tz).unwrap().is_none());
+    let latest = store.latest_summary().unwrap().unwrap();
+    assert_eq!(latest.scheduled_for, nightshift::clock::format_ts(t(8, 0) + Duration::days(3)));
+}
