@@ -206,12 +206,14 @@ pub struct Watcher {
     detector: Detector,
     /// The first output not judged yet, and when the frame it belongs to is due.
     pending: Option<(Instant, Instant)>,
+    /// The limit-notice region of the last judged frame, until taken.
+    limit_region: Option<String>,
 }
 
 impl Watcher {
     pub fn new(adapter: Adapter, cfg: DetectConfig, now: Instant) -> Self {
         let detector = Detector::new(cfg, adapter.reads_screen(), now);
-        Self { adapter, detector, pending: None }
+        Self { adapter, detector, pending: None, limit_region: None }
     }
 
     pub fn state(&self) -> Option<Activity> {
@@ -223,6 +225,12 @@ impl Watcher {
         let first = self.pending.map_or(now, |(first, _)| first);
         self.pending = Some((first, (now + FRAME_SETTLE).min(first + FRAME_MAX_WAIT)));
         self.detector.on_output(now)
+    }
+
+    /// The text where the agent draws its own limit notices, as of the frame judged since the last
+    /// call (`None` when no frame was judged).
+    pub fn take_limit_region(&mut self) -> Option<String> {
+        self.limit_region.take()
     }
 
     /// When to call [`Watcher::wake`] next.
@@ -241,7 +249,9 @@ impl Watcher {
                     self.pending = Some((first, now + FRAME_SETTLE));
                 } else {
                     self.pending = None;
-                    let verdict = self.adapter.classify(&screen.snapshot());
+                    let snap = screen.snapshot();
+                    self.limit_region = Some(self.adapter.limit_region(&snap));
+                    let verdict = self.adapter.classify(&snap);
                     if let Some(t) = self.detector.on_frame(now, verdict) {
                         return Some(t);
                     }

@@ -54,6 +54,8 @@ pub enum SessionState {
     Idle,
     /// The agent is blocked on the user: a permission prompt, a question it asked.
     WaitingInput,
+    /// A usage limit stopped the agent until its window resets.
+    LimitPaused,
     /// A respawn cycle is running its steps.
     Respawning,
     /// A breaker is open: no more cycles, or no more restarts, until it is reset.
@@ -72,6 +74,7 @@ impl SessionState {
             Self::Working => "working",
             Self::Idle => "idle",
             Self::WaitingInput => "waiting_input",
+            Self::LimitPaused => "limit_paused",
             Self::Respawning => "respawning",
             Self::BreakerOpen => "breaker_open",
             Self::Exited => "exited",
@@ -91,6 +94,7 @@ impl SessionState {
             "working" => Self::Working,
             "idle" => Self::Idle,
             "waiting_input" => Self::WaitingInput,
+            "limit_paused" => Self::LimitPaused,
             "respawning" => Self::Respawning,
             "breaker_open" => Self::BreakerOpen,
             "exited" => Self::Exited,
@@ -162,6 +166,17 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
+    /// A usage limit stopped the agent. `source` is `text` (the client's own notice) or `data` (its
+    /// statusLine's rate limits at 100 %).
+    LimitDetected {
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::usage::opt_ts")]
+        resets_at: Option<DateTime<Utc>>,
+        source: String,
+        kind: crate::limits::LimitKind,
+        line: String,
+    },
+    /// The limit is over: the agent works again.
+    LimitCleared { reason: String },
     /// A breaker changed: `no_progress` or `crash_loop`, to `closed`, `half_open` or `open`.
     Breaker { breaker: String, state: crate::breaker::BreakerState, reason: String },
     /// The agent's plan usage changed (from its statusLine data).
@@ -196,6 +211,8 @@ impl EventKind {
             Self::RespawnStep { .. } => "respawn_step",
             Self::Respawn { .. } => "respawn",
             Self::Breaker { .. } => "breaker",
+            Self::LimitDetected { .. } => "limit_detected",
+            Self::LimitCleared { .. } => "limit_cleared",
         }
     }
 

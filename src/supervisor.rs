@@ -94,6 +94,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Emitter {
+    /// The wall clock of this supervisor.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.shared.clock.now()
+    }
+
     pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
         let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };
         if let Err(e) = lock(&self.shared.store).record(&event) {

@@ -37,7 +37,7 @@ pub struct Sample {
     pub model: Option<String>,
 }
 
-mod opt_ts {
+pub(crate) mod opt_ts {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 

@@ -257,3 +257,59 @@ fn a_question_dialog_carries_its_question() {
         Adapter::builtin(AgentKind::Claude).classify(&render(&rows, "✳ Claude Code", PtySize::new(120, 40)).snapshot());
     assert_eq!(verdict.dialog.unwrap().text.as_deref(), Some("Which database should the new service use?"));
 }
+
+#[test]
+fn limit_notices_are_read_only_from_the_clients_own_region() {
+    let now = chrono::DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z").unwrap().with_timezone(&chrono::Utc);
+    for (agent, root, table) in
+        [(AgentKind::Claude, "claude-code/2.1.332", CLAUDE), (AgentKind::Codex, "codex/0.171.0", CODEX)]
+    {
+        let adapter = Adapter::builtin(agent);
+        for (name, _) in table {
+            let (folder, label) = name.split_once('/').unwrap();
+            let dir = fixtures().join(root).join(folder);
+            let text = std::fs::read_to_string(dir.join(format!("{label}.txt"))).unwrap();
+            let rows: Vec<&str> = text.lines().collect();
+            let region = adapter.limit_region(&render(&rows, &title_of(&dir, label), PtySize::new(120, 40)).snapshot());
+            let found = nightshift::limits::find_limit(&region, now, &chrono::Utc);
+            // The client shows its limit notice on these screens, and only these.
+            let limited = matches!(
+                (agent, *name),
+                (
+                    AgentKind::Claude,
+                    "limit/02-limit-t0.5s"
+                        | "limit/02-limit-t1.5s"
+                        | "limit/02-limit-t3s"
+                        | "limit/02-limit-t6s"
+                        | "limit/02-limit-t12s"
+                        | "limit/03-limit-again"
+                ) | (
+                    AgentKind::Codex,
+                    "limit/03-after-0.5s"
+                        | "limit/03-after-1s"
+                        | "limit/03-after-3s"
+                        | "limit/03-after-8s"
+                        | "limit/03-after-20s"
+                        | "limit/04-final"
+                )
+            );
+            assert_eq!(found.is_some(), limited, "{root}/{name}: region {region:?} gave {found:?}");
+            if let Some(found) = found.filter(|_| agent == AgentKind::Claude) {
+                assert_eq!(found.resets_at.map(|t| t.format("%H:%M").to_string()).as_deref(), Some("14:33"), "{name}");
+            }
+        }
+    }
+    // The transcript quoting a limit is not the client's notice.
+    let quoted = [
+        "● Here is what it printed:",
+        "  You've hit your limit · resets 3pm",
+        "",
+        &"─".repeat(120),
+        "❯\u{a0}",
+        &"─".repeat(120),
+        "  ⏵⏵ auto mode on (shift+tab to cycle)",
+    ];
+    let region = Adapter::builtin(AgentKind::Claude)
+        .limit_region(&render(&quoted, "✳ Claude Code", PtySize::new(120, 40)).snapshot());
+    assert_eq!(nightshift::limits::find_limit(&region, now, &chrono::Utc), None, "{region:?}");
+}

@@ -35,6 +35,8 @@ struct SignalsFile {
     composer: ComposerFile,
     #[serde(default)]
     working: WorkingFile,
+    #[serde(default)]
+    limit: LimitFile,
     dialog: Option<Vec<DialogFile>>,
     /// Dialog kinds that are routine confirmations, answered with Enter when auto-accept is on.
     auto_accept: Option<Vec<String>>,
@@ -70,6 +72,15 @@ struct WorkingFile {
     footer_rows: Option<usize>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitFile {
+    /// `footer` (below the composer) or `above_prompt`.
+    region: Option<String>,
+    rows: Option<usize>,
+    prefix: Option<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DialogFile {
@@ -100,6 +111,11 @@ impl SignalsFile {
                 rows_above: other.working.rows_above.or(self.working.rows_above),
                 footer: other.working.footer.or(self.working.footer),
                 footer_rows: other.working.footer_rows.or(self.working.footer_rows),
+            },
+            limit: LimitFile {
+                region: other.limit.region.or(self.limit.region),
+                rows: other.limit.rows.or(self.limit.rows),
+                prefix: other.limit.prefix.or(self.limit.prefix),
             },
             dialog: other.dialog.or(self.dialog),
             auto_accept: other.auto_accept.or(self.auto_accept),
@@ -147,6 +163,15 @@ pub struct Adapter {
     footer_rows: usize,
     dialogs: Vec<(String, Regex)>,
     auto_accept: Vec<String>,
+    limit_region: LimitRegion,
+}
+
+/// Where an agent draws its own limit notices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LimitRegion {
+    None,
+    Footer,
+    AbovePrompt { rows: usize, prefix: Option<String> },
 }
 
 fn embedded(kind: AgentKind) -> &'static str {
@@ -221,6 +246,19 @@ impl Adapter {
                 .map(|(i, d)| Ok((d.kind, re(&format!("dialog[{i}].pattern"), &d.pattern)?)))
                 .collect::<Result<_, AdapterError>>()?,
             auto_accept: f.auto_accept.unwrap_or_default(),
+            limit_region: match f.limit.region.as_deref() {
+                None => LimitRegion::None,
+                Some("footer") => LimitRegion::Footer,
+                Some("above_prompt") => {
+                    LimitRegion::AbovePrompt { rows: f.limit.rows.unwrap_or(8), prefix: f.limit.prefix }
+                }
+                Some(other) => {
+                    return Err(AdapterError::Invalid {
+                        file: file.to_string(),
+                        message: format!("`limit.region` is `footer` or `above_prompt`, not `{other}`"),
+                    })
+                }
+            },
         })
     }
 
@@ -267,6 +305,39 @@ impl Adapter {
             working = Some("the client reports state=working".to_string());
         }
         Verdict { working, dialog, prompt: composer.is_some() }
+    }
+
+    /// The text of the screen region where this agent draws its own limit notices (empty when it
+    /// has none): below the composer, or a dialog in its place; or marked rows above the prompt.
+    pub fn limit_region(&self, snap: &Snapshot) -> String {
+        let rows = &snap.rows;
+        let composer = self.find_composer(rows);
+        let region: Vec<&str> = match (&self.limit_region, composer) {
+            (LimitRegion::None, _) => return String::new(),
+            (LimitRegion::Footer, Some(c)) => {
+                let is_rule = |r: &String| self.rule.as_ref().is_some_and(|re| re.is_match(r.trim_end()));
+                let bottom =
+                    rows.iter().enumerate().skip(c.top + 2).find(|(_, r)| is_rule(r)).map_or(rows.len(), |(i, _)| i);
+                rows[(bottom + 1).min(rows.len())..].iter().map(String::as_str).collect()
+            }
+            (LimitRegion::Footer, None) => {
+                rows[rows.len().saturating_sub(DIALOG_ROWS)..].iter().map(String::as_str).collect()
+            }
+            (LimitRegion::AbovePrompt { rows: n, prefix }, composer) => {
+                let above = composer.map_or(rows.len(), |c| c.top);
+                let mut picked: Vec<&str> = rows[..above]
+                    .iter()
+                    .rev()
+                    .filter(|r| !r.trim().is_empty())
+                    .take(*n)
+                    .map(|r| r.trim_start())
+                    .filter(|r| prefix.as_ref().is_none_or(|p| r.starts_with(p.as_str())))
+                    .collect();
+                picked.reverse();
+                picked
+            }
+        };
+        region.join("\n")
     }
 
     /// Whether a dialog of this kind is a routine confirmation that auto-accept may answer. A question

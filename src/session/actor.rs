@@ -17,6 +17,7 @@ use crate::agent::{Adapter, AgentKind};
 use crate::breaker::{git_fingerprint, BreakerState, CrashLoop, NoProgress, Trip};
 use crate::detect::{Activity, DetectConfig, Transition, Watcher};
 use crate::event::{EventKind, SessionId, SessionState};
+use crate::limits::{self, LimitKind, LimitText};
 use crate::pty::{self, CommandSpec, Exit, Pty, Spawned};
 use crate::respawn::{self, Effect, Input};
 use crate::screen::Screen;
@@ -81,6 +82,9 @@ impl Actor {
             cycle_cost_start: None,
             stopped_by: None,
             running: true,
+            limit: None,
+            limit_seen_gone: true,
+            last_sample: None,
             blocked: None,
         };
         if let Some(cycle) = &s.cycle {
@@ -144,6 +148,12 @@ struct Session {
     cycle_cost_start: Option<f64>,
     stopped_by: Option<String>,
     running: bool,
+    /// The usage limit the agent is paused on, if it is.
+    limit: Option<LimitText>,
+    /// After a limit ends, its notice may linger on screen: only a notice drawn after it has gone
+    /// counts again.
+    limit_seen_gone: bool,
+    last_sample: Option<crate::usage::Sample>,
     /// What currently keeps respawn cycles from running (what the machine was last told).
     blocked: Option<String>,
 }
@@ -171,6 +181,10 @@ impl Session {
         if let EventKind::State { dialog: d, .. } = &mut kind {
             d.clone_from(&dialog);
         }
+        if t.to == Activity::Working && self.limit.take().is_some() {
+            self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() });
+            self.refresh_blocker(pty);
+        }
         self.emit(kind);
         self.status.send_modify(|s| s.state = state);
         if let (Some(dialog), Some(pty)) = (dialog, pty) {
@@ -196,7 +210,81 @@ impl Session {
         if self.progress.state == BreakerState::Open {
             return Some("the no-progress breaker is open".into());
         }
+        if self.limit.is_some() {
+            return Some("paused on a usage limit".into());
+        }
         None
+    }
+
+    /// The frame's limit-notice region, read: a new notice pauses the session.
+    fn on_limit_region(&mut self, region: &str, pty: Option<&Pty>) {
+        let now = self.emitter.now();
+        let Some(found) = limits::find_limit(region, now, &chrono::Local) else {
+            self.limit_seen_gone = true;
+            return;
+        };
+        if self.limit.is_some() || !self.limit_seen_gone {
+            return;
+        }
+        // Data beats text: a notice while the statusLine shows headroom in every window is stale.
+        if let Some(s) = &self.last_sample {
+            let headroom = |pct: Option<f64>, reset: Option<chrono::DateTime<chrono::Utc>>| {
+                pct.is_some_and(|p| p < 100.0) || reset.is_some_and(|r| r <= now)
+            };
+            if s.has_limits()
+                && headroom(s.five_hour_pct, s.five_hour_resets_at)
+                && headroom(s.seven_day_pct, s.seven_day_resets_at)
+            {
+                tracing::info!(session = %self.id, line = %found.line, "limit notice dismissed: the usage data shows headroom");
+                return;
+            }
+        }
+        self.pause(found, "text", pty);
+    }
+
+    /// A usage sample at 100 % with its reset ahead is a limit, whatever the screen says.
+    fn on_sample(&mut self, sample: crate::usage::Sample, pty: Option<&Pty>) {
+        let now = self.emitter.now();
+        let full = |pct: Option<f64>, reset: Option<chrono::DateTime<chrono::Utc>>| {
+            reset.filter(|r| *r > now && pct.is_some_and(|p| p >= 100.0))
+        };
+        let windows = [
+            (full(sample.five_hour_pct, sample.five_hour_resets_at), LimitKind::FiveHour),
+            (full(sample.seven_day_pct, sample.seven_day_resets_at), LimitKind::Weekly),
+        ];
+        // The later reset wins: the agent can work only when every full window has reset.
+        let latest = windows.iter().filter_map(|(r, k)| r.map(|r| (r, *k))).max_by_key(|(r, _)| *r);
+        self.last_sample = Some(sample);
+        match (latest, &mut self.limit) {
+            (Some((resets_at, kind)), None) => {
+                let line = format!(
+                    "the statusLine reports the {} window full",
+                    if kind == LimitKind::Weekly { "7-day" } else { "5-hour" }
+                );
+                self.pause(LimitText { kind, resets_at: Some(resets_at), line }, "data", pty);
+            }
+            (Some((resets_at, _)), Some(paused)) if paused.resets_at.is_none_or(|r| r < resets_at) => {
+                paused.resets_at = Some(resets_at);
+            }
+            _ => {}
+        }
+    }
+
+    fn pause(&mut self, limit: LimitText, source: &str, pty: Option<&Pty>) {
+        let until = match limit.resets_at {
+            Some(at) => format!("until {}", crate::clock::format_ts(at)),
+            None => "with no reset time given".to_string(),
+        };
+        self.emit(EventKind::LimitDetected {
+            resets_at: limit.resets_at,
+            source: source.to_string(),
+            kind: limit.kind,
+            line: limit.line.clone(),
+        });
+        self.set_state(SessionState::LimitPaused, format!("usage limit ({source}: {}) {until}", limit.line));
+        self.limit = Some(limit);
+        self.limit_seen_gone = false;
+        self.refresh_blocker(pty);
     }
 
     fn refresh_blocker(&mut self, pty: Option<&Pty>) {
@@ -339,6 +427,9 @@ impl Session {
                 },
                 () = sleep_until(wakeup.unwrap_or_else(Instant::now)), if wakeup.is_some() => {
                     let t = self.watcher.wake(Instant::now(), &self.screen);
+                    if let Some(region) = self.watcher.take_limit_region() {
+                        self.on_limit_region(&region, Some(&pty));
+                    }
                     self.report(t, Some(&pty));
                 }
                 () = sleep_until(cycle_due.unwrap_or_else(Instant::now)), if cycle_due.is_some() => {
@@ -530,6 +621,7 @@ impl Session {
                 let _ = reply.send(said);
             }
             Control::Usage(sample) => {
+                self.on_sample(sample.clone(), pty);
                 if let Some(cost) = sample.cost_usd {
                     // A lower figure is a new count (after /clear or a restart), not money back.
                     let added = match self.cost {

@@ -128,6 +128,8 @@ pub enum Scenario {
     Question,
     Limit,
     Overload,
+    /// An answer that quotes a usage-limit message.
+    Quote,
     /// Answering a tool result.
     AfterTool,
 }
@@ -142,6 +144,7 @@ impl Scenario {
             Self::Question => "question".into(),
             Self::Limit => "limit".into(),
             Self::Overload => "overload".into(),
+            Self::Quote => "quote".into(),
             Self::AfterTool => "after_tool".into(),
         }
     }
@@ -162,6 +165,7 @@ pub fn scenario_for(text: &str) -> Scenario {
         "question" => Scenario::Question,
         "limit" => Scenario::Limit,
         "overload" => Scenario::Overload,
+        "quote" => Scenario::Quote,
         _ => Scenario::Fast,
     }
 }
@@ -376,6 +380,19 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
                 "question": "Which database should the new service use?", "header": "Database", "multiSelect": false,
                 "options": [{"label": "SQLite", "description": "Embedded, zero setup"},
                             {"label": "PostgreSQL", "description": "A server, more features"}]}]}})),
+        ),
+        Scenario::Quote => (
+            [
+                "The log said: ",
+                "You've hit your limit · resets 3pm ",
+                "(America/New_York) — ",
+                "a quote, not a limit. ",
+                "Done.",
+            ]
+            .map(String::from)
+            .to_vec(),
+            Duration::from_millis(300),
+            None,
         ),
         _ => (
             ["Hello ", "from the ", "mock server. ", "This is a ", "short answer."].map(String::from).to_vec(),
