@@ -7,6 +7,21 @@ mod mock_api;
 #[tokio::main]
 async fn main() {
     let mock = mock_api::MockApi::start().await;
+    // `MOCK_USAGE=weekly|5h:SECONDS` sets the window that is full and when it resets.
+    if let Ok(spec) = std::env::var("MOCK_USAGE") {
+        let now = mock_api::epoch(std::time::SystemTime::now());
+        let (which, secs) = spec.split_once(':').unwrap_or((&spec, "120"));
+        let reset = (now + secs.parse::<u64>().unwrap_or(120)) / 60 * 60 + 60;
+        let mut usage = mock_api::Usage::default();
+        match which {
+            "weekly" => {
+                usage.seven_day = 1.0;
+                usage.seven_day_reset = reset;
+            }
+            _ => usage.five_hour_reset = reset,
+        }
+        mock.set_usage(usage);
+    }
     println!("{}", mock.base_url());
     let mut seen = 0;
     loop {

@@ -54,6 +54,7 @@ const CLAUDE: &[(&str, Expect)] = &[
     ("nightshift/overload-gave-up", AtPrompt),
     ("nightshift/typed-one-char", AtPrompt),
     ("nightshift/question-mock", Dialog("question")),
+    ("nightshift/weekly-limit", AtPrompt),
     ("nightshift/tool-silent-t5s", Working),
     ("question/01-question", Dialog("question")),
     ("question/02-question-later", Dialog("question")),
@@ -283,6 +284,7 @@ fn limit_notices_are_read_only_from_the_clients_own_region() {
                         | "limit/02-limit-t6s"
                         | "limit/02-limit-t12s"
                         | "limit/03-limit-again"
+                        | "nightshift/weekly-limit"
                 ) | (
                     AgentKind::Codex,
                     "limit/03-after-0.5s"
@@ -294,7 +296,7 @@ fn limit_notices_are_read_only_from_the_clients_own_region() {
                 )
             );
             assert_eq!(found.is_some(), limited, "{root}/{name}: region {region:?} gave {found:?}");
-            if let Some(found) = found.filter(|_| agent == AgentKind::Claude) {
+            if let Some(found) = found.filter(|_| agent == AgentKind::Claude && folder == "limit") {
                 assert_eq!(found.resets_at.map(|t| t.format("%H:%M").to_string()).as_deref(), Some("14:33"), "{name}");
             }
         }

@@ -323,14 +323,18 @@ fn json_response(status: StatusCode, usage: &Usage, body: Value) -> Response {
 
 fn limit_response(usage: &Usage) -> Response {
     let mut limited = usage.clone();
-    limited.five_hour = limited.five_hour.max(1.0);
+    // The full window: the weekly one when the mock was told so, else the 5-hour one.
+    if limited.seven_day < 1.0 {
+        limited.five_hour = limited.five_hour.max(1.0);
+    }
     let mut resp = json_response(
         StatusCode::TOO_MANY_REQUESTS,
         &limited,
         json!({"type": "error", "error": {"type": "rate_limit_error",
                "message": "This request would exceed your account's rate limit. Please try again later."}}),
     );
-    let wait = limited.five_hour_reset.saturating_sub(epoch(SystemTime::now()));
+    let reset = if limited.seven_day >= 1.0 { limited.seven_day_reset } else { limited.five_hour_reset };
+    let wait = reset.saturating_sub(epoch(SystemTime::now()));
     resp.headers_mut().insert("retry-after", HeaderValue::from_str(&wait.to_string()).unwrap());
     resp
 }
