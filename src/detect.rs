@@ -208,12 +208,15 @@ pub struct Watcher {
     pending: Option<(Instant, Instant)>,
     /// The limit-notice region of the last judged frame, until taken.
     limit_region: Option<String>,
+    /// A judged frame showed a working signal since the last look, even if too briefly to call a
+    /// turn (a quick answer).
+    working_seen: bool,
 }
 
 impl Watcher {
     pub fn new(adapter: Adapter, cfg: DetectConfig, now: Instant) -> Self {
         let detector = Detector::new(cfg, adapter.reads_screen(), now);
-        Self { adapter, detector, pending: None, limit_region: None }
+        Self { adapter, detector, pending: None, limit_region: None, working_seen: false }
     }
 
     pub fn state(&self) -> Option<Activity> {
@@ -231,6 +234,11 @@ impl Watcher {
     /// call (`None` when no frame was judged).
     pub fn take_limit_region(&mut self) -> Option<String> {
         self.limit_region.take()
+    }
+
+    /// Whether any judged frame showed a working signal since the last call.
+    pub fn take_working_seen(&mut self) -> bool {
+        std::mem::take(&mut self.working_seen)
     }
 
     /// When to call [`Watcher::wake`] next.
@@ -252,6 +260,7 @@ impl Watcher {
                     let snap = screen.snapshot();
                     self.limit_region = Some(self.adapter.limit_region(&snap));
                     let verdict = self.adapter.classify(&snap);
+                    self.working_seen |= verdict.working.is_some();
                     if let Some(t) = self.detector.on_frame(now, verdict) {
                         return Some(t);
                     }

@@ -177,6 +177,10 @@ pub enum EventKind {
     },
     /// The limit is over: the agent works again.
     LimitCleared { reason: String },
+    /// Nightshift typed a continuation after a limit (attempt 1, 2, 3).
+    ResumeSent { attempt: u32 },
+    /// The limit did not end despite the resumes: the session needs the user.
+    LimitFailed { reason: String },
     /// A breaker changed: `no_progress` or `crash_loop`, to `closed`, `half_open` or `open`.
     Breaker { breaker: String, state: crate::breaker::BreakerState, reason: String },
     /// The agent's plan usage changed (from its statusLine data).
@@ -213,6 +217,8 @@ impl EventKind {
             Self::Breaker { .. } => "breaker",
             Self::LimitDetected { .. } => "limit_detected",
             Self::LimitCleared { .. } => "limit_cleared",
+            Self::ResumeSent { .. } => "resume_sent",
+            Self::LimitFailed { .. } => "limit_failed",
         }
     }
 

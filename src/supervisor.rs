@@ -40,6 +40,8 @@ pub struct SessionSpec {
     pub detect: DetectConfig,
     /// Respawn cycles, armed for their duration, when set.
     pub respawn: Option<crate::respawn::Settings>,
+    /// Resume after usage limits, when set.
+    pub auto_resume: Option<crate::limits::resume::Settings>,
 }
 
 impl SessionSpec {
@@ -54,6 +56,7 @@ impl SessionSpec {
             adapter: None,
             detect: DetectConfig::default(),
             respawn: None,
+            auto_resume: None,
         }
     }
 }
@@ -278,6 +281,7 @@ impl Supervisor {
             command: spec.command.clone(),
             agent: spec.agent,
             respawn: spec.respawn.clone(),
+            auto_resume: spec.auto_resume.clone(),
             spawned,
             screen: Screen::new(spec.command.size),
             emitter: self.emitter.clone(),

@@ -53,3 +53,90 @@ async fn an_answer_quoting_a_limit_message_does_not_pause() {
     assert!(screen.contains("You've hit your limit · resets 3pm"), "the quote is on screen:\n{screen}");
     assert!(!run.events().iter().any(|e| e["event"] == "limit_detected" || e["state"] == "limit_paused"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_reset_exactly_one_continuation_reaches_the_api_and_the_next_turn_runs() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    let now = epoch(SystemTime::now());
+    let reset = (now + 75) / 60 * 60 + 60;
+    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options { run_args: &["--auto-resume", "--resume-margin", "20"], ..Default::default() },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("keep going mock:limit", true);
+    let (p, _, _) = run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
+    let reset_time = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let before_reset = mock.messages().into_iter().filter(|r| r.at < reset_time).count();
+    let wait = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(150);
+    common::wait_for("the limit to clear", wait, || {
+        run.events().into_iter().position(|e| e["event"] == "limit_cleared")
+    });
+    run.wait_state("idle", p + 1, Duration::from_secs(60));
+    tokio::time::sleep(Duration::from_secs(15)).await;
+
+    let requests = mock.messages();
+    assert!(
+        requests.iter().filter(|r| r.at < reset_time).all(|r| r.status == 429),
+        "nothing went through before the reset"
+    );
+    assert_eq!(requests.iter().filter(|r| r.at < reset_time).count(), before_reset, "nothing was sent during the wait");
+    let after: Vec<_> = requests.iter().filter(|r| r.at >= reset_time).collect();
+    assert_eq!(
+        after.len(),
+        1,
+        "exactly one continuation: {:?}",
+        after.iter().map(|r| &r.last_user).collect::<Vec<_>>()
+    );
+    assert_eq!(after[0].status, 200);
+    let ours = run.events().iter().filter(|e| e["event"] == "resume_sent").count();
+    let clients = after[0].last_user.contains("usage limit has reset");
+    assert!(
+        ours + usize::from(clients) == 1,
+        "the client's continuation or ours, never both (ours: {ours}, client's: {clients})"
+    );
+    assert!(run.events().iter().any(|e| e["event"] == "limit_cleared"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_own_policy_cancels_the_clients_timer_and_resumes_once_itself() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    let now = epoch(SystemTime::now());
+    let reset = (now + 75) / 60 * 60 + 60;
+    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &[
+                "--auto-resume",
+                "--resume-policy",
+                "own",
+                "--resume-margin",
+                "5",
+                "--resume-prompt",
+                "continue please",
+            ],
+            ..Default::default()
+        },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("keep going mock:limit", true);
+    let (p, _, _) = run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
+    let reset_time = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let wait = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(90);
+    let cleared = common::wait_for("the limit to clear", wait, || {
+        run.events().into_iter().position(|e| e["event"] == "limit_cleared")
+    });
+    assert!(cleared > p);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let after: Vec<_> = mock.messages().into_iter().filter(|r| r.at >= reset_time).collect();
+    assert_eq!(after.len(), 1, "{:?}", after.iter().map(|r| &r.last_user).collect::<Vec<_>>());
+    assert!(after[0].last_user.contains("continue please"), "ours: {}", after[0].last_user);
+    assert!(!after[0].last_user.contains("usage limit has reset"), "the client's own was cancelled");
+    assert_eq!(run.events().iter().filter(|e| e["event"] == "resume_sent").count(), 1);
+}

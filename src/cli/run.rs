@@ -16,6 +16,7 @@ use nightshift::agent::Adapter;
 use nightshift::clock::SystemClock;
 use nightshift::config::Config;
 use nightshift::control::ControlServer;
+use nightshift::limits::resume::Policy;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
 use nightshift::pty::{CommandSpec, PtySize};
@@ -55,6 +56,19 @@ pub struct Args {
     preset: Option<String>,
     #[command(flatten)]
     respawn_settings: super::presets::SettingsArgs,
+    /// Resume the agent when a usage limit resets
+    #[arg(long)]
+    auto_resume: bool,
+    /// watch: let the client's own resume run and step in only if no turn started by the reset plus
+    /// the margin; own: cancel the client's timer and resume at the reset plus the margin
+    #[arg(long, value_name = "watch|own", default_value = "watch", value_parser = ["watch", "own"])]
+    resume_policy: String,
+    /// Seconds after the reset before resuming
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    resume_margin: f64,
+    /// What is typed to resume
+    #[arg(long, value_name = "TEXT", default_value = "continue")]
+    resume_prompt: String,
     /// Seconds the agent's terminal must stay quiet before it counts as idle
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     quiet_window: f64,
@@ -104,6 +118,17 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let mut spec = SessionSpec::new(command);
     spec.agent = agent;
     spec.adapter = Some(adapter);
+    if args.auto_resume {
+        if !(args.resume_margin.is_finite() && (0.0..=3600.0).contains(&args.resume_margin)) {
+            anyhow::bail!("--resume-margin must be between 0 and 3600 seconds, not {}", args.resume_margin);
+        }
+        spec.auto_resume = Some(nightshift::limits::resume::Settings {
+            policy: if args.resume_policy == "own" { Policy::Own } else { Policy::Watch },
+            margin: Duration::from_secs_f64(args.resume_margin),
+            prompt: args.resume_prompt.clone(),
+            ..Default::default()
+        });
+    }
     if args.respawn || args.preset.is_some() {
         let name = args.preset.as_deref().unwrap_or("solo");
         let config = Config::load(paths.config_dir.as_deref())?;

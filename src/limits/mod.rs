@@ -10,6 +10,7 @@
 //! your usage limit" is a warning, not a limit.
 
 mod parse;
+pub mod resume;
 
 pub use parse::{find_limit, parse_reset, LimitKind, LimitText};
 

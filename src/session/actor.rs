@@ -17,6 +17,7 @@ use crate::agent::{Adapter, AgentKind};
 use crate::breaker::{git_fingerprint, BreakerState, CrashLoop, NoProgress, Trip};
 use crate::detect::{Activity, DetectConfig, Transition, Watcher};
 use crate::event::{EventKind, SessionId, SessionState};
+use crate::limits::resume;
 use crate::limits::{self, LimitKind, LimitText};
 use crate::pty::{self, CommandSpec, Exit, Pty, Spawned};
 use crate::respawn::{self, Effect, Input};
@@ -29,6 +30,10 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 const ENTER_DELAY: Duration = Duration::from_millis(120);
 /// The wait before an exited agent is started again.
 const RESTART_BACKOFF: Duration = Duration::from_secs(2);
+/// The pause between the Escape and the resume prompt.
+const RESUME_AFTER_ESCAPE: Duration = Duration::from_millis(600);
+/// How often a pending resume looks at the wall clock.
+const RESUME_CHECK: Duration = Duration::from_secs(5);
 /// Rows of the final screen kept with a failed exit.
 const LAST_SCREEN_ROWS: usize = 6;
 
@@ -45,6 +50,7 @@ pub(crate) struct Actor {
     pub adapter: Adapter,
     pub detect: DetectConfig,
     pub respawn: Option<respawn::Settings>,
+    pub auto_resume: Option<resume::Settings>,
 }
 
 impl Actor {
@@ -58,8 +64,20 @@ impl Actor {
     }
 
     async fn run(self, mut controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
-        let Actor { id, command, agent, spawned, screen, emitter, stop_grace, output_tap, adapter, detect, respawn } =
-            self;
+        let Actor {
+            id,
+            command,
+            agent,
+            spawned,
+            screen,
+            emitter,
+            stop_grace,
+            output_tap,
+            adapter,
+            detect,
+            respawn,
+            auto_resume,
+        } = self;
         let now = Instant::now();
         let mut s = Session {
             watcher: Watcher::new(adapter.clone(), detect, now),
@@ -85,6 +103,9 @@ impl Actor {
             limit: None,
             limit_seen_gone: true,
             last_sample: None,
+            auto_resume,
+            plan: None,
+            resume_next: now,
             blocked: None,
         };
         if let Some(cycle) = &s.cycle {
@@ -154,6 +175,11 @@ struct Session {
     /// counts again.
     limit_seen_gone: bool,
     last_sample: Option<crate::usage::Sample>,
+    auto_resume: Option<resume::Settings>,
+    /// The resume being waited for, while paused on a limit with auto-resume on.
+    plan: Option<resume::Plan>,
+    /// When the pending resume looks at the wall clock next.
+    resume_next: Instant,
     /// What currently keeps respawn cycles from running (what the machine was last told).
     blocked: Option<String>,
 }
@@ -181,9 +207,8 @@ impl Session {
         if let EventKind::State { dialog: d, .. } = &mut kind {
             d.clone_from(&dialog);
         }
-        if t.to == Activity::Working && self.limit.take().is_some() {
-            self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() });
-            self.refresh_blocker(pty);
+        if t.to == Activity::Working {
+            self.clear_limit(pty);
         }
         self.emit(kind);
         self.status.send_modify(|s| s.state = state);
@@ -282,9 +307,91 @@ impl Session {
             line: limit.line.clone(),
         });
         self.set_state(SessionState::LimitPaused, format!("usage limit ({source}: {}) {until}", limit.line));
+        if let Some(settings) = self.auto_resume.clone() {
+            let (plan, effects) = resume::Plan::new(settings, limit.resets_at, self.emitter.now());
+            self.plan = Some(plan);
+            self.resume_next = Instant::now() + RESUME_CHECK;
+            self.carry_out_resume(effects, pty);
+        }
         self.limit = Some(limit);
         self.limit_seen_gone = false;
         self.refresh_blocker(pty);
+    }
+
+    /// A frame showed the agent in a turn, however short. After the reset (or a resume), that is the
+    /// limit over: the client took the continuation.
+    fn turn_seen(&mut self, pty: Option<&Pty>) {
+        let now = self.emitter.now();
+        let resumed = self.plan.as_ref().is_some_and(|p| p.sent_at.is_some());
+        let reset_passed = self.limit.as_ref().and_then(|l| l.resets_at).is_some_and(|r| r <= now);
+        if resumed || reset_passed {
+            self.clear_limit(pty);
+        }
+    }
+
+    fn clear_limit(&mut self, pty: Option<&Pty>) {
+        if self.limit.take().is_some() {
+            self.plan = None;
+            self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() });
+            self.refresh_blocker(pty);
+        }
+    }
+
+    /// What the usage data says of the quota now: a window counts as full only while its reset is
+    /// ahead (a sample from before the reset says nothing about after it).
+    fn quota(&self) -> resume::Quota {
+        let now = self.emitter.now();
+        let Some(s) = self.last_sample.as_ref().filter(|s| s.has_limits()) else { return resume::Quota::Unknown };
+        let full = |pct: Option<f64>, reset: Option<chrono::DateTime<chrono::Utc>>| {
+            pct.is_some_and(|p| p >= 100.0) && reset.is_some_and(|r| r > now)
+        };
+        let stale = |pct: Option<f64>, reset: Option<chrono::DateTime<chrono::Utc>>| {
+            pct.is_some_and(|p| p >= 100.0) && reset.is_none_or(|r| r <= now)
+        };
+        if full(s.five_hour_pct, s.five_hour_resets_at) || full(s.seven_day_pct, s.seven_day_resets_at) {
+            resume::Quota::StillFull
+        } else if stale(s.five_hour_pct, s.five_hour_resets_at) || stale(s.seven_day_pct, s.seven_day_resets_at) {
+            resume::Quota::Unknown
+        } else {
+            resume::Quota::Back
+        }
+    }
+
+    fn resume_tick(&mut self, pty: Option<&Pty>) {
+        self.resume_next = Instant::now() + RESUME_CHECK;
+        let quota = self.quota();
+        let now = self.emitter.now();
+        let Some(plan) = self.plan.as_mut() else { return };
+        let effects = plan.tick(now, quota);
+        self.carry_out_resume(effects, pty);
+    }
+
+    fn carry_out_resume(&mut self, effects: Vec<resume::Effect>, pty: Option<&Pty>) {
+        for effect in effects {
+            match effect {
+                resume::Effect::CancelClientTimer => {
+                    if let Some(pty) = pty {
+                        pty.write(b"\x1b".to_vec());
+                    }
+                }
+                resume::Effect::Resume { attempt, prompt } => {
+                    if let Some(pty) = pty {
+                        // Escape first: it also cancels a continuation the client still has pending, so
+                        // there is never a second one on top of ours.
+                        pty.write(b"\x1b".to_vec());
+                        pty.write_after(RESUME_AFTER_ESCAPE, prompt.into_bytes());
+                        pty.write_after(ENTER_DELAY, b"\r".to_vec());
+                    }
+                    self.emit(EventKind::ResumeSent { attempt });
+                }
+                resume::Effect::Postponed { until, reason } => {
+                    tracing::info!(session = %self.id, %until, "resume postponed: {reason}");
+                }
+                resume::Effect::Failed { reason } => {
+                    self.emit(EventKind::LimitFailed { reason });
+                }
+            }
+        }
     }
 
     fn refresh_blocker(&mut self, pty: Option<&Pty>) {
@@ -410,6 +517,7 @@ impl Session {
             }
             let wakeup = if exit.is_none() { self.watcher.next_wakeup() } else { None };
             let cycle_due = self.cycle.as_ref().and_then(respawn::State::next_deadline).filter(|_| exit.is_none());
+            let resume_check = self.plan.as_ref().filter(|p| !p.failed && exit.is_none()).map(|_| self.resume_next);
             tokio::select! {
                 chunk = output.recv(), if output_open => match chunk {
                     Some(bytes) => {
@@ -430,10 +538,16 @@ impl Session {
                     if let Some(region) = self.watcher.take_limit_region() {
                         self.on_limit_region(&region, Some(&pty));
                     }
+                    if self.watcher.take_working_seen() {
+                        self.turn_seen(Some(&pty));
+                    }
                     self.report(t, Some(&pty));
                 }
                 () = sleep_until(cycle_due.unwrap_or_else(Instant::now)), if cycle_due.is_some() => {
                     self.drive(Input::Tick, Some(&pty));
+                }
+                () = sleep_until(resume_check.unwrap_or_else(Instant::now)), if resume_check.is_some() => {
+                    self.resume_tick(Some(&pty));
                 }
                 result = &mut exit_rx, if exit.is_none() => {
                     exit = Some(result.unwrap_or(Exit::Code(-1)));

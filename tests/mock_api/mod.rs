@@ -240,13 +240,18 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, bod
 
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let (text, tool_result) = last_user(&request);
-    let scenario = if tool_result {
+    let mut scenario = if tool_result {
         Scenario::AfterTool
     } else if text.contains("mock:") {
         scenario_for(&text)
     } else {
         scenario_for(&format!("mock:{}", shared.default.lock().unwrap()))
     };
+    // A limit lasts until its window resets, like the real one.
+    let reset = if usage.seven_day >= 1.0 { usage.seven_day_reset } else { usage.five_hour_reset };
+    if scenario == Scenario::Limit && epoch(SystemTime::now()) >= reset {
+        scenario = Scenario::Fast;
+    }
     let model = request["model"].as_str().unwrap_or("claude-sonnet-5-5").to_string();
     let stream = request["stream"].as_bool().unwrap_or(false);
 

@@ -1,0 +1,273 @@
+//! The wait and the resume after a usage limit, as a pure machine on the wall clock.
+//!
+//! Claude Code, as a subscriber, resumes by itself some tens of seconds after a 5-hour window
+//! resets. Nightshift never adds a second continuation on top of it:
+//!
+//! - **watch** (the default) lets the client's own resume run and steps in only when no turn has
+//!   started by the reset plus the margin: Escape first (which also cancels a client timer still
+//!   pending), 600 ms, then the resume prompt;
+//! - **own** cancels the client's timer with Escape as soon as the limit shows, and resumes itself
+//!   at the reset plus the margin.
+//!
+//! Before resuming, the quota must be back where it can be seen (a fresh statusLine sample under
+//! 100 %). A session still limited after a resume is retried up to three times, then the limit is
+//! marked failed. With no reset time to go by, the wait is 30 minutes. Deadlines are wall-clock
+//! instants checked every few seconds, so a machine that slept through the reset resumes within
+//! seconds of waking.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    Watch,
+    Own,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub policy: Policy,
+    /// How long after the reset to act.
+    pub margin: Duration,
+    /// What is typed to resume.
+    pub prompt: String,
+    /// Resumes tried before the limit is marked failed.
+    pub retries: u32,
+    /// The wait when no reset time is known.
+    pub fallback: Duration,
+    /// How long a resume has to start a turn before it counts as failed.
+    pub verify: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            policy: Policy::Watch,
+            margin: Duration::from_secs(60),
+            prompt: "continue".into(),
+            retries: 3,
+            fallback: Duration::from_secs(30 * 60),
+            verify: Duration::from_secs(180),
+        }
+    }
+}
+
+/// What the usage data says about the quota now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quota {
+    /// No samples (API-key mode, or before the first answer): go by the clock.
+    Unknown,
+    Back,
+    StillFull,
+}
+
+/// What the session actor must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Press Escape: cancels the client's own pending continuation (own policy, at detection).
+    CancelClientTimer,
+    /// Escape, 600 ms, then the prompt and Enter.
+    Resume { attempt: u32, prompt: String },
+    /// The resume is postponed: the data shows the window still full.
+    Postponed { until: DateTime<Utc>, reason: String },
+    /// Out of retries.
+    Failed { reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub settings: Settings,
+    /// When the next resume is due.
+    pub due: DateTime<Utc>,
+    pub attempts: u32,
+    /// When the last resume was sent, while waiting to see it work.
+    pub sent_at: Option<DateTime<Utc>>,
+    pub failed: bool,
+}
+
+fn due_after(resets_at: Option<DateTime<Utc>>, now: DateTime<Utc>, s: &Settings) -> DateTime<Utc> {
+    let margin = chrono::Duration::from_std(s.margin).unwrap_or_default();
+    let fallback = chrono::Duration::from_std(s.fallback).unwrap_or_default();
+    match resets_at {
+        Some(at) => at + margin,
+        None => now + fallback,
+    }
+}
+
+impl Plan {
+    /// A limit was detected at `now`.
+    pub fn new(settings: Settings, resets_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> (Self, Vec<Effect>) {
+        let due = due_after(resets_at, now, &settings);
+        let fx = if settings.policy == Policy::Own { vec![Effect::CancelClientTimer] } else { vec![] };
+        (Self { settings, due, attempts: 0, sent_at: None, failed: false }, fx)
+    }
+
+    /// Time passed (checked every few seconds against the wall clock).
+    pub fn tick(&mut self, now: DateTime<Utc>, quota: Quota) -> Vec<Effect> {
+        if self.failed {
+            return vec![];
+        }
+        if let Some(sent) = self.sent_at {
+            let verify = chrono::Duration::from_std(self.settings.verify).unwrap_or_default();
+            if now < sent + verify {
+                return vec![];
+            }
+            // The resume started no turn: still limited, by all signs.
+            return self.limited_again(None, now);
+        }
+        if now < self.due {
+            return vec![];
+        }
+        if quota == Quota::StillFull {
+            self.attempts += 1;
+            if self.attempts > self.settings.retries {
+                return self.fail("the usage data still shows the window full after every retry");
+            }
+            self.due = now + chrono::Duration::minutes(5);
+            return vec![Effect::Postponed {
+                until: self.due,
+                reason: "the usage data still shows the window full".into(),
+            }];
+        }
+        self.attempts += 1;
+        self.sent_at = Some(now);
+        vec![Effect::Resume { attempt: self.attempts, prompt: self.settings.prompt.clone() }]
+    }
+
+    /// A resume was sent and the session is limited again (a new notice, or no turn started).
+    pub fn limited_again(&mut self, resets_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Vec<Effect> {
+        if self.sent_at.take().is_none() {
+            // Not after our resume: the same limit, seen again; a later reset wins.
+            let due = due_after(resets_at, now, &self.settings);
+            if resets_at.is_some() && due > self.due {
+                self.due = due;
+            }
+            return vec![];
+        }
+        if self.attempts >= self.settings.retries {
+            return self.fail(&format!("still limited after {} resumes", self.attempts));
+        }
+        self.due = due_after(resets_at, now, &self.settings);
+        vec![]
+    }
+
+    fn fail(&mut self, reason: &str) -> Vec<Effect> {
+        self.failed = true;
+        vec![Effect::Failed { reason: reason.to_string() }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 1, h, m, s).unwrap()
+    }
+
+    /// Ticks every 5 s from `from` to `to`, collecting effects with their times.
+    fn run(plan: &mut Plan, from: DateTime<Utc>, to: DateTime<Utc>, quota: Quota) -> Vec<(DateTime<Utc>, Effect)> {
+        let mut out = vec![];
+        let mut now = from;
+        while now <= to {
+            out.extend(plan.tick(now, quota).into_iter().map(|e| (now, e)));
+            now += chrono::Duration::seconds(5);
+        }
+        out
+    }
+
+    #[test]
+    fn resumes_at_the_reset_plus_the_margin_and_not_before() {
+        let (mut plan, fx) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        assert!(fx.is_empty(), "watch leaves the client's timer alone");
+        let fx = run(&mut plan, at(10, 0, 0), at(14, 33, 55), Quota::Back);
+        assert!(fx.is_empty(), "{fx:?}");
+        let fx = run(&mut plan, at(14, 34, 0), at(14, 34, 10), Quota::Back);
+        assert_eq!(fx, [(at(14, 34, 0), Effect::Resume { attempt: 1, prompt: "continue".into() })]);
+    }
+
+    #[test]
+    fn own_cancels_the_clients_timer_at_once() {
+        let settings = Settings { policy: Policy::Own, ..Settings::default() };
+        let (_, fx) = Plan::new(settings, Some(at(14, 33, 0)), at(10, 0, 0));
+        assert_eq!(fx, [Effect::CancelClientTimer]);
+    }
+
+    #[test]
+    fn a_machine_that_slept_through_the_reset_resumes_at_the_first_check() {
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        assert!(plan.tick(at(10, 0, 5), Quota::Back).is_empty());
+        // Suspended at 10:00:05, awake at 17:02:11: the clock jumped forward.
+        assert_eq!(plan.tick(at(17, 2, 11), Quota::Back), [Effect::Resume { attempt: 1, prompt: "continue".into() }]);
+    }
+
+    #[test]
+    fn a_full_window_in_the_data_postpones_and_eventually_fails() {
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let fx = run(&mut plan, at(14, 34, 0), at(14, 55, 0), Quota::StillFull);
+        let kinds: Vec<&str> = fx
+            .iter()
+            .map(|(_, e)| match e {
+                Effect::Postponed { .. } => "postponed",
+                Effect::Failed { .. } => "failed",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["postponed", "postponed", "postponed", "failed"]);
+        assert_eq!(fx[1].0, at(14, 39, 0), "every 5 minutes");
+        assert!(plan.failed);
+        assert!(run(&mut plan, at(15, 0, 0), at(16, 0, 0), Quota::Back).is_empty(), "nothing after failing");
+    }
+
+    #[test]
+    fn still_limited_after_a_resume_retries_up_to_three_times() {
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let mut now = at(14, 34, 0);
+        for attempt in 1..=3 {
+            // Tick until the resume goes out.
+            let sent = loop {
+                if let [effect] = &plan.tick(now, Quota::Unknown)[..] {
+                    assert_eq!(effect, &Effect::Resume { attempt, prompt: "continue".into() });
+                    break now;
+                }
+                now += chrono::Duration::seconds(5);
+            };
+            now = sent + chrono::Duration::seconds(20);
+            // The client shows the limit again, with a reset an hour on.
+            let fx = plan.limited_again(Some(now + chrono::Duration::hours(1)), now);
+            if attempt < 3 {
+                assert!(fx.is_empty());
+                assert_eq!(plan.due, now + chrono::Duration::hours(1) + chrono::Duration::minutes(1));
+            } else {
+                assert!(matches!(&fx[..], [Effect::Failed { reason }] if reason.contains("3 resumes")), "{fx:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_reset_time_means_a_30_minute_wait_and_a_resume_that_starts_nothing_counts_as_limited() {
+        let (mut plan, _) = Plan::new(Settings::default(), None, at(10, 0, 0));
+        assert_eq!(plan.due, at(10, 30, 0));
+        let fx = run(&mut plan, at(10, 0, 0), at(10, 30, 0), Quota::Unknown);
+        assert_eq!(fx.len(), 1);
+        // No turn within the verify time: limited again, next try 30 minutes on.
+        let fx = run(&mut plan, at(10, 30, 5), at(10, 33, 0), Quota::Unknown);
+        assert!(fx.is_empty());
+        assert_eq!(plan.due, at(11, 3, 0));
+        assert_eq!(plan.attempts, 1);
+    }
+
+    #[test]
+    fn the_same_limit_seen_again_before_any_resume_only_moves_to_a_later_reset() {
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        plan.limited_again(Some(at(13, 0, 0)), at(10, 5, 0));
+        assert_eq!(plan.due, at(14, 34, 0), "an earlier reset does not replace a later one");
+        plan.limited_again(Some(at(18, 0, 0)), at(10, 6, 0));
+        assert_eq!(plan.due, at(18, 1, 0), "the later reset wins");
+        assert_eq!(plan.attempts, 0);
+    }
+}
