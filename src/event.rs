@@ -181,6 +181,8 @@ pub enum EventKind {
     ResumeSent { attempt: u32 },
     /// The limit did not end despite the resumes: the session needs the user.
     LimitFailed { reason: String },
+    /// The fresh-window guard stopped resuming and respawning.
+    WindowGuard { reason: String },
     /// A breaker changed: `no_progress` or `crash_loop`, to `closed`, `half_open` or `open`.
     Breaker { breaker: String, state: crate::breaker::BreakerState, reason: String },
     /// The agent's plan usage changed (from its statusLine data).
@@ -219,6 +221,7 @@ impl EventKind {
             Self::LimitCleared { .. } => "limit_cleared",
             Self::ResumeSent { .. } => "resume_sent",
             Self::LimitFailed { .. } => "limit_failed",
+            Self::WindowGuard { .. } => "window_guard",
         }
     }
 

@@ -42,6 +42,8 @@ pub struct SessionSpec {
     pub respawn: Option<crate::respawn::Settings>,
     /// Resume after usage limits, when set.
     pub auto_resume: Option<crate::limits::resume::Settings>,
+    /// What of a fresh 5-hour window is left for the user.
+    pub window_guard: crate::limits::WindowGuard,
 }
 
 impl SessionSpec {
@@ -57,6 +59,7 @@ impl SessionSpec {
             detect: DetectConfig::default(),
             respawn: None,
             auto_resume: None,
+            window_guard: crate::limits::WindowGuard::default(),
         }
     }
 }
@@ -282,6 +285,7 @@ impl Supervisor {
             agent: spec.agent,
             respawn: spec.respawn.clone(),
             auto_resume: spec.auto_resume.clone(),
+            window_guard: spec.window_guard,
             spawned,
             screen: Screen::new(spec.command.size),
             emitter: self.emitter.clone(),

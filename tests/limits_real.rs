@@ -140,3 +140,31 @@ async fn the_own_policy_cancels_the_clients_timer_and_resumes_once_itself() {
     assert!(!after[0].last_user.contains("usage limit has reset"), "the client's own was cancelled");
     assert_eq!(run.events().iter().filter(|e| e["event"] == "resume_sent").count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_tonight_leaves_the_fresh_window_alone() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    let now = epoch(SystemTime::now());
+    let reset = (now + 75) / 60 * 60 + 60;
+    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options { run_args: &["--not-tonight", "--preset", "solo"], ..Default::default() },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("keep going mock:limit", true);
+    run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
+    let guard = common::wait_for("the guard's word", Duration::from_secs(10), || {
+        run.events().into_iter().find(|e| e["event"] == "window_guard")
+    });
+    assert!(guard["reason"].as_str().unwrap().contains("not tonight"), "{guard}");
+    let reset_time = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let until = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(75);
+    tokio::time::sleep(until).await;
+    let after = mock.messages().into_iter().filter(|r| r.at >= reset_time).count();
+    assert_eq!(after, 0, "no continuation, the client's or ours, and no respawn cycle");
+    let screen = run.env.stdout(&["screen", &run.session()]);
+    assert!(screen.contains("Automatic continue cancelled"), "{screen}");
+}

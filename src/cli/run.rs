@@ -69,6 +69,13 @@ pub struct Args {
     /// What is typed to resume
     #[arg(long, value_name = "TEXT", default_value = "continue")]
     resume_prompt: String,
+    /// Leave this percent of the 5-hour window that opens after a limit for yourself: no resumes or
+    /// respawn cycles once its use passes the line
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(1..=99))]
+    reserve: Option<u8>,
+    /// Do not spend the fresh window at all: after a limit, cancel the client's own continuation too
+    #[arg(long)]
+    not_tonight: bool,
     /// Seconds the agent's terminal must stay quiet before it counts as idle
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     quiet_window: f64,
@@ -118,6 +125,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let mut spec = SessionSpec::new(command);
     spec.agent = agent;
     spec.adapter = Some(adapter);
+    spec.window_guard =
+        nightshift::limits::WindowGuard { reserve_pct: args.reserve.map(f64::from), not_tonight: args.not_tonight };
     if args.auto_resume {
         if !(args.resume_margin.is_finite() && (0.0..=3600.0).contains(&args.resume_margin)) {
             anyhow::bail!("--resume-margin must be between 0 and 3600 seconds, not {}", args.resume_margin);

@@ -14,5 +14,38 @@ pub mod resume;
 
 pub use parse::{find_limit, parse_reset, LimitKind, LimitText};
 
+/// The fresh-window guard: what of a 5-hour window that opens after a limit is left for the user.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WindowGuard {
+    /// Stop resuming and respawning once the fresh window's use passes `100 - reserve_pct`.
+    pub reserve_pct: Option<f64>,
+    /// Do not spend the fresh window at all tonight: cancel the client's own continuation too.
+    pub not_tonight: bool,
+}
+
+impl WindowGuard {
+    /// Whether a sample of the fresh window has reached the reserve.
+    pub fn reserve_reached(&self, five_hour_pct: Option<f64>) -> bool {
+        match (self.reserve_pct, five_hour_pct) {
+            (Some(reserve), Some(pct)) => pct >= 100.0 - reserve,
+            _ => false,
+        }
+    }
+}
+
 /// Resets further out than this are not believed (a misread, or a month-day from another year).
 pub const HORIZON: chrono::Duration = chrono::Duration::days(8);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reserve_line() {
+        let guard = WindowGuard { reserve_pct: Some(30.0), not_tonight: false };
+        assert!(!guard.reserve_reached(Some(69.9)));
+        assert!(guard.reserve_reached(Some(70.0)));
+        assert!(!guard.reserve_reached(None));
+        assert!(!WindowGuard::default().reserve_reached(Some(99.0)));
+    }
+}

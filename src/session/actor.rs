@@ -51,6 +51,7 @@ pub(crate) struct Actor {
     pub detect: DetectConfig,
     pub respawn: Option<respawn::Settings>,
     pub auto_resume: Option<resume::Settings>,
+    pub window_guard: limits::WindowGuard,
 }
 
 impl Actor {
@@ -77,6 +78,7 @@ impl Actor {
             detect,
             respawn,
             auto_resume,
+            window_guard,
         } = self;
         let now = Instant::now();
         let mut s = Session {
@@ -106,6 +108,9 @@ impl Actor {
             auto_resume,
             plan: None,
             resume_next: now,
+            window_guard,
+            fresh_window: false,
+            guarded_until: None,
             blocked: None,
         };
         if let Some(cycle) = &s.cycle {
@@ -180,6 +185,11 @@ struct Session {
     plan: Option<resume::Plan>,
     /// When the pending resume looks at the wall clock next.
     resume_next: Instant,
+    window_guard: limits::WindowGuard,
+    /// The 5-hour window now open began after a limit in this session.
+    fresh_window: bool,
+    /// The guard holds resumes and respawns until this instant (the fresh window's reset).
+    guarded_until: Option<Option<chrono::DateTime<chrono::Utc>>>,
     /// What currently keeps respawn cycles from running (what the machine was last told).
     blocked: Option<String>,
 }
@@ -238,7 +248,14 @@ impl Session {
         if self.limit.is_some() {
             return Some("paused on a usage limit".into());
         }
+        if self.guard_active() {
+            return Some("the fresh window's reserve is reached".into());
+        }
         None
+    }
+
+    fn guard_active(&self) -> bool {
+        self.guarded_until.is_some_and(|until| until.is_none_or(|t| self.emitter.now() < t))
     }
 
     /// The frame's limit-notice region, read: a new notice pauses the session.
@@ -279,6 +296,19 @@ impl Session {
         ];
         // The later reset wins: the agent can work only when every full window has reset.
         let latest = windows.iter().filter_map(|(r, k)| r.map(|r| (r, *k))).max_by_key(|(r, _)| *r);
+        if self.fresh_window && self.guarded_until.is_none() && self.window_guard.reserve_reached(sample.five_hour_pct)
+        {
+            self.guarded_until = Some(sample.five_hour_resets_at);
+            self.emit(EventKind::WindowGuard {
+                reason: format!(
+                    "the fresh window is at {}%: the last {}% is left for you; no more resumes or respawn cycles until it resets",
+                    sample.five_hour_pct.unwrap_or_default().round(),
+                    self.window_guard.reserve_pct.unwrap_or_default().round()
+                ),
+            });
+            self.refresh_blocker(pty);
+            self.plan = None;
+        }
         self.last_sample = Some(sample);
         match (latest, &mut self.limit) {
             (Some((resets_at, kind)), None) => {
@@ -307,7 +337,16 @@ impl Session {
             line: limit.line.clone(),
         });
         self.set_state(SessionState::LimitPaused, format!("usage limit ({source}: {}) {until}", limit.line));
-        if let Some(settings) = self.auto_resume.clone() {
+        if self.window_guard.not_tonight {
+            // Not tonight: the fresh window is the user's. Cancel the client's own continuation too.
+            if let Some(pty) = pty {
+                pty.write(b"\x1b".to_vec());
+            }
+            self.emit(EventKind::WindowGuard {
+                reason: "not tonight: the fresh window is left for you; the client's own continuation was cancelled"
+                    .into(),
+            });
+        } else if let Some(settings) = self.auto_resume.clone().filter(|_| !self.guard_active()) {
             let (plan, effects) = resume::Plan::new(settings, limit.resets_at, self.emitter.now());
             self.plan = Some(plan);
             self.resume_next = Instant::now() + RESUME_CHECK;
@@ -332,6 +371,7 @@ impl Session {
     fn clear_limit(&mut self, pty: Option<&Pty>) {
         if self.limit.take().is_some() {
             self.plan = None;
+            self.fresh_window = true;
             self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() });
             self.refresh_blocker(pty);
         }
