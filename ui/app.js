@@ -76,6 +76,15 @@ function describe(ev) {
     case "state": return `${ev.state} — ${ev.reason}`;
     case "input": return `typed ${ev.chars} characters${ev.enter ? " + Enter" : ""} (${ev.source})`;
     case "stop_requested": return `stop requested (${ev.source})`;
+    case "respawn_step": return `respawn cycle ${ev.cycle}: ${ev.step} ${ev.outcome}`;
+    case "respawn": return `respawn ${ev.action.replace("_", " ")}${ev.cycle ? ` (cycle ${ev.cycle})` : ""}${ev.reason ? ` — ${ev.reason}` : ""}`;
+    case "breaker": return `${ev.breaker.replace("_", "-")} breaker ${ev.state.replace("_", "-")}: ${ev.reason}`;
+    case "limit_detected": return `usage limit (${ev.source})${ev.resets_at ? `, resets ${localTime(ev.resets_at)}` : ""}: ${ev.line}`;
+    case "limit_cleared": return `usage limit over: ${ev.reason}`;
+    case "resume_sent": return `resume sent (attempt ${ev.attempt})`;
+    case "limit_failed": return `resume failed: ${ev.reason}`;
+    case "window_guard": return `fresh-window guard: ${ev.reason}`;
+    case "usage": return `usage: 5h ${ev.five_hour_pct ?? "–"}% · 7d ${ev.seven_day_pct ?? "–"}%`;
     default: {
       const { ts, session, event, ...rest } = ev;
       return `${event} ${JSON.stringify(rest)}`;
