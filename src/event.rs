@@ -207,6 +207,34 @@ impl EventKind {
         }
     }
 
+    /// The process `pid` runs (started or restarted, as `reason` says).
+    pub fn running(pid: u32, reason: String) -> Self {
+        Self::State {
+            state: SessionState::Running,
+            reason,
+            pid: Some(pid),
+            exit_code: None,
+            signal: None,
+            error: None,
+            dialog: None,
+            last_screen: None,
+        }
+    }
+
+    /// The command could not be started (`what`: "failed to start", "failed to restart").
+    pub fn failed(what: &str, error: &crate::pty::SpawnError) -> Self {
+        Self::State {
+            state: SessionState::Failed,
+            reason: format!("{what}: {error}"),
+            pid: None,
+            exit_code: Some(error.exit_code()),
+            signal: None,
+            error: Some(error.to_string()),
+            dialog: None,
+            last_screen: None,
+        }
+    }
+
     /// The `event` field's value.
     pub fn name(&self) -> &'static str {
         match self {

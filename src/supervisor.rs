@@ -249,36 +249,12 @@ impl Supervisor {
             Ok(spawned) => spawned,
             Err(error) => {
                 tracing::info!(session = %id, "{error}");
-                self.emitter.emit(
-                    &id,
-                    EventKind::State {
-                        state: SessionState::Failed,
-                        reason: format!("failed to start: {error}"),
-                        pid: None,
-                        exit_code: Some(error.exit_code()),
-                        signal: None,
-                        error: Some(error.to_string()),
-                        dialog: None,
-                        last_screen: None,
-                    },
-                );
+                self.emitter.emit(&id, EventKind::failed("failed to start", &error));
                 return Err(StartError::Spawn { session: id, error });
             }
         };
         let pid = spawned.pty.pid();
-        self.emitter.emit(
-            &id,
-            EventKind::State {
-                state: SessionState::Running,
-                reason: format!("process {pid} started"),
-                pid: Some(pid),
-                exit_code: None,
-                signal: None,
-                error: None,
-                dialog: None,
-                last_screen: None,
-            },
-        );
+        self.emitter.emit(&id, EventKind::running(pid, format!("process {pid} started")));
         let actor = Actor {
             id: id.clone(),
             command: spec.command.clone(),

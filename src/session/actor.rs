@@ -707,30 +707,12 @@ impl Session {
                 let pid = spawned.pty.pid();
                 self.screen = Screen::new(self.command.size);
                 self.watcher = Watcher::new(self.adapter.clone(), self.detect, Instant::now());
-                self.emit(EventKind::State {
-                    state: SessionState::Running,
-                    reason: format!("process {pid} restarted"),
-                    pid: Some(pid),
-                    exit_code: None,
-                    signal: None,
-                    error: None,
-                    dialog: None,
-                    last_screen: None,
-                });
+                self.emit(EventKind::running(pid, format!("process {pid} restarted")));
                 self.status.send_modify(|s| s.state = SessionState::Running);
                 Some(spawned)
             }
             Err(error) => {
-                self.emit(EventKind::State {
-                    state: SessionState::Failed,
-                    reason: format!("failed to restart: {error}"),
-                    pid: None,
-                    exit_code: Some(error.exit_code()),
-                    signal: None,
-                    error: Some(error.to_string()),
-                    dialog: None,
-                    last_screen: None,
-                });
+                self.emit(EventKind::failed("failed to restart", &error));
                 if let Some(trip) = self.crash.record_exit(error.exit_code(), Instant::now()) {
                     self.breaker("crash_loop", trip);
                 }
