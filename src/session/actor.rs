@@ -218,7 +218,8 @@ impl Session {
             d.clone_from(&dialog);
         }
         if t.to == Activity::Working {
-            self.clear_limit(pty);
+            // The working state that follows says where the session is now.
+            self.clear_limit(pty, false);
         }
         self.emit(kind);
         self.status.send_modify(|s| s.state = state);
@@ -364,17 +365,28 @@ impl Session {
         let resumed = self.plan.as_ref().is_some_and(|p| p.sent_at.is_some());
         let reset_passed = self.limit.as_ref().and_then(|l| l.resets_at).is_some_and(|r| r <= now);
         if resumed || reset_passed {
-            self.clear_limit(pty);
+            self.clear_limit(pty, true);
         }
     }
 
-    fn clear_limit(&mut self, pty: Option<&Pty>) {
-        if self.limit.take().is_some() {
-            self.plan = None;
-            self.fresh_window = true;
-            self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() });
-            self.refresh_blocker(pty);
+    /// The limit is over. With `announce`, the session's state is said again (a quick turn may have
+    /// come and gone without the detector's activity changing, and `limit_paused` must not linger).
+    fn clear_limit(&mut self, pty: Option<&Pty>, announce: bool) {
+        if self.limit.take().is_none() {
+            return;
         }
+        self.plan = None;
+        self.fresh_window = true;
+        self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() });
+        if announce {
+            let state = match self.watcher.state() {
+                Some(Activity::Working) => SessionState::Working,
+                Some(Activity::WaitingInput) => SessionState::WaitingInput,
+                _ => SessionState::Idle,
+            };
+            self.set_state(state, "the usage limit is over: the agent took its continuation".into());
+        }
+        self.refresh_blocker(pty);
     }
 
     /// What the usage data says of the quota now: a window counts as full only while its reset is
