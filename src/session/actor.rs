@@ -563,6 +563,7 @@ impl Session {
         let mut exit: Option<Exit> = None;
         let mut kill_at: Option<Instant> = None;
         let mut drain_until: Option<Instant> = None;
+        let mut controls_open = true;
         loop {
             if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t)) {
                 break;
@@ -606,12 +607,14 @@ impl Session {
                     drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
                     kill_at = None;
                 }
-                control = controls.recv() => match control {
+                control = controls.recv(), if controls_open => match control {
                     // Every handle is gone: the supervisor dropped the session.
-                    None if exit.is_none() && self.stopped_by.is_none() => {
-                        self.begin_stop(&pty, "the supervisor", &mut kill_at);
+                    None => {
+                        controls_open = false;
+                        if exit.is_none() && self.stopped_by.is_none() {
+                            self.begin_stop(&pty, "the supervisor", &mut kill_at);
+                        }
                     }
-                    None => {}
                     Some(Control::Stop { source }) if exit.is_none() && self.stopped_by.is_none() => {
                         self.begin_stop(&pty, &source, &mut kill_at);
                     }
