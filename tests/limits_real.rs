@@ -10,6 +10,20 @@ use std::time::{Duration, SystemTime};
 use common::claude::{client, ClaudeRun, Options};
 use mock_api::{epoch, MockApi, Usage};
 
+/// A session that hit a 5-hour limit resetting in one to two minutes: the mock, the run, the index
+/// of its `limit_paused` state, and the reset.
+async fn limited_soon(claude: &std::path::Path, run_args: &[&str]) -> (MockApi, ClaudeRun, usize, SystemTime) {
+    let mock = MockApi::start().await;
+    let now = epoch(SystemTime::now());
+    let reset = (now + 75) / 60 * 60 + 60;
+    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
+    let run = ClaudeRun::start(claude, &mock.base_url(), Options { run_args, ..Default::default() });
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("keep going mock:limit", true);
+    let (p, _, _) = run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
+    (mock, run, p, SystemTime::UNIX_EPOCH + Duration::from_secs(reset))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_usage_limit_pauses_the_session_until_the_reset_the_api_gave() {
     let Some(claude) = client() else { return };
@@ -57,19 +71,7 @@ async fn an_answer_quoting_a_limit_message_does_not_pause() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_reset_exactly_one_continuation_reaches_the_api_and_the_next_turn_runs() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
-    let now = epoch(SystemTime::now());
-    let reset = (now + 75) / 60 * 60 + 60;
-    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
-    let run = ClaudeRun::start(
-        &claude,
-        &mock.base_url(),
-        Options { run_args: &["--auto-resume", "--resume-margin", "20"], ..Default::default() },
-    );
-    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
-    run.send("keep going mock:limit", true);
-    let (p, _, _) = run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
-    let reset_time = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let (mock, run, p, reset_time) = limited_soon(&claude, &["--auto-resume", "--resume-margin", "20"]).await;
     let before_reset = mock.messages().into_iter().filter(|r| r.at < reset_time).count();
     let wait = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(150);
     common::wait_for("the limit to clear", wait, || {
@@ -104,30 +106,9 @@ async fn after_the_reset_exactly_one_continuation_reaches_the_api_and_the_next_t
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_own_policy_cancels_the_clients_timer_and_resumes_once_itself() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
-    let now = epoch(SystemTime::now());
-    let reset = (now + 75) / 60 * 60 + 60;
-    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
-    let run = ClaudeRun::start(
-        &claude,
-        &mock.base_url(),
-        Options {
-            run_args: &[
-                "--auto-resume",
-                "--resume-policy",
-                "own",
-                "--resume-margin",
-                "5",
-                "--resume-prompt",
-                "continue please",
-            ],
-            ..Default::default()
-        },
-    );
-    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
-    run.send("keep going mock:limit", true);
-    let (p, _, _) = run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
-    let reset_time = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let args =
+        ["--auto-resume", "--resume-policy", "own", "--resume-margin", "5", "--resume-prompt", "continue please"];
+    let (mock, run, p, reset_time) = limited_soon(&claude, &args).await;
     let wait = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(90);
     let cleared = common::wait_for("the limit to clear", wait, || {
         run.events().into_iter().position(|e| e["event"] == "limit_cleared")
@@ -144,23 +125,11 @@ async fn the_own_policy_cancels_the_clients_timer_and_resumes_once_itself() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_tonight_leaves_the_fresh_window_alone() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
-    let now = epoch(SystemTime::now());
-    let reset = (now + 75) / 60 * 60 + 60;
-    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
-    let run = ClaudeRun::start(
-        &claude,
-        &mock.base_url(),
-        Options { run_args: &["--not-tonight", "--preset", "solo"], ..Default::default() },
-    );
-    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
-    run.send("keep going mock:limit", true);
-    run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
+    let (mock, run, _, reset_time) = limited_soon(&claude, &["--not-tonight", "--preset", "solo"]).await;
     let guard = common::wait_for("the guard's word", Duration::from_secs(10), || {
         run.events().into_iter().find(|e| e["event"] == "window_guard")
     });
     assert!(guard["reason"].as_str().unwrap().contains("not tonight"), "{guard}");
-    let reset_time = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
     let until = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(75);
     tokio::time::sleep(until).await;
     let after = mock.messages().into_iter().filter(|r| r.at >= reset_time).count();
