@@ -98,3 +98,22 @@ mod tests {
         assert_eq!(clock.now(), start + chrono::Duration::hours(2));
     }
 }
+
+/// Durations as whole or fractional seconds in files and on the wire (`idle_timeout = 10`).
+pub mod secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        if !(secs.is_finite() && (0.0..=1e9).contains(&secs)) {
+            return Err(serde::de::Error::custom(format!("{secs} is not a number of seconds")));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    }
+}

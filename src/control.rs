@@ -42,6 +42,15 @@ pub enum Request {
     Screen {
         session: String,
     },
+    /// What the session does by itself.
+    Options {
+        session: String,
+    },
+    /// Change what the session does by itself; answers with its options after the change.
+    Configure {
+        session: String,
+        change: crate::session::Change,
+    },
     /// A statusLine report from a session's exporter.
     Usage {
         session: String,
@@ -69,11 +78,13 @@ pub struct Response {
     pub screen: Option<crate::screen::Snapshot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<crate::session::Options>,
 }
 
 impl Response {
     fn ok() -> Self {
-        Self { ok: true, error: None, pid: Some(std::process::id()), screen: None, message: None }
+        Self { ok: true, error: None, pid: Some(std::process::id()), screen: None, message: None, options: None }
     }
 
     fn error(code: &str, message: impl Into<String>) -> Self {
@@ -83,6 +94,7 @@ impl Response {
             pid: None,
             screen: None,
             message: None,
+            options: None,
         }
     }
 }
@@ -192,7 +204,9 @@ async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Send { session, .. }
         | Request::Stop { session }
         | Request::Screen { session }
-        | Request::ResetBreaker { session } => session.clone(),
+        | Request::ResetBreaker { session }
+        | Request::Options { session }
+        | Request::Configure { session, .. } => session.clone(),
     };
     let Some(handle) = supervisor.session(&session) else {
         return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
@@ -205,6 +219,10 @@ async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Screen { .. } => handle.snapshot().await.map(|s| Response { screen: Some(s), ..Response::ok() }),
         Request::ResetBreaker { .. } => {
             handle.reset_breaker().await.map(|m| Response { message: Some(m), ..Response::ok() })
+        }
+        Request::Options { .. } => Ok(Response { options: Some(handle.status().options), ..Response::ok() }),
+        Request::Configure { change, .. } => {
+            handle.configure(change).await.map(|o| Response { options: Some(o), ..Response::ok() })
         }
         Request::Ping | Request::Usage { .. } => Ok(Response::ok()),
     };

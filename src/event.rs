@@ -183,6 +183,15 @@ pub enum EventKind {
     LimitFailed { reason: String },
     /// The fresh-window guard stopped resuming and respawning.
     WindowGuard { reason: String },
+    /// The user changed what the session does by itself (auto-resume, hold); `what` says how.
+    Automation { what: String, source: String },
+    /// The machine was asleep (the wall clock moved this much more than the monotonic one).
+    Suspended {
+        #[serde(with = "crate::clock::ts")]
+        from: DateTime<Utc>,
+        #[serde(with = "crate::clock::ts")]
+        to: DateTime<Utc>,
+    },
     /// A breaker changed: `no_progress` or `crash_loop`, to `closed`, `half_open` or `open`.
     Breaker { breaker: String, state: crate::breaker::BreakerState, reason: String },
     /// The agent's plan usage changed (from its statusLine data).
@@ -250,6 +259,8 @@ impl EventKind {
             Self::ResumeSent { .. } => "resume_sent",
             Self::LimitFailed { .. } => "limit_failed",
             Self::WindowGuard { .. } => "window_guard",
+            Self::Automation { .. } => "automation",
+            Self::Suspended { .. } => "suspended",
         }
     }
 

@@ -57,16 +57,16 @@ the next unfinished step. Do not redo work that is already done.";
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
     /// How long the session must be idle before a cycle starts.
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "crate::clock::secs")]
     pub idle_timeout: Duration,
     /// How long the arrangement stays armed.
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "crate::clock::secs")]
     pub duration: Duration,
     /// The pause between steps.
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "crate::clock::secs")]
     pub inter_step_delay: Duration,
     /// How long a step may keep the agent busy before the cycle is abandoned.
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "crate::clock::secs")]
     pub step_timeout: Duration,
     /// Reset the context with `/clear` and `/init` between the update and the kickstart.
     pub clear_and_init: bool,
@@ -77,27 +77,8 @@ pub struct Settings {
     /// Answer the agent's routine confirmation dialogs (never a question it asked the user).
     pub auto_accept: bool,
     /// A cycle does not start within this long of the user typing into the session.
-    #[serde(with = "humantime_serde_secs")]
+    #[serde(with = "crate::clock::secs")]
     pub user_quiet: Duration,
-}
-
-/// Durations as whole or fractional seconds in files (`idle_timeout = 10`).
-mod humantime_serde_secs {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let secs = f64::deserialize(d)?;
-        if !(secs.is_finite() && secs >= 0.0) {
-            return Err(serde::de::Error::custom(format!("{secs} is not a number of seconds")));
-        }
-        Ok(Duration::from_secs_f64(secs))
-    }
 }
 
 /// Settings left out of a hand-written preset are the Overnight preset's.

@@ -260,6 +260,7 @@ impl Supervisor {
             command: spec.command.clone(),
             agent: spec.agent,
             respawn: spec.respawn.clone(),
+            preset: spec.preset.clone(),
             auto_resume: spec.auto_resume.clone(),
             window_guard: spec.window_guard,
             spawned,

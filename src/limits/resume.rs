@@ -31,14 +31,17 @@ pub enum Policy {
 pub struct Settings {
     pub policy: Policy,
     /// How long after the reset to act.
+    #[serde(with = "crate::clock::secs")]
     pub margin: Duration,
     /// What is typed to resume.
     pub prompt: String,
     /// Resumes tried before the limit is marked failed.
     pub retries: u32,
     /// The wait when no reset time is known.
+    #[serde(with = "crate::clock::secs")]
     pub fallback: Duration,
     /// How long a resume has to start a turn before it counts as failed.
+    #[serde(with = "crate::clock::secs")]
     pub verify: Duration,
 }
 

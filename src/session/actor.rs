@@ -12,7 +12,7 @@ use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
-use super::{Control, SessionHandle, Status};
+use super::{Change, Control, Options, RespawnArm, SessionHandle, Status, Switch};
 use crate::agent::{Adapter, AgentKind};
 use crate::breaker::{git_fingerprint, BreakerState, CrashLoop, NoProgress, Trip};
 use crate::detect::{Activity, DetectConfig, Transition, Watcher};
@@ -50,6 +50,7 @@ pub(crate) struct Actor {
     pub adapter: Adapter,
     pub detect: DetectConfig,
     pub respawn: Option<respawn::Settings>,
+    pub preset: Option<String>,
     pub auto_resume: Option<resume::Settings>,
     pub window_guard: limits::WindowGuard,
 }
@@ -58,7 +59,8 @@ impl Actor {
     /// Starts the actor task; returns the handle and the task.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
         let (control_tx, control_rx) = mpsc::channel(64);
-        let (status_tx, status_rx) = watch::channel(Status { state: SessionState::Running, exit: None });
+        let (status_tx, status_rx) =
+            watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
         let handle = SessionHandle { id: self.id.clone(), control: control_tx, status: status_rx };
         let task = tokio::spawn(self.run(control_rx, status_tx));
         (handle, task)
@@ -77,13 +79,18 @@ impl Actor {
             adapter,
             detect,
             respawn,
+            preset,
             auto_resume,
             window_guard,
         } = self;
         let now = Instant::now();
+        let respawn_until = respawn.as_ref().map(|r| emitter.now() + r.duration);
         let mut s = Session {
             watcher: Watcher::new(adapter.clone(), detect, now),
             cycle: respawn.map(|settings| respawn::State::new(settings, now)),
+            preset,
+            respawn_until,
+            held: false,
             id,
             command,
             agent,
@@ -121,6 +128,7 @@ impl Actor {
             );
             s.emit(EventKind::Respawn { action: "armed".into(), cycle: None, reason: Some(reason), cost_usd: None });
         }
+        s.publish();
 
         let mut process = Some(spawned);
         let mut last_exit = Exit::Code(-1);
@@ -145,8 +153,13 @@ impl Actor {
                 s.breaker("crash_loop", trip);
             }
         }
-        let state = s.status.borrow().state;
-        s.status.send_replace(Status { state, exit: Some(last_exit) });
+        let mut options = s.options();
+        options.respawn_active = false;
+        options.auto_resume = None;
+        s.status.send_modify(|st| {
+            st.exit = Some(last_exit);
+            st.options = options;
+        });
     }
 }
 
@@ -164,6 +177,12 @@ struct Session {
     output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
     watcher: Watcher,
     cycle: Option<respawn::State>,
+    /// The preset the cycle came from, for the record.
+    preset: Option<String>,
+    /// When the armed duration ends, on the wall clock.
+    respawn_until: Option<chrono::DateTime<chrono::Utc>>,
+    /// The user holds every automatic action (respawn cycles, resumes).
+    held: bool,
     crash: CrashLoop,
     progress: NoProgress,
     fingerprint: Option<String>,
@@ -197,6 +216,130 @@ struct Session {
 impl Session {
     fn emit(&self, kind: EventKind) {
         self.emitter.emit(&self.id, kind);
+        self.publish();
+    }
+
+    /// What the session does by itself, now.
+    fn options(&self) -> Options {
+        let mut breakers = Vec::new();
+        if self.crash.is_open() {
+            breakers.push(("crash_loop".to_string(), BreakerState::Open.as_str().to_string()));
+        }
+        if self.progress.state != BreakerState::Closed {
+            breakers.push(("no_progress".to_string(), self.progress.state.as_str().to_string()));
+        }
+        Options {
+            respawn: self.cycle.as_ref().map(|c| c.settings.clone()),
+            preset: self.preset.clone(),
+            respawn_active: self.cycle.as_ref().is_some_and(|c| c.phase != respawn::Phase::Finished),
+            respawn_until: self.respawn_until,
+            respawn_cycles: self.cycle.as_ref().map_or(0, |c| c.cycles),
+            auto_resume: self.auto_resume.clone(),
+            held: self.held,
+            breakers,
+            limit: self.limit.as_ref().map(|l| l.resets_at),
+        }
+    }
+
+    /// Lets the handles see the options (every event may have changed them).
+    fn publish(&self) {
+        let options = self.options();
+        self.status.send_if_modified(|s| {
+            let changed = s.options != options;
+            if changed {
+                s.options = options;
+            }
+            changed
+        });
+    }
+
+    /// The session's state as its activity says (after something that was not activity ends).
+    fn activity_state(&self) -> SessionState {
+        match self.watcher.state() {
+            Some(Activity::Working) => SessionState::Working,
+            Some(Activity::WaitingInput) => SessionState::WaitingInput,
+            _ => SessionState::Idle,
+        }
+    }
+
+    /// Applies the user's change to the session's options, journalling each part.
+    fn configure(&mut self, change: Change, pty: Option<&Pty>) {
+        let source = if change.source.is_empty() { "a control request".to_string() } else { change.source };
+        match change.respawn {
+            Some(Switch::On(RespawnArm { preset, settings })) => {
+                let reason = format!(
+                    "{}idle timeout {} s, for {} min ({source})",
+                    preset.as_deref().map(|p| format!("preset {p}: ")).unwrap_or_default(),
+                    settings.idle_timeout.as_secs_f64(),
+                    settings.duration.as_secs() / 60
+                );
+                self.respawn_until = Some(self.emitter.now() + settings.duration);
+                self.cycle = Some(respawn::State::new(settings, Instant::now()));
+                self.preset = preset;
+                self.emit(EventKind::Respawn {
+                    action: "armed".into(),
+                    cycle: None,
+                    reason: Some(reason),
+                    cost_usd: None,
+                });
+                // The new machine starts from where the session is.
+                if let Some(activity) = self.watcher.state() {
+                    self.drive(Input::Activity(activity), pty);
+                }
+                self.blocked = None;
+                self.refresh_blocker(pty);
+            }
+            Some(Switch::Off) => {
+                if let Some(cycle) = self.cycle.take() {
+                    self.respawn_until = None;
+                    self.emit(EventKind::Respawn {
+                        action: "disarmed".into(),
+                        cycle: (cycle.cycles > 0).then_some(cycle.cycles),
+                        reason: Some(format!("switched off ({source})")),
+                        cost_usd: None,
+                    });
+                    if self.running && self.status.borrow().state == SessionState::Respawning {
+                        self.set_state(self.activity_state(), "respawn switched off mid-cycle".into());
+                    }
+                }
+            }
+            None => {}
+        }
+        match change.auto_resume {
+            Some(Switch::On(settings)) => {
+                let what =
+                    format!("auto-resume on ({:?} policy, margin {} s)", settings.policy, settings.margin.as_secs())
+                        .to_lowercase();
+                self.auto_resume = Some(settings.clone());
+                self.emit(EventKind::Automation { what, source: source.clone() });
+                // Already paused on a limit: start waiting for its reset now.
+                if let (Some(limit), None) = (&self.limit, &self.plan) {
+                    if !self.guard_active() && !self.window_guard.not_tonight {
+                        let (plan, effects) = resume::Plan::new(settings, limit.resets_at, self.emitter.now());
+                        self.plan = Some(plan);
+                        self.resume_next = Instant::now();
+                        self.carry_out_resume(effects, pty);
+                    }
+                }
+            }
+            Some(Switch::Off) => {
+                if self.auto_resume.take().is_some() {
+                    self.plan = None;
+                    self.emit(EventKind::Automation { what: "auto-resume off".into(), source: source.clone() });
+                }
+            }
+            None => {}
+        }
+        if let Some(held) = change.held.filter(|h| *h != self.held) {
+            self.held = held;
+            let what = if held { "held: no respawn cycles or resumes until released" } else { "released" };
+            self.emit(EventKind::Automation { what: what.into(), source });
+            self.refresh_blocker(pty);
+            if !held {
+                self.resume_next = Instant::now();
+            }
+        }
+        self.publish();
     }
 
     fn set_state(&self, state: SessionState, reason: String) {
@@ -242,6 +385,9 @@ impl Session {
     fn blocker(&self) -> Option<String> {
         if !self.running {
             return Some("the agent is not running".into());
+        }
+        if self.held {
+            return Some("held by the user".into());
         }
         if self.progress.state == BreakerState::Open {
             return Some("the no-progress breaker is open".into());
@@ -379,12 +525,7 @@ impl Session {
         self.fresh_window = true;
         self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() });
         if announce {
-            let state = match self.watcher.state() {
-                Some(Activity::Working) => SessionState::Working,
-                Some(Activity::WaitingInput) => SessionState::WaitingInput,
-                _ => SessionState::Idle,
-            };
-            self.set_state(state, "the usage limit is over: the agent took its continuation".into());
+            self.set_state(self.activity_state(), "the usage limit is over: the agent took its continuation".into());
         }
         self.refresh_blocker(pty);
     }
@@ -570,7 +711,8 @@ impl Session {
             }
             let wakeup = if exit.is_none() { self.watcher.next_wakeup() } else { None };
             let cycle_due = self.cycle.as_ref().and_then(respawn::State::next_deadline).filter(|_| exit.is_none());
-            let resume_check = self.plan.as_ref().filter(|p| !p.failed && exit.is_none()).map(|_| self.resume_next);
+            let resume_check =
+                self.plan.as_ref().filter(|p| !p.failed && exit.is_none() && !self.held).map(|_| self.resume_next);
             tokio::select! {
                 chunk = output.recv(), if output_open => match chunk {
                     Some(bytes) => {
@@ -782,6 +924,10 @@ impl Session {
                     self.spent = Some(self.spent.unwrap_or(0.0) + added);
                     self.cost = Some(cost);
                 }
+            }
+            Control::Configure(change, reply) => {
+                self.configure(change, pty);
+                let _ = reply.send(self.options());
             }
             Control::Stop { .. } => {}
         }

@@ -8,6 +8,8 @@ mod actor;
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::event::{SessionId, SessionState};
@@ -40,13 +42,76 @@ pub enum Control {
     ResetBreaker(oneshot::Sender<String>),
     /// The agent's latest usage (its cost feeds the respawn cycles' accounting).
     Usage(crate::usage::Sample),
+    /// Change what the session does by itself; the reply is its options after the change.
+    Configure(Change, oneshot::Sender<Options>),
+}
+
+/// A setting switched off, or on with its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Switch<T> {
+    Off,
+    On(T),
+}
+
+/// Respawn cycles as the user arms them: a preset's name (for the record) and every setting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RespawnArm {
+    #[serde(default)]
+    pub preset: Option<String>,
+    pub settings: crate::respawn::Settings,
+}
+
+/// A change to a running session's options; what is left out stays as it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Change {
+    #[serde(default)]
+    pub respawn: Option<Switch<RespawnArm>>,
+    #[serde(default)]
+    pub auto_resume: Option<Switch<crate::limits::resume::Settings>>,
+    /// Hold every automatic action (respawn cycles, restarts' prompts, resumes) without forgetting
+    /// the settings: "Pause all" in the tray.
+    #[serde(default)]
+    pub held: Option<bool>,
+    /// Who asked, for the journal (`the app`, `nightshift hold`, …).
+    #[serde(default)]
+    pub source: String,
+}
+
+/// What a session does by itself, as it is now.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// The respawn settings while armed (also after the duration ended, for the record).
+    pub respawn: Option<crate::respawn::Settings>,
+    pub preset: Option<String>,
+    /// Respawn is armed and its duration has not ended.
+    pub respawn_active: bool,
+    /// When the armed duration ends.
+    pub respawn_until: Option<DateTime<Utc>>,
+    pub respawn_cycles: u32,
+    pub auto_resume: Option<crate::limits::resume::Settings>,
+    /// Every automatic action is held by the user.
+    pub held: bool,
+    /// The breakers that are not closed: `(name, state)`.
+    pub breakers: Vec<(String, String)>,
+    /// Paused on a usage limit until then (`None` inside: no reset time known).
+    pub limit: Option<Option<DateTime<Utc>>>,
+}
+
+impl Options {
+    /// Something is armed that will act on its own later tonight: the machine must stay awake.
+    pub fn keeps_awake(&self) -> bool {
+        !self.held && (self.respawn_active || self.auto_resume.is_some())
+    }
 }
 
 /// Where a session is, as its handle sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Status {
     pub state: SessionState,
     pub exit: Option<Exit>,
+    pub options: Options,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +165,13 @@ impl SessionHandle {
     /// Passes a usage sample to the session without waiting.
     pub fn usage(&self, sample: crate::usage::Sample) {
         let _ = self.control.try_send(Control::Usage(sample));
+    }
+
+    /// Changes the session's options; returns them as they are after the change.
+    pub async fn configure(&self, change: Change) -> Result<Options, SessionEnded> {
+        let (tx, rx) = oneshot::channel();
+        self.control(Control::Configure(change, tx)).await?;
+        rx.await.map_err(|_| SessionEnded(self.id.clone()))
     }
 
     pub async fn snapshot(&self) -> Result<Snapshot, SessionEnded> {

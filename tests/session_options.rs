@@ -1,0 +1,163 @@
+//! A running session's options changed from outside (the app's Session Options, the tray's Pause
+//! all): respawn armed and disarmed, auto-resume, the hold; in-process and over the control socket.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nightshift::clock::SystemClock;
+use nightshift::control::{self, ControlServer, Request};
+use nightshift::limits::resume;
+use nightshift::pty::{CommandSpec, PtySize};
+use nightshift::respawn::Settings;
+use nightshift::session::{Change, RespawnArm, SessionHandle, Switch};
+use nightshift::store::Store;
+use nightshift::supervisor::{SessionSpec, Supervisor};
+use nightshift::{Event, EventKind};
+use tokio::sync::broadcast;
+
+fn supervisor(env: &common::Env) -> Supervisor {
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    let store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    Supervisor::new(store, Arc::new(SystemClock))
+}
+
+/// A shell that answers each line it reads, so what the cycle types shows on the screen.
+fn echo_agent() -> SessionSpec {
+    SessionSpec::new(CommandSpec {
+        program: "bash".into(),
+        args: vec![
+            "--norc".into(),
+            "--noprofile".into(),
+            "-c".into(),
+            "echo ready; while read -r line; do echo \"got $line\"; done".into(),
+        ],
+        cwd: std::env::temp_dir(),
+        env: vec![],
+        size: PtySize::default(),
+    })
+}
+
+/// Quick cycles that only kickstart.
+fn quick() -> Settings {
+    Settings {
+        idle_timeout: Duration::from_millis(300),
+        duration: Duration::from_secs(600),
+        inter_step_delay: Duration::from_millis(100),
+        clear_and_init: false,
+        update_prompt: String::new(),
+        kickstart_prompt: "kick".into(),
+        user_quiet: Duration::ZERO,
+        ..Settings::default()
+    }
+}
+
+async fn next_matching(events: &mut broadcast::Receiver<Event>, what: &str, ok: impl Fn(&EventKind) -> bool) -> Event {
+    tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            let ev = events.recv().await.expect("the bus is open");
+            if ok(&ev.kind) {
+                return ev;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {what} within 15 s"))
+}
+
+async fn stop(handle: &SessionHandle) {
+    handle.stop("test").await.unwrap();
+    handle.wait().await;
+}
+
+#[tokio::test]
+async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disarmed() {
+    let env = common::Env::new();
+    let sup = supervisor(&env);
+    let mut events = sup.subscribe();
+    let handle = sup.start(echo_agent()).unwrap();
+    assert!(!handle.status().options.keeps_awake(), "nothing armed at start");
+
+    let arm = Change {
+        respawn: Some(Switch::On(RespawnArm { preset: Some("quick".into()), settings: quick() })),
+        source: "the test".into(),
+        ..Change::default()
+    };
+    let options = handle.configure(arm).await.unwrap();
+    assert!(options.respawn_active && options.keeps_awake(), "{options:?}");
+    assert_eq!(options.preset.as_deref(), Some("quick"));
+    let armed =
+        next_matching(&mut events, "armed", |k| matches!(k, EventKind::Respawn { action, .. } if action == "armed"))
+            .await;
+    let EventKind::Respawn { reason, .. } = armed.kind else { unreachable!() };
+    assert!(reason.unwrap().contains("preset quick"));
+    next_matching(
+        &mut events,
+        "a cycle",
+        |k| matches!(k, EventKind::Respawn { action, .. } if action == "cycle_started"),
+    )
+    .await;
+    let typed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let snap = handle.snapshot().await.unwrap();
+            if snap.text().lines().any(|l| l.trim_end() == "got kick") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(typed.is_ok(), "the kickstart reached the agent");
+
+    // Held: the settings stay, nothing runs, the machine may sleep.
+    let held = handle.configure(Change { held: Some(true), ..Change::default() }).await.unwrap();
+    assert!(held.held && held.respawn.is_some() && !held.keeps_awake(), "{held:?}");
+    next_matching(
+        &mut events,
+        "the hold",
+        |k| matches!(k, EventKind::Automation { what, .. } if what.starts_with("held")),
+    )
+    .await;
+    assert_eq!(handle.status().options, held, "the status shows the options as configure returned them");
+
+    let off =
+        handle.configure(Change { held: Some(false), respawn: Some(Switch::Off), ..Change::default() }).await.unwrap();
+    assert!(off.respawn.is_none() && !off.respawn_active && !off.held && !off.keeps_awake(), "{off:?}");
+    next_matching(&mut events, "disarmed", |k| matches!(k, EventKind::Respawn { action, .. } if action == "disarmed"))
+        .await;
+    stop(&handle).await;
+}
+
+#[tokio::test]
+async fn options_are_read_and_changed_over_the_control_socket() {
+    let env = common::Env::new();
+    let sup = supervisor(&env);
+    std::fs::create_dir_all(env.runtime_dir()).unwrap();
+    let socket = env.runtime_dir().join("control-test.sock");
+    let _server = ControlServer::bind(&socket, sup.clone()).unwrap();
+    let handle = sup.start(echo_agent()).unwrap();
+    let id = handle.id().to_string();
+
+    let before = control::request(&socket, &Request::Options { session: id.clone() }).await.unwrap();
+    assert!(before.ok && before.options.unwrap().auto_resume.is_none());
+
+    // What the window sends: JSON with durations in seconds.
+    let change: Change = serde_json::from_value(serde_json::json!({
+        "auto_resume": {"on": {"policy": "own", "margin": 90, "prompt": "go on", "retries": 2, "fallback": 600, "verify": 120}},
+        "source": "the app"
+    }))
+    .unwrap();
+    let after = control::request(&socket, &Request::Configure { session: id.clone(), change }).await.unwrap();
+    let resume = after.options.as_ref().and_then(|o| o.auto_resume.clone()).expect("auto-resume on");
+    assert_eq!(resume.policy, resume::Policy::Own);
+    assert_eq!(resume.margin, Duration::from_secs(90));
+    assert!(after.options.unwrap().keeps_awake());
+
+    let bad =
+        serde_json::from_value::<Change>(serde_json::json!({"respawn": {"on": {"settings": {"idle_timeout": -1}}}}));
+    assert!(bad.unwrap_err().to_string().contains("not a number of seconds"));
+    let unknown = control::request(&socket, &Request::Options { session: "nope".into() }).await;
+    assert!(matches!(unknown, Err(control::ControlError::Refused(body)) if body.code == "no_session"));
+    stop(&handle).await;
+}
