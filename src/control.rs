@@ -49,7 +49,7 @@ pub enum Request {
     /// Change what the session does by itself; answers with its options after the change.
     Configure {
         session: String,
-        change: crate::session::Change,
+        change: Box<crate::session::Change>,
     },
     /// A statusLine report from a session's exporter.
     Usage {
@@ -222,7 +222,7 @@ async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         }
         Request::Options { .. } => Ok(Response { options: Some(handle.status().options), ..Response::ok() }),
         Request::Configure { change, .. } => {
-            handle.configure(change).await.map(|o| Response { options: Some(o), ..Response::ok() })
+            handle.configure(*change).await.map(|o| Response { options: Some(o), ..Response::ok() })
         }
         Request::Ping | Request::Usage { .. } => Ok(Response::ok()),
     };

@@ -148,7 +148,8 @@ async fn options_are_read_and_changed_over_the_control_socket() {
         "source": "the app"
     }))
     .unwrap();
-    let after = control::request(&socket, &Request::Configure { session: id.clone(), change }).await.unwrap();
+    let after =
+        control::request(&socket, &Request::Configure { session: id.clone(), change: Box::new(change) }).await.unwrap();
     let resume = after.options.as_ref().and_then(|o| o.auto_resume.clone()).expect("auto-resume on");
     assert_eq!(resume.policy, resume::Policy::Own);
     assert_eq!(resume.margin, Duration::from_secs(90));

@@ -148,7 +148,7 @@ class Notifications(dbus.service.Object):
         nid = int(nid)
         if action_key not in self.shown.get(nid, ()):
             raise _error("dev.nightshift.Test.Error.NoSuchAction",
-                         f"notification {nid} is not shown with action {action_key!r}")
+                         f"notification {nid} is not shown with action {str(action_key)!r}")
         self.log(call="InvokeAction", id=nid, action=str(action_key))
         self.ActionInvoked(nid, action_key)
         del self.shown[nid]
