@@ -322,13 +322,12 @@ impl Session {
                     }
                 }
             }
-            Some(Switch::Off) => {
-                if self.auto_resume.take().is_some() {
-                    self.plan = None;
-                    self.emit(EventKind::Automation { what: "auto-resume off".into(), source: source.clone() });
-                }
+            Some(Switch::Off) if self.auto_resume.is_some() => {
+                self.auto_resume = None;
+                self.plan = None;
+                self.emit(EventKind::Automation { what: "auto-resume off".into(), source: source.clone() });
             }
-            None => {}
+            Some(Switch::Off) | None => {}
         }
         if let Some(held) = change.held.filter(|h| *h != self.held) {
             self.held = held;
