@@ -308,6 +308,23 @@ impl Supervisor {
         lock(&self.sessions).values().cloned().collect()
     }
 
+    /// Watches for the machine's suspends for as long as the supervisor lives, journalling each
+    /// one in every live session (the wall clock jumping ahead of the monotonic one).
+    pub fn watch_suspends(&self) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut watch = crate::power::SuspendWatch::new(me.emitter.now(), tokio::time::Instant::now());
+            loop {
+                tokio::time::sleep(crate::power::CHECK_EVERY).await;
+                let Some((from, to)) = watch.observe(me.emitter.now(), tokio::time::Instant::now()) else { continue };
+                tracing::info!(%from, %to, "the machine was asleep");
+                for handle in me.sessions() {
+                    me.emitter.emit(handle.id(), EventKind::Suspended { from, to });
+                }
+            }
+        })
+    }
+
     /// Stops every live session and waits for them to end.
     pub async fn stop_all(&self, source: &str) {
         let handles = self.sessions();

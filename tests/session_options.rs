@@ -162,3 +162,30 @@ async fn options_are_read_and_changed_over_the_control_socket() {
     assert!(matches!(unknown, Err(control::ControlError::Refused(body)) if body.code == "no_session"));
     stop(&handle).await;
 }
+
+/// Virtual time: the monotonic clock moves 10 s while the wall clock moves two hours, as it does
+/// across a suspend; the live session's journal gets the gap.
+#[tokio::test(start_paused = true)]
+async fn a_suspend_is_journalled_in_live_sessions() {
+    let env = common::Env::new();
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    let store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    let clock = Arc::new(nightshift::clock::FakeClock::new("2026-11-30T23:00:00Z".parse().unwrap()));
+    let sup = Supervisor::new(store, clock.clone());
+    let mut events = sup.subscribe();
+    let handle = sup.start(echo_agent()).unwrap();
+    let _watch = sup.watch_suspends();
+    tokio::task::yield_now().await;
+
+    clock.advance(chrono::Duration::seconds(10));
+    tokio::time::sleep(nightshift::power::CHECK_EVERY).await;
+    clock.advance(chrono::Duration::hours(2));
+    tokio::time::sleep(nightshift::power::CHECK_EVERY).await;
+    let ev = next_matching(&mut events, "a suspend", |k| matches!(k, EventKind::Suspended { .. })).await;
+    let EventKind::Suspended { from, to } = ev.kind else { unreachable!() };
+    assert_eq!(ev.session, *handle.id());
+    assert_eq!(to, clock.now_utc(), "awake again now");
+    let asleep = to - from;
+    assert!(asleep > chrono::Duration::minutes(119) && asleep <= chrono::Duration::hours(2), "{asleep}");
+    handle.stop("test").await.unwrap();
+}

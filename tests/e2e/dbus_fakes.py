@@ -175,7 +175,7 @@ class Login1(dbus.service.Object):
     @dbus.service.method(LOGIN1_MANAGER, in_signature="ssss", out_signature="h", sender_keyword="sender")
     def Inhibit(self, what, who, why, mode, sender=None):
         if not what or not set(what.split(":")) <= self.WHATS or mode not in self.MODES:
-            raise _error("org.freedesktop.DBus.Error.InvalidArgs", f"invalid what {what!r} or mode {mode!r}")
+            raise _error("org.freedesktop.DBus.Error.InvalidArgs", f"invalid what {str(what)!r} or mode {str(mode)!r}")
         self.last_id += 1
         lock = self.last_id
         uid = int(self.bus_daemon.GetConnectionUnixUser(sender))
@@ -270,8 +270,7 @@ class Watcher(dbus.service.Object):
     def _properties(self):
         return {
             "RegisteredStatusNotifierItems": dbus.Array([s + p for s, p in self.items], signature="s"),
-            # A panel is always there as far as the items can tell; one that checks (appindicator
-            # does) would otherwise fall back to an XEmbed icon.
+            # A panel is always there, as far as items that ask can tell.
             "IsStatusNotifierHostRegistered": dbus.Boolean(True),
             "ProtocolVersion": dbus.Int32(0),
         }
@@ -304,8 +303,9 @@ def serve(which, log_path):
         bus = dbus.SystemBus()
     else:
         bus = dbus.SessionBus()
-    fake = cls(bus, JsonLog(log_path))  # noqa: F841 (exported while referenced)
-    name = dbus.service.BusName(cls.BUS_NAME, bus, do_not_queue=True)  # noqa: F841 (owned while referenced)
+    # Both stay referenced while the loop runs: the object stays exported and the name owned.
+    fake = cls(bus, JsonLog(log_path))
+    name = dbus.service.BusName(cls.BUS_NAME, bus, do_not_queue=True)  # raises if already owned
     print("ready", flush=True)
     GLib.MainLoop().run()
 
@@ -321,7 +321,6 @@ SYSTEM_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus
   <policy context="default">
     <allow user="*"/>
     <allow own="*"/>
-    <allow send_type="method_call"/>
     <allow send_destination="*" eavesdrop="true"/>
     <allow eavesdrop="true"/>
   </policy>
@@ -370,15 +369,18 @@ def read_log(path):
     return [json.loads(line) for line in text.splitlines(keepends=True) if line.endswith("\n")]
 
 
-def wait_for(path, predicate, timeout=10, what=None):
+def wait_for(path, predicate, timeout=10, what=None, check=None):
     """The first record in the log at `path` for which predicate(record) is true, polling until
-    `timeout` seconds have passed."""
+    `timeout` seconds have passed. `check()`, if given, runs at each poll and may raise to give up
+    early."""
     deadline = time.time() + timeout
     while True:
         records = read_log(path)
         for record in records:
             if predicate(record):
                 return record
+        if check:
+            check()
         if time.time() > deadline:
             raise AssertionError(f"timed out waiting for {what or 'a matching record'} in {path}; "
                                  f"it has: {records[-10:]!r}")
@@ -443,14 +445,17 @@ class Fakes:
         while time.time() < deadline and not line.endswith(b"\n"):
             if select.select([proc.stdout], [], [], max(0.0, deadline - time.time()))[0]:
                 chunk = os.read(proc.stdout.fileno(), 64)
-                if not chunk:
-                    break  # it exited
+                if not chunk:  # it is exiting
+                    try:
+                        proc.wait(5)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    break
                 line += chunk
         proc.stdout.close()  # it prints nothing after `ready`
         if line.strip() != b"ready":
-            stderr = (self.dir / f"{name}.stderr").read_text(errors="replace").strip()
             state = f"exited with {proc.poll()}" if proc.poll() is not None else f"no `ready` in {self.timeout}s"
-            raise RuntimeError(f"fake {name} did not start ({state}); stdout: {line!r}; stderr:\n{stderr}")
+            raise RuntimeError(f"fake {name} did not start ({state}); stdout: {line!r}; stderr:\n{self._stderr(name)}")
 
     def stop(self):
         for proc in self.procs.values():
@@ -462,6 +467,7 @@ class Fakes:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            proc.stdout.close()  # already closed unless start() failed before reading it
         self.procs = {}
         if self.system_bus:
             self.system_bus.close()
@@ -473,31 +479,24 @@ class Fakes:
     def records(self, name):
         return read_log(self.logs[name])
 
-    def wait_for(self, log, predicate, timeout=10):
-        """Like the module's wait_for; `log` is a fake's name or a path. Fails early, with the
-        fake's stderr, if the fake has died."""
-        path = self.logs.get(log, log)
+    def wait_for(self, log, predicate, timeout=10, what=None):
+        """The module's wait_for, where `log` is a fake's name or a path; fails early, with the
+        fake's stderr, if that fake has died."""
         proc = self.procs.get(log)
-        deadline = time.time() + timeout
-        while True:
-            try:
-                return wait_for(path, predicate, timeout=min(0.5, max(0.0, deadline - time.time())),
-                                what=f"a record in the {log} log")
-            except AssertionError:
-                if proc is not None and proc.poll() is not None:
-                    stderr = (self.dir / f"{log}.stderr").read_text(errors="replace").strip()
-                    raise AssertionError(f"fake {log} exited with {proc.returncode}; stderr:\n{stderr}") from None
-                if time.time() > deadline:
-                    raise
 
+        def check():
+            if proc is not None and proc.poll() is not None:
+                raise AssertionError(f"fake {log} exited with {proc.returncode}; stderr:\n{self._stderr(log)}")
 
-def _session_bus():
-    return dbus.SessionBus()
+        return wait_for(self.logs.get(log, log), predicate, timeout, what, check)
+
+    def _stderr(self, name):
+        return (self.dir / f"{name}.stderr").read_text(errors="replace").strip()
 
 
 def invoke_action(nid, action_key):
     """Click action `action_key` of notification `nid` in the notifications fake."""
-    fake = _session_bus().get_object(NOTIFICATIONS, NOTIFICATIONS_PATH, introspect=False)
+    fake = dbus.SessionBus().get_object(NOTIFICATIONS, NOTIFICATIONS_PATH, introspect=False)
     fake.InvokeAction(dbus.UInt32(nid), action_key, dbus_interface=TEST_IFACE)
 
 
@@ -514,9 +513,9 @@ def sni_items(log):
 
 
 def sni_properties(service, path):
-    """All org.kde.StatusNotifierItem properties of the item (Id, Title, Status, IconName,
-    ToolTip, Menu...), as plain Python values; pixmaps are bytes."""
-    item = _session_bus().get_object(service, path, introspect=False)
+    """All org.kde.StatusNotifierItem properties of the item (Id, Title, Status, IconName, Menu...;
+    appindicator exports no ToolTip, but XAyatanaLabel), as plain Python values; pixmaps are bytes."""
+    item = dbus.SessionBus().get_object(service, path, introspect=False)
     return plain(item.GetAll(SNI, dbus_interface=dbus.PROPERTIES_IFACE, byte_arrays=True))
 
 
@@ -531,7 +530,7 @@ def _strip_mnemonics(label):
 def menu_layout(service, menu_path):
     """The dbusmenu's items, depth first, root excluded, as MenuItem(id, label, enabled, visible,
     type): the defaults the spec gives for properties an item leaves out are filled in."""
-    menu = dbus.Interface(_session_bus().get_object(service, menu_path, introspect=False), DBUSMENU)
+    menu = dbus.Interface(dbus.SessionBus().get_object(service, menu_path, introspect=False), DBUSMENU)
     _revision, root = menu.GetLayout(0, -1, dbus.Array([], signature="s"))
     items = []
 
@@ -551,7 +550,7 @@ def menu_layout(service, menu_path):
 def menu_click(service, menu_path, item_id):
     """Click a dbusmenu item the way a panel does: AboutToShow on the root (opening the menu),
     then the `clicked` event on the item."""
-    menu = dbus.Interface(_session_bus().get_object(service, menu_path, introspect=False), DBUSMENU)
+    menu = dbus.Interface(dbus.SessionBus().get_object(service, menu_path, introspect=False), DBUSMENU)
     menu.AboutToShow(0)
     menu.Event(item_id, "clicked", dbus.Int32(0, variant_level=1), dbus.UInt32(int(time.time()) & 0xFFFFFFFF))
 

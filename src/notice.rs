@@ -1,0 +1,183 @@
+//! Which journal events deserve a desktop notification, and what it says.
+//!
+//! Pure: the app delivers the [`Notice`]s (notify-rust) and the user switches each [`Kind`] on or
+//! off in its settings.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::breaker::BreakerState;
+use crate::event::{EventKind, SessionState};
+
+/// The kinds of notification, each with its own switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// An agent waits on a question or a permission.
+    Question,
+    /// A usage limit stopped an agent (or its resume failed, or the fresh-window guard held it).
+    Limit,
+    Resume,
+    Breaker,
+    /// A session ended.
+    Finished,
+    Morning,
+}
+
+/// The per-kind switches, all on unless the user says otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Switches {
+    pub question: bool,
+    pub limit: bool,
+    pub resume: bool,
+    pub breaker: bool,
+    pub finished: bool,
+    pub morning: bool,
+}
+
+impl Default for Switches {
+    fn default() -> Self {
+        Self { question: true, limit: true, resume: true, breaker: true, finished: true, morning: true }
+    }
+}
+
+impl Switches {
+    pub fn allows(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Question => self.question,
+            Kind::Limit => self.limit,
+            Kind::Resume => self.resume,
+            Kind::Breaker => self.breaker,
+            Kind::Finished => self.finished,
+            Kind::Morning => self.morning,
+        }
+    }
+}
+
+/// One notification to show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notice {
+    pub kind: Kind,
+    pub summary: String,
+    pub body: String,
+    /// The session a click opens.
+    pub session: Option<String>,
+}
+
+fn time<Z: TimeZone>(at: DateTime<Utc>, local: &Z) -> String
+where
+    Z::Offset: std::fmt::Display,
+{
+    at.with_timezone(local).format("%H:%M").to_string()
+}
+
+/// The notification an event of session `id` (called `label`) deserves, if any. `Finished` comes
+/// for every exit: the caller checks that the session did not start again.
+pub fn for_event<Z: TimeZone>(id: &str, label: &str, kind: &EventKind, local: &Z) -> Option<Notice>
+where
+    Z::Offset: std::fmt::Display,
+{
+    let notice = |kind: Kind, summary: String, body: String| Notice { kind, summary, body, session: Some(id.into()) };
+    match kind {
+        EventKind::State { state: SessionState::WaitingInput, dialog, reason, .. } => {
+            let body = dialog
+                .as_ref()
+                .and_then(|d| d.text.clone())
+                .or_else(|| dialog.as_ref().map(|d| format!("The agent shows a {} dialog.", d.kind)))
+                .unwrap_or_else(|| reason.clone());
+            Some(notice(Kind::Question, format!("{label} is waiting for you"), body))
+        }
+        EventKind::LimitDetected { resets_at, line, .. } => {
+            let body = match resets_at {
+                Some(at) => format!("Resets at {}. {line}", time(*at, local)),
+                None => format!("No reset time given. {line}"),
+            };
+            Some(notice(Kind::Limit, format!("{label} hit a usage limit"), body))
+        }
+        EventKind::LimitFailed { reason } => {
+            Some(notice(Kind::Limit, format!("{label} could not resume after the limit"), reason.clone()))
+        }
+        EventKind::WindowGuard { reason } => {
+            Some(notice(Kind::Limit, format!("{label} is holding off"), reason.clone()))
+        }
+        EventKind::ResumeSent { attempt } => Some(notice(
+            Kind::Resume,
+            format!("{label} resumed"),
+            format!("The usage limit reset; Nightshift sent the resume prompt (attempt {attempt})."),
+        )),
+        EventKind::Breaker { breaker, state: BreakerState::Open, reason } => Some(notice(
+            Kind::Breaker,
+            format!("{label}: the {} breaker tripped", breaker.replace('_', "-")),
+            reason.clone(),
+        )),
+        EventKind::State { state: SessionState::Exited | SessionState::Failed, reason, .. } => {
+            Some(notice(Kind::Finished, format!("{label} finished"), reason.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// The morning run summary's notification.
+pub fn morning(headline: &str) -> Notice {
+    Notice {
+        kind: Kind::Morning,
+        summary: "Good morning: the night's run".into(),
+        body: headline.to_string(),
+        session: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Dialog;
+    use crate::limits::LimitKind;
+
+    #[test]
+    fn a_question_carries_its_text() {
+        let mut kind = EventKind::state(SessionState::WaitingInput, "a dialog");
+        if let EventKind::State { dialog, .. } = &mut kind {
+            *dialog = Some(Dialog { kind: "question".into(), text: Some("Which database?".into()) });
+        }
+        let n = for_event("s1", "api · claude", &kind, &Utc).unwrap();
+        assert_eq!(
+            (n.kind, n.summary.as_str(), n.body.as_str()),
+            (Kind::Question, "api · claude is waiting for you", "Which database?")
+        );
+        assert_eq!(n.session.as_deref(), Some("s1"));
+    }
+
+    #[test]
+    fn a_limit_says_when_it_resets_in_local_time() {
+        let at = "2026-11-30T14:33:00Z".parse().unwrap();
+        let kind = EventKind::LimitDetected {
+            resets_at: Some(at),
+            source: "text".into(),
+            kind: LimitKind::FiveHour,
+            line: "You've hit your limit".into(),
+        };
+        let tz = chrono::FixedOffset::east_opt(3600).unwrap();
+        let n = for_event("s1", "api", &kind, &tz).unwrap();
+        assert_eq!(n.kind, Kind::Limit);
+        assert_eq!(n.body, "Resets at 15:33. You've hit your limit");
+    }
+
+    #[test]
+    fn working_and_idle_are_not_worth_a_notification() {
+        for state in [SessionState::Working, SessionState::Idle, SessionState::Running] {
+            assert_eq!(for_event("s", "l", &EventKind::state(state, "x"), &Utc), None);
+        }
+        let half =
+            EventKind::Breaker { breaker: "no_progress".into(), state: BreakerState::HalfOpen, reason: "r".into() };
+        assert_eq!(for_event("s", "l", &half, &Utc), None);
+    }
+
+    #[test]
+    fn switches_default_on_and_read_from_toml() {
+        assert!(Switches::default().allows(Kind::Finished));
+        let s: Switches = toml::from_str("finished = false").unwrap();
+        assert!(!s.allows(Kind::Finished) && s.allows(Kind::Question));
+        assert!(toml::from_str::<Switches>("finsihed = false").is_err());
+    }
+}

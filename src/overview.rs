@@ -1,0 +1,177 @@
+//! The state of every session at a glance: what the tray icon, its tooltip and its menu show.
+//!
+//! Pure: it reads journal rows and the latest usage sample, so the tray and its tests agree without
+//! a window system.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::store::SessionRow;
+use crate::usage::{self, Sample};
+
+/// The tray icon's variants, mildest first: the icon shows the worst across live sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Glance {
+    /// Nothing running, or every agent at its prompt.
+    Idle,
+    Working,
+    /// Paused on a usage limit.
+    Paused,
+    /// An agent waits on a question or permission, or a breaker stopped it: it needs the user.
+    Attention,
+}
+
+impl Glance {
+    /// The glance of one live session's shown state; `None` for sessions that have ended.
+    pub fn of(shown_state: &str) -> Option<Self> {
+        match shown_state.split(' ').next().unwrap_or_default() {
+            "idle" => Some(Self::Idle),
+            "starting" | "running" | "working" | "respawning" => Some(Self::Working),
+            "limit_paused" => Some(Self::Paused),
+            "waiting_input" | "breaker_open" => Some(Self::Attention),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Working => "working",
+            Self::Paused => "paused",
+            Self::Attention => "attention",
+        }
+    }
+}
+
+/// One live session in the tray's menu.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    pub id: String,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Overview {
+    pub glance: Glance,
+    pub tooltip: String,
+    /// Live sessions, most recent first.
+    pub entries: Vec<Entry>,
+}
+
+/// At most this many sessions are listed in the menu.
+pub const MENU_SESSIONS: usize = 12;
+
+/// How a session is named in short: its directory's last part and its program.
+pub fn label(row: &SessionRow) -> String {
+    let dir = Path::new(&row.cwd).file_name().map_or_else(|| row.cwd.clone(), |n| n.to_string_lossy().into_owned());
+    let program = row
+        .command
+        .first()
+        .map(|p| Path::new(p).file_name().map_or_else(|| p.clone(), |n| n.to_string_lossy().into_owned()));
+    match program {
+        Some(program) => format!("{dir} · {program}"),
+        None => dir,
+    }
+}
+
+/// The overview of `rows` (as the journal lists them, newest first) with the latest usage.
+pub fn overview(rows: &[SessionRow], usage: Option<&Sample>) -> Overview {
+    let live: Vec<(&SessionRow, String, Glance)> = rows
+        .iter()
+        .filter_map(|r| {
+            let shown = r.shown_state();
+            Glance::of(&shown).map(|g| (r, shown, g))
+        })
+        .collect();
+    let glance = live.iter().map(|(_, _, g)| *g).max().unwrap_or(Glance::Idle);
+    let count = |g: Glance| live.iter().filter(|(_, _, x)| *x == g).count();
+    let counts: Vec<String> = [
+        (count(Glance::Working), "working"),
+        (count(Glance::Idle), "idle"),
+        (count(Glance::Paused), "paused on a limit"),
+        (count(Glance::Attention), "need you"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {}", if n == 1 && what == "need you" { "needs you" } else { what }))
+    .collect();
+    let mut tooltip = String::from("Nightshift");
+    if counts.is_empty() {
+        tooltip.push_str(" — no sessions running");
+    } else {
+        tooltip.push_str(" — ");
+        tooltip.push_str(&counts.join(" · "));
+    }
+    if let Some(sample) = usage.filter(|s| s.has_limits()) {
+        tooltip.push('\n');
+        tooltip.push_str(&usage::chip(sample, false));
+    }
+    let entries = live
+        .iter()
+        .take(MENU_SESSIONS)
+        .map(|(r, shown, _)| Entry { id: r.id.clone(), label: format!("{} — {}", label(r), shown.replace('_', " ")) })
+        .collect();
+    Overview { glance, tooltip, entries }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, state: &str) -> SessionRow {
+        SessionRow {
+            id: id.into(),
+            command: vec!["/usr/bin/claude".into(), "--continue".into()],
+            cwd: format!("/home/me/{id}"),
+            agent: "claude".into(),
+            preset: None,
+            created: "2026-11-30T22:00:00.000Z".into(),
+            ended: None,
+            exit_code: None,
+            exit_signal: None,
+            error: None,
+            state: state.into(),
+            reason: None,
+            last_event: "state".into(),
+            last_event_at: "2026-11-30T22:00:00.000Z".into(),
+            // This process: alive, so the journal's state is believed.
+            owner_pid: Some(i64::from(std::process::id())),
+            control_socket: None,
+        }
+    }
+
+    #[test]
+    fn the_icon_shows_the_worst_live_state() {
+        let rows = [row("a", "idle"), row("b", "working"), row("c", "exited")];
+        assert_eq!(overview(&rows, None).glance, Glance::Working);
+        let rows = [row("a", "limit_paused"), row("b", "working")];
+        assert_eq!(overview(&rows, None).glance, Glance::Paused);
+        let rows = [row("a", "limit_paused"), row("b", "waiting_input"), row("c", "idle")];
+        assert_eq!(overview(&rows, None).glance, Glance::Attention);
+        assert_eq!(overview(&[row("a", "breaker_open")], None).glance, Glance::Attention);
+        // Ended and lost sessions do not count.
+        let mut lost = row("d", "working");
+        lost.owner_pid = Some(i64::from(i32::MAX));
+        assert_eq!(overview(&[row("c", "failed"), lost], None).glance, Glance::Idle);
+    }
+
+    #[test]
+    fn the_tooltip_counts_sessions_and_shows_the_chip() {
+        let rows = [row("a", "working"), row("b", "working"), row("c", "waiting_input"), row("d", "exited")];
+        let sample = Sample { five_hour_pct: Some(41.6), seven_day_pct: Some(18.0), ..Sample::default() };
+        let o = overview(&rows, Some(&sample));
+        assert_eq!(o.tooltip, "Nightshift — 2 working · 1 needs you\n5h 42% · 7d 18%");
+        assert_eq!(overview(&[], None).tooltip, "Nightshift — no sessions running");
+    }
+
+    #[test]
+    fn the_menu_lists_live_sessions_by_directory_and_program() {
+        let rows = [row("a", "limit_paused"), row("b", "exited")];
+        let o = overview(&rows, None);
+        assert_eq!(o.entries, [Entry { id: "a".into(), label: "a · claude — limit paused".into() }]);
+        let many: Vec<SessionRow> = (0..20).map(|i| row(&format!("s{i}"), "idle")).collect();
+        assert_eq!(overview(&many, None).entries.len(), MENU_SESSIONS);
+    }
+}
