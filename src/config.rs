@@ -1,6 +1,10 @@
-//! Settings the user keeps: their own respawn presets, in `$XDG_CONFIG_HOME/nightshift/config.toml`.
+//! Settings the user keeps: their own respawn presets and the app's notification switches, in
+//! `$XDG_CONFIG_HOME/nightshift/config.toml`.
 //!
 //! ```toml
+//! [notifications]
+//! finished = false
+//!
 //! [presets.my-night]
 //! idle_timeout = 20
 //! duration = 21600
@@ -38,6 +42,9 @@ pub enum ConfigError {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Which desktop notifications the tray app shows (`[notifications] finished = false`).
+    #[serde(default)]
+    pub notifications: crate::notice::Switches,
     #[serde(default)]
     pub presets: BTreeMap<String, Settings>,
 }

@@ -191,7 +191,9 @@ async fn serve(stream: UnixStream, supervisor: Supervisor) -> io::Result<()> {
     write.shutdown().await
 }
 
-async fn answer(request: Request, supervisor: &Supervisor) -> Response {
+/// Answers a request for a session of `supervisor`, as the socket would (the app uses it for its own
+/// sessions, so its sessions and other processes' answer alike).
+pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
     let session = match &request {
         Request::Ping => return Response::ok(),
         Request::Usage { session, token, status } => {

@@ -223,6 +223,11 @@ impl Supervisor {
         f(&lock(&self.emitter.shared.store))
     }
 
+    /// The journal, for a write of the caller's own (the digest's last-viewed mark).
+    pub fn with_store_mut<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+        f(&mut lock(&self.emitter.shared.store))
+    }
+
     /// Records and starts a session. A command that cannot start is journalled as `failed` and
     /// returned as [`StartError::Spawn`].
     pub fn start(&self, mut spec: SessionSpec) -> Result<SessionHandle, StartError> {

@@ -1,8 +1,24 @@
-//! What the window can ask for. Each command is a thin call into the core.
+//! What the window can ask for. Each command is a thin call into the core; every error reaches the
+//! window as one `{code, message}`.
+//!
+//! A session is reached the same way whoever runs it: the app's own sessions answer through
+//! [`control::answer`] in-process, those of a headless `nightshift run` through their control
+//! socket.
 
+use std::path::PathBuf;
+
+use nightshift::config::Config;
+use nightshift::control::{self, Request, Response};
+use nightshift::digest::{self, Format, Range, LAST_VIEWED_KEY};
+use nightshift::limits::resume;
+use nightshift::notice::Switches;
+use nightshift::pty::{CommandSpec, PtySize};
+use nightshift::session::{Change, Options};
 use nightshift::store::SessionSummary;
-use serde_json::Value;
-use tauri::State;
+use nightshift::{AgentKind, SessionSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tauri::{AppHandle, State};
 
 use crate::error::UiError;
 use crate::AppState;
@@ -11,18 +27,338 @@ use crate::AppState;
 const SESSION_EVENTS: usize = 500;
 
 #[tauri::command]
-#[tracing::instrument(skip(state))]
 pub fn list_sessions(state: State<'_, AppState>) -> Result<Vec<SessionSummary>, UiError> {
     let rows = state.supervisor.with_store(|s| s.sessions())?;
     Ok(rows.into_iter().map(SessionSummary::from).collect())
 }
 
 #[tauri::command]
-#[tracing::instrument(skip(state))]
 pub fn session_events(state: State<'_, AppState>, id: String) -> Result<Vec<Value>, UiError> {
     let events = state.supervisor.with_store(|s| {
         let id = s.find_session(&id)?.id;
         s.recent_events(&id, SESSION_EVENTS)
     })?;
     Ok(events.iter().filter_map(|e| serde_json::from_str(&e.body).ok()).collect())
+}
+
+/// Sends `request` (built for the session's full id) to whoever runs the session.
+pub async fn ask(state: &AppState, id: &str, request: impl FnOnce(String) -> Request) -> Result<Response, UiError> {
+    let row = state.supervisor.with_store(|s| s.find_session(id))?;
+    let request = request(row.id.clone());
+    let response = if state.supervisor.session(&row.id).is_some() {
+        control::answer(request, &state.supervisor).await
+    } else {
+        if row.is_final() {
+            return Err(UiError::new(
+                "not_running",
+                format!("session {} has {}; nothing runs to ask", row.id, row.shown_state()),
+            ));
+        }
+        let Some(socket) = row.control_socket.as_deref().filter(|_| row.owner_alive()) else {
+            return Err(UiError::new(
+                "not_running",
+                format!("the Nightshift process that ran session {} is gone; the session is lost", row.id),
+            ));
+        };
+        control::request(std::path::Path::new(socket), &request).await?
+    };
+    match response.error {
+        Some(body) if !response.ok => {
+            let code =
+                if body.code == "no_session" || body.code == "session_ended" { "not_running" } else { &body.code };
+            Err(UiError::new(code, body.message))
+        }
+        _ => Ok(response),
+    }
+}
+
+#[tauri::command]
+pub async fn session_screen(state: State<'_, AppState>, id: String) -> Result<Value, UiError> {
+    let response = ask(&state, &id, |session| Request::Screen { session }).await?;
+    Ok(serde_json::to_value(response.screen).unwrap_or(Value::Null))
+}
+
+#[tauri::command]
+pub async fn session_options(state: State<'_, AppState>, id: String) -> Result<Options, UiError> {
+    let response = ask(&state, &id, |session| Request::Options { session }).await?;
+    Ok(response.options.unwrap_or_default())
+}
+
+#[tauri::command]
+pub async fn configure_session(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    id: String,
+    mut change: Change,
+) -> Result<Options, UiError> {
+    if change.source.is_empty() {
+        change.source = "the app".into();
+    }
+    let response = ask(&state, &id, |session| Request::Configure { session, change: Box::new(change) }).await?;
+    crate::awake::recheck(&app);
+    Ok(response.options.unwrap_or_default())
+}
+
+#[tauri::command]
+pub async fn reset_breaker(state: State<'_, AppState>, id: String) -> Result<String, UiError> {
+    let response = ask(&state, &id, |session| Request::ResetBreaker { session }).await?;
+    Ok(response.message.unwrap_or_default())
+}
+
+#[tauri::command]
+pub async fn stop_session(state: State<'_, AppState>, id: String) -> Result<(), UiError> {
+    ask(&state, &id, |session| Request::Stop { session }).await.map(|_| ())
+}
+
+#[tauri::command]
+pub async fn send_text(state: State<'_, AppState>, id: String, text: String) -> Result<(), UiError> {
+    if text.is_empty() {
+        return Err(UiError::new("empty_text", "there is nothing to send; type the text first"));
+    }
+    ask(&state, &id, |session| Request::Send { session, text, enter: true }).await.map(|_| ())
+}
+
+/// The New session form.
+#[derive(Debug, Deserialize)]
+pub struct NewSession {
+    /// A shell-like line: `claude --model opus`, `bash -c 'echo hi'`.
+    pub command: String,
+    pub cwd: String,
+    pub agent: Option<String>,
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub auto_resume: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Started {
+    pub id: String,
+}
+
+/// What the form describes, checked: every problem named with its fix.
+fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, UiError> {
+    let cwd = request.cwd.trim();
+    if cwd.is_empty() {
+        return Err(UiError::new("bad_cwd", "choose the working directory the agent runs in"));
+    }
+    let cwd = PathBuf::from(expand_home(cwd, std::env::var("HOME").ok().as_deref()));
+    if !cwd.is_absolute() {
+        return Err(UiError::new("bad_cwd", format!("{}: give the full path of the directory", cwd.display())));
+    }
+    if !cwd.is_dir() {
+        return Err(UiError::new(
+            "bad_cwd",
+            format!("{} is not a directory; create it or choose another", cwd.display()),
+        ));
+    }
+    let argv = shlex::split(request.command.trim())
+        .ok_or_else(|| UiError::new("bad_command", "the command has an unclosed quote; close it and try again"))?;
+    let agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
+        Some(name) => name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?,
+        None => argv.first().map_or(AgentKind::Generic, |p| AgentKind::infer(p)),
+    };
+    let adapter = nightshift::agent::Adapter::load(agent, state.paths.agents_dir().as_deref())
+        .map_err(|e| UiError::new("agent_signals", e.to_string()))?;
+    let mut argv = argv.into_iter();
+    let (program, args) = match argv.next() {
+        Some(program) => (program, argv.collect()),
+        None => match adapter.launch() {
+            Some((program, args)) => (program.to_string(), args.to_vec()),
+            None => return Err(UiError::new("bad_command", "type the command that starts the agent")),
+        },
+    };
+    let mut spec = SessionSpec::new(CommandSpec { program, args, cwd, env: Vec::new(), size: PtySize::default() });
+    spec.agent = agent;
+    spec.adapter = Some(adapter);
+    if let Some(name) = request.preset.filter(|p| !p.is_empty()) {
+        let config = Config::load(state.paths.config_dir.as_deref())?;
+        let (settings, _) = config.preset(&name)?;
+        spec.preset = Some(name);
+        spec.respawn = Some(settings);
+    }
+    if request.auto_resume {
+        spec.auto_resume = Some(resume::Settings::default());
+    }
+    Ok(spec)
+}
+
+/// `~/x` as the user means it.
+fn expand_home(path: &str, home: Option<&str>) -> String {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => format!("{home}/{rest}"),
+        (None, Some(home)) if path == "~" => home.to_string(),
+        _ => path.to_string(),
+    }
+}
+
+#[tauri::command]
+pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: NewSession) -> Result<Started, UiError> {
+    let spec = session_spec(&state, request)?;
+    let handle = state.supervisor.start(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
+    crate::awake::recheck(&app);
+    Ok(Started { id: handle.id().to_string() })
+}
+
+#[derive(Debug, Serialize)]
+pub struct PresetView {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub source: nightshift::config::Source,
+    pub settings: nightshift::respawn::Settings,
+}
+
+#[tauri::command]
+pub fn presets(state: State<'_, AppState>) -> Result<Vec<PresetView>, UiError> {
+    let config = Config::load(state.paths.config_dir.as_deref())?;
+    Ok(config
+        .all()
+        .into_iter()
+        .map(|(name, settings, source)| {
+            let builtin = nightshift::respawn::BUILTIN_PRESETS.iter().find(|p| p.0 == name);
+            PresetView {
+                title: builtin.map_or_else(|| name.clone(), |p| p.1.to_string()),
+                description: builtin.map_or_else(|| "your preset".to_string(), |p| p.4.to_string()),
+                name,
+                source,
+                settings,
+            }
+        })
+        .collect())
+}
+
+#[tauri::command]
+pub fn save_preset(
+    state: State<'_, AppState>,
+    name: String,
+    settings: nightshift::respawn::Settings,
+) -> Result<(), UiError> {
+    let dir = state.paths.config_dir.as_deref();
+    let mut config = Config::load(dir)?;
+    config.save_preset(name.trim(), settings)?;
+    config.save(dir)?;
+    Ok(())
+}
+
+#[tauri::command]
+pub fn delete_preset(state: State<'_, AppState>, name: String) -> Result<(), UiError> {
+    let dir = state.paths.config_dir.as_deref();
+    let mut config = Config::load(dir)?;
+    config.delete_preset(&name)?;
+    config.save(dir)?;
+    Ok(())
+}
+
+#[tauri::command]
+pub fn usage(state: State<'_, AppState>) -> Result<Value, UiError> {
+    let now = state.supervisor.clock().now();
+    Ok(state.supervisor.with_store(|s| nightshift::usage::report(s, now))?)
+}
+
+#[tauri::command]
+pub fn digest(state: State<'_, AppState>, range: String, mark_viewed: bool) -> Result<Value, UiError> {
+    let range = match range.as_str() {
+        "since_last" => Range::SinceLastViewed,
+        "1h" => Range::LastHour,
+        "today" => Range::Today,
+        "24h" => Range::Last24h,
+        other => return Err(UiError::new("bad_range", format!("`{other}`: choose since_last, 1h, today or 24h"))),
+    };
+    let now = state.supervisor.clock().now();
+    let d = state.supervisor.with_store(|s| -> Result<_, nightshift::store::StoreError> {
+        let last_viewed = s
+            .meta(LAST_VIEWED_KEY)?
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
+        let (from, to) = range.bounds(now, last_viewed);
+        digest::build(s, from, to)
+    })?;
+    if mark_viewed {
+        state.supervisor.with_store_mut(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
+    }
+    Ok(json!({ "text": digest::render(&d, Format::Text), "digest": d }))
+}
+
+#[tauri::command]
+pub fn morning(state: State<'_, AppState>) -> Result<Value, UiError> {
+    let Some(summary) = state.supervisor.with_store(|s| s.latest_summary())? else { return Ok(Value::Null) };
+    let text = serde_json::from_str::<digest::Digest>(&summary.body)
+        .map_or_else(|_| summary.headline.clone(), |d| digest::render(&d, Format::Text));
+    Ok(json!({
+        "scheduled_for": summary.scheduled_for,
+        "created_at": summary.created_at,
+        "headline": summary.headline,
+        "text": text,
+    }))
+}
+
+#[tauri::command]
+pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value, UiError> {
+    use tauri_plugin_autostart::ManagerExt;
+    let config = Config::load(state.paths.config_dir.as_deref())?;
+    let launch_at_login = app.autolaunch().is_enabled().unwrap_or(false);
+    Ok(json!({
+        "notifications": config.notifications,
+        "launch_at_login": launch_at_login,
+        "power": crate::awake::status(&app),
+    }))
+}
+
+#[tauri::command]
+pub fn set_notifications(state: State<'_, AppState>, switches: Switches) -> Result<(), UiError> {
+    let dir = state.paths.config_dir.as_deref();
+    let mut config = Config::load(dir)?;
+    config.notifications = switches;
+    config.save(dir)?;
+    crate::notify::set_switches(&state, switches);
+    Ok(())
+}
+
+#[tauri::command]
+pub fn set_launch_at_login(app: AppHandle, enabled: bool) -> Result<(), UiError> {
+    use tauri_plugin_autostart::ManagerExt;
+    let launcher = app.autolaunch();
+    let result = if enabled { launcher.enable() } else { launcher.disable() };
+    result.map_err(|e| UiError::new("autostart", format!("could not change launch at login: {e}")))
+}
+
+/// Holds or releases every live session's automatic actions; returns how many changed.
+pub async fn hold_all(app: &AppHandle, held: bool) -> usize {
+    use tauri::Manager;
+    let state = app.state::<AppState>();
+    let rows = state.supervisor.with_store(|s| s.sessions()).unwrap_or_default();
+    let mut changed = 0;
+    for row in rows.iter().filter(|r| !r.is_final() && r.owner_alive()) {
+        let source = if held { "Pause all" } else { "Resume all" };
+        let change = Change { held: Some(held), source: source.into(), ..Change::default() };
+        match ask(&state, &row.id, |session| Request::Configure { session, change: Box::new(change) }).await {
+            Ok(_) => changed += 1,
+            Err(e) => tracing::info!(session = %row.id, "could not {}: {e}", source.to_lowercase()),
+        }
+    }
+    crate::awake::recheck(app);
+    changed
+}
+
+#[tauri::command]
+pub async fn pause_all(app: AppHandle) -> Result<usize, UiError> {
+    Ok(hold_all(&app, true).await)
+}
+
+#[tauri::command]
+pub async fn resume_all(app: AppHandle) -> Result<usize, UiError> {
+    Ok(hold_all(&app, false).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_home;
+
+    #[test]
+    fn home_is_expanded_only_at_the_start() {
+        assert_eq!(expand_home("~/src", Some("/home/me")), "/home/me/src");
+        assert_eq!(expand_home("~", Some("/home/me")), "/home/me");
+        assert_eq!(expand_home("/srv/~/x", Some("/home/me")), "/srv/~/x");
+        assert_eq!(expand_home("~/src", None), "~/src");
+    }
 }

@@ -6,9 +6,15 @@ use serde::Serialize;
 #[error("{message}")]
 pub struct UiError {
     /// Stable, machine-readable: the window may act on it.
-    pub code: &'static str,
+    pub code: String,
     /// For people: what went wrong and what to do.
     pub message: String,
+}
+
+impl UiError {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self { code: code.to_string(), message: message.into() }
+    }
 }
 
 impl From<nightshift::store::StoreError> for UiError {
@@ -19,7 +25,30 @@ impl From<nightshift::store::StoreError> for UiError {
             StoreError::Ambiguous { .. } => "ambiguous_session",
             _ => "journal",
         };
-        Self { code, message: e.to_string() }
+        Self::new(code, e.to_string())
+    }
+}
+
+impl From<nightshift::config::ConfigError> for UiError {
+    fn from(e: nightshift::config::ConfigError) -> Self {
+        use nightshift::config::ConfigError;
+        let code = match e {
+            ConfigError::Builtin(_) => "builtin_preset",
+            ConfigError::NoPreset(_) => "no_preset",
+            ConfigError::BadName(_) => "bad_preset_name",
+            ConfigError::NoDir => "no_config_dir",
+            _ => "config",
+        };
+        Self::new(code, e.to_string())
+    }
+}
+
+impl From<nightshift::control::ControlError> for UiError {
+    fn from(e: nightshift::control::ControlError) -> Self {
+        match e {
+            nightshift::control::ControlError::Refused(body) => Self { code: body.code, message: body.message },
+            other => Self::new("unreachable", other.to_string()),
+        }
     }
 }
 
@@ -33,5 +62,12 @@ mod tests {
         let json = serde_json::to_value(&e).unwrap();
         assert_eq!(json, serde_json::json!({"code": "no_session", "message": e.message}));
         assert_eq!(json.as_object().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_refusal_from_another_process_keeps_its_code() {
+        let body = nightshift::control::ErrorBody { code: "session_ended".into(), message: "gone".into() };
+        let e = UiError::from(nightshift::control::ControlError::Refused(body));
+        assert_eq!((e.code.as_str(), e.message.as_str()), ("session_ended", "gone"));
     }
 }

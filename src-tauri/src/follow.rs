@@ -1,4 +1,5 @@
-//! Follows the journal and pushes new events to the window as `journal` events.
+//! Follows the journal: pushes new events to the window as `journal` events, raises their
+//! notifications and keeps the tray up to date.
 //!
 //! The journal is the one place every Nightshift process writes to, so following it shows the app's
 //! own sessions and those of headless runs alike. The app's own events wake the follower at once;
@@ -44,10 +45,13 @@ pub fn start(app: AppHandle, journal: PathBuf, mut bus: broadcast::Receiver<Even
                     if let Err(e) = app.emit("journal", events) {
                         tracing::debug!("could not push journal events to the window: {e}");
                     }
+                    crate::notify::on_events(&app, &rows);
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("reading the journal failed: {e}"),
             }
+            // Also when nothing new came: a session whose supervisor died becomes `lost` silently.
+            crate::tray::refresh(&app);
         }
     });
 }

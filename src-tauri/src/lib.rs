@@ -1,29 +1,39 @@
-//! Nightshift's tray app: the core supervisor in-process, a tray icon with a menu, and a window that
-//! lists the journal's sessions, updated live.
+//! Nightshift's tray app: the core supervisor in-process, a tray icon whose variant and menu follow
+//! the sessions, a window over the journal, desktop notifications and the sleep assertion.
 //!
-//! The app stays alive when its window closes (closing hides it); Quit in the tray stops the app's own
-//! sessions gracefully and exits. Sessions run by other Nightshift processes (a headless
-//! `nightshift run`) appear too: the window follows the shared journal.
+//! The app stays alive when its window closes (closing hides it) and runs once per user (a second
+//! launch shows the first one's window); Quit in the tray stops the app's own sessions gracefully
+//! and exits. Sessions run by other Nightshift processes (a headless `nightshift run`) appear too:
+//! the window follows the shared journal and reaches them through their control sockets.
 
+mod awake;
 mod commands;
 mod error;
 mod follow;
+mod notify;
 mod tray;
 
 use std::sync::{Arc, Mutex};
 
 use nightshift::clock::SystemClock;
+use nightshift::config::Config;
 use nightshift::control::ControlServer;
 use nightshift::logging::{self, Stderr};
+use nightshift::overview::Overview;
 use nightshift::paths::Paths;
 use nightshift::store::Store;
 use nightshift::Supervisor;
-use tauri::{Manager, RunEvent, WindowEvent};
+use tauri::{Emitter, Manager, RunEvent, WindowEvent};
 
 /// What every command can reach: cloneable handles, no global lock.
 #[derive(Debug)]
 pub struct AppState {
     pub supervisor: Supervisor,
+    pub paths: Paths,
+    pub notifier: notify::Notifier,
+    pub awake: awake::Awake,
+    /// What the tray shows now.
+    shown: Mutex<Option<Overview>>,
     /// Kept for the life of the app; dropping it removes the socket.
     _control: Mutex<Option<ControlServer>>,
 }
@@ -35,6 +45,18 @@ pub fn show_main(app: &tauri::AppHandle) {
         let _ = window.show();
         let _ = window.set_focus();
     }
+}
+
+/// Shows the window on one of its views (`new-session`, `digest`, `morning`, `settings`).
+pub fn show_view(app: &tauri::AppHandle, view: &str) {
+    show_main(app);
+    let _ = app.emit("show-view", view.to_string());
+}
+
+/// Shows the window on a session's page.
+pub fn open_session(app: &tauri::AppHandle, id: &str) {
+    show_main(app);
+    let _ = app.emit("open-session", id.to_string());
 }
 
 /// The morning run summary, made here (the app is the process that runs all night).
@@ -51,10 +73,7 @@ fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
         Arc::new(SystemClock),
         nightshift::digest::Morning::default(),
         chrono::Local,
-        move |headline, _| {
-            use tauri::Emitter;
-            let _ = app.emit("morning", headline.to_string());
-        },
+        move |headline, _| notify::morning(&app, headline),
     ));
 }
 
@@ -76,6 +95,13 @@ pub fn run() {
     let paths = Paths::resolve(None).unwrap_or_else(|e| fail(e.to_string()));
     let _log = logging::init(&paths.log_dir(), Stderr::On);
     let store = Store::open(&paths.journal()).unwrap_or_else(|e| fail(e.to_string()));
+    let switches = match Config::load(paths.config_dir.as_deref()) {
+        Ok(config) => config.notifications,
+        Err(e) => {
+            tracing::warn!("{e}; notifications use their defaults until it is fixed");
+            Default::default()
+        }
+    };
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
     let socket = paths.control_socket(std::process::id());
     let control = tauri::async_runtime::block_on(async { ControlServer::bind(&socket, supervisor.clone()) });
@@ -96,14 +122,52 @@ pub fn run() {
     let bus = supervisor.subscribe();
     let journal = paths.journal();
     tracing::info!(journal = %journal.display(), "starting the tray app");
+    let state = AppState {
+        supervisor,
+        paths,
+        notifier: notify::Notifier::new(switches),
+        awake: awake::Awake::default(),
+        shown: Mutex::new(None),
+        _control: Mutex::new(control),
+    };
 
     let app = tauri::Builder::default()
-        .manage(AppState { supervisor, _control: Mutex::new(control) })
-        .invoke_handler(tauri::generate_handler![commands::list_sessions, commands::session_events])
+        // First: a second launch hands over to the running app and exits before anything starts.
+        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+            tracing::info!("another launch: showing this instance's window");
+            show_main(app);
+        }))
+        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            commands::list_sessions,
+            commands::session_events,
+            commands::session_screen,
+            commands::session_options,
+            commands::configure_session,
+            commands::reset_breaker,
+            commands::stop_session,
+            commands::send_text,
+            commands::new_session,
+            commands::presets,
+            commands::save_preset,
+            commands::delete_preset,
+            commands::usage,
+            commands::digest,
+            commands::morning,
+            commands::app_settings,
+            commands::set_notifications,
+            commands::set_launch_at_login,
+            commands::pause_all,
+            commands::resume_all,
+        ])
         .setup(move |app| {
             tray::create(app.handle())?;
             start_mornings(app.handle().clone(), &journal);
             follow::start(app.handle().clone(), journal, bus);
+            awake::start(app.handle().clone());
+            let supervisor = app.state::<AppState>().supervisor.clone();
+            tauri::async_runtime::spawn(async move { supervisor.watch_suspends().await });
             Ok(())
         })
         .on_window_event(|window, event| {

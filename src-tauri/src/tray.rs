@@ -1,29 +1,110 @@
-//! The tray icon and its menu.
+//! The tray icon: its variant shows the worst state across live sessions, its menu lists them
+//! with Pause all / Resume all, New session…, Open Nightshift and Quit.
+//!
+//! Linux tray hosts show no tooltip for app indicators, so the tooltip's text (counts and usage
+//! chip) is also the menu's first, disabled rows.
 
+use nightshift::overview::{self, Glance, Overview};
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
-use tauri::tray::TrayIconBuilder;
+use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Manager};
 
 use crate::AppState;
 
-const ICON_IDLE: &[u8] = include_bytes!("../../icons/tray-idle.png");
+const TRAY_ID: &str = "nightshift";
+
+fn icon(glance: Glance) -> &'static [u8] {
+    match glance {
+        Glance::Idle => include_bytes!("../../icons/tray-idle.png"),
+        Glance::Working => include_bytes!("../../icons/tray-working.png"),
+        Glance::Paused => include_bytes!("../../icons/tray-paused.png"),
+        Glance::Attention => include_bytes!("../../icons/tray-attention.png"),
+    }
+}
+
+fn menu(app: &AppHandle, o: &Overview) -> tauri::Result<Menu<tauri::Wry>> {
+    let menu = Menu::new(app)?;
+    for (i, line) in o.tooltip.lines().enumerate() {
+        menu.append(&MenuItem::with_id(app, format!("status:{i}"), line, false, None::<&str>)?)?;
+    }
+    menu.append(&PredefinedMenuItem::separator(app)?)?;
+    for entry in &o.entries {
+        menu.append(&MenuItem::with_id(app, format!("session:{}", entry.id), &entry.label, true, None::<&str>)?)?;
+    }
+    if !o.entries.is_empty() {
+        menu.append(&PredefinedMenuItem::separator(app)?)?;
+    }
+    menu.append(&MenuItem::with_id(app, "new", "New session…", true, None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, "pause", "Pause all", !o.entries.is_empty(), None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, "resume", "Resume all", !o.entries.is_empty(), None::<&str>)?)?;
+    menu.append(&PredefinedMenuItem::separator(app)?)?;
+    menu.append(&MenuItem::with_id(app, "open", "Open Nightshift", true, None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, "quit", "Quit", true, None::<&str>)?)?;
+    Ok(menu)
+}
+
+fn current(app: &AppHandle) -> Overview {
+    let state = app.state::<AppState>();
+    let (rows, usage) = state
+        .supervisor
+        .with_store(|s| (s.sessions().unwrap_or_default(), s.latest_limits().ok().flatten().map(|u| u.sample)));
+    overview::overview(&rows, usage.as_ref())
+}
+
+fn apply(app: &AppHandle, tray: &TrayIcon, o: &Overview) -> tauri::Result<()> {
+    tray.set_menu(Some(menu(app, o)?))?;
+    tray.set_icon(Some(Image::from_bytes(icon(o.glance))?))?;
+    tray.set_tooltip(Some(&o.tooltip))?;
+    Ok(())
+}
 
 pub fn create(app: &AppHandle) -> tauri::Result<()> {
-    let open = MenuItem::with_id(app, "open", "Open Nightshift", true, None::<&str>)?;
-    let quit = MenuItem::with_id(app, "quit", "Quit", true, None::<&str>)?;
-    let menu = Menu::with_items(app, &[&open, &PredefinedMenuItem::separator(app)?, &quit])?;
-    TrayIconBuilder::with_id("nightshift")
-        .icon(Image::from_bytes(ICON_IDLE)?)
-        .tooltip("Nightshift")
-        .menu(&menu)
-        .on_menu_event(|app, event| match event.id().as_ref() {
-            "open" => crate::show_main(app),
-            "quit" => quit_app(app),
-            other => tracing::debug!("unknown tray menu item {other}"),
-        })
+    let o = current(app);
+    let tray = TrayIconBuilder::with_id(TRAY_ID)
+        .icon(Image::from_bytes(icon(o.glance))?)
+        .tooltip(&o.tooltip)
+        .menu(&menu(app, &o)?)
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
         .build(app)?;
+    drop(tray);
+    *app.state::<AppState>().shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(o);
     Ok(())
+}
+
+/// Brings the tray up to date with the journal, when anything it shows changed.
+pub fn refresh(app: &AppHandle) {
+    let o = current(app);
+    let state = app.state::<AppState>();
+    let mut shown = state.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if shown.as_ref() == Some(&o) {
+        return;
+    }
+    let Some(tray) = app.tray_by_id(TRAY_ID) else { return };
+    match apply(app, &tray, &o) {
+        Ok(()) => *shown = Some(o),
+        Err(e) => tracing::warn!("could not update the tray: {e}"),
+    }
+}
+
+fn on_menu(app: &AppHandle, id: &str) {
+    match id {
+        "open" => crate::show_main(app),
+        "new" => crate::show_view(app, "new-session"),
+        "pause" | "resume" => {
+            let app = app.clone();
+            let held = id == "pause";
+            tauri::async_runtime::spawn(async move {
+                let n = crate::commands::hold_all(&app, held).await;
+                tracing::info!("{} {n} session(s) from the tray", if held { "held" } else { "released" });
+            });
+        }
+        "quit" => quit_app(app),
+        other => match other.strip_prefix("session:") {
+            Some(session) => crate::open_session(app, session),
+            None => tracing::debug!("unknown tray menu item {other}"),
+        },
+    }
 }
 
 /// Stops this app's sessions (gracefully, as `nightshift stop` would) and exits.

@@ -237,7 +237,7 @@ impl Session {
             auto_resume: self.auto_resume.clone(),
             held: self.held,
             breakers,
-            limit: self.limit.as_ref().map(|l| l.resets_at),
+            limit: self.limit.as_ref().map(|l| super::Paused { resets_at: l.resets_at }),
         }
     }
 

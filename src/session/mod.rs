@@ -95,8 +95,15 @@ pub struct Options {
     pub held: bool,
     /// The breakers that are not closed: `(name, state)`.
     pub breakers: Vec<(String, String)>,
-    /// Paused on a usage limit until then (`None` inside: no reset time known).
-    pub limit: Option<Option<DateTime<Utc>>>,
+    /// Paused on a usage limit.
+    pub limit: Option<Paused>,
+}
+
+/// A usage limit the session is paused on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paused {
+    /// When the limit resets; `None` when the client gave no time.
+    pub resets_at: Option<DateTime<Utc>>,
 }
 
 impl Options {

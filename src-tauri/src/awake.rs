@@ -1,0 +1,152 @@
+//! The sleep assertion: held exactly while at least one session has respawn or auto-resume armed
+//! (and its armed duration has not ended), released when none has.
+//!
+//! It inhibits idle and sleep (systemd-logind's `Inhibit("idle")` and `Inhibit("sleep")` through
+//! keepawake), never the display. When the service is not there the app says so in the window and
+//! carries on: the run goes on, the machine may sleep.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use nightshift::control::{self, Request};
+use serde::Serialize;
+use tauri::{AppHandle, Emitter, Manager};
+
+use crate::AppState;
+
+/// How often the armed sessions are looked at (durations end, other processes' sessions change).
+const CHECK: Duration = Duration::from_secs(5);
+
+#[derive(Default)]
+pub struct Awake {
+    inner: Mutex<Inner>,
+    /// One recheck at a time: the service is asked in order.
+    busy: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Inner {
+    lock: Option<keepawake::KeepAwake>,
+    /// Why the machine is kept awake, or why it is not.
+    reason: String,
+    warning: Option<String>,
+}
+
+impl std::fmt::Debug for Awake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Awake").finish_non_exhaustive()
+    }
+}
+
+/// What the window shows of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PowerStatus {
+    pub holding: bool,
+    pub reason: String,
+    pub warning: Option<String>,
+}
+
+pub fn status(app: &AppHandle) -> PowerStatus {
+    let state = app.state::<AppState>();
+    let inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    PowerStatus { holding: inner.lock.is_some(), reason: inner.reason.clone(), warning: inner.warning.clone() }
+}
+
+/// The sessions that want the machine awake: the app's own by their status, other processes'
+/// by asking them.
+async fn armed(state: &AppState) -> Vec<String> {
+    let mut armed: Vec<String> = state
+        .supervisor
+        .sessions()
+        .iter()
+        .filter(|h| h.status().exit.is_none() && h.status().options.keeps_awake())
+        .map(|h| h.id().to_string())
+        .collect();
+    let rows = state.supervisor.with_store(|s| s.sessions()).unwrap_or_default();
+    for row in rows.iter().filter(|r| !r.is_final() && r.owner_alive() && state.supervisor.session(&r.id).is_none()) {
+        let Some(socket) = row.control_socket.as_deref() else { continue };
+        let request = Request::Options { session: row.id.clone() };
+        if let Ok(response) = control::request(std::path::Path::new(socket), &request).await {
+            if response.options.is_some_and(|o| o.keeps_awake()) {
+                armed.push(row.id.clone());
+            }
+        }
+    }
+    armed
+}
+
+/// Looks again now (after the user changed something).
+pub fn recheck(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move { apply(&app).await });
+}
+
+async fn apply(app: &AppHandle) {
+    let state = app.state::<AppState>();
+    let _one = state.awake.busy.lock().await;
+    let armed = armed(&state).await;
+    let before = status(app);
+    let holding = before.holding;
+    if armed.is_empty() && holding {
+        // Dropping the lock closes its file descriptors: that is the release.
+        let released = state.awake.inner.lock().map(|mut i| i.lock.take());
+        drop(released);
+        tracing::info!("sleep assertion released: no session is armed");
+    } else if !armed.is_empty() && !holding {
+        let why = format!("Nightshift keeps {} armed session(s) running", armed.len());
+        let taken = tauri::async_runtime::spawn_blocking(move || {
+            keepawake::Builder::default()
+                .display(false)
+                .idle(true)
+                .sleep(true)
+                .reason(why)
+                .app_name("Nightshift")
+                .app_reverse_domain("dev.nightshift.app")
+                .create()
+        })
+        .await;
+        let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match taken {
+            Ok(Ok(lock)) => {
+                tracing::info!(sessions = armed.len(), "sleep assertion held (idle and sleep)");
+                inner.lock = Some(lock);
+                inner.warning = None;
+            }
+            Ok(Err(e)) => {
+                let warning = format!(
+                    "Cannot keep the machine awake ({e}). Armed sessions go on, but the machine may sleep \
+                     during the run; check that systemd-logind is running."
+                );
+                if inner.warning.as_deref() != Some(&warning) {
+                    tracing::warn!("{warning}");
+                }
+                inner.warning = Some(warning);
+            }
+            Err(e) => tracing::error!("the sleep assertion task failed: {e}"),
+        }
+    }
+    {
+        let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.reason = match (armed.len(), inner.lock.is_some()) {
+            (0, _) => "No session has respawn or auto-resume armed; the machine sleeps as usual.".into(),
+            (n, true) => {
+                format!("Keeping the machine awake (idle and sleep, not the display) for {n} armed session(s).")
+            }
+            (n, false) => format!("{n} armed session(s), but the machine could not be kept awake."),
+        };
+    }
+    let after = status(app);
+    if after != before {
+        let _ = app.emit("power", &after);
+    }
+}
+
+/// Looks every few seconds for as long as the app runs.
+pub fn start(app: AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        loop {
+            apply(&app).await;
+            tokio::time::sleep(CHECK).await;
+        }
+    });
+}
