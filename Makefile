@@ -13,7 +13,7 @@ CLAUDE_BIN := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.ex
 # Building the tray app (WebKitGTK + the tray library).
 BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
 # Running it headless and driving its window in tests.
-TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib
+TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib python3-dbus python3-gi
 
 .PHONY: run release test test-core test-app deps deps-test claude-client lint fmt bench clean help
 
@@ -50,6 +50,7 @@ test-app:
 	$(CARGO) build --locked --workspace
 	$(CARGO) test --locked -p nightshift-app
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_app.py
+	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_desktop.py
 
 deps:
 	@scripts/ensure-packages $(BUILD_PKGS)

@@ -1,0 +1,181 @@
+"""The tray app on the desktop's buses, under Xvfb on a private D-Bus session bus.
+
+Run by `make test-app` as: xvfb-run -a dbus-run-session -- python3 tests/e2e/test_desktop.py
+
+Fakes that speak the real protocols (tests/e2e/dbus_fakes.py) stand in for what a CI machine does
+not have: a tray host (org.kde.StatusNotifierWatcher), a notification daemon
+(org.freedesktop.Notifications) and systemd-logind on a private system bus (login1 Inhibit). The
+sessions are headless `nightshift run` processes: the app sees them through the shared journal and
+reaches them through their control sockets, as it does on a real desktop.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dbus_fakes  # noqa: E402
+from x11 import X11  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
+APP = TARGET / "nightshift-app"
+CLI = TARGET / "nightshift"
+CAPTURES = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "nightshift"
+
+
+def wait(what, fn, timeout=20, every=0.2):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class Desktop(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for binary in (APP, CLI):
+            if not binary.exists():
+                raise unittest.SkipTest(f"{binary} is not built; run `make test` (it builds it)")
+        cls.tmp = tempfile.TemporaryDirectory()
+        base = Path(cls.tmp.name)
+        cls.fakes = dbus_fakes.Fakes("watcher", "notifications", "login1").__enter__()
+        cls.env = cls.fakes.env(dict(
+            os.environ, NIGHTSHIFT_STATE_DIR=str(base / "state"), NIGHTSHIFT_RUNTIME_DIR=str(base / "run"),
+            NIGHTSHIFT_CONFIG_DIR=str(base / "config"), XDG_CONFIG_HOME=str(base / "config"),
+            XDG_DATA_HOME=str(base / "data"), NO_AT_BRIDGE="1"))
+        cls.app_log = open(base / "app.log", "wb")
+        cls.app = subprocess.Popen([str(APP)], env=cls.env, stdin=subprocess.DEVNULL,
+                                   stdout=cls.app_log, stderr=subprocess.STDOUT)
+        registered = cls.fakes.wait_for("watcher", lambda r: r.get("call") == "RegisterStatusNotifierItem",
+                                        timeout=30, what="the tray item to register")
+        cls.item = (registered["service"], registered["path"])
+        cls.runs = []
+
+    @classmethod
+    def tearDownClass(cls):
+        for run in cls.runs:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        if cls.app.poll() is None:
+            cls.app.kill()
+            cls.app.wait()
+        cls.app_log.close()
+        cls.fakes.__exit__(None, None, None)
+        cls.tmp.cleanup()
+
+    def app_output(self):
+        return (Path(self.tmp.name) / "app.log").read_text(errors="replace")[-3000:]
+
+    def menu(self):
+        props = dbus_fakes.sni_properties(*self.item)
+        return dbus_fakes.menu_layout(self.item[0], str(props["Menu"]))
+
+    def labels(self):
+        return [m.label for m in self.menu() if m.visible and m.type != "separator"]
+
+    def start_run(self, *args, script):
+        """A headless session; returns its id (from its first event)."""
+        run = subprocess.Popen([str(CLI), "run", "--events", "-", *args, "--", "bash", "-c", script],
+                               env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        self.runs.append(run)
+        first = json.loads(run.stdout.readline())
+        return run, first["session"]
+
+    def stop_run(self, run, session):
+        out = subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        run.wait(30)
+
+    def test_1_the_tray_item_registers_and_its_menu_has_the_actions(self):
+        props = dbus_fakes.sni_properties(*self.item)
+        self.assertTrue(str(props.get("IconName", "")).endswith(".png"), props)
+        labels = wait("the menu", self.labels)
+        for wanted in ("Nightshift — no sessions running", "New session…", "Pause all", "Resume all",
+                       "Open Nightshift", "Quit"):
+            self.assertIn(wanted, labels)
+
+    def test_2_an_armed_run_holds_the_sleep_assertion_until_it_ends(self):
+        run, session = self.start_run("--preset", "overnight", script="echo armed; exec sleep 600")
+        # The menu lists it, by directory and program, with its state.
+        entry = wait("the session in the menu", lambda: [l for l in self.labels() if "· bash —" in l])
+        self.assertTrue(any(s in entry[0] for s in ("working", "idle", "running")), entry)
+        inhibits = wait("Inhibit for idle and sleep", lambda: [
+            r for r in self.fakes.records("login1") if r.get("call") == "Inhibit"] if {
+            r.get("what") for r in self.fakes.records("login1") if r.get("call") == "Inhibit"} >= {"idle", "sleep"}
+            else None, timeout=30)
+        for lock in inhibits:
+            self.assertEqual((lock["who"], lock["mode"]), ("Nightshift", "block"))
+        self.assertNotIn("handle-lid-switch", {r["what"] for r in inhibits}, "only idle and sleep")
+        released = [r for r in self.fakes.records("login1") if r.get("event") == "released"]
+        self.assertEqual(released, [], "held while the run is armed")
+
+        self.stop_run(run, session)
+        done = wait("both locks released", lambda: len(
+            [r for r in self.fakes.records("login1") if r.get("event") == "released"]) >= 2 or None, timeout=30)
+        self.assertTrue(done)
+        finished = self.fakes.wait_for("notifications", lambda r: r.get("call") == "Notify"
+                                       and r["summary"].endswith("finished"), timeout=20,
+                                       what="the run-finished notification")
+        self.assertIn("stopped on request", finished["body"])
+        self.assertEqual(finished["app_name"], "Nightshift")
+
+    def test_3_a_question_and_a_limit_are_notified_with_their_text(self):
+        def replay(name):
+            title = (CAPTURES / f"{name}.title.txt").read_text().strip()
+            return (f"printf '\\033]0;%s\\007' {json.dumps(title)}; cat {CAPTURES / (name + '.ansi.txt')}; "
+                    "exec sleep 600")
+
+        q_run, q = self.start_run("--agent", "claude", "--cols", "120", "--rows", "40", script=replay("question-mock"))
+        question = self.fakes.wait_for("notifications", lambda r: r.get("call") == "Notify"
+                                       and "waiting for you" in r["summary"], timeout=20, what="the question")
+        self.assertEqual(question["body"], "Which database should the new service use?")
+        self.assertIn("default", question["actions"], "clicking opens the session")
+
+        l_run, l = self.start_run("--agent", "claude", "--cols", "120", "--rows", "40", script=replay("weekly-limit"))
+        limit = self.fakes.wait_for("notifications", lambda r: r.get("call") == "Notify"
+                                    and "usage limit" in r["summary"], timeout=20, what="the limit")
+        self.assertRegex(limit["body"], r"^Resets at \d\d:\d\d\. ")
+        # The question's session needs the user: the menu says so.
+        self.assertTrue(wait("the count", lambda: [x for x in self.labels() if "needs you" in x]))
+        self.stop_run(q_run, q)
+        self.stop_run(l_run, l)
+
+    def test_4_a_second_launch_shows_the_first_ones_window(self):
+        x = X11()
+        window = x.find("Nightshift")
+        x.request_close(window)
+        wait("the window to hide", lambda: not x.is_viewable(window))
+        second = subprocess.run([str(APP)], env=self.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        self.assertEqual(second.returncode, 0, second.stderr[-2000:])
+        wait("the first instance's window to show again", lambda: x.is_viewable(window))
+        self.assertIsNone(self.app.poll(), "the first instance runs on")
+
+    def test_5_quit_in_the_tray_menu_quits(self):
+        quit_item = [m for m in self.menu() if m.label == "Quit"][0]
+        dbus_fakes.menu_click(self.item[0], str(dbus_fakes.sni_properties(*self.item)["Menu"]), quit_item.id)
+        try:
+            code = self.app.wait(20)
+        except subprocess.TimeoutExpired:
+            self.fail(f"the app did not quit; its output:\n{self.app_output()}")
+        self.assertEqual(code, 0, self.app_output())
+
+
+if __name__ == "__main__":
+    result = unittest.main(verbosity=2, exit=False).result
+    failed = len(result.failures) + len(result.errors)
+    skipped = len(result.skipped)
+    print(f"desktop: {result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)
