@@ -183,6 +183,15 @@ pub enum EventKind {
     LimitFailed { reason: String },
     /// The fresh-window guard stopped resuming and respawning.
     WindowGuard { reason: String },
+    /// A resume is pending: due at `due` (the reset plus the margin, or the fallback wait). Kept in
+    /// the journal so a Nightshift that restarts can pick it up again.
+    ResumeArmed {
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::usage::opt_ts")]
+        resets_at: Option<DateTime<Utc>>,
+        #[serde(with = "crate::clock::ts")]
+        due: DateTime<Utc>,
+        settings: crate::limits::resume::Settings,
+    },
     /// The user changed what the session does by itself (auto-resume, hold); `what` says how.
     Automation { what: String, source: String },
     /// The machine was asleep (the wall clock moved this much more than the monotonic one).
@@ -260,6 +269,7 @@ impl EventKind {
             Self::LimitFailed { .. } => "limit_failed",
             Self::WindowGuard { .. } => "window_guard",
             Self::Automation { .. } => "automation",
+            Self::ResumeArmed { .. } => "resume_armed",
             Self::Suspended { .. } => "suspended",
         }
     }

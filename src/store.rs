@@ -285,6 +285,15 @@ impl Store {
         Ok(())
     }
 
+    /// A lost session taken over by process `owner_pid` (it restarts the agent).
+    pub fn adopt_session(&mut self, id: &str, owner_pid: u32, control_socket: Option<&str>) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET owner_pid = ?2, control_socket = ?3, ended = NULL WHERE id = ?1",
+            params![id, owner_pid, control_socket],
+        )?;
+        Ok(())
+    }
+
     /// Appends an event and updates its session's summary, in one transaction. Returns the row id.
     pub fn record(&mut self, event: &Event) -> Result<i64, StoreError> {
         let ts = format_ts(event.ts);

@@ -16,7 +16,7 @@ use crate::agent::{Adapter, AgentKind};
 use crate::clock::Clock;
 use crate::detect::DetectConfig;
 use crate::event::{Event, EventKind, SessionId, SessionState};
-use crate::pty::{self, CommandSpec, SpawnError};
+use crate::pty::{self, CommandSpec, PtySize, SpawnError};
 use crate::screen::Screen;
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
 use crate::store::{NewSession, Store, StoreError};
@@ -44,6 +44,8 @@ pub struct SessionSpec {
     pub auto_resume: Option<crate::limits::resume::Settings>,
     /// What of a fresh 5-hour window is left for the user.
     pub window_guard: crate::limits::WindowGuard,
+    /// Start paused on this limit (a restored session whose resume was pending).
+    pub paused_on: Option<crate::limits::LimitText>,
 }
 
 impl SessionSpec {
@@ -60,6 +62,7 @@ impl SessionSpec {
             respawn: None,
             auto_resume: None,
             window_guard: crate::limits::WindowGuard::default(),
+            paused_on: None,
         }
     }
 }
@@ -230,7 +233,7 @@ impl Supervisor {
 
     /// Records and starts a session. A command that cannot start is journalled as `failed` and
     /// returned as [`StartError::Spawn`].
-    pub fn start(&self, mut spec: SessionSpec) -> Result<SessionHandle, StartError> {
+    pub fn start(&self, spec: SessionSpec) -> Result<SessionHandle, StartError> {
         let id = SessionId::generate();
         let argv = spec.command.argv();
         let cwd = spec.command.cwd.display().to_string();
@@ -247,7 +250,71 @@ impl Supervisor {
         })?;
         tracing::info!(session = %id, command = ?spec.command, "starting session");
         self.emitter.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
+        self.launch(id, spec)
+    }
 
+    /// Sessions whose Nightshift died while they waited for a usage limit's reset, with auto-resume
+    /// on: each is started again (Claude with `--continue`) under its own id, paused on its limit,
+    /// with its resume re-armed: due at once if the reset passed while Nightshift was down.
+    pub fn restore_pending(&self) -> Vec<SessionHandle> {
+        let rows = match self.with_store(Store::sessions) {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!("cannot look for pending resumes: {e}");
+                return Vec::new();
+            }
+        };
+        let mut restored = Vec::new();
+        for row in rows.iter().filter(|r| !r.is_final() && !r.owner_alive()) {
+            let Some((resets_at, settings)) = self.with_store(|s| pending_resume(s, &row.id)) else { continue };
+            match self.restore(row, resets_at, settings) {
+                Ok(handle) => restored.push(handle),
+                Err(e) => tracing::warn!(session = %row.id, "could not restore the session: {e}"),
+            }
+        }
+        restored
+    }
+
+    fn restore(
+        &self,
+        row: &crate::store::SessionRow,
+        resets_at: Option<chrono::DateTime<chrono::Utc>>,
+        settings: crate::limits::resume::Settings,
+    ) -> Result<SessionHandle, StartError> {
+        let mut argv = row.command.clone().into_iter();
+        let program = argv.next().unwrap_or_default();
+        let mut args: Vec<String> = argv.collect();
+        let agent = row.agent.parse().unwrap_or(AgentKind::Generic);
+        if agent == AgentKind::Claude && !args.iter().any(|a| a == "--continue" || a == "-c") {
+            args.push("--continue".into());
+        }
+        let command =
+            CommandSpec { program, args, cwd: row.cwd.clone().into(), env: Vec::new(), size: PtySize::default() };
+        let mut spec = SessionSpec::new(command);
+        spec.agent = agent;
+        spec.preset.clone_from(&row.preset);
+        spec.auto_resume = Some(settings);
+        spec.paused_on = Some(crate::limits::LimitText {
+            kind: crate::limits::LimitKind::Unspecified,
+            resets_at,
+            line: "the resume that was pending when Nightshift stopped".into(),
+        });
+        let id = SessionId::from(row.id.clone());
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        lock(&self.emitter.shared.store).adopt_session(&row.id, std::process::id(), socket.as_deref())?;
+        tracing::info!(session = %id, "restoring a session with a pending resume");
+        self.emitter.emit(
+            &id,
+            EventKind::state(
+                SessionState::Starting,
+                format!("restarting {} to resume after the limit", shell_words(&row.command)),
+            ),
+        );
+        self.launch(id, spec)
+    }
+
+    /// Starts the process of a recorded session and its actor.
+    fn launch(&self, id: SessionId, mut spec: SessionSpec) -> Result<SessionHandle, StartError> {
         spec.command.env.push((SESSION_ENV.to_string(), id.to_string()));
         self.attach_exporter(&id, &mut spec);
         let spawned = match pty::spawn(&spec.command) {
@@ -275,6 +342,7 @@ impl Supervisor {
             output_tap: spec.output_tap.take(),
             adapter: spec.adapter.take().unwrap_or_else(|| Adapter::builtin(spec.agent)),
             detect: spec.detect,
+            paused_on: spec.paused_on.take(),
         };
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());
@@ -340,6 +408,28 @@ impl Supervisor {
             handle.wait().await;
         }
     }
+}
+
+/// The resume a session was waiting for when its Nightshift stopped: the last `resume_armed` with
+/// nothing after it that ends the wait (the limit over or failed, a stop, an end).
+fn pending_resume(
+    store: &Store,
+    session: &str,
+) -> Option<(Option<chrono::DateTime<chrono::Utc>>, crate::limits::resume::Settings)> {
+    let events = store.recent_events(session, 200).ok()?;
+    for stored in events.iter().rev() {
+        let event: Event = serde_json::from_str(&stored.body).ok()?;
+        match event.kind {
+            EventKind::ResumeArmed { resets_at, settings, .. } => return Some((resets_at, settings)),
+            EventKind::LimitCleared { .. } | EventKind::LimitFailed { .. } | EventKind::StopRequested { .. } => {
+                return None
+            }
+            EventKind::Automation { what, .. } if what == crate::session::AUTO_RESUME_OFF => return None,
+            EventKind::State { state, .. } if state.is_final() => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The argv as a shell line, quoting what needs it (for reasons and display).

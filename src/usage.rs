@@ -191,6 +191,39 @@ pub fn settings_json(exporter: &str) -> String {
     serde_json::json!({"statusLine": {"type": "command", "command": exporter, "padding": 0}}).to_string()
 }
 
+/// Hourly buckets over the 24 h before `now`: the highest 5-hour use seen in each.
+pub fn hourly(rows: &[crate::store::UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
+    let start = now - chrono::Duration::hours(24);
+    let mut buckets = vec![None; 24];
+    for row in rows {
+        let (Ok(ts), Some(pct)) = (DateTime::parse_from_rfc3339(&row.ts), row.sample.five_hour_pct) else { continue };
+        let hour = (ts.with_timezone(&Utc) - start).num_hours();
+        if let Some(slot) = usize::try_from(hour).ok().and_then(|h| buckets.get_mut(h)) {
+            *slot = Some(slot.map_or(pct, |p: f64| p.max(pct)));
+        }
+    }
+    buckets
+}
+
+/// The usage report `nightshift usage --json` prints and the app's chip reads: the latest sample,
+/// the chip, the bands, the last 24 h hourly and as a sparkline, and the history.
+pub fn report(store: &crate::store::Store, now: DateTime<Utc>) -> Result<Value, crate::store::StoreError> {
+    let latest = store.latest_limits()?;
+    let history = store.usage(None, Some(now - chrono::Duration::hours(24)))?;
+    let buckets = hourly(&history, now);
+    Ok(serde_json::json!({
+        "latest": latest,
+        "chip": latest.as_ref().map(|l| chip(&l.sample, false)),
+        "bands": latest.as_ref().map(|l| serde_json::json!({
+            "five_hour": l.sample.five_hour_pct.map(Band::of),
+            "seven_day": l.sample.seven_day_pct.map(Band::of),
+        })),
+        "last_24h_hourly_five_hour_pct": buckets,
+        "sparkline": sparkline(&buckets),
+        "history": history,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,37 +289,4 @@ mod tests {
         std::fs::write(project.join(".claude/settings.local.json"), r#"{"statusLine":{"command":"local"}}"#).unwrap();
         assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "local");
     }
-}
-
-/// Hourly buckets over the 24 h before `now`: the highest 5-hour use seen in each.
-pub fn hourly(rows: &[crate::store::UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
-    let start = now - chrono::Duration::hours(24);
-    let mut buckets = vec![None; 24];
-    for row in rows {
-        let (Ok(ts), Some(pct)) = (DateTime::parse_from_rfc3339(&row.ts), row.sample.five_hour_pct) else { continue };
-        let hour = (ts.with_timezone(&Utc) - start).num_hours();
-        if let Some(slot) = usize::try_from(hour).ok().and_then(|h| buckets.get_mut(h)) {
-            *slot = Some(slot.map_or(pct, |p: f64| p.max(pct)));
-        }
-    }
-    buckets
-}
-
-/// The usage report `nightshift usage --json` prints and the app's chip reads: the latest sample,
-/// the chip, the bands, the last 24 h hourly and as a sparkline, and the history.
-pub fn report(store: &crate::store::Store, now: DateTime<Utc>) -> Result<Value, crate::store::StoreError> {
-    let latest = store.latest_limits()?;
-    let history = store.usage(None, Some(now - chrono::Duration::hours(24)))?;
-    let buckets = hourly(&history, now);
-    Ok(serde_json::json!({
-        "latest": latest,
-        "chip": latest.as_ref().map(|l| chip(&l.sample, false)),
-        "bands": latest.as_ref().map(|l| serde_json::json!({
-            "five_hour": l.sample.five_hour_pct.map(Band::of),
-            "seven_day": l.sample.seven_day_pct.map(Band::of),
-        })),
-        "last_24h_hourly_five_hour_pct": buckets,
-        "sparkline": sparkline(&buckets),
-        "history": history,
-    }))
 }

@@ -167,7 +167,13 @@ pub fn run() {
             follow::start(app.handle().clone(), journal, bus);
             awake::start(app.handle().clone());
             let supervisor = app.state::<AppState>().supervisor.clone();
-            tauri::async_runtime::spawn(async move { supervisor.watch_suspends().await });
+            tauri::async_runtime::spawn(async move {
+                // Sessions that waited for a limit's reset when Nightshift last stopped go on waiting.
+                for handle in supervisor.restore_pending() {
+                    tracing::info!(session = %handle.id(), "restored with its pending resume");
+                }
+                supervisor.watch_suspends().await
+            });
             Ok(())
         })
         .on_window_event(|window, event| {

@@ -53,6 +53,8 @@ pub(crate) struct Actor {
     pub preset: Option<String>,
     pub auto_resume: Option<resume::Settings>,
     pub window_guard: limits::WindowGuard,
+    /// Paused on this limit from the start (a session restored with its pending resume).
+    pub paused_on: Option<LimitText>,
 }
 
 impl Actor {
@@ -82,6 +84,7 @@ impl Actor {
             preset,
             auto_resume,
             window_guard,
+            paused_on,
         } = self;
         let now = Instant::now();
         let respawn_until = respawn.as_ref().map(|r| emitter.now() + r.duration);
@@ -127,6 +130,9 @@ impl Actor {
                 cycle.settings.duration.as_secs() / 60
             );
             s.emit(EventKind::Respawn { action: "armed".into(), cycle: None, reason: Some(reason), cost_usd: None });
+        }
+        if let Some(limit) = paused_on {
+            s.pause(limit, "journal", None);
         }
         s.publish();
 
@@ -315,17 +321,15 @@ impl Session {
                 // Already paused on a limit: start waiting for its reset now.
                 if let (Some(limit), None) = (&self.limit, &self.plan) {
                     if !self.guard_active() && !self.window_guard.not_tonight {
-                        let (plan, effects) = resume::Plan::new(settings, limit.resets_at, self.emitter.now());
-                        self.plan = Some(plan);
-                        self.resume_next = Instant::now();
-                        self.carry_out_resume(effects, pty);
+                        let resets_at = limit.resets_at;
+                        self.arm_resume(settings, resets_at, pty);
                     }
                 }
             }
             Some(Switch::Off) if self.auto_resume.is_some() => {
                 self.auto_resume = None;
                 self.plan = None;
-                self.emit(EventKind::Automation { what: "auto-resume off".into(), source: source.clone() });
+                self.emit(EventKind::Automation { what: super::AUTO_RESUME_OFF.into(), source: source.clone() });
             }
             Some(Switch::Off) | None => {}
         }
@@ -493,10 +497,7 @@ impl Session {
                     .into(),
             });
         } else if let Some(settings) = self.auto_resume.clone().filter(|_| !self.guard_active()) {
-            let (plan, effects) = resume::Plan::new(settings, limit.resets_at, self.emitter.now());
-            self.plan = Some(plan);
-            self.resume_next = Instant::now() + RESUME_CHECK;
-            self.carry_out_resume(effects, pty);
+            self.arm_resume(settings, limit.resets_at, pty);
         }
         self.limit = Some(limit);
         self.limit_seen_gone = false;
@@ -547,6 +548,20 @@ impl Session {
         } else {
             resume::Quota::Back
         }
+    }
+
+    /// Starts waiting for the limit's reset to resume, and says so in the journal.
+    fn arm_resume(
+        &mut self,
+        settings: resume::Settings,
+        resets_at: Option<chrono::DateTime<chrono::Utc>>,
+        pty: Option<&Pty>,
+    ) {
+        let (plan, effects) = resume::Plan::new(settings.clone(), resets_at, self.emitter.now());
+        self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings });
+        self.plan = Some(plan);
+        self.resume_next = Instant::now() + RESUME_CHECK;
+        self.carry_out_resume(effects, pty);
     }
 
     fn resume_tick(&mut self, pty: Option<&Pty>) {

@@ -46,6 +46,9 @@ pub enum Control {
     Configure(Change, oneshot::Sender<Options>),
 }
 
+/// What the journal says when the user switches auto-resume off.
+pub const AUTO_RESUME_OFF: &str = "auto-resume off";
+
 /// A setting switched off, or on with its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,0 +1,155 @@
+//! A pending resume survives Nightshift: the journal says a session waits for a limit's reset with
+//! auto-resume on, its Nightshift died, and the next one starts the agent again (`--continue`),
+//! paused on the limit, and resumes it — at once when the reset passed while Nightshift was down,
+//! at the reset plus the margin otherwise. Virtual time: tokio's paused clock and a fake wall clock.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use nightshift::clock::FakeClock;
+use nightshift::limits::resume;
+use nightshift::session::SessionHandle;
+use nightshift::store::{NewSession, Store};
+use nightshift::supervisor::Supervisor;
+use nightshift::{Event, EventKind, SessionId, SessionState};
+use tokio::sync::broadcast;
+
+fn reset() -> DateTime<Utc> {
+    "2026-11-30T23:00:00Z".parse().unwrap()
+}
+
+/// A pid that no process has now.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// A session recorded by a Nightshift that died while it waited: `then` are the events after the
+/// resume was armed.
+fn seed(store: &mut Store, dir: &std::path::Path, id: &str, then: Vec<EventKind>) {
+    // A script file, not `bash -c` (`-c` is also Claude's short `--continue`).
+    let script = dir.join(format!("agent-{id}.sh"));
+    std::fs::write(&script, "echo restarted with \"$@\"; exec cat\n").unwrap();
+    let command = ["bash".to_string(), script.display().to_string()];
+    store
+        .create_session(&NewSession {
+            id,
+            command: &command,
+            cwd: &std::env::temp_dir().display().to_string(),
+            agent: "claude",
+            preset: None,
+            created: reset() - chrono::Duration::hours(1),
+            owner_pid: dead_pid(),
+            control_socket: None,
+        })
+        .unwrap();
+    let ts = reset() - chrono::Duration::minutes(30);
+    let session = SessionId::from(id.to_string());
+    let mut record = |kind| store.record(&Event { ts, session: session.clone(), kind }).unwrap();
+    record(EventKind::state(SessionState::LimitPaused, "usage limit (text: You've hit your limit)"));
+    let settings = resume::Settings { prompt: "go on".into(), ..resume::Settings::default() };
+    record(EventKind::ResumeArmed { resets_at: Some(reset()), due: reset() + chrono::Duration::minutes(1), settings });
+    for kind in then {
+        record(kind);
+    }
+}
+
+fn supervisor(env: &common::Env, now: DateTime<Utc>, seeds: &[(&str, Vec<EventKind>)]) -> (Supervisor, Arc<FakeClock>) {
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    let mut store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    for (id, then) in seeds {
+        seed(&mut store, &env.state_dir(), id, then.clone());
+    }
+    let clock = Arc::new(FakeClock::new(now));
+    (Supervisor::new(store, clock.clone()), clock)
+}
+
+/// The next resume sent, within `virtual_secs` of virtual time.
+async fn resume_within(events: &mut broadcast::Receiver<Event>, virtual_secs: u64) -> Option<Event> {
+    tokio::time::timeout(Duration::from_secs(virtual_secs), async {
+        loop {
+            let ev = events.recv().await.unwrap();
+            if matches!(ev.kind, EventKind::ResumeSent { .. }) {
+                return ev;
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+/// Waits in real time (the child is a real process) for the screen to show `text`.
+async fn screen_shows(handle: &SessionHandle, text: &str) -> bool {
+    let started = std::time::Instant::now();
+    let mut last = String::new();
+    while started.elapsed() < Duration::from_secs(10) {
+        last = handle.snapshot().await.unwrap().text();
+        if last.contains(text) {
+            return true;
+        }
+        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(50))).await.unwrap();
+    }
+    eprintln!("the screen, without {text:?}:\n{last}");
+    false
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reset_that_passed_while_nightshift_was_down_resumes_at_once() {
+    let env = common::Env::new();
+    let ended = vec![EventKind::LimitCleared { reason: "the agent is working again".into() }];
+    let (sup, _clock) =
+        supervisor(&env, reset() + chrono::Duration::hours(2), &[("pending1", vec![]), ("cleared1", ended)]);
+    let mut events = sup.subscribe();
+    let restored = sup.restore_pending();
+    assert_eq!(restored.iter().map(|h| h.id().to_string()).collect::<Vec<_>>(), ["pending1"], "only the pending one");
+    let handle = &restored[0];
+    assert!(screen_shows(handle, "restarted with --continue").await, "Claude is started again with --continue");
+    assert!(handle.status().options.limit.is_some(), "paused on the limit");
+
+    let sent = resume_within(&mut events, 10).await.expect("the resume, within one check of the start");
+    assert_eq!(sent.session.as_str(), "pending1");
+    assert!(screen_shows(handle, "go on").await, "the resume prompt reached the agent");
+    let row = sup.with_store(|s| s.session("pending1")).unwrap().unwrap();
+    assert_eq!(row.owner_pid, Some(i64::from(std::process::id())), "this process owns it now");
+    handle.stop("test").await.unwrap();
+    handle.wait().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reset_still_ahead_resumes_at_the_reset_plus_the_margin() {
+    let env = common::Env::new();
+    let (sup, clock) = supervisor(&env, reset() - chrono::Duration::minutes(10), &[("pending2", vec![])]);
+    let mut events = sup.subscribe();
+    let restored = sup.restore_pending();
+    assert_eq!(restored.len(), 1);
+    let handle = &restored[0];
+    assert!(screen_shows(handle, "restarted with --continue").await);
+
+    assert!(resume_within(&mut events, 60).await.is_none(), "nothing before the reset");
+    clock.set(reset() + chrono::Duration::seconds(30));
+    assert!(resume_within(&mut events, 10).await.is_none(), "nothing within the margin");
+    clock.set(reset() + chrono::Duration::seconds(61));
+    assert!(resume_within(&mut events, 10).await.is_some(), "the resume, at the reset plus the margin");
+    handle.stop("test").await.unwrap();
+    handle.wait().await;
+}
+
+#[tokio::test]
+async fn stopped_failed_and_switched_off_waits_are_not_restored() {
+    let env = common::Env::new();
+    let seeds = [
+        ("stopped", vec![EventKind::StopRequested { source: "nightshift stop".into() }]),
+        ("failed", vec![EventKind::LimitFailed { reason: "still limited after 3 resumes".into() }]),
+        (
+            "off",
+            vec![EventKind::Automation { what: nightshift::session::AUTO_RESUME_OFF.into(), source: "the app".into() }],
+        ),
+    ];
+    let (sup, _) = supervisor(&env, reset(), &seeds);
+    assert!(sup.restore_pending().is_empty());
+}
