@@ -137,3 +137,49 @@ async fn not_tonight_leaves_the_fresh_window_alone() {
     let screen = run.env.stdout(&["screen", &run.session()]);
     assert!(screen.contains("Automatic continue cancelled"), "{screen}");
 }
+
+/// The client's limit menu (shown for a weekly limit more than a day out, or whenever its automatic
+/// continue is off, as here to get a reset within the test): answered by the watch policy with
+/// "wait here, then continue automatically", and after the reset exactly one continuation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limit_menu_is_answered_and_exactly_one_continuation_follows_the_reset() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    let now = epoch(SystemTime::now());
+    let reset = (now + 75) / 60 * 60 + 60;
+    mock.set_usage(Usage { five_hour: 0.5, five_hour_reset: now + 3 * 3600, seven_day: 1.0, seven_day_reset: reset });
+    let opts = Options {
+        run_args: &["--auto-resume", "--resume-margin", "100"],
+        client_settings: Some(r#"{"autoContinueAtUsageLimit": false}"#),
+        ..Default::default()
+    };
+    let run = ClaudeRun::start(&claude, &mock.base_url(), opts);
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("keep going mock:limit", true);
+    let (p, _, _) = run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
+    let answered = common::wait_for("the menu answered", Duration::from_secs(20), || {
+        run.events().into_iter().find(|e| e["event"] == "automation")
+    });
+    assert!(answered["what"].as_str().unwrap().contains("with 2 (wait here"), "{answered}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let screen = run.env.stdout(&["screen", &run.session()]);
+    assert!(!screen.contains("What do you want to do?"), "not left on the menu:\n{screen}");
+
+    let reset_time = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let wait = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(200);
+    common::wait_for("the limit to clear", wait, || {
+        run.events().into_iter().position(|e| e["event"] == "limit_cleared")
+    });
+    run.wait_state("idle", p + 1, Duration::from_secs(60));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let after: Vec<_> = mock.messages().into_iter().filter(|r| r.at >= reset_time).collect();
+    assert_eq!(
+        after.len(),
+        1,
+        "exactly one continuation: {:?}",
+        after.iter().map(|r| &r.last_user).collect::<Vec<_>>()
+    );
+    let ours = run.events().iter().filter(|e| e["event"] == "resume_sent").count();
+    let clients = after[0].last_user.contains("usage limit has reset");
+    assert!(ours + usize::from(clients) == 1, "the client's or ours, never both (ours: {ours}, client's: {clients})");
+}

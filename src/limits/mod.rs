@@ -9,6 +9,7 @@
 //! reset more than eight days out is not believed, and a bare number is never a time. "Approaching
 //! your usage limit" is a warning, not a limit.
 
+pub mod menu;
 mod parse;
 pub mod resume;
 

@@ -367,6 +367,7 @@ impl Session {
             // The working state that follows says where the session is now.
             self.clear_limit(pty, false);
         }
+        let menu = dialog.as_ref().is_some_and(|d| d.kind == "menu");
         self.emit(kind);
         self.status.send_modify(|s| s.state = state);
         if let (Some(dialog), Some(pty)) = (dialog, pty) {
@@ -381,7 +382,47 @@ impl Session {
                 });
             }
         }
+        if menu {
+            self.on_limit_menu(pty);
+        }
         self.drive(Input::Activity(t.to), pty);
+    }
+
+    /// The client's usage-limit menu (a weekly limit, or automatic continue off): a limit, and with
+    /// auto-resume on, a menu to answer so the session is never left stuck on it — "wait here, then
+    /// continue automatically" under the watch policy, "stop and wait" under own (Nightshift resumes
+    /// itself) or not tonight. Never "upgrade"; nothing when the rows are not the known ones.
+    fn on_limit_menu(&mut self, pty: Option<&Pty>) {
+        let Some(pty) = pty else { return };
+        let Some(menu) = limits::menu::read(&self.screen.snapshot().rows) else { return };
+        let stop = menu.stop.map(|k| (k, "stop and wait for the reset"));
+        let choice = match &self.auto_resume {
+            _ if self.window_guard.not_tonight => stop,
+            Some(s) if s.policy == resume::Policy::Watch => {
+                menu.wait.map(|k| (k, "wait here, then continue automatically")).or(stop)
+            }
+            Some(_) => stop,
+            None => None,
+        };
+        if let Some((key, what)) = choice {
+            pty.write(vec![key as u8]);
+            self.emit(EventKind::Automation {
+                what: format!("answered the usage-limit menu with {key} ({what})"),
+                source: "auto-resume".into(),
+            });
+        }
+        if self.limit.is_none() {
+            let now = self.emitter.now();
+            let limit =
+                menu.notice.as_deref().and_then(|n| limits::find_limit(n, now, &chrono::Local)).unwrap_or_else(|| {
+                    LimitText {
+                        kind: LimitKind::Unspecified,
+                        resets_at: None,
+                        line: menu.notice.clone().unwrap_or_else(|| "the client's usage-limit menu".into()),
+                    }
+                });
+            self.pause(limit, "text", Some(pty));
+        }
     }
 
     /// What keeps cycles from running now, if anything.

@@ -56,11 +56,21 @@ pub struct Options<'a> {
     pub rows: u16,
     pub auth: Auth,
     pub extra_env: &'a [(&'a str, &'a str)],
+    /// The client's user `settings.json` in its (test-owned) config directory.
+    pub client_settings: Option<&'a str>,
 }
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Self { run_args: &[], args: &[], cols: 120, rows: 40, auth: Auth::Subscriber, extra_env: &[] }
+        Self {
+            run_args: &[],
+            args: &[],
+            cols: 120,
+            rows: 40,
+            auth: Auth::Subscriber,
+            extra_env: &[],
+            client_settings: None,
+        }
     }
 }
 
@@ -86,6 +96,9 @@ impl ClaudeRun {
                 "hasCompletedProjectOnboarding": true, "projectOnboardingSeenCount": 1, "allowedTools": []}}
         });
         std::fs::write(config.join(".claude.json"), state.to_string()).unwrap();
+        if let Some(settings) = opts.client_settings {
+            std::fs::write(config.join("settings.json"), settings).unwrap();
+        }
 
         let events = env.path("events.jsonl");
         let (cols, rows) = (opts.cols.to_string(), opts.rows.to_string());

@@ -92,15 +92,259 @@ class AppWindow(unittest.TestCase):
         d.click(d.find_all("#back")[0])
         d.wait_for("the list again", lambda: d.run_js("return !document.getElementById('list-view').hidden"))
 
-    def test_4_usable_at_the_smallest_size(self):
+    # The helpers the flows below share: find, click and read in one retried step, since the window
+    # re-renders as events arrive.
+    def css(self, selector):
+        found = self.driver.find_all(selector)
+        return found[0] if found else None
+
+    def click(self, selector, what=None):
+        d = self.driver
+        d.wait_for(what or f"a click on {selector}", lambda: self.css(selector) and (d.click(self.css(selector)) or True))
+
+    def text_of(self, selector):
+        e = self.css(selector)
+        return self.driver.text(e) if e else ""
+
+    def visible(self, selector):
+        return bool(self.driver.run_js(
+            "const e = document.querySelector(arguments[0]); return !!e && !e.closest('[hidden]')", selector))
+
+    def fill(self, selector, text):
+        self.driver.type(self.css(selector), text)
+
+    def open_view(self, nav, view):
+        self.click(nav)
+        self.driver.wait_for(f"the {view} view", lambda: self.visible(f"#{view}-view"))
+
+    def settle(self, top=False):
+        """Lets the window paint what the DOM holds (two animation frames) before a screenshot."""
+        if top:
+            self.driver.run_js("window.scrollTo(0, 0)")
+        self.driver.run_js("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        time.sleep(0.2)
+
+    def overflow(self):
+        return self.driver.run_js("return document.documentElement.scrollWidth - window.innerWidth")
+
+    def test_4_an_invalid_new_session_shows_the_core_error(self):
+        d = self.driver
+        self.open_view("#nav-new", "new")
+        self.assertEqual(self.text_of("#new-submit"), "Start session")
+        self.assertTrue(self.visible("label[for=new-cwd]"))
+        d.screenshot(ARTIFACTS / "new-session.png")
+        missing = Path(self.tmp.name) / "no-such-folder"
+        self.fill("#new-command", "bash -c 'echo hi'")
+        self.fill("#new-cwd", str(missing))
+        self.click('#new-agent option[value="generic"]')
+        self.click("#new-submit")
+        d.wait_for("the error banner", lambda: self.visible("#error"))
+        code, message = self.text_of("#error-code"), self.text_of("#error-message")
+        self.assertTrue(code and code != "error", f"a real error code from the core, got {code!r}")
+        self.assertIn(str(missing), message)
+        self.assertTrue(self.visible("#new-view"), "the form stays open to be corrected")
+        d.screenshot(ARTIFACTS / "new-session-error.png")
+        self.click("#error-close")
+        d.wait_for("the banner to close", lambda: not self.visible("#error"))
+
+    def test_5_a_new_session_runs_respawns_and_stops(self):
+        d = self.driver
+        project = Path(self.tmp.name) / "project"
+        project.mkdir(exist_ok=True)
+        self.open_view("#nav-new", "new")
+        # Output for about eight seconds (working), then quiet (idle) until it is stopped.
+        self.fill("#new-command", "bash -c 'for i in $(seq 1 40); do echo step $i; sleep 0.2; done; exec cat'")
+        self.fill("#new-cwd", str(project))
+        self.click('#new-agent option[value="generic"]')
+        self.click('#new-preset option[value=""]')
+        self.click("#new-submit")
+        d.wait_for("the new session's page", lambda: self.visible("#detail-view") and self.text_of("#detail-title"))
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        session = self.text_of("#detail-title")
+        self.assertNotIn(session, (self.seeded, ""))
+
+        # Its row in the list goes working, then idle.
+        self.click("#back")
+        d.wait_for("the list", lambda: self.visible("#list-view"))
+        seen = []
+
+        def idle_after_working():
+            state = self.row_state(session)
+            if state and (not seen or seen[-1] != state):
+                seen.append(state)
+            return state == "idle"
+        d.wait_for("the new session to go idle", idle_after_working, timeout=40)
+        self.assertIn("working", seen, f"states seen in the list: {seen}")
+        self.assertLess(seen.index("working"), len(seen) - 1)
+        # (The directory cell clips long paths, which WebKitWebDriver counts as not displayed: read its text.)
+        self.assertEqual(d.run_js("return document.querySelector(arguments[0]).textContent",
+                                  f'tr[data-session-id="{session}"] td.cwd'), str(project))
+        d.screenshot(ARTIFACTS / "sessions-new.png")
+
+        # Its page shows the live screen.
+        self.click(f'tr[data-session-id="{session}"] td.id')
+        screen = d.wait_for("the session's screen", lambda: "step 40" in self.text_of("#screen") and self.text_of("#screen"))
+        self.assertIn("step 39", screen)
+        self.assertEqual(self.text_of("#detail-state"), "idle")
+        self.settle()
+        d.screenshot(ARTIFACTS / "session-live.png")
+
+        # Session options → Respawn: pick Overnight and enable it.
+        self.click("#open-options")
+        d.wait_for("the options", lambda: self.visible("#options-respawn") and self.text_of("#respawn-status"))
+        self.assertEqual(d.run_js("return document.getElementById('respawn-status').dataset.armed"), "false")
+        self.assertIn("Off", self.text_of("#respawn-status"))
+        self.assertEqual(self.text_of("#respawn-enable"), "Enable")
+        self.click('#respawn-preset option[value="overnight"]')
+        d.wait_for("the Overnight settings", lambda: d.value(self.css("#set-idle_timeout")) == "10")
+        self.assertEqual(d.value(self.css("#set-duration")), "480")
+        self.assertIn("overnight", self.text_of("#respawn-preset-description").lower())
+        self.click("#respawn-enable")
+        status = d.wait_for("respawn to show as armed", lambda: d.run_js(
+            "const s = document.getElementById('respawn-status'); return s.dataset.armed === 'true' && s.textContent"))
+        self.assertIn("Armed with the Overnight preset", status)
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.assertEqual(self.text_of("#respawn-enable"), "Apply changes")
+        self.assertTrue(d.run_js("return !document.getElementById('respawn-disable').disabled"))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "options.png")
+
+        # A preset of one's own, saved from these settings.
+        self.fill("#preset-name", "night-owl")
+        self.click("#preset-save")
+        picked = d.wait_for("the saved preset in the picker (or an error)", lambda: (
+            self.visible("#error") and self.text_of("#error")) or d.run_js(
+            "return document.getElementById('respawn-preset').value") == "night-owl")
+        self.assertIs(picked, True, picked)
+        self.assertIn("saved", self.text_of("#notice-text"))
+        self.assertTrue(self.visible("#preset-delete"), "a preset of one's own can be deleted here")
+
+        # The journal gained the armed row.
+        self.click("#options-back")
+        row = d.wait_for("the journal's armed row",
+                         lambda: self.text_of('#detail-events li[data-event="respawn"][data-action="armed"]'))
+        self.assertRegex(row, r"respawn armed")
+        d.screenshot(ARTIFACTS / "session-armed.png")
+
+        # Stop it: it ends, and stays ended.
+        self.click("#stop-session")
+        state = d.wait_for("the session to end", lambda: self.text_of("#detail-state").startswith("exited")
+                           and self.text_of("#detail-state"), timeout=30)
+        self.assertTrue(state.startswith("exited"))
+        d.wait_for("the stop in the journal", lambda: any(
+            d.text(e).endswith("stop requested") or "stop requested (" in d.text(e) for e in d.find_all("#detail-events li")))
+        self.assertTrue(self.visible("#screen-note") or self.visible("#screen"))
+        self.click("#back")
+
+    def test_6_digest_morning_settings_and_usage(self):
+        d = self.driver
+        self.open_view("#nav-digest", "digest")
+        text = d.wait_for("the digest", lambda: self.text_of("#digest-text"))
+        self.assertTrue(text.strip())
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.click('#digest-range option[value="24h"]')
+        sessions = d.wait_for("the 24-hour totals", lambda: d.run_js(
+            "return document.getElementById('digest-text').dataset.range === '24h' &&"
+            " document.querySelector('#digest-totals [data-total=sessions]').textContent"))
+        self.assertRegex(sessions, r"^[1-9]\d* sessions?$")
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.click("#digest-mark")
+        d.wait_for("the digest marked as read", lambda: "Marked as read" in self.text_of("#notice-text"))
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "digest.png")
+
+        self.open_view("#nav-morning", "morning")
+        shown = d.wait_for("the morning summary or its absence", lambda: (
+            self.visible("#morning-empty") and self.text_of("#morning-empty")) or (
+            self.visible("#morning-body") and self.text_of("#morning-headline")))
+        self.assertTrue(shown.startswith("No morning summary yet") or self.text_of("#morning-text"), shown)
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "morning.png")
+
+        self.open_view("#nav-settings", "settings")
+        d.wait_for("the power status", lambda: self.text_of("#power-status"))
+        self.assertIn(d.run_js("return document.getElementById('power-status').dataset.holding"), ("true", "false"))
+        for kind in ("question", "limit", "resume", "breaker", "finished", "morning"):
+            self.assertTrue(self.visible(f'label[for="notify-{kind}"]'), kind)
+        # A switch turned off stays off when the settings are read again from the core.
+        loaded = lambda: d.run_js("return document.getElementById('settings-view').dataset.loaded") == "true"  # noqa: E731
+        d.wait_for("the settings from the core", loaded)
+        was = d.run_js("return document.getElementById('notify-resume').checked")
+        self.click("#notify-resume")
+        time.sleep(0.5)
+        self.open_view("#nav-list", "list")
+        self.open_view("#nav-settings", "settings")
+        d.wait_for("the settings read again", loaded)
+        self.assertEqual(d.run_js("return document.getElementById('notify-resume').checked"), not was)
+        self.click("#notify-resume")
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        # The preset saved from the session's options is listed, and can be deleted.
+        d.wait_for("the saved preset", lambda: self.css('#presets-list li[data-preset="night-owl"]'))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "settings.png")
+        self.click('[data-delete-preset="night-owl"]')
+        d.wait_for("the preset to go", lambda: not self.css('#presets-list li[data-preset="night-owl"]'))
+        self.assertTrue(self.visible("#presets-empty"))
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+
+        # The usage chip is in the header, with its 24-hour sparkline (24 bars, read or not).
+        self.assertRegex(self.text_of("#usage-text"), r"^5h .* · 7d ")
+        self.assertEqual(d.run_js("return document.querySelectorAll('#usage-spark rect').length"), 24)
+        self.click("#usage-chip")
+        d.wait_for("the usage panel", lambda: self.visible("#usage-panel") and self.text_of("#usage-facts"))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "usage.png")
+        self.click("#usage-chip")
+        self.open_view("#nav-list", "list")
+
+    def test_6b_tray_and_notification_events_open_views(self):
+        # The tray menu and notification clicks reach the window as `show-view` and `open-session`.
+        d = self.driver
+        emit = "window.__TAURI__.event.emit(arguments[0], arguments[1])"
+        d.run_js(emit, "show-view", "new-session")
+        d.wait_for("the new session form", lambda: self.visible("#new-view"))
+        d.run_js(emit, "show-view", "digest")
+        d.wait_for("the digest", lambda: self.visible("#digest-view") and self.text_of("#digest-text"))
+        d.run_js(emit, "open-session", self.seeded)
+        d.wait_for("the seeded session's page", lambda: self.visible("#detail-view")
+                   and self.text_of("#detail-title") == self.seeded)
+        self.click("#back")
+        d.wait_for("the list", lambda: self.visible("#list-view"))
+
+    def test_7_usable_at_the_smallest_size(self):
         d = self.driver
         d.set_size(480, 360)
+        d.wait_for("the window at 480x360", lambda: d.run_js("return window.innerWidth <= 480 && window.innerHeight <= 360"))
         d.wait_for("the list at 480x360", lambda: self.row_state(self.seeded))
-        overflow = d.run_js("return document.documentElement.scrollWidth - window.innerWidth")
-        self.assertLessEqual(overflow, 0, "no horizontal scrolling at 480x360")
+        self.assertLessEqual(self.overflow(), 0, "no horizontal scrolling at 480x360")
+        self.settle(top=True)
         d.screenshot(ARTIFACTS / "sessions-480x360.png")
+        for nav, view in (("#nav-new", "new"), ("#nav-digest", "digest"), ("#nav-morning", "morning"),
+                          ("#nav-settings", "settings")):
+            self.open_view(nav, view)
+            self.assertLessEqual(self.overflow(), 0, f"no horizontal scrolling in {view} at 480x360")
+            self.assertTrue(self.visible("#nav-new"))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "settings-480x360.png")
+        self.open_view("#nav-list", "list")
+        # By keyboard: Enter on a focused row opens its session.
+        row = f'tr[data-session-id="{self.seeded}"]'
+        d.wait_for("Enter on the seeded row",
+                   lambda: d.cmd("POST", f"/element/{self.css(row)}/value", {"text": "\ue007"}) or True)
+        d.wait_for("the session page", lambda: self.visible("#detail-view"))
+        self.assertEqual(self.text_of("#detail-title"), self.seeded)
+        self.assertLessEqual(self.overflow(), 0, "no horizontal scrolling on a session's page at 480x360")
+        self.click("#open-options")
+        d.wait_for("the options", lambda: self.visible("#options-view") and self.text_of("#respawn-status"))
+        self.assertLessEqual(self.overflow(), 0, "no horizontal scrolling in the options at 480x360")
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "options-480x360.png")
+        self.click("#options-back")
+        self.click("#back")
+        d.wait_for("the list again", lambda: self.visible("#list-view"))
 
-    def test_5_closing_the_window_keeps_the_app_running(self):
+    def test_8_closing_the_window_keeps_the_app_running(self):
         d = self.driver
         x = X11()
         window = x.find("Nightshift")
@@ -108,11 +352,12 @@ class AppWindow(unittest.TestCase):
         x.request_close(window)
         d.wait_for("the window to be hidden", lambda: not x.is_viewable(window))
         # The app and its webview are still there, still following the journal.
+        before = len(d.find_all("tr[data-session-id]"))
         run = subprocess.run([str(CLI), "run", "--", "true"], env=self.env, stdin=subprocess.DEVNULL, timeout=30)
         self.assertEqual(run.returncode, 0)
         count = d.wait_for("the hidden window to list the new session",
-                           lambda: len(d.find_all("tr[data-session-id]")) >= 3 and len(d.find_all("tr[data-session-id]")))
-        self.assertGreaterEqual(count, 3)
+                           lambda: len(d.find_all("tr[data-session-id]")) > before and len(d.find_all("tr[data-session-id]")))
+        self.assertGreaterEqual(count, before + 1)
 
     def _newest_other_than(self, known):
         ids = [self.driver.run_js("return arguments[0].dataset.sessionId", {webdriver.ELEMENT: e})

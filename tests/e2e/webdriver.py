@@ -92,6 +92,17 @@ class Driver:
     def click(self, element):
         self.cmd("POST", f"/element/{element}/click", {})
 
+    def type(self, element, text):
+        """Clears a field and types `text` into it, as a user would."""
+        self.cmd("POST", f"/element/{element}/clear", {})
+        self.cmd("POST", f"/element/{element}/value", {"text": text})
+
+    def value(self, element):
+        return self.cmd("GET", f"/element/{element}/property/value")
+
+    def displayed(self, element):
+        return self.cmd("GET", f"/element/{element}/displayed")
+
     def screenshot(self, path):
         png = base64.b64decode(self.cmd("GET", "/screenshot"))
         with open(path, "wb") as f:

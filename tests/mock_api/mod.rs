@@ -58,6 +58,8 @@ struct Shared {
     usage: Mutex<Usage>,
     /// The scenario of a request without a marker.
     default: Mutex<String>,
+    /// `anthropic-ratelimit-unified-upgrade-paths`, when set.
+    upgrade_paths: Mutex<Option<String>>,
 }
 
 /// A running mock; stops when dropped.
@@ -83,6 +85,7 @@ impl MockApi {
             log: Mutex::new(Vec::new()),
             usage: Mutex::new(Usage::default()),
             default: Mutex::new("fast".into()),
+            upgrade_paths: Mutex::new(None),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the mock API");
@@ -116,6 +119,13 @@ impl MockApi {
 
     pub fn set_usage(&self, usage: Usage) {
         *self.shared.usage.lock().unwrap() = usage;
+    }
+
+    /// Sends `anthropic-ratelimit-unified-upgrade-paths: PATHS` (comma-separated: `upgrade_plan`,
+    /// `overage`) with the rate-limit headers from now on; `None` leaves it out, as by default. The
+    /// client's limit menu offers "Upgrade your plan" only when the header is absent or lists `upgrade_plan`.
+    pub fn set_upgrade_paths(&self, paths: Option<&str>) {
+        *self.shared.upgrade_paths.lock().unwrap() = paths.map(String::from);
     }
 }
 
@@ -198,6 +208,16 @@ fn last_user(body: &Value) -> (String, bool) {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes) -> Response {
+    let upgrade_paths = shared.upgrade_paths.lock().unwrap().clone();
+    let mut resp = answer(shared, method, uri, body).await;
+    // Only on answers that carry the rate-limit headers (not the 529's).
+    if let Some(paths) = upgrade_paths.filter(|_| resp.headers().contains_key("anthropic-ratelimit-unified-status")) {
+        resp.headers_mut().insert("anthropic-ratelimit-unified-upgrade-paths", HeaderValue::from_str(&paths).unwrap());
+    }
+    resp
+}
+
+async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes) -> Response {
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
     let at = SystemTime::now();
     let record = |scenario: &str, status: u16, last_user: String| {
