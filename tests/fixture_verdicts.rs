@@ -55,6 +55,14 @@ const CLAUDE: &[(&str, Expect)] = &[
     ("nightshift/typed-one-char", AtPrompt),
     ("nightshift/question-mock", Dialog("question")),
     ("nightshift/weekly-limit", AtPrompt),
+    ("nightshift/weekly-menu.screen", Dialog("menu")),
+    ("nightshift/limit-menu-5h-autocontinue-off", Dialog("menu")),
+    ("nightshift/weekly-menu-stop", AtPrompt),
+    ("nightshift/weekly-menu-second-hit", AtPrompt),
+    ("nightshift/weekly-menu-stop-after-reset", AtPrompt),
+    ("nightshift/weekly-menu-wait", AtPrompt),
+    ("nightshift/weekly-menu-wait-due", AtPrompt),
+    ("nightshift/weekly-menu-wait-fired", AtPrompt),
     ("nightshift/tool-silent-t5s", Working),
     ("question/01-question", Dialog("question")),
     ("question/02-question-later", Dialog("question")),
@@ -285,6 +293,8 @@ fn limit_notices_are_read_only_from_the_clients_own_region() {
                         | "limit/02-limit-t12s"
                         | "limit/03-limit-again"
                         | "nightshift/weekly-limit"
+                        | "nightshift/weekly-menu-wait"
+                        | "nightshift/weekly-menu-wait-due"
                 ) | (
                     AgentKind::Codex,
                     "limit/03-after-0.5s"
