@@ -182,7 +182,8 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
         commits: commits_counted_once(&sessions),
         limit_pauses: sessions.iter().map(|s| s.limits_hit).sum(),
         respawn_cycles: sessions.iter().map(|s| s.respawn_cycles).sum(),
-        cost_usd: sessions.iter().filter_map(|s| s.usage.as_ref()).map(|u| u.cost_usd).sum(),
+        // A float sum starts from -0.0: with nothing to add it would print as "$-0.00".
+        cost_usd: sessions.iter().filter_map(|s| s.usage.as_ref()).map(|u| u.cost_usd).sum::<f64>() + 0.0,
     };
     Ok(Digest { from, to, sessions, informational, totals })
 }

@@ -360,3 +360,11 @@ async fn the_morning_summary_is_made_once_each_morning_and_at_the_next_start_whe
     let latest = store.latest_summary().unwrap().unwrap();
     assert_eq!(latest.scheduled_for, nightshift::clock::format_ts(t(8, 0) + Duration::days(3)));
 }
+
+#[test]
+fn an_empty_stretch_costs_nothing_not_minus_nothing() {
+    let store = Store::open_in_memory().unwrap();
+    let d = digest::build(&store, t(1, 0), t(2, 0)).unwrap();
+    let text = digest::render(&d, Format::Text);
+    assert!(text.contains("$0.00") && !text.contains("$-0.00"), "{text}");
+}
