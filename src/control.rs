@@ -33,6 +33,9 @@ pub enum Request {
     },
     Stop {
         session: String,
+        /// Who asked, for the journal; `nightshift stop` when not given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
     },
     /// Close the session's breakers.
     ResetBreaker {
@@ -204,7 +207,7 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
             };
         }
         Request::Send { session, .. }
-        | Request::Stop { session }
+        | Request::Stop { session, .. }
         | Request::Screen { session }
         | Request::ResetBreaker { session }
         | Request::Options { session }
@@ -217,7 +220,9 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Send { text, enter, .. } => {
             handle.send_text(text, enter, "nightshift send").await.map(|()| Response::ok())
         }
-        Request::Stop { .. } => handle.stop("nightshift stop").await.map(|()| Response::ok()),
+        Request::Stop { source, .. } => {
+            handle.stop(source.as_deref().unwrap_or("nightshift stop")).await.map(|()| Response::ok())
+        }
         Request::Screen { .. } => handle.snapshot().await.map(|s| Response { screen: Some(s), ..Response::ok() }),
         Request::ResetBreaker { .. } => {
             handle.reset_breaker().await.map(|m| Response { message: Some(m), ..Response::ok() })

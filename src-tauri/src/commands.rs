@@ -107,7 +107,7 @@ pub async fn reset_breaker(state: State<'_, AppState>, id: String) -> Result<Str
 
 #[tauri::command]
 pub async fn stop_session(state: State<'_, AppState>, id: String) -> Result<(), UiError> {
-    ask(&state, &id, |session| Request::Stop { session }).await.map(|_| ())
+    ask(&state, &id, |session| Request::Stop { session, source: Some("the app".into()) }).await.map(|_| ())
 }
 
 #[tauri::command]

@@ -14,7 +14,7 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    super::ask(&row, &Request::Stop { session: row.id.clone() })?;
+    super::ask(&row, &Request::Stop { session: row.id.clone(), source: None })?;
     println!("stopping session {}", row.id);
     Ok(ExitCode::SUCCESS)
 }

@@ -232,7 +232,7 @@ class AppWindow(unittest.TestCase):
                            and self.text_of("#detail-state"), timeout=30)
         self.assertTrue(state.startswith("exited"))
         d.wait_for("the stop in the journal", lambda: any(
-            d.text(e).endswith("stop requested") or "stop requested (" in d.text(e) for e in d.find_all("#detail-events li")))
+            "stop requested (the app)" in d.text(e) for e in d.find_all("#detail-events li")))
         self.assertTrue(self.visible("#screen-note") or self.visible("#screen"))
         self.click("#back")
 
