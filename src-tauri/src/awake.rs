@@ -113,10 +113,7 @@ async fn apply(app: &AppHandle) {
                 inner.warning = None;
             }
             Ok(Err(e)) => {
-                let warning = format!(
-                    "Cannot keep the machine awake ({e}). Armed sessions go on, but the machine may sleep \
-                     during the run; check that systemd-logind is running."
-                );
+                let warning = format!("Cannot keep the machine awake: {e}. Check that systemd-logind is running.");
                 if inner.warning.as_deref() != Some(&warning) {
                     tracing::warn!("{warning}");
                 }

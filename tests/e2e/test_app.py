@@ -15,6 +15,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dbus_fakes  # noqa: E402
 import webdriver  # noqa: E402
 from webdriver import Driver  # noqa: E402
 from x11 import X11  # noqa: E402
@@ -24,6 +25,7 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
 APP = TARGET / "nightshift-app"
 CLI = TARGET / "nightshift"
 ARTIFACTS = ROOT / "tests" / "artifacts"
+CAPTURES = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "nightshift"
 
 
 class AppWindow(unittest.TestCase):
@@ -38,7 +40,9 @@ class AppWindow(unittest.TestCase):
         cls.env = dict(os.environ, NIGHTSHIFT_STATE_DIR=str(base / "state"),
                        NIGHTSHIFT_RUNTIME_DIR=str(base / "run"), NIGHTSHIFT_CONFIG_DIR=str(base / "config"),
                        XDG_CONFIG_HOME=str(base / "config"),
-                       XDG_DATA_HOME=str(base / "data"))
+                       XDG_DATA_HOME=str(base / "data"),
+                       # No logind here: the sleep assertion must fail as a warning, never a crash.
+                       DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}")
         # A session that ran and ended before the app started: the journal is the app's source.
         out = subprocess.run([str(CLI), "run", "--events", "-", "--", "bash", "-c", "echo hi; exit 3"],
                              env=cls.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
@@ -358,6 +362,64 @@ class AppWindow(unittest.TestCase):
         count = d.wait_for("the hidden window to list the new session",
                            lambda: len(d.find_all("tr[data-session-id]")) > before and len(d.find_all("tr[data-session-id]")))
         self.assertGreaterEqual(count, before + 1)
+
+    def test_9_notifications_and_the_tray_menu_open_sessions(self):
+        d = self.driver
+        x = X11()
+        window = x.find("Nightshift")
+        log_dir = Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "logs"
+        warned = lambda: sum(p.read_text(errors="replace").count("cannot show desktop notifications")
+                             for p in log_dir.glob("*"))
+        # Until now there was no notification service: the finished runs' notifications failed,
+        # logged once, and the app went on.
+        self.assertEqual(d.wait_for("the failure logged", warned), 1, "logged once, not once per notification")
+        # An armed run with no logind: a warning in the window, not a crash.
+        armed = subprocess.Popen([str(CLI), "run", "--preset", "overnight", "--", "bash", "-c", "exec sleep 600"],
+                                 env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        with dbus_fakes.Fakes("notifications", "watcher") as fakes:
+            try:
+                title = (CAPTURES / "question-mock.title.txt").read_text().strip()
+                script = (f"printf '\\033]0;%s\\007' {json.dumps(title)}; "
+                          f"cat {CAPTURES / 'question-mock.ansi.txt'}; exec sleep 600")
+                asking = subprocess.Popen([str(CLI), "run", "--events", "-", "--agent", "claude", "--cols", "120",
+                                           "--rows", "40", "--", "bash", "-c", script], env=self.env,
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+                session = json.loads(asking.stdout.readline())["session"]
+                shown = fakes.wait_for("notifications", lambda r: r.get("call") == "Notify"
+                                       and "waiting for you" in r["summary"], timeout=30, what="the question")
+                self.assertEqual(shown["body"], "Which database should the new service use?")
+                self.assertIn("default", shown["actions"])
+                # A click on it (the app waits for it on its own connection; give it a moment).
+                time.sleep(1)
+                if x.is_viewable(window):
+                    x.request_close(window)
+                    d.wait_for("the window hidden", lambda: not x.is_viewable(window))
+                dbus_fakes.invoke_action(shown["id"], "default")
+                d.wait_for("the window shown on the asking session", lambda: x.is_viewable(window)
+                           and self.visible("#detail-view") and self.text_of("#detail-title") == session)
+                self.click("#back")
+                d.wait_for("the list", lambda: self.visible("#list-view"))
+
+                # The tray menu lists it; clicking its entry opens it too.
+                item = fakes.wait_for("watcher", lambda r: r.get("call") == "RegisterStatusNotifierItem",
+                                      timeout=20, what="the tray item")
+                menu_path = str(dbus_fakes.sni_properties(item["service"], item["path"])["Menu"])
+                entry = d.wait_for("the session in the tray menu", lambda: [
+                    m for m in dbus_fakes.menu_layout(item["service"], menu_path) if "waiting input" in m.label])
+                dbus_fakes.menu_click(item["service"], menu_path, entry[0].id)
+                d.wait_for("the session's page from the tray", lambda: self.visible("#detail-view")
+                           and self.text_of("#detail-title") == session)
+
+                self.open_view("#nav-settings", "settings")
+                warning = d.wait_for("the sleep-assertion warning", lambda: self.text_of("#power-warning"))
+                self.assertIn("Cannot keep the machine awake", warning)
+                self.settle(top=True)
+                d.screenshot(ARTIFACTS / "settings-power-warning.png")
+                subprocess.run([str(CLI), "stop", session], env=self.env, timeout=30, capture_output=True)
+                asking.wait(30)
+            finally:
+                armed.terminate()
+                armed.wait(30)
 
     def _newest_other_than(self, known):
         ids = [self.driver.run_js("return arguments[0].dataset.sessionId", {webdriver.ELEMENT: e})

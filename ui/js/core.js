@@ -1,0 +1,132 @@
+// The window's groundwork, shared by the other scripts (loaded first; see index.html): the command and
+// event bridges, the state the views share, DOM and time helpers, and the #error and #notice banners.
+// Everything the core says arrives through `invoke` (commands) and events (`listen`). Every command
+// error has one shape, { code, message }, and is shown in the #error banner.
+"use strict";
+
+const { invoke } = window.__TAURI__.core;
+const { listen } = window.__TAURI__.event;
+
+const $ = (id) => document.getElementById(id);
+const FAILED = Symbol("failed");
+const ENDED = ["exited", "failed", "lost"];
+
+// The state more than one script reads or writes; anything else stays in the script that owns it.
+const app = {
+  sessions: [],
+  view: "list",
+  openId: null,          // the session whose page (or options) is open
+  presets: [],           // [{name, title, description, source, settings}]
+  options: null,         // the open session's Options
+  formDirty: false,      // the respawn form has edits not yet applied
+  resumeDirty: false,    // the resume settings have edits not yet applied
+};
+
+// ---------------------------------------------------------------- helpers
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("data-") || k.startsWith("aria-") || k === "role") node.setAttribute(k, v);
+    else node[k] = v;
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+function svg(tag, attrs = {}) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  return node;
+}
+
+function localTime(ts) {
+  const d = new Date(ts);
+  return isNaN(d) ? String(ts) : d.toLocaleString();
+}
+
+function clock(ts) {
+  const d = new Date(ts);
+  if (isNaN(d)) return String(ts);
+  const sameDay = d.toDateString() === new Date().toDateString();
+  const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return sameDay ? time : `${d.toLocaleDateString([], { weekday: "short" })} ${time}`;
+}
+
+function ago(ts) {
+  const s = Math.round((Date.now() - new Date(ts).getTime()) / 1000);
+  if (!(s >= 0)) return localTime(ts);
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return localTime(ts);
+}
+
+function span(secs) {
+  secs = Math.max(0, Math.round(secs));
+  if (secs < 60) return `${secs} s`;
+  const m = Math.round(secs / 60);
+  if (m < 60) return `${m} min`;
+  const h = Math.floor(m / 60);
+  return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+}
+
+function plural(n, one, many) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function isLive(s) {
+  return s && !ENDED.includes(s.shown_state.split(" ")[0]);
+}
+
+// The colour family of a shown state ("exited (3)" → state-bad).
+function stateClass(s) {
+  const shown = s.shown_state;
+  if (shown.startsWith("exited")) return s.exit_code === 0 ? "state-done" : "state-bad";
+  return `state-${shown.split(" ")[0]}`;
+}
+
+function errorOf(e) {
+  if (e && typeof e === "object" && (e.code || e.message)) {
+    return { code: e.code || "error", message: e.message || String(e.code) };
+  }
+  return { code: "error", message: String(e) };
+}
+
+function showError(e) {
+  const err = errorOf(e);
+  $("error-code").textContent = err.code;
+  $("error-message").textContent = err.message;
+  $("error").hidden = false;
+}
+
+function clearError() {
+  $("error").hidden = true;
+}
+
+let noticeTimer = null;
+function notice(text, sticky = false) {
+  $("notice-text").textContent = text;
+  $("notice").hidden = false;
+  clearTimeout(noticeTimer);
+  if (!sticky) noticeTimer = setTimeout(() => { $("notice").hidden = true; }, 6000);
+}
+
+// Invokes a command; a failure is shown and returns FAILED, so callers never swallow it.
+async function call(name, args, { quietCodes = [] } = {}) {
+  try {
+    return await invoke(name, args);
+  } catch (e) {
+    const err = errorOf(e);
+    if (quietCodes.includes(err.code)) return { [FAILED]: err };
+    showError(err);
+    return FAILED;
+  }
+}
+
+function debounce(fn, ms) {
+  let t = null;
+  return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };
+}

@@ -1,0 +1,54 @@
+// The sessions list: every session in the journal with its state, and Pause all / Resume all.
+"use strict";
+
+function renderList() {
+  const body = $("sessions").querySelector("tbody");
+  const focused = document.activeElement && document.activeElement.dataset
+    ? document.activeElement.dataset.sessionId : undefined;
+  body.replaceChildren();
+  for (const s of app.sessions) {
+    const row = el("tr", { "data-session-id": s.id, "data-state": s.shown_state, tabIndex: 0, title: s.command_line },
+      el("td", { class: "id" }, s.id),
+      el("td", {}, el("span", { class: `badge ${stateClass(s)}`, "data-state": s.shown_state }, s.shown_state)),
+      el("td", { class: "wide" }, s.agent),
+      el("td", { class: "cwd", title: s.cwd }, s.cwd),
+      el("td", { class: "wide", title: localTime(s.created) }, ago(s.created)),
+      el("td", { class: "wide", title: localTime(s.last_event_at) }, `${s.last_event} · ${ago(s.last_event_at)}`),
+    );
+    row.addEventListener("click", () => openSession(s.id));
+    row.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); openSession(s.id); }
+    });
+    body.append(row);
+    if (focused === s.id) row.focus();
+  }
+  $("empty").hidden = app.sessions.length > 0;
+  $("sessions").hidden = app.sessions.length === 0;
+  const live = app.sessions.filter(isLive).length;
+  $("counts").textContent = app.sessions.length ? `${live} running · ${app.sessions.length} in the journal` : "";
+}
+
+async function refresh() {
+  const list = await call("list_sessions");
+  if (list === FAILED) return;
+  app.sessions = list;
+  renderList();
+  if (app.view === "detail" && app.openId) renderFacts();
+}
+const refreshSoon = debounce(refresh, 150);
+
+async function pauseAll() {
+  clearError();
+  const n = await call("pause_all");
+  if (n === FAILED) return;
+  notice(n ? `Held ${plural(n, "session", "sessions")}: no cycle, restart or resume starts until you resume them.` : "No session to hold.");
+  refreshSoon();
+}
+
+async function resumeAll() {
+  clearError();
+  const n = await call("resume_all");
+  if (n === FAILED) return;
+  notice(n ? `Released ${plural(n, "session", "sessions")}.` : "No session was held.");
+  refreshSoon();
+}

@@ -1,0 +1,120 @@
+// Nightshift's window: the sessions in the journal, live; one session's screen, journal and options;
+// new sessions; the usage chip; the away digest, the morning run summary and the app's settings.
+// This script, loaded last, routes between the views, wires the controls and the core's events to the
+// other scripts, and starts the window.
+"use strict";
+
+// ---------------------------------------------------------------- views
+
+const VIEWS = ["list", "new", "detail", "options", "digest", "morning", "settings"];
+
+function show(name) {
+  if (name !== app.view) $("notice").hidden = true;  // a notice is about the view it was shown in
+  app.view = name;
+  for (const v of VIEWS) $(`${v}-view`).hidden = v !== name;
+  for (const b of document.querySelectorAll("nav [data-view]")) {
+    const current = b.dataset.view === name || (b.dataset.view === "list" && (name === "detail" || name === "options"));
+    if (current) b.setAttribute("aria-current", "page");
+    else b.removeAttribute("aria-current");
+  }
+  if (name !== "detail") stopScreen();
+  if (name === "list") refresh();
+  if (name === "new") prepareNewForm();
+  if (name === "digest") loadDigest();
+  if (name === "morning") loadMorning();
+  if (name === "settings") loadSettings();
+}
+
+function focusHeading(section) {
+  const h = $(section).querySelector("h2");
+  if (h) { h.tabIndex = -1; h.focus({ preventScroll: true }); }
+}
+
+// ---------------------------------------------------------------- wiring
+
+for (const b of document.querySelectorAll("nav [data-view]")) {
+  b.addEventListener("click", () => { clearError(); show(b.dataset.view); focusHeading(`${b.dataset.view}-view`); });
+}
+$("back").addEventListener("click", closeSession);
+$("options-back").addEventListener("click", () => openSession(app.openId));
+$("open-options").addEventListener("click", openOptions);
+$("stop-session").addEventListener("click", stopOpen);
+$("send-form").addEventListener("submit", sendText);
+$("error-close").addEventListener("click", clearError);
+$("power-banner-close").addEventListener("click", dismissPowerBanner);
+$("notice-close").addEventListener("click", () => { $("notice").hidden = true; });
+$("usage-chip").addEventListener("click", toggleUsage);
+$("pause-all").addEventListener("click", pauseAll);
+$("resume-all").addEventListener("click", resumeAll);
+
+$("new-form").addEventListener("submit", submitNew);
+$("new-cancel").addEventListener("click", () => show("list"));
+
+$("options-tab-respawn").addEventListener("click", () => selectOptionsTab("respawn"));
+$("options-tab-session").addEventListener("click", () => selectOptionsTab("session"));
+for (const tab of document.querySelectorAll("[role=tab]")) {
+  tab.addEventListener("keydown", (ev) => {
+    if (ev.key !== "ArrowRight" && ev.key !== "ArrowLeft") return;
+    const next = tab.id === "options-tab-respawn" ? "session" : "respawn";
+    selectOptionsTab(next);
+    $(`options-tab-${next}`).focus();
+  });
+}
+$("respawn-preset").addEventListener("change", presetPicked);
+for (const input of SETTING_FIELDS()) input.addEventListener("input", settingEdited);
+$("respawn-form").addEventListener("submit", enableRespawn);
+$("respawn-disable").addEventListener("click", disableRespawn);
+$("preset-save").addEventListener("click", savePreset);
+$("preset-name").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); savePreset(); } });
+$("preset-delete").addEventListener("click", deleteSelectedPreset);
+$("auto-resume").addEventListener("change", toggleAutoResume);
+$("resume-form").addEventListener("submit", applyResume);
+$("resume-form").addEventListener("input", () => { app.resumeDirty = true; });
+$("hold").addEventListener("change", toggleHold);
+$("breaker-reset").addEventListener("click", resetBreakers);
+
+$("digest-range").addEventListener("change", () => loadDigest());
+$("digest-mark").addEventListener("click", () => loadDigest(true));
+
+for (const box of document.querySelectorAll("[data-notify]")) box.addEventListener("change", notificationChanged);
+$("launch-at-login").addEventListener("change", launchChanged);
+
+document.addEventListener("keydown", (ev) => {
+  if (ev.key !== "Escape" || ev.defaultPrevented) return;
+  if (ev.target.closest && ev.target.closest("input, textarea, select")) return;
+  if (!$("usage-panel").hidden) { toggleUsage(); $("usage-chip").focus(); return; }
+  if (app.view === "options") openSession(app.openId);
+  else if (app.view === "detail") closeSession();
+});
+
+listen("journal", (e) => {
+  const events = Array.isArray(e.payload) ? e.payload : [];
+  refreshSoon();
+  if (app.openId && events.some((ev) => ev.session === app.openId)) {
+    if (app.view === "detail") loadEventsSoon();
+    if (app.view === "options") loadOptionsSoon();
+  }
+  if (events.some((ev) => ev.event === "usage")) loadUsage();
+});
+const loadOptionsSoon = debounce(loadOptions, 200);
+listen("open-session", async (e) => { clearError(); await refresh(); openSession(String(e.payload)); });
+listen("show-view", (e) => {
+  const name = { "new-session": "new", digest: "digest", morning: "morning", settings: "settings", sessions: "list" }[e.payload];
+  if (name) { clearError(); show(name); focusHeading(`${name}-view`); }
+});
+listen("morning", (e) => {
+  if (app.view === "morning") loadMorning();
+  else {
+    $("morning-dot").hidden = false;
+    notice(`Morning summary ready: ${e.payload}`);
+  }
+});
+listen("power", (e) => renderPower(e.payload));
+
+// A session whose supervisor died becomes `lost` without an event of its own; look again now and then.
+setInterval(refresh, 5000);
+setInterval(loadUsage, 60000);
+setInterval(() => { if (app.view === "options" && !app.formDirty) loadOptions(); }, 5000);
+show("list");
+loadUsage();
+call("app_settings").then((s) => { if (s !== FAILED && s.power && s.power.warning) renderPower(s.power); });

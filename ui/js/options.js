@@ -1,0 +1,350 @@
+// Session options: respawn with its presets (pick, edit, save, delete), auto-resume after usage limits,
+// the breakers, and holding the session.
+"use strict";
+
+const SOURCE = "the app";
+
+const SETTING_FIELDS = () => [...document.querySelectorAll("#respawn-form [data-setting]")];
+
+async function loadPresets() {
+  const list = await call("presets");
+  if (list === FAILED) return false;
+  app.presets = list;
+  return true;
+}
+
+function presetByName(name) {
+  return app.presets.find((p) => p.name === name);
+}
+
+function presetLabel(name) {
+  const p = presetByName(name);
+  return p ? p.title : name;
+}
+
+function fillPresetSelect(select, { offLabel = null, customLabel = null } = {}) {
+  const keep = select.value;
+  const groups = [];
+  if (offLabel !== null) groups.push(el("option", { value: "" }, offLabel));
+  const builtin = app.presets.filter((p) => p.source !== "user");
+  const user = app.presets.filter((p) => p.source === "user");
+  const opt = (p) => el("option", { value: p.name, title: p.description || "" }, p.title || p.name);
+  if (builtin.length) groups.push(el("optgroup", { label: "Built-in" }, ...builtin.map(opt)));
+  if (user.length) groups.push(el("optgroup", { label: "Yours" }, ...user.map(opt)));
+  if (customLabel !== null) groups.push(el("option", { value: "" }, customLabel));
+  select.replaceChildren(...groups);
+  if ([...select.options].some((o) => o.value === keep)) select.value = keep;
+}
+
+function writeSettings(settings) {
+  for (const input of SETTING_FIELDS()) {
+    const v = settings[input.dataset.setting];
+    if (input.type === "checkbox") input.checked = !!v;
+    else if (input.type === "number") input.value = v === undefined ? "" : +(v / Number(input.dataset.unit)).toFixed(3);
+    else input.value = v ?? "";
+  }
+}
+
+// The form's settings, or null (and the first bad field marked) when one is not valid.
+function readSettings() {
+  const out = {};
+  let bad = null;
+  for (const input of SETTING_FIELDS()) {
+    const key = input.dataset.setting;
+    input.removeAttribute("aria-invalid");
+    if (input.type === "checkbox") out[key] = input.checked;
+    else if (input.type === "number") {
+      const n = Number(input.value);
+      const min = Number(input.min || 0);
+      if (input.value.trim() === "" || !isFinite(n) || n < min) {
+        input.setAttribute("aria-invalid", "true");
+        bad = bad || input;
+      }
+      out[key] = n * Number(input.dataset.unit);
+    } else out[key] = input.value;
+  }
+  if (bad) {
+    const label = document.querySelector(`label[for="${bad.id}"]`).textContent;
+    showError({ code: "invalid_setting", message: `${label}: enter a number of at least ${bad.min}.` });
+    bad.focus();
+    return null;
+  }
+  return out;
+}
+
+function sameSettings(a, b) {
+  return Object.keys(a).every((k) => (typeof a[k] === "number" ? Math.abs(a[k] - b[k]) < 1e-6 : a[k] === b[k]));
+}
+
+async function openOptions() {
+  if (!app.openId) return;
+  clearError();
+  app.formDirty = false;
+  $("options-session").textContent = app.openId;
+  show("options");
+  selectOptionsTab("respawn");
+  focusHeading("options-view");
+  await loadPresets();
+  await loadOptions();
+}
+
+async function loadOptions() {
+  const id = app.openId;
+  const o = await call("session_options", { id });
+  if (o === FAILED || id !== app.openId) return;
+  app.options = o;
+  renderOptions();
+}
+
+function renderOptions() {
+  const o = app.options;
+  if (!o) return;
+  fillPresetSelect($("respawn-preset"), { customLabel: "Custom settings" });
+  const status = $("respawn-status");
+  status.dataset.armed = String(!!o.respawn_active);
+  status.dataset.preset = o.preset || "";
+  if (o.respawn_active) {
+    const what = o.preset ? `the ${presetLabel(o.preset)} preset` : "custom settings";
+    const until = o.respawn_until ? ` until ${clock(o.respawn_until)}` : "";
+    const left = o.respawn_until ? ` (${span((new Date(o.respawn_until) - Date.now()) / 1000)} left)` : "";
+    status.textContent = `Armed with ${what}${until}${left} · ${plural(o.respawn_cycles || 0, "cycle", "cycles")} so far.`;
+  } else {
+    status.textContent = "Off. Choose a preset, adjust it if you like, and press Enable.";
+  }
+  if (o.held) status.textContent += " Held: no cycle starts until you release the session.";
+  status.className = `status ${o.respawn_active ? "on" : "off"}`;
+
+  if (!app.formDirty) {
+    const name = o.preset && presetByName(o.preset) ? o.preset : (o.respawn ? "" : (app.presets[0] || {}).name || "");
+    $("respawn-preset").value = name;
+    const base = o.respawn || (presetByName(name) || {}).settings;
+    if (base) writeSettings(base);
+  }
+  updatePresetButtons();
+  $("respawn-enable").textContent = o.respawn_active ? "Apply changes" : "Enable";
+  $("respawn-disable").disabled = !o.respawn_active;
+
+  // Usage limits and auto-resume.
+  const limitAt = o.limit && o.limit.resets_at;
+  $("limit-status").textContent = o.limit
+    ? (limitAt ? `A usage limit pauses this session until ${clock(limitAt)}.` : "A usage limit pauses this session; its reset time is not known.")
+    : "No usage limit holds this session.";
+  $("limit-status").dataset.limited = String(!!o.limit);
+  $("auto-resume").checked = !!o.auto_resume;
+  if (!$("resume-details").open || !app.resumeDirty) writeResume(o.auto_resume || RESUME_DEFAULTS);
+
+  // Breakers.
+  const breakers = o.breakers || [];
+  $("breakers").replaceChildren(...(breakers.length ? breakers.map(([name, state]) =>
+    el("li", { "data-breaker": name, "data-breaker-state": state },
+      el("span", {}, `${name.replaceAll("_", "-")} breaker`), " ",
+      el("span", { class: `badge breaker-${state}` }, state.replaceAll("_", "-"))))
+    : [el("li", { class: "hint" }, "No breaker guards this session while respawn is off.")]));
+  $("breaker-reset").disabled = !breakers.some(([, state]) => state !== "closed");
+
+  $("hold").checked = !!o.held;
+  const s = app.sessions.find((x) => x.id === app.openId);
+  const facts = s ? [["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd], ["State", s.shown_state]] : [];
+  $("options-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+}
+
+function updatePresetButtons() {
+  const p = presetByName($("respawn-preset").value);
+  const sentence = (t) => (t ? `${t.charAt(0).toUpperCase()}${t.slice(1)}.` : "");
+  $("respawn-preset-description").textContent = !p ? "Settings of your own, not saved as a preset."
+    : p.source === "user" ? "One of your presets." : sentence(p.description);
+  $("preset-delete").hidden = !(p && p.source === "user");
+}
+
+function presetPicked() {
+  const p = presetByName($("respawn-preset").value);
+  if (p) writeSettings(p.settings);
+  app.formDirty = true;
+  updatePresetButtons();
+}
+
+function settingEdited() {
+  app.formDirty = true;
+  const p = presetByName($("respawn-preset").value);
+  if (!p) return;
+  const now = readSettingsQuiet();
+  if (now && !sameSettings(now, p.settings)) {
+    $("respawn-preset").value = "";
+    updatePresetButtons();
+  }
+}
+
+function readSettingsQuiet() {
+  const out = {};
+  for (const input of SETTING_FIELDS()) {
+    const key = input.dataset.setting;
+    if (input.type === "checkbox") out[key] = input.checked;
+    else if (input.type === "number") {
+      if (input.value.trim() === "") return null;
+      out[key] = Number(input.value) * Number(input.dataset.unit);
+    } else out[key] = input.value;
+  }
+  return out;
+}
+
+async function configure(change) {
+  const id = app.openId;
+  const o = await call("configure_session", { id, change: { ...change, source: SOURCE } });
+  if (o === FAILED) return false;
+  if (id === app.openId) { app.options = o; app.formDirty = false; app.resumeDirty = false; renderOptions(); }
+  loadEventsSoon();
+  refreshSoon();
+  return true;
+}
+
+async function enableRespawn(ev) {
+  ev.preventDefault();
+  clearError();
+  const settings = readSettings();
+  if (!settings) return;
+  const preset = $("respawn-preset").value || null;
+  const wasActive = app.options && app.options.respawn_active;
+  if (await configure({ respawn: { on: { preset, settings } } })) {
+    $("respawn-status").scrollIntoView({ block: "nearest" });
+    notice(wasActive ? "Respawn settings updated." : `Respawn is on${preset ? ` with ${presetLabel(preset)}` : ""}.`);
+  }
+}
+
+async function disableRespawn() {
+  clearError();
+  if (await configure({ respawn: "off" })) notice("Respawn is off. The agent keeps running; no more cycles start.");
+}
+
+const RESUME_DEFAULTS = { policy: "watch", margin: 60, prompt: "continue", retries: 3, fallback: 1800, verify: 180 };
+
+function writeResume(r) {
+  $("resume-policy").value = r.policy;
+  $("resume-margin").value = r.margin;
+  $("resume-retries").value = r.retries;
+  $("resume-fallback").value = +(r.fallback / 60).toFixed(3);
+  $("resume-verify").value = r.verify;
+  $("resume-prompt").value = r.prompt;
+}
+
+function readResume() {
+  const fields = [["resume-margin", 0], ["resume-retries", 1], ["resume-fallback", 1], ["resume-verify", 1]];
+  for (const [id, min] of fields) {
+    const input = $(id);
+    input.removeAttribute("aria-invalid");
+    const n = Number(input.value);
+    if (input.value.trim() === "" || !isFinite(n) || n < min) {
+      input.setAttribute("aria-invalid", "true");
+      $("resume-details").open = true;
+      input.focus();
+      const label = document.querySelector(`label[for="${id}"]`).textContent;
+      showError({ code: "invalid_setting", message: `${label}: enter a number of at least ${min}.` });
+      return null;
+    }
+  }
+  if (!$("resume-prompt").value.trim()) {
+    $("resume-details").open = true;
+    $("resume-prompt").focus();
+    showError({ code: "invalid_setting", message: "Resume prompt: enter what Nightshift types to resume the agent." });
+    return null;
+  }
+  return {
+    policy: $("resume-policy").value,
+    margin: Number($("resume-margin").value),
+    prompt: $("resume-prompt").value,
+    retries: Math.round(Number($("resume-retries").value)),
+    fallback: Number($("resume-fallback").value) * 60,
+    verify: Number($("resume-verify").value),
+  };
+}
+
+async function toggleAutoResume() {
+  clearError();
+  const on = $("auto-resume").checked;
+  let change;
+  if (on) {
+    const r = readResume();
+    if (!r) { $("auto-resume").checked = false; return; }
+    change = { auto_resume: { on: r } };
+  } else change = { auto_resume: "off" };
+  if (!(await configure(change))) { $("auto-resume").checked = !on; return; }
+  notice(on ? "Nightshift will resume this session when its usage limit resets." : "Auto-resume is off for this session.");
+}
+
+async function applyResume(ev) {
+  ev.preventDefault();
+  clearError();
+  const r = readResume();
+  if (!r) return;
+  if (await configure({ auto_resume: { on: r } })) notice("Auto-resume is on with these settings.");
+}
+
+async function toggleHold() {
+  clearError();
+  const held = $("hold").checked;
+  if (!(await configure({ held }))) { $("hold").checked = !held; return; }
+  notice(held ? "Session held: no cycle, restart or resume starts until you release it." : "Session released.");
+}
+
+async function resetBreakers() {
+  clearError();
+  const what = await call("reset_breaker", { id: app.openId });
+  if (what === FAILED) return;
+  notice(what ? `Reset: ${what}.` : "Breakers reset.");
+  loadOptions();
+  loadEventsSoon();
+}
+
+const BUILTIN_NAMES = ["solo", "subagents", "team", "ralph", "overnight"];
+
+async function savePreset() {
+  clearError();
+  const input = $("preset-name");
+  const name = input.value.trim();
+  input.removeAttribute("aria-invalid");
+  const problem = !name ? "Enter a name for the preset."
+    : !/^[A-Za-z0-9_-]+$/.test(name) ? "A preset name may only hold letters, digits, - and _."
+    : BUILTIN_NAMES.includes(name.toLowerCase()) || app.presets.some((p) => p.name === name && p.source !== "user")
+      ? `“${name}” is a built-in preset; choose another name.` : null;
+  if (problem) {
+    input.setAttribute("aria-invalid", "true");
+    input.focus();
+    showError({ code: "invalid_preset", message: problem });
+    return;
+  }
+  const settings = readSettings();
+  if (!settings) return;
+  if ((await call("save_preset", { name, settings })) === FAILED) return;
+  await loadPresets();
+  fillPresetSelect($("respawn-preset"), { customLabel: "Custom settings" });
+  $("respawn-preset").value = name;
+  app.formDirty = true;  // the picker now names the new preset; keep it while the options refresh
+  updatePresetButtons();
+  input.value = "";
+  notice(`Preset “${name}” saved.`);
+}
+
+async function deletePreset(name) {
+  clearError();
+  if ((await call("delete_preset", { name })) === FAILED) return false;
+  await loadPresets();
+  notice(`Preset “${name}” deleted.`);
+  return true;
+}
+
+async function deleteSelectedPreset() {
+  const name = $("respawn-preset").value;
+  if (!name || !(await deletePreset(name))) return;
+  fillPresetSelect($("respawn-preset"), { customLabel: "Custom settings" });
+  $("respawn-preset").value = "";
+  updatePresetButtons();
+}
+
+function selectOptionsTab(which) {
+  const tabs = { respawn: ["options-tab-respawn", "options-respawn"], session: ["options-tab-session", "options-session-panel"] };
+  for (const [key, [tab, panel]] of Object.entries(tabs)) {
+    const on = key === which;
+    $(tab).setAttribute("aria-selected", String(on));
+    $(tab).tabIndex = on ? 0 : -1;
+    $(panel).hidden = !on;
+  }
+}

@@ -1,0 +1,152 @@
+// One session's page: its facts, the live screen, the journal, typing to the agent and Stop.
+"use strict";
+
+function describe(ev) {
+  const words = (s) => String(s ?? "").replaceAll("_", " ");
+  switch (ev.event) {
+    case "state": return `${words(ev.state)} — ${ev.reason}`;
+    case "input": return `typed ${ev.chars} characters${ev.enter ? " + Enter" : ""} (${ev.source})`;
+    case "stop_requested": return `stop requested (${ev.source})`;
+    case "respawn_step": return `respawn cycle ${ev.cycle}: ${ev.step} ${words(ev.outcome)}`;
+    case "respawn": return `respawn ${words(ev.action)}${ev.cycle ? ` (cycle ${ev.cycle})` : ""}${ev.reason ? ` — ${ev.reason}` : ""}`;
+    case "breaker": return `${words(ev.breaker).replace(" ", "-")} breaker ${words(ev.state).replace(" ", "-")}: ${ev.reason}`;
+    case "limit_detected": return `usage limit (${ev.source})${ev.resets_at ? `, resets ${localTime(ev.resets_at)}` : ""}: ${ev.line}`;
+    case "limit_cleared": return `usage limit over: ${ev.reason}`;
+    case "resume_sent": return `resume sent (attempt ${ev.attempt})`;
+    case "limit_failed": return `resume failed: ${ev.reason}`;
+    case "window_guard": return `fresh-window guard: ${ev.reason}`;
+    case "automation": return `${ev.what} (${ev.source})`;
+    case "suspended": {
+      const secs = (new Date(ev.to) - new Date(ev.from)) / 1000;
+      return `the computer slept for ${span(secs)}, from ${clock(ev.from)} to ${clock(ev.to)}`;
+    }
+    case "usage": return `usage: 5h ${ev.five_hour_pct ?? "–"}% · 7d ${ev.seven_day_pct ?? "–"}%`;
+    default: {
+      const { ts, session, event, ...rest } = ev;
+      return `${words(event)} ${JSON.stringify(rest)}`;
+    }
+  }
+}
+
+function renderFacts() {
+  const s = app.sessions.find((x) => x.id === app.openId);
+  if (!s) return;
+  $("detail-title").textContent = s.id;
+  const badge = $("detail-state");
+  badge.className = `badge ${stateClass(s)}`;
+  badge.textContent = s.shown_state;
+  badge.dataset.state = s.shown_state;
+  $("stop-session").disabled = !isLive(s);
+  $("send-submit").disabled = !isLive(s);
+  $("send-text").disabled = !isLive(s);
+  const facts = [["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd],
+    ["Started", localTime(s.created)], ["Ended", s.ended ? localTime(s.ended) : "—"], ["Reason", s.reason || "—"]];
+  if (s.error) facts.push(["Error", s.error]);
+  $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  if (isLive(s)) startScreen();
+}
+
+async function loadEvents() {
+  const id = app.openId;
+  const events = await call("session_events", { id });
+  if (events === FAILED || id !== app.openId) return;
+  const list = $("detail-events");
+  const atBottom = list.lastElementChild === null;
+  list.replaceChildren(...events.map((ev) =>
+    el("li", { "data-event": ev.event, "data-action": ev.action },
+      el("time", { dateTime: ev.ts, title: localTime(ev.ts) }, new Date(ev.ts).toLocaleTimeString()), " ", describe(ev))));
+  if (atBottom) list.scrollTop = list.scrollHeight;
+}
+const loadEventsSoon = debounce(loadEvents, 150);
+
+async function openSession(id) {
+  clearError();
+  if (!app.sessions.some((s) => s.id === id)) await refresh();
+  app.openId = id;
+  app.options = null;
+  $("screen").replaceChildren();
+  $("screen").hidden = true;
+  $("screen-note").hidden = true;
+  $("detail-events").replaceChildren();
+  show("detail");
+  renderFacts();
+  focusHeading("detail-view");
+  await Promise.all([loadEvents(), loadScreen()]);
+}
+
+function closeSession() {
+  app.openId = null;
+  show("list");
+  const row = document.querySelector("#sessions tbody tr");
+  if (row) row.focus();
+}
+
+// The live screen: polled about once a second while the session's page is open.
+let screenTimer = null;
+
+function startScreen() {
+  if (screenTimer || app.view !== "detail") return;
+  screenTimer = setInterval(() => { if (!document.hidden) loadScreen(); }, 1000);
+}
+
+function stopScreen() {
+  clearInterval(screenTimer);
+  screenTimer = null;
+}
+
+async function loadScreen() {
+  const id = app.openId;
+  if (!id) return;
+  const screen = await call("session_screen", { id }, { quietCodes: ["not_running"] });
+  if (screen === FAILED || id !== app.openId) { stopScreen(); return; }
+  if (screen[FAILED]) {
+    stopScreen();
+    $("screen").hidden = true;
+    $("screen-note").textContent = "The agent is not running, so there is no screen to show. Its journal is below.";
+    $("screen-note").hidden = false;
+    return;
+  }
+  renderScreen(screen);
+}
+
+function renderScreen(screen) {
+  const rows = (screen.rows || []).map((r) => r.replace(/\s+$/, ""));
+  const [cr, cc] = screen.cursor || [-1, -1];
+  while (rows.length > 1 && rows[rows.length - 1] === "" && rows.length - 1 > cr) rows.pop();
+  const pre = $("screen");
+  const parts = [];
+  rows.forEach((row, i) => {
+    if (i > 0) parts.push("\n");
+    if (screen.cursor_visible && i === cr) {
+      const padded = row.padEnd(cc + 1, " ");
+      parts.push(padded.slice(0, cc), el("span", { class: "cursor" }, padded[cc]), padded.slice(cc + 1));
+    } else {
+      parts.push(row);
+    }
+  });
+  // Follow the bottom of the screen (where the agent works), unless the user scrolled up to read.
+  const follow = pre.hidden || pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  pre.replaceChildren(...parts);
+  pre.hidden = false;
+  if (follow) pre.scrollTop = pre.scrollHeight;
+  if (screen.title) pre.setAttribute("aria-label", `Screen: ${screen.title}`);
+  $("screen-note").hidden = true;
+}
+
+async function stopOpen() {
+  const id = app.openId;
+  clearError();
+  if ((await call("stop_session", { id })) === FAILED) return;
+  notice(`Stopping session ${id}. Nightshift will not restart it.`);
+  refreshSoon();
+}
+
+async function sendText(ev) {
+  ev.preventDefault();
+  const text = $("send-text").value;
+  if (!text.trim()) { $("send-text").focus(); return; }
+  clearError();
+  if ((await call("send_text", { id: app.openId, text })) === FAILED) return;
+  $("send-text").value = "";
+  loadEventsSoon();
+}

@@ -1,0 +1,201 @@
+// The other views: New session, the usage chip and its panel, the away digest, the morning run
+// summary and Settings.
+"use strict";
+
+// ---------------------------------------------------------------- new session
+
+async function prepareNewForm() {
+  clearError();
+  if (await loadPresets()) fillPresetSelect($("new-preset"), { offLabel: "Off" });
+  if (!$("new-cwd").value) $("new-cwd").value = localStorage.getItem("nightshift.cwd") || "";
+  $("new-command").focus();
+}
+
+async function submitNew(ev) {
+  ev.preventDefault();
+  clearError();
+  for (const id of ["new-command", "new-cwd"]) $(id).removeAttribute("aria-invalid");
+  const command = $("new-command").value.trim();
+  const cwd = $("new-cwd").value.trim();
+  if (!command || !cwd) {
+    const missing = !command ? "new-command" : "new-cwd";
+    $(missing).setAttribute("aria-invalid", "true");
+    $(missing).focus();
+    showError({ code: "missing", message: !command ? "Enter the command to run." : "Enter the folder the agent works in." });
+    return;
+  }
+  const request = {
+    command, cwd,
+    agent: $("new-agent").value || null,
+    preset: $("new-preset").value || null,
+    auto_resume: $("new-auto-resume").checked,
+  };
+  $("new-submit").disabled = true;
+  const made = await call("new_session", { request });
+  $("new-submit").disabled = false;
+  if (made === FAILED) return;
+  localStorage.setItem("nightshift.cwd", cwd);
+  $("new-command").value = "";
+  await refresh();
+  openSession(made.id);
+}
+
+// ---------------------------------------------------------------- usage chip
+
+const BAND_RANK = { ok: 0, green: 0, warn: 1, yellow: 1, high: 2, red: 2 };
+
+function bandName(b) {
+  return ["ok", "warn", "high"][BAND_RANK[b] ?? 0];
+}
+
+function drawBars(node, values, w, h, gap) {
+  const n = values.length || 24;
+  const step = w / n;
+  node.replaceChildren();
+  values.forEach((v, i) => {
+    if (v === null || v === undefined) {
+      node.append(svg("rect", { x: (i * step).toFixed(2), y: h - 1, width: (step - gap).toFixed(2), height: 1, class: "none" }));
+      return;
+    }
+    const bh = Math.max(1, (Math.min(100, Math.max(0, v)) / 100) * h);
+    node.append(svg("rect", {
+      x: (i * step).toFixed(2), y: (h - bh).toFixed(2), width: (step - gap).toFixed(2), height: bh.toFixed(2),
+      class: bandName(v >= 85 ? "high" : v >= 60 ? "warn" : "ok"),
+    }));
+  });
+}
+
+async function loadUsage() {
+  const u = await call("usage");
+  if (u === FAILED) return;
+  const chip = $("usage-chip");
+  const values = u.last_24h_hourly_five_hour_pct || [];
+  $("usage-text").textContent = u.chip || "5h – · 7d –";
+  let band = "none";
+  if (u.bands) {
+    const worst = Math.max(BAND_RANK[u.bands.five_hour] ?? 0, BAND_RANK[u.bands.seven_day] ?? 0);
+    band = ["ok", "warn", "high"][worst];
+  }
+  chip.dataset.band = band;
+  chip.title = u.chip
+    ? `Plan usage: ${u.chip}. Last 24 hours: ${u.sparkline || ""}`
+    : "Plan usage appears here once a Claude session reports it.";
+  chip.setAttribute("aria-label", u.chip ? `Plan usage ${u.chip}` : "Plan usage: no reading yet");
+  drawBars($("usage-spark"), values, 48, 12, 0.4);
+  drawBars($("usage-spark-big"), values, 240, 40, 2);
+  const l = u.latest;
+  const facts = l ? [
+    ["5-hour window", `${l.five_hour_pct ?? "–"}%${l.five_hour_resets_at ? `, resets ${clock(l.five_hour_resets_at)}` : ""}`],
+    ["7-day window", `${l.seven_day_pct ?? "–"}%${l.seven_day_resets_at ? `, resets ${clock(l.seven_day_resets_at)}` : ""}`],
+    ["Last reading", `${ago(l.ts)}${l.session ? ` from session ${l.session}` : ""}`],
+  ] : [["Plan usage", "No reading yet. Claude sessions started by Nightshift report it as they work."]];
+  $("usage-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+}
+
+function toggleUsage() {
+  const panel = $("usage-panel");
+  panel.hidden = !panel.hidden;
+  $("usage-chip").setAttribute("aria-expanded", String(!panel.hidden));
+  if (!panel.hidden) loadUsage();
+}
+
+// ---------------------------------------------------------------- digest and morning
+
+async function loadDigest(markViewed = false) {
+  const range = $("digest-range").value;
+  // Tauri passes command arguments in camelCase: `mark_viewed` on the Rust side is `markViewed` here.
+  const got = await call("digest", { range, markViewed });
+  if (got === FAILED) return;
+  const t = (got.digest && got.digest.totals) || {};
+  const items = [
+    ["sessions", plural(t.sessions ?? 0, "session", "sessions")],
+    ["needs_you", `${t.needs_you ?? 0} need${(t.needs_you ?? 0) === 1 ? "s" : ""} you`],
+    ["commits", plural(t.commits ?? 0, "commit", "commits")],
+    ["limit_pauses", plural(t.limit_pauses ?? 0, "limit pause", "limit pauses")],
+    ["respawn_cycles", plural(t.respawn_cycles ?? 0, "respawn cycle", "respawn cycles")],
+  ];
+  if (t.cost_usd) items.push(["cost_usd", `$${t.cost_usd.toFixed(2)}`]);
+  $("digest-totals").replaceChildren(...items.map(([k, v]) =>
+    el("li", { "data-total": k, class: k === "needs_you" && t.needs_you ? "attention" : "" }, v)));
+  $("digest-text").textContent = got.text || "Nothing happened in this range.";
+  $("digest-text").dataset.range = range;
+  if (markViewed) notice("Marked as read. “Since you last looked” now starts from here.");
+}
+
+async function loadMorning() {
+  $("morning-dot").hidden = true;
+  const m = await call("morning");
+  if (m === FAILED) return;
+  $("morning-empty").hidden = !!m;
+  $("morning-body").hidden = !m;
+  if (!m) return;
+  $("morning-headline").textContent = m.headline;
+  $("morning-meta").textContent = `For the night up to ${localTime(m.scheduled_for)} · written ${localTime(m.created_at)}`;
+  $("morning-text").textContent = m.text;
+}
+
+// ---------------------------------------------------------------- settings
+
+function renderPower(power) {
+  if (!power) return;
+  const status = $("power-status");
+  status.dataset.holding = String(!!power.holding);
+  status.textContent = power.holding
+    ? `Nightshift is keeping the computer from sleeping while a run is armed. ${power.reason || ""}`.trim()
+    : `The computer may sleep as usual. ${power.reason || ""}`.trim();
+  $("power-warning").hidden = !power.warning;
+  $("power-warning").textContent = power.warning || "";
+  // The warning stays in view until it is dismissed; the same warning is not shown again.
+  currentPowerWarning = power.warning || null;
+  if (!power.warning) $("power-banner").hidden = true;
+  else if (power.warning !== dismissedPowerWarning) {
+    $("power-banner-text").textContent = `The computer may sleep during a run. ${power.warning}`;
+    $("power-banner").hidden = false;
+  }
+}
+let dismissedPowerWarning = null;
+let currentPowerWarning = null;
+
+function dismissPowerBanner() {
+  $("power-banner").hidden = true;
+  dismissedPowerWarning = currentPowerWarning;
+}
+
+function renderUserPresets() {
+  const mine = app.presets.filter((p) => p.source === "user");
+  $("presets-empty").hidden = mine.length > 0;
+  $("presets-list").replaceChildren(...mine.map((p) => {
+    const s = p.settings || {};
+    const summary = `idle ${span(s.idle_timeout || 0)} · runs ${span(s.duration || 0)}${s.clear_and_init ? " · resets context" : ""}`;
+    const del = el("button", { type: "button", class: "danger", "data-delete-preset": p.name,
+      "aria-label": `Delete preset ${p.name}` }, "Delete");
+    del.addEventListener("click", async () => { if (await deletePreset(p.name)) renderUserPresets(); });
+    return el("li", { "data-preset": p.name }, el("span", { class: "mono" }, p.name), el("span", { class: "hint" }, summary), del);
+  }));
+}
+
+async function loadSettings() {
+  $("settings-view").dataset.loaded = "false";
+  const s = await call("app_settings");
+  if (s !== FAILED) {
+    for (const box of document.querySelectorAll("[data-notify]")) box.checked = !!(s.notifications || {})[box.dataset.notify];
+    $("launch-at-login").checked = !!s.launch_at_login;
+    renderPower(s.power);
+  }
+  if (await loadPresets()) renderUserPresets();
+  $("settings-view").dataset.loaded = "true";
+}
+
+async function notificationChanged(ev) {
+  clearError();
+  const switches = {};
+  for (const box of document.querySelectorAll("[data-notify]")) switches[box.dataset.notify] = box.checked;
+  if ((await call("set_notifications", { switches })) === FAILED) { ev.target.checked = !ev.target.checked; return; }
+}
+
+async function launchChanged() {
+  clearError();
+  const enabled = $("launch-at-login").checked;
+  if ((await call("set_launch_at_login", { enabled })) === FAILED) { $("launch-at-login").checked = !enabled; return; }
+  notice(enabled ? "Nightshift will start when you log in." : "Nightshift will no longer start at login.");
+}
