@@ -17,6 +17,9 @@ use crate::AppState;
 
 /// A session that exits and is not started again within this long has finished.
 const FINISHED_AFTER: Duration = Duration::from_secs(3);
+/// A dialog still open after this long needs the user (routine ones and the usage-limit menu are
+/// answered by Nightshift within a frame or two).
+const QUESTION_AFTER: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Default)]
 pub struct Notifier {
@@ -42,21 +45,31 @@ pub fn on_events(app: &AppHandle, rows: &[StoredEvent]) {
         let Ok(Some(session)) = state.supervisor.with_store(|s| s.session(&row.session)) else { continue };
         let label = nightshift::overview::label(&session);
         let Some(notice) = notice::for_event(&row.session, &label, &event.kind, &chrono::Local) else { continue };
-        if notice.kind == notice::Kind::Finished {
-            // An exit is a finish only when nothing starts the agent again (respawn restarts it).
-            let app = app.clone();
-            let (id, session) = (row.id, row.session.clone());
-            tauri::async_runtime::spawn(async move {
-                tokio::time::sleep(FINISHED_AFTER).await;
-                let state = app.state::<AppState>();
-                let latest = state.supervisor.with_store(|s| s.recent_events(&session, 1)).unwrap_or_default();
-                if latest.last().is_some_and(|e| e.id == id) {
-                    show(&app, notice);
-                }
+        let wait = match notice.kind {
+            notice::Kind::Finished => FINISHED_AFTER,
+            notice::Kind::Question => QUESTION_AFTER,
+            _ => {
+                show(app, notice);
+                continue;
+            }
+        };
+        let app = app.clone();
+        let (id, session) = (row.id, row.session.clone());
+        tauri::async_runtime::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let state = app.state::<AppState>();
+            let still = state.supervisor.with_store(|s| -> Result<bool, nightshift::store::StoreError> {
+                Ok(match notice.kind {
+                    // An exit is a finish only when nothing started the agent again (respawn does).
+                    notice::Kind::Finished => s.recent_events(&session, 1)?.last().is_some_and(|e| e.id == id),
+                    // Only a dialog nobody answered needs the user.
+                    _ => s.session(&session)?.is_some_and(|r| r.state == "waiting_input"),
+                })
             });
-        } else {
-            show(app, notice);
-        }
+            if still.unwrap_or(false) {
+                show(&app, notice);
+            }
+        });
     }
 }
 

@@ -99,9 +99,15 @@ class Desktop(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         run.wait(30)
 
+    def journal(self, session):
+        out = subprocess.run([str(CLI), "journal", "--session", session, "--json"], env=self.env, capture_output=True,
+                             text=True, timeout=30)
+        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
     def test_1_the_tray_item_registers_and_its_menu_has_the_actions(self):
         props = dbus_fakes.sni_properties(*self.item)
         self.assertTrue(str(props.get("IconName", "")).endswith(".png"), props)
+        type(self).idle_icon = Path(str(props["IconName"])).read_bytes()
         labels = wait("the menu", self.labels)
         for wanted in ("Nightshift — no sessions running", "New session…", "Pause all", "Resume all",
                        "Open Nightshift", "Quit"):
@@ -148,10 +154,26 @@ class Desktop(unittest.TestCase):
         limit = self.fakes.wait_for("notifications", lambda r: r.get("call") == "Notify"
                                     and "usage limit" in r["summary"], timeout=20, what="the limit")
         self.assertRegex(limit["body"], r"^Resets at \d\d:\d\d\. ")
-        # The question's session needs the user: the menu says so.
+        # The question's session needs the user: the menu says so, and the icon is not the idle one.
         self.assertTrue(wait("the count", lambda: [x for x in self.labels() if "needs you" in x]))
-        self.stop_run(q_run, q)
-        self.stop_run(l_run, l)
+        icon = Path(str(dbus_fakes.sni_properties(*self.item)["IconName"]))
+        self.assertNotEqual(icon.read_bytes(), self.idle_icon, "the needs-you icon")
+
+        # The usage-limit menu with auto-resume on is answered by Nightshift: a limit notification,
+        # and no "waiting for you" for a dialog nobody has to answer.
+        def count(what):
+            return len([r for r in self.fakes.records("notifications")
+                        if r.get("call") == "Notify" and what in r["summary"]])
+        questions, limits = count("waiting for you"), count("usage limit")
+        m_run, m = self.start_run("--agent", "claude", "--auto-resume", "--cols", "120", "--rows", "40",
+                                  script=replay("weekly-menu.screen"))
+        wait("the menu's limit notification", lambda: count("usage limit") > limits)
+        answered = wait("the menu answered", lambda: [e for e in self.journal(m) if e["event"] == "automation"])
+        self.assertIn("answered the usage-limit menu with 2", answered[0]["what"])
+        time.sleep(3)
+        self.assertEqual(count("waiting for you"), questions, "no question notification for the answered menu")
+        for run, session in ((q_run, q), (l_run, l), (m_run, m)):
+            self.stop_run(run, session)
 
     def test_4_a_second_launch_shows_the_first_ones_window(self):
         x = X11()
