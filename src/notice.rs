@@ -88,6 +88,8 @@ where
                 .unwrap_or_else(|| reason.clone());
             Some(notice(Kind::Question, format!("{label} is waiting for you"), body))
         }
+        // Said again by a restarted session: the user was told when it happened.
+        EventKind::LimitDetected { source, .. } if source == "journal" => None,
         EventKind::LimitDetected { resets_at, line, .. } => {
             let body = match resets_at {
                 Some(at) => format!("Resets at {}. {line}", time(*at, local)),
@@ -161,6 +163,13 @@ mod tests {
         let n = for_event("s1", "api", &kind, &tz).unwrap();
         assert_eq!(n.kind, Kind::Limit);
         assert_eq!(n.body, "Resets at 15:33. You've hit your limit");
+        let again = EventKind::LimitDetected {
+            resets_at: Some(at),
+            source: "journal".into(),
+            kind: LimitKind::Unspecified,
+            line: "restored".into(),
+        };
+        assert_eq!(for_event("s1", "api", &again, &tz), None, "a restored session's limit is not news");
     }
 
     #[test]

@@ -147,6 +147,12 @@ impl SessionRow {
         matches!(self.state.as_str(), "exited" | "failed")
     }
 
+    /// Whether the process that supervised this session still exists (whatever became of its
+    /// socket).
+    pub fn owner_process_alive(&self) -> bool {
+        self.owner_pid.is_some_and(pid_alive)
+    }
+
     /// Whether the Nightshift process that supervises this session is still there (its pid exists
     /// and its control socket is in place).
     pub fn owner_alive(&self) -> bool {

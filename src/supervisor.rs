@@ -46,6 +46,8 @@ pub struct SessionSpec {
     pub window_guard: crate::limits::WindowGuard,
     /// Start paused on this limit (a restored session whose resume was pending).
     pub paused_on: Option<crate::limits::LimitText>,
+    /// Start with every automatic action held (a restored session the user had paused).
+    pub held: bool,
 }
 
 impl SessionSpec {
@@ -63,6 +65,7 @@ impl SessionSpec {
             auto_resume: None,
             window_guard: crate::limits::WindowGuard::default(),
             paused_on: None,
+            held: false,
         }
     }
 }
@@ -265,9 +268,11 @@ impl Supervisor {
             }
         };
         let mut restored = Vec::new();
-        for row in rows.iter().filter(|r| !r.is_final() && !r.owner_alive()) {
-            let Some((resets_at, settings)) = self.with_store(|s| pending_resume(s, &row.id)) else { continue };
-            match self.restore(row, resets_at, settings) {
+        // The owner's process must be gone (its socket may vanish with the runtime directory while it
+        // still runs: a second copy of the agent must never start).
+        for row in rows.iter().filter(|r| !r.is_final() && !r.owner_process_alive()) {
+            let Some(pending) = self.with_store(|s| pending_resume(s, &row.id)) else { continue };
+            match self.restore(row, pending) {
                 Ok(handle) => restored.push(handle),
                 Err(e) => tracing::warn!(session = %row.id, "could not restore the session: {e}"),
             }
@@ -275,12 +280,7 @@ impl Supervisor {
         restored
     }
 
-    fn restore(
-        &self,
-        row: &crate::store::SessionRow,
-        resets_at: Option<chrono::DateTime<chrono::Utc>>,
-        settings: crate::limits::resume::Settings,
-    ) -> Result<SessionHandle, StartError> {
+    fn restore(&self, row: &crate::store::SessionRow, pending: Pending) -> Result<SessionHandle, StartError> {
         let mut argv = row.command.clone().into_iter();
         let program = argv.next().unwrap_or_default();
         let mut args: Vec<String> = argv.collect();
@@ -293,10 +293,11 @@ impl Supervisor {
         let mut spec = SessionSpec::new(command);
         spec.agent = agent;
         spec.preset.clone_from(&row.preset);
-        spec.auto_resume = Some(settings);
+        spec.auto_resume = Some(pending.settings);
+        spec.held = pending.held;
         spec.paused_on = Some(crate::limits::LimitText {
             kind: crate::limits::LimitKind::Unspecified,
-            resets_at,
+            resets_at: pending.resets_at,
             line: "the resume that was pending when Nightshift stopped".into(),
         });
         let id = SessionId::from(row.id.clone());
@@ -343,6 +344,7 @@ impl Supervisor {
             adapter: spec.adapter.take().unwrap_or_else(|| Adapter::builtin(spec.agent)),
             detect: spec.detect,
             paused_on: spec.paused_on.take(),
+            held: spec.held,
         };
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());
@@ -410,26 +412,50 @@ impl Supervisor {
     }
 }
 
-/// The resume a session was waiting for when its Nightshift stopped: the last `resume_armed` with
-/// nothing after it that ends the wait (the limit over or failed, a stop, an end).
-fn pending_resume(
-    store: &Store,
-    session: &str,
-) -> Option<(Option<chrono::DateTime<chrono::Utc>>, crate::limits::resume::Settings)> {
-    let events = store.recent_events(session, 200).ok()?;
+/// What a session was waiting for when its Nightshift stopped.
+#[derive(Debug)]
+struct Pending {
+    resets_at: Option<chrono::DateTime<chrono::Utc>>,
+    settings: crate::limits::resume::Settings,
+    /// The user had held its automatic actions.
+    held: bool,
+}
+
+/// How far back a session's journal is read for its pending resume.
+const PENDING_LOOKBACK: usize = 5000;
+
+/// The resume a session was waiting for: the last `resume_armed` with nothing after it that ends
+/// the wait (the limit over or failed, a stop, an end, auto-resume switched off); and whether the
+/// user held the session. Rows this version cannot read are passed over.
+fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
+    let events = store.recent_events(session, PENDING_LOOKBACK).ok()?;
+    let mut found = None;
+    let mut held = None;
     for stored in events.iter().rev() {
-        let event: Event = serde_json::from_str(&stored.body).ok()?;
+        let Ok(event) = serde_json::from_str::<Event>(&stored.body) else { continue };
         match event.kind {
-            EventKind::ResumeArmed { resets_at, settings, .. } => return Some((resets_at, settings)),
-            EventKind::LimitCleared { .. } | EventKind::LimitFailed { .. } | EventKind::StopRequested { .. } => {
+            EventKind::ResumeArmed { resets_at, settings, .. } if found.is_none() => {
+                found = Some((resets_at, settings))
+            }
+            EventKind::LimitCleared { .. } | EventKind::LimitFailed { .. } | EventKind::StopRequested { .. }
+                if found.is_none() =>
+            {
                 return None
             }
-            EventKind::Automation { what, .. } if what == crate::session::AUTO_RESUME_OFF => return None,
-            EventKind::State { state, .. } if state.is_final() => return None,
+            EventKind::Automation { what, .. } => match what.as_str() {
+                crate::session::AUTO_RESUME_OFF if found.is_none() => return None,
+                crate::session::HELD if held.is_none() => held = Some(true),
+                crate::session::RELEASED if held.is_none() => held = Some(false),
+                _ => {}
+            },
+            EventKind::State { state, .. } if state.is_final() && found.is_none() => return None,
             _ => {}
         }
+        if found.is_some() && held.is_some() {
+            break;
+        }
     }
-    None
+    found.map(|(resets_at, settings)| Pending { resets_at, settings, held: held.unwrap_or(false) })
 }
 
 /// The argv as a shell line, quoting what needs it (for reasons and display).

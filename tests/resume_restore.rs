@@ -140,16 +140,42 @@ async fn a_reset_still_ahead_resumes_at_the_reset_plus_the_margin() {
 }
 
 #[tokio::test]
-async fn stopped_failed_and_switched_off_waits_are_not_restored() {
+async fn only_waits_still_pending_are_restored_and_a_hold_is_kept() {
     let env = common::Env::new();
+    let automation = |what: &str| EventKind::Automation { what: what.into(), source: "the app".into() };
     let seeds = [
         ("stopped", vec![EventKind::StopRequested { source: "nightshift stop".into() }]),
         ("failed", vec![EventKind::LimitFailed { reason: "still limited after 3 resumes".into() }]),
-        (
-            "off",
-            vec![EventKind::Automation { what: nightshift::session::AUTO_RESUME_OFF.into(), source: "the app".into() }],
-        ),
+        ("off", vec![automation(nightshift::session::AUTO_RESUME_OFF)]),
+        ("held", vec![automation(nightshift::session::HELD)]),
+        ("released", vec![automation(nightshift::session::HELD), automation(nightshift::session::RELEASED)]),
     ];
-    let (sup, _) = supervisor(&env, reset(), &seeds);
-    assert!(sup.restore_pending().is_empty());
+    let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &seeds);
+    let handles = sup.restore_pending();
+    // The actor publishes its options once it runs.
+    for h in &handles {
+        let started = std::time::Instant::now();
+        while h.status().options.limit.is_none() && started.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let mut restored: Vec<(String, bool)> =
+        handles.iter().map(|h| (h.id().to_string(), h.status().options.held)).collect();
+    restored.sort();
+    assert_eq!(restored, [("held".to_string(), true), ("released".to_string(), false)]);
+    for id in ["held", "released"] {
+        let handle = sup.session(id).unwrap();
+        handle.stop("test").await.unwrap();
+        handle.wait().await;
+    }
+}
+
+#[tokio::test]
+async fn a_session_whose_owner_still_runs_is_not_started_twice() {
+    let env = common::Env::new();
+    let (sup, _) = supervisor(&env, reset(), &[]);
+    // Its owner is this very process; its socket is gone (a runtime directory removed at logout).
+    sup.with_store_mut(|s| seed(s, &env.state_dir(), "running", vec![]));
+    sup.with_store_mut(|s| s.adopt_session("running", std::process::id(), Some("/nonexistent/control.sock"))).unwrap();
+    assert!(sup.restore_pending().is_empty(), "a live owner keeps its session");
 }

@@ -120,6 +120,14 @@ async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disa
     )
     .await;
     assert_eq!(handle.status().options, held, "the status shows the options as configure returned them");
+    // Idle well past the idle timeout: no cycle while held.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    while let Ok(ev) = events.try_recv() {
+        assert!(
+            !matches!(&ev.kind, EventKind::Respawn { action, .. } if action == "cycle_started"),
+            "a cycle started while held: {ev:?}"
+        );
+    }
 
     let off =
         handle.configure(Change { held: Some(false), respawn: Some(Switch::Off), ..Change::default() }).await.unwrap();
@@ -127,6 +135,32 @@ async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disa
     next_matching(&mut events, "disarmed", |k| matches!(k, EventKind::Respawn { action, .. } if action == "disarmed"))
         .await;
     stop(&handle).await;
+}
+
+/// Respawn switched off while the agent is down (between its exit and the restart): the session
+/// ends instead of starting the agent again.
+#[tokio::test]
+async fn respawn_switched_off_while_the_agent_is_down_ends_the_session() {
+    let env = common::Env::new();
+    let sup = supervisor(&env);
+    let mut events = sup.subscribe();
+    let mut spec = echo_agent();
+    spec.command.args = vec!["--norc".into(), "-c".into(), "echo bye; sleep 0.3".into()];
+    spec.respawn = Some(quick());
+    let handle = sup.start(spec).unwrap();
+    next_matching(&mut events, "the exit", |k| {
+        matches!(k, EventKind::State { state: nightshift::SessionState::Exited, .. })
+    })
+    .await;
+    let off = handle.configure(Change { respawn: Some(Switch::Off), ..Change::default() }).await.unwrap();
+    assert!(!off.respawn_active);
+    tokio::time::timeout(Duration::from_secs(5), handle.wait()).await.expect("the session ends");
+    let restarted = sup
+        .with_store(|s| s.recent_events(handle.id().as_str(), 100))
+        .unwrap()
+        .iter()
+        .any(|e| e.body.contains(r#""action":"restart""#));
+    assert!(!restarted, "not started again");
 }
 
 #[tokio::test]

@@ -58,6 +58,8 @@ pub(crate) struct Actor {
     pub window_guard: limits::WindowGuard,
     /// Paused on this limit from the start (a session restored with its pending resume).
     pub paused_on: Option<LimitText>,
+    /// Every automatic action held from the start (a restored session the user had paused).
+    pub held: bool,
 }
 
 impl Actor {
@@ -88,6 +90,7 @@ impl Actor {
             auto_resume,
             window_guard,
             paused_on,
+            held,
         } = self;
         let now = Instant::now();
         let respawn_until = respawn.as_ref().map(|r| emitter.now() + r.duration);
@@ -96,7 +99,7 @@ impl Actor {
             cycle: respawn.map(|settings| respawn::State::new(settings, now)),
             preset,
             respawn_until,
-            held: false,
+            held,
             id,
             command,
             agent,
@@ -255,7 +258,7 @@ impl Session {
         self.status.send_modify(|s| s.state = state);
         if let (Some(dialog), Some(pty)) = (dialog, pty) {
             let auto = self.cycle.as_ref().is_some_and(|c| c.settings.auto_accept);
-            if auto && self.adapter.auto_accepts(&dialog.kind) {
+            if auto && !self.held && self.adapter.auto_accepts(&dialog.kind) {
                 pty.write(b"\r".to_vec());
                 self.emit(EventKind::Respawn {
                     action: "auto_accept".into(),
@@ -548,6 +551,11 @@ impl Session {
                     }
                     Some(control) => self.handle(control, None),
                 },
+            }
+            // Respawn switched off (or its duration over) while the agent was down: nothing will
+            // start it again, so the session ends here.
+            if !self.cycle.as_ref().is_some_and(|c| c.phase != respawn::Phase::Finished) {
+                return None;
             }
         }
     }

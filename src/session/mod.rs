@@ -48,6 +48,10 @@ pub enum Control {
 
 /// What the journal says when the user switches auto-resume off.
 pub const AUTO_RESUME_OFF: &str = "auto-resume off";
+/// What the journal says when the user holds a session's automatic actions ("Pause all").
+pub const HELD: &str = "held: no respawn cycles or resumes until released";
+/// What the journal says when the hold ends.
+pub const RELEASED: &str = "released";
 
 /// A setting switched off, or on with its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,6 +13,8 @@ impl Session {
         let Some(menu) = limits::menu::read(&self.screen.snapshot().rows) else { return };
         let stop = menu.stop.map(|k| (k, "stop and wait for the reset"));
         let choice = match &self.auto_resume {
+            // Held: the user answers it.
+            _ if self.held => None,
             _ if self.window_guard.not_tonight => stop,
             Some(s) if s.policy == resume::Policy::Watch => {
                 menu.wait.map(|k| (k, "wait here, then continue automatically")).or(stop)

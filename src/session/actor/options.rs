@@ -116,7 +116,7 @@ impl Session {
         }
         if let Some(held) = change.held.filter(|h| *h != self.held) {
             self.held = held;
-            let what = if held { "held: no respawn cycles or resumes until released" } else { "released" };
+            let what = if held { crate::session::HELD } else { crate::session::RELEASED };
             self.emit(EventKind::Automation { what: what.into(), source });
             self.refresh_blocker(pty);
             if !held {
