@@ -322,32 +322,41 @@ pub fn set_launch_at_login(app: AppHandle, enabled: bool) -> Result<(), UiError>
     result.map_err(|e| UiError::new("autostart", format!("could not change launch at login: {e}")))
 }
 
-/// Holds or releases every live session's automatic actions; returns how many changed.
-pub async fn hold_all(app: &AppHandle, held: bool) -> usize {
+/// Holds or releases every live session's automatic actions; returns how many changed, or which
+/// could not be reached.
+pub async fn hold_all(app: &AppHandle, held: bool) -> Result<usize, UiError> {
     use tauri::Manager;
     let state = app.state::<AppState>();
-    let rows = state.supervisor.with_store(|s| s.sessions()).unwrap_or_default();
+    let rows = state.supervisor.with_store(|s| s.sessions())?;
+    let source = if held { "Pause all" } else { "Resume all" };
     let mut changed = 0;
+    let mut failed = Vec::new();
     for row in rows.iter().filter(|r| !r.is_final() && r.owner_alive()) {
-        let source = if held { "Pause all" } else { "Resume all" };
         let change = Change { held: Some(held), source: source.into(), ..Change::default() };
         match ask(&state, &row.id, |session| Request::Configure { session, change: Box::new(change) }).await {
             Ok(_) => changed += 1,
-            Err(e) => tracing::info!(session = %row.id, "could not {}: {e}", source.to_lowercase()),
+            Err(e) => failed.push(format!("{}: {}", row.id, e.message)),
         }
     }
     crate::awake::recheck(app);
-    changed
+    if failed.is_empty() {
+        Ok(changed)
+    } else {
+        Err(UiError::new(
+            "not_all_reached",
+            format!("{source} reached {changed} session(s) but not {}", failed.join("; ")),
+        ))
+    }
 }
 
 #[tauri::command]
 pub async fn pause_all(app: AppHandle) -> Result<usize, UiError> {
-    Ok(hold_all(&app, true).await)
+    hold_all(&app, true).await
 }
 
 #[tauri::command]
 pub async fn resume_all(app: AppHandle) -> Result<usize, UiError> {
-    Ok(hold_all(&app, false).await)
+    hold_all(&app, false).await
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ use tauri::{AppHandle, Emitter};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 const POLL: Duration = Duration::from_millis(400);
+/// With nothing new in the journal the tray is looked at again this often (a supervisor that died
+/// turns its sessions `lost` without an event).
+const TRAY_EVERY: u32 = 12;
 const BATCH: usize = 500;
 
 pub fn start(app: AppHandle, journal: PathBuf, mut bus: broadcast::Receiver<Event>) {
@@ -28,6 +31,7 @@ pub fn start(app: AppHandle, journal: PathBuf, mut bus: broadcast::Receiver<Even
         };
         let mut last = store.last_event_id().unwrap_or(0);
         let mut bus_open = true;
+        let mut quiet = 0;
         loop {
             tokio::select! {
                 () = tokio::time::sleep(POLL) => {}
@@ -46,12 +50,16 @@ pub fn start(app: AppHandle, journal: PathBuf, mut bus: broadcast::Receiver<Even
                         tracing::debug!("could not push journal events to the window: {e}");
                     }
                     crate::notify::on_events(&app, &rows);
+                    quiet = TRAY_EVERY;
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("reading the journal failed: {e}"),
             }
-            // Also when nothing new came: a session whose supervisor died becomes `lost` silently.
-            crate::tray::refresh(&app);
+            quiet += 1;
+            if quiet >= TRAY_EVERY {
+                quiet = 0;
+                crate::tray::refresh(&app);
+            }
         }
     });
 }

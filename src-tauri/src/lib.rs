@@ -166,6 +166,7 @@ pub fn run() {
             start_mornings(app.handle().clone(), &journal);
             follow::start(app.handle().clone(), journal, bus);
             awake::start(app.handle().clone());
+            notify::listen_for_clicks(app.handle().clone());
             let supervisor = app.state::<AppState>().supervisor.clone();
             tauri::async_runtime::spawn(async move {
                 // Sessions that waited for a limit's reset when Nightshift last stopped go on waiting.

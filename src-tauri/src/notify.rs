@@ -2,8 +2,12 @@
 //! events: a question, a limit, a resume, a breaker, a finished run, the morning summary.
 //!
 //! Each kind has a switch in the settings. A failure to notify is logged once (then quietly), never
-//! fatal. Clicking a notification opens its session where the desktop supports actions.
+//! fatal. Clicking a notification opens its session where the desktop supports actions: one
+//! listener on the session bus hears every click (`ActionInvoked`) and looks up the notification's
+//! session among the latest ones shown, so no thread waits on a notification the desktop may
+//! keep forever.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -21,16 +25,60 @@ const FINISHED_AFTER: Duration = Duration::from_secs(3);
 /// answered by Nightshift within a frame or two).
 const QUESTION_AFTER: Duration = Duration::from_secs(2);
 
+/// How many shown notifications are remembered for their clicks.
+const CLICKABLE: usize = 64;
+
 #[derive(Debug, Default)]
 pub struct Notifier {
     switches: Mutex<Switches>,
     failed: AtomicBool,
+    /// The latest notifications shown for a session: (notification id, session).
+    shown: Mutex<VecDeque<(u32, String)>>,
 }
 
 impl Notifier {
     pub fn new(switches: Switches) -> Self {
-        Self { switches: Mutex::new(switches), failed: AtomicBool::new(false) }
+        Self { switches: Mutex::new(switches), ..Self::default() }
     }
+
+    fn remember(&self, id: u32, session: String) {
+        let mut shown = self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if shown.len() == CLICKABLE {
+            shown.pop_front();
+        }
+        shown.push_back((id, session));
+    }
+
+    fn session_of(&self, id: u32) -> Option<String> {
+        let shown = self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        shown.iter().find(|(n, _)| *n == id).map(|(_, s)| s.clone())
+    }
+}
+
+/// Hears clicks on Nightshift's notifications for as long as the app runs.
+pub fn listen_for_clicks(app: AppHandle) {
+    std::thread::spawn(move || {
+        if let Err(e) = clicks(&app) {
+            tracing::info!("notification clicks will not open sessions: {e}");
+        }
+    });
+}
+
+fn clicks(app: &AppHandle) -> zbus::Result<()> {
+    let bus = zbus::blocking::Connection::session()?;
+    let rule = zbus::MatchRule::builder()
+        .msg_type(zbus::message::Type::Signal)
+        .interface("org.freedesktop.Notifications")?
+        .member("ActionInvoked")?
+        .build();
+    for message in zbus::blocking::MessageIterator::for_match_rule(rule, &bus, Some(CLICKABLE))? {
+        let Ok((id, action)) = message?.body().deserialize::<(u32, String)>() else { continue };
+        let session = app.state::<AppState>().notifier.session_of(id);
+        if let (Some(session), "default") = (session, action.as_str()) {
+            crate::open_session(app, &session);
+        }
+    }
+    Ok(())
 }
 
 pub fn set_switches(state: &AppState, switches: Switches) {
@@ -81,7 +129,7 @@ pub fn show(app: &AppHandle, notice: Notice) {
         return;
     }
     let app = app.clone();
-    // The notification's actions are waited for on a thread of their own (notify-rust blocks).
+    // Showing is a blocking D-Bus call: off the async threads.
     std::thread::spawn(move || {
         let mut n = notify_rust::Notification::new();
         n.appname("Nightshift").summary(&notice.summary).body(&notice.body).icon("dev.nightshift.app");
@@ -94,12 +142,8 @@ pub fn show(app: &AppHandle, notice: Notice) {
                 if state.notifier.failed.swap(false, Ordering::Relaxed) {
                     tracing::info!("desktop notifications work again");
                 }
-                if let Some(id) = notice.session {
-                    handle.wait_for_action(|action| {
-                        if action == "default" {
-                            crate::open_session(&app, &id);
-                        }
-                    });
+                if let Some(session) = notice.session {
+                    state.notifier.remember(handle.id(), session);
                 }
             }
             Err(e) => {

@@ -95,8 +95,10 @@ fn on_menu(app: &AppHandle, id: &str) {
             let app = app.clone();
             let held = id == "pause";
             tauri::async_runtime::spawn(async move {
-                let n = crate::commands::hold_all(&app, held).await;
-                tracing::info!("{} {n} session(s) from the tray", if held { "held" } else { "released" });
+                match crate::commands::hold_all(&app, held).await {
+                    Ok(n) => tracing::info!("{} {n} session(s) from the tray", if held { "held" } else { "released" }),
+                    Err(e) => tracing::warn!("{e}"),
+                }
             });
         }
         "quit" => quit_app(app),
