@@ -163,6 +163,43 @@ async fn respawn_switched_off_while_the_agent_is_down_ends_the_session() {
     assert!(!restarted, "not started again");
 }
 
+/// Held, an agent that exits is not started again until the hold is released.
+#[tokio::test]
+async fn a_held_session_restarts_its_agent_only_once_released() {
+    let env = common::Env::new();
+    let sup = supervisor(&env);
+    let mut events = sup.subscribe();
+    let mut spec = echo_agent();
+    spec.command.args = vec!["--norc".into(), "-c".into(), "echo bye; sleep 0.5".into()];
+    spec.respawn = Some(quick());
+    let handle = sup.start(spec).unwrap();
+    handle.configure(Change { held: Some(true), ..Change::default() }).await.unwrap();
+    next_matching(&mut events, "the exit", |k| {
+        matches!(k, EventKind::State { state: nightshift::SessionState::Exited, .. })
+    })
+    .await;
+    let restarts = || {
+        sup.with_store(|s| s.recent_events(handle.id().as_str(), 200))
+            .unwrap()
+            .iter()
+            .filter(|e| e.body.contains(r#""action":"restart""#))
+            .count()
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(restarts(), 0, "held past the back-off: not started again");
+    handle.configure(Change { held: Some(false), ..Change::default() }).await.unwrap();
+    next_matching(
+        &mut events,
+        "the restart",
+        |k| matches!(k, EventKind::Respawn { action, .. } if action == "restart"),
+    )
+    .await;
+    // Its second life is short: it may be over already, and with respawn off the session ends.
+    let _ = handle.configure(Change { respawn: Some(Switch::Off), ..Change::default() }).await;
+    let _ = handle.stop("test").await;
+    handle.wait().await;
+}
+
 #[tokio::test]
 async fn options_are_read_and_changed_over_the_control_socket() {
     let env = common::Env::new();

@@ -516,17 +516,22 @@ impl Session {
         self.stopped_by = Some(source.to_string());
     }
 
-    /// Between lives: waits to restart the agent (after the back-off, unless a breaker holds it),
-    /// for a reset or a stop, or for the armed duration to end. `None` ends the session.
+    /// Between lives: waits to restart the agent (after the back-off, unless a breaker or the user's
+    /// hold keeps it back), for a reset or a stop, or for the armed duration to end. `None` ends the
+    /// session.
     async fn dormant(&mut self, controls: &mut mpsc::Receiver<Control>) -> Option<Spawned> {
         let mut restart_at = (!self.crash.is_open()).then(|| Instant::now() + RESTART_BACKOFF);
+        // A restart the user's hold kept back: it happens when the hold is released.
+        let mut held_back = false;
         loop {
             let expiry = self.cycle.as_ref().and_then(respawn::State::next_deadline);
             tokio::select! {
                 () = sleep_until(restart_at.unwrap_or_else(Instant::now)), if restart_at.is_some() => {
-                    match self.restart() {
-                        Some(spawned) => return Some(spawned),
-                        None => restart_at = None,
+                    restart_at = None;
+                    if self.held {
+                        held_back = true;
+                    } else if let Some(spawned) = self.restart() {
+                        return Some(spawned);
                     }
                 }
                 () = sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {
@@ -556,6 +561,10 @@ impl Session {
             // start it again, so the session ends here.
             if !self.cycle.as_ref().is_some_and(|c| c.phase != respawn::Phase::Finished) {
                 return None;
+            }
+            if held_back && !self.held {
+                held_back = false;
+                restart_at = Some(Instant::now());
             }
         }
     }
