@@ -30,6 +30,8 @@ struct Inner {
     /// Why the machine is kept awake, or why it is not.
     reason: String,
     warning: Option<String>,
+    /// Other processes' sessions that could not say whether they are armed (said once each).
+    unanswered: std::collections::HashSet<String>,
 }
 
 impl std::fmt::Debug for Awake {
@@ -66,9 +68,17 @@ async fn armed(state: &AppState) -> Vec<String> {
     for row in rows.iter().filter(|r| !r.is_final() && r.owner_alive() && state.supervisor.session(&r.id).is_none()) {
         let Some(socket) = row.control_socket.as_deref() else { continue };
         let request = Request::Options { session: row.id.clone() };
-        if let Ok(response) = control::request(std::path::Path::new(socket), &request).await {
-            if response.options.is_some_and(|o| o.keeps_awake()) {
-                armed.push(row.id.clone());
+        match control::request(std::path::Path::new(socket), &request).await {
+            Ok(response) => {
+                if response.options.is_some_and(|o| o.keeps_awake()) {
+                    armed.push(row.id.clone());
+                }
+            }
+            Err(e) => {
+                let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if inner.unanswered.insert(row.id.clone()) {
+                    tracing::warn!(session = %row.id, "cannot tell whether it is armed ({e}); it does not keep the machine awake");
+                }
             }
         }
     }
