@@ -41,6 +41,8 @@ class AppWindow(unittest.TestCase):
                        NIGHTSHIFT_RUNTIME_DIR=str(base / "run"), NIGHTSHIFT_CONFIG_DIR=str(base / "config"),
                        XDG_CONFIG_HOME=str(base / "config"),
                        XDG_DATA_HOME=str(base / "data"),
+                       # Launch at login writes under $HOME/.config/autostart: keep it in the test's home.
+                       HOME=str(base / "home"), XDG_CACHE_HOME=str(base / "cache"),
                        # No logind here: the sleep assertion must fail as a warning, never a crash.
                        DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}")
         # A session that ran and ended before the app started: the journal is the app's source.
@@ -282,6 +284,16 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the settings read again", loaded)
         self.assertEqual(d.run_js("return document.getElementById('notify-resume').checked"), not was)
         self.click("#notify-resume")
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        # Launch at login: an XDG autostart entry in the (test's) home, and gone again.
+        autostart = Path(self.env["HOME"]) / ".config" / "autostart"
+        entries = lambda: sorted(p.name for p in autostart.glob("*.desktop"))  # noqa: E731
+        self.assertFalse(d.run_js("return document.getElementById('launch-at-login').checked"))
+        self.click("#launch-at-login")
+        entry = d.wait_for("the autostart entry", entries)
+        self.assertIn("nightshift-app", (autostart / entry[0]).read_text())
+        self.click("#launch-at-login")
+        d.wait_for("the autostart entry removed", lambda: not entries())
         self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
         # The preset saved from the session's options is listed, and can be deleted.
         d.wait_for("the saved preset", lambda: self.css('#presets-list li[data-preset="night-owl"]'))

@@ -53,7 +53,8 @@ class Desktop(unittest.TestCase):
         cls.env = cls.fakes.env(dict(
             os.environ, NIGHTSHIFT_STATE_DIR=str(base / "state"), NIGHTSHIFT_RUNTIME_DIR=str(base / "run"),
             NIGHTSHIFT_CONFIG_DIR=str(base / "config"), XDG_CONFIG_HOME=str(base / "config"),
-            XDG_DATA_HOME=str(base / "data"), NO_AT_BRIDGE="1"))
+            XDG_DATA_HOME=str(base / "data"), XDG_CACHE_HOME=str(base / "cache"), HOME=str(base / "home"),
+            NO_AT_BRIDGE="1"))
         cls.app_log = open(base / "app.log", "wb")
         cls.app = subprocess.Popen([str(APP)], env=cls.env, stdin=subprocess.DEVNULL,
                                    stdout=cls.app_log, stderr=subprocess.STDOUT)
