@@ -191,6 +191,9 @@ pub enum EventKind {
         #[serde(with = "crate::clock::ts")]
         due: DateTime<Utc>,
         settings: crate::limits::resume::Settings,
+        /// The session's fresh-window guard, so a restored session keeps it.
+        #[serde(default, skip_serializing_if = "is_default_guard")]
+        guard: crate::limits::WindowGuard,
     },
     /// The user changed what the session does by itself (auto-resume, hold); `what` says how.
     Automation { what: String, source: String },
@@ -349,4 +352,8 @@ mod tests {
         assert_eq!(id.as_str().len(), 8);
         assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     }
+}
+
+fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {
+    *guard == crate::limits::WindowGuard::default()
 }

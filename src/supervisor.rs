@@ -295,6 +295,7 @@ impl Supervisor {
         spec.preset.clone_from(&row.preset);
         spec.auto_resume = Some(pending.settings);
         spec.held = pending.held;
+        spec.window_guard = pending.guard;
         spec.paused_on = Some(crate::limits::LimitText {
             kind: crate::limits::LimitKind::Unspecified,
             resets_at: pending.resets_at,
@@ -417,6 +418,8 @@ impl Supervisor {
 struct Pending {
     resets_at: Option<chrono::DateTime<chrono::Utc>>,
     settings: crate::limits::resume::Settings,
+    /// Its fresh-window guard.
+    guard: crate::limits::WindowGuard,
     /// The user had held its automatic actions.
     held: bool,
 }
@@ -434,8 +437,8 @@ fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
     for stored in events.iter().rev() {
         let Ok(event) = serde_json::from_str::<Event>(&stored.body) else { continue };
         match event.kind {
-            EventKind::ResumeArmed { resets_at, settings, .. } if found.is_none() => {
-                found = Some((resets_at, settings))
+            EventKind::ResumeArmed { resets_at, settings, guard, .. } if found.is_none() => {
+                found = Some((resets_at, settings, guard))
             }
             EventKind::LimitCleared { .. } | EventKind::LimitFailed { .. } | EventKind::StopRequested { .. }
                 if found.is_none() =>
@@ -455,7 +458,7 @@ fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
             break;
         }
     }
-    found.map(|(resets_at, settings)| Pending { resets_at, settings, held: held.unwrap_or(false) })
+    found.map(|(resets_at, settings, guard)| Pending { resets_at, settings, guard, held: held.unwrap_or(false) })
 }
 
 /// The argv as a shell line, quoting what needs it (for reasons and display).

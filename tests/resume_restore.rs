@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use nightshift::clock::FakeClock;
-use nightshift::limits::resume;
+use nightshift::limits::{resume, WindowGuard};
 use nightshift::session::SessionHandle;
 use nightshift::store::{NewSession, Store};
 use nightshift::supervisor::Supervisor;
@@ -53,7 +53,9 @@ fn seed(store: &mut Store, dir: &std::path::Path, id: &str, then: Vec<EventKind>
     let mut record = |kind| store.record(&Event { ts, session: session.clone(), kind }).unwrap();
     record(EventKind::state(SessionState::LimitPaused, "usage limit (text: You've hit your limit)"));
     let settings = resume::Settings { prompt: "go on".into(), ..resume::Settings::default() };
-    record(EventKind::ResumeArmed { resets_at: Some(reset()), due: reset() + chrono::Duration::minutes(1), settings });
+    let guard = WindowGuard { reserve_pct: Some(20.0), not_tonight: false };
+    let due = reset() + chrono::Duration::minutes(1);
+    record(EventKind::ResumeArmed { resets_at: Some(reset()), due, settings, guard });
     for kind in then {
         record(kind);
     }
@@ -110,6 +112,7 @@ async fn a_reset_that_passed_while_nightshift_was_down_resumes_at_once() {
     let handle = &restored[0];
     assert!(screen_shows(handle, "restarted with --continue").await, "Claude is started again with --continue");
     assert!(handle.status().options.limit.is_some(), "paused on the limit");
+    assert_eq!(handle.status().options.window_guard.reserve_pct, Some(20.0), "the fresh-window guard kept");
 
     let sent = resume_within(&mut events, 10).await.expect("the resume, within one check of the start");
     assert_eq!(sent.session.as_str(), "pending1");

@@ -16,11 +16,13 @@ pub mod resume;
 pub use parse::{find_limit, parse_reset, LimitKind, LimitText};
 
 /// The fresh-window guard: what of a 5-hour window that opens after a limit is left for the user.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WindowGuard {
     /// Stop resuming and respawning once the fresh window's use passes `100 - reserve_pct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve_pct: Option<f64>,
     /// Do not spend the fresh window at all tonight: cancel the client's own continuation too.
+    #[serde(default)]
     pub not_tonight: bool,
 }
 

@@ -104,6 +104,9 @@ pub struct Options {
     pub breakers: Vec<(String, String)>,
     /// Paused on a usage limit.
     pub limit: Option<Paused>,
+    /// What of a fresh 5-hour window is left for the user.
+    #[serde(default)]
+    pub window_guard: crate::limits::WindowGuard,
 }
 
 /// A usage limit the session is paused on.

@@ -197,7 +197,7 @@ impl Session {
         pty: Option<&Pty>,
     ) {
         let (plan, effects) = resume::Plan::new(settings.clone(), resets_at, self.emitter.now());
-        self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings });
+        self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings, guard: self.window_guard });
         self.plan = Some(plan);
         self.resume_next = Instant::now() + RESUME_CHECK;
         self.carry_out_resume(effects, pty);

@@ -22,6 +22,7 @@ impl Session {
             held: self.held,
             breakers,
             limit: self.limit.as_ref().map(|l| crate::session::Paused { resets_at: l.resets_at }),
+            window_guard: self.window_guard,
         }
     }
 
