@@ -293,6 +293,10 @@ impl Event {
     }
 }
 
+fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {
+    *guard == crate::limits::WindowGuard::default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,8 +356,4 @@ mod tests {
         assert_eq!(id.as_str().len(), 8);
         assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     }
-}
-
-fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {
-    *guard == crate::limits::WindowGuard::default()
 }
