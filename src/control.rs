@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
+use crate::store::SessionRow;
 use crate::supervisor::Supervisor;
 
 /// How long a client waits for the owning process to answer.
@@ -86,6 +87,14 @@ pub struct Response {
 }
 
 impl Response {
+    /// A refusal as an error, anything else as the response.
+    pub fn into_result(self) -> Result<Self, ControlError> {
+        match self.error {
+            Some(body) if !self.ok => Err(ControlError::Refused(body)),
+            _ => Ok(self),
+        }
+    }
+
     fn ok() -> Self {
         Self { ok: true, error: None, pid: Some(std::process::id()), screen: None, message: None, options: None }
     }
@@ -112,6 +121,42 @@ pub enum ControlError {
     Protocol { path: PathBuf, message: String },
     #[error("{0}")]
     Refused(ErrorBody),
+    /// No process runs the session: it ended, or its Nightshift is gone.
+    #[error("{0}")]
+    NotRunning(String),
+}
+
+/// A session that has ended, said as the journal knows it (`… has exited (code 3); …`).
+pub fn ended(row: &SessionRow) -> ControlError {
+    let how = match (row.exit_code, &row.exit_signal) {
+        (_, Some(signal)) => format!(" ({signal})"),
+        (Some(code), None) => format!(" (code {code})"),
+        _ => String::new(),
+    };
+    ControlError::NotRunning(format!("session {} has {}{how}; there is nothing running to talk to", row.id, row.state))
+}
+
+/// The control socket of the process that runs `row`'s session, or why there is none to talk to.
+/// A session that exited may still be alive in its process (a respawn restarting it), so a live
+/// owner is asked before the journal's word is taken.
+pub fn owner_socket(row: &SessionRow) -> Result<&Path, ControlError> {
+    let Some(socket) = &row.control_socket else {
+        return Err(ControlError::NotRunning(format!(
+            "session {} was started without a control socket; it cannot be reached",
+            row.id
+        )));
+    };
+    if row.owner_alive() {
+        return Ok(Path::new(socket));
+    }
+    if row.is_final() {
+        return Err(ended(row));
+    }
+    Err(ControlError::NotRunning(format!(
+        "the Nightshift process that ran session {} (pid {}) is gone; the session is lost",
+        row.id,
+        row.owner_pid.unwrap_or_default()
+    )))
 }
 
 /// A listening control socket; removed when dropped.
@@ -254,10 +299,7 @@ pub async fn request(path: &Path, request: &Request) -> Result<Response, Control
     let response = tokio::time::timeout(CLIENT_TIMEOUT, exchange)
         .await
         .map_err(|_| ControlError::Timeout { path: path.to_path_buf(), secs: CLIENT_TIMEOUT.as_secs() })??;
-    match response.error {
-        Some(body) if !response.ok => Err(ControlError::Refused(body)),
-        _ => Ok(response),
-    }
+    response.into_result()
 }
 
 #[cfg(test)]

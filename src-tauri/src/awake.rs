@@ -65,10 +65,10 @@ async fn armed(state: &AppState) -> Vec<String> {
         .map(|h| h.id().to_string())
         .collect();
     let rows = state.supervisor.with_store(|s| s.sessions()).unwrap_or_default();
-    for row in rows.iter().filter(|r| !r.is_final() && r.owner_alive() && state.supervisor.session(&r.id).is_none()) {
-        let Some(socket) = row.control_socket.as_deref() else { continue };
+    for row in rows.iter().filter(|r| !r.is_final() && state.supervisor.session(&r.id).is_none()) {
+        let Ok(socket) = control::owner_socket(row) else { continue };
         let request = Request::Options { session: row.id.clone() };
-        match control::request(std::path::Path::new(socket), &request).await {
+        match control::request(socket, &request).await {
             Ok(response) => {
                 if response.options.is_some_and(|o| o.keeps_awake()) {
                     armed.push(row.id.clone());

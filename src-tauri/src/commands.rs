@@ -45,31 +45,15 @@ pub fn session_events(state: State<'_, AppState>, id: String) -> Result<Vec<Valu
 pub async fn ask(state: &AppState, id: &str, request: impl FnOnce(String) -> Request) -> Result<Response, UiError> {
     let row = state.supervisor.with_store(|s| s.find_session(id))?;
     let request = request(row.id.clone());
-    let response = if state.supervisor.session(&row.id).is_some() {
-        control::answer(request, &state.supervisor).await
+    let answered = if state.supervisor.session(&row.id).is_some() {
+        control::answer(request, &state.supervisor).await.into_result()
     } else {
-        if row.is_final() {
-            return Err(UiError::new(
-                "not_running",
-                format!("session {} has {}; nothing runs to ask", row.id, row.shown_state()),
-            ));
+        match control::owner_socket(&row) {
+            Ok(socket) => control::request(socket, &request).await,
+            Err(e) => Err(e),
         }
-        let Some(socket) = row.control_socket.as_deref().filter(|_| row.owner_alive()) else {
-            return Err(UiError::new(
-                "not_running",
-                format!("the Nightshift process that ran session {} is gone; the session is lost", row.id),
-            ));
-        };
-        control::request(std::path::Path::new(socket), &request).await?
     };
-    match response.error {
-        Some(body) if !response.ok => {
-            let code =
-                if body.code == "no_session" || body.code == "session_ended" { "not_running" } else { &body.code };
-            Err(UiError::new(code, body.message))
-        }
-        _ => Ok(response),
-    }
+    Ok(answered?)
 }
 
 #[tauri::command]

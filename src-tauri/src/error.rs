@@ -45,8 +45,14 @@ impl From<nightshift::config::ConfigError> for UiError {
 
 impl From<nightshift::control::ControlError> for UiError {
     fn from(e: nightshift::control::ControlError) -> Self {
+        use nightshift::control::ControlError;
         match e {
-            nightshift::control::ControlError::Refused(body) => Self { code: body.code, message: body.message },
+            // The session is gone from its process, or no process runs it: nothing to ask.
+            ControlError::Refused(body) if body.code == "no_session" || body.code == "session_ended" => {
+                Self::new("not_running", body.message)
+            }
+            ControlError::Refused(body) => Self { code: body.code, message: body.message },
+            ControlError::NotRunning(message) => Self::new("not_running", message),
             other => Self::new("unreachable", other.to_string()),
         }
     }
@@ -66,8 +72,11 @@ mod tests {
 
     #[test]
     fn a_refusal_from_another_process_keeps_its_code() {
+        let body = nightshift::control::ErrorBody { code: "bad_request".into(), message: "not a request".into() };
+        let e = UiError::from(nightshift::control::ControlError::Refused(body));
+        assert_eq!((e.code.as_str(), e.message.as_str()), ("bad_request", "not a request"));
         let body = nightshift::control::ErrorBody { code: "session_ended".into(), message: "gone".into() };
         let e = UiError::from(nightshift::control::ControlError::Refused(body));
-        assert_eq!((e.code.as_str(), e.message.as_str()), ("session_ended", "gone"));
+        assert_eq!((e.code.as_str(), e.message.as_str()), ("not_running", "gone"), "nothing to ask, however said");
     }
 }

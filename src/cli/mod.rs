@@ -98,32 +98,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Sends `request` to the process that runs `row`'s session, or says why there is none to talk to.
-/// A session that exited may still be alive in its process (a respawn restarting it), so the
-/// process is asked before the journal's word is taken.
 fn ask(row: &SessionRow, request: &control::Request) -> anyhow::Result<control::Response> {
-    let ended = || {
-        let how = match (row.exit_code, &row.exit_signal) {
-            (_, Some(signal)) => format!(" ({signal})"),
-            (Some(code), None) => format!(" (code {code})"),
-            _ => String::new(),
-        };
-        anyhow::anyhow!("session {} has {}{how}; there is nothing running to talk to", row.id, row.state)
-    };
-    let Some(socket) = &row.control_socket else {
-        anyhow::bail!("session {} was started without a control socket; it cannot be reached", row.id);
-    };
-    if !row.owner_alive() {
-        if row.is_final() {
-            return Err(ended());
+    let socket = control::owner_socket(row)?;
+    match runtime()?.block_on(control::request(socket, request)) {
+        // Its process is there but the session ended in it.
+        Err(control::ControlError::Refused(body)) if body.code == "no_session" && row.is_final() => {
+            Err(control::ended(row).into())
         }
-        anyhow::bail!(
-            "the Nightshift process that ran session {} (pid {}) is gone; the session is lost",
-            row.id,
-            row.owner_pid.unwrap_or_default()
-        );
-    }
-    match runtime()?.block_on(control::request(std::path::Path::new(socket), request)) {
-        Err(control::ControlError::Refused(body)) if body.code == "no_session" && row.is_final() => Err(ended()),
         other => Ok(other?),
     }
 }
