@@ -2,22 +2,14 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nightshift::clock::SystemClock;
 use nightshift::pty::{CommandSpec, Exit, PtySize};
 use nightshift::screen::{Color, Snapshot};
 use nightshift::session::SessionHandle;
-use nightshift::store::{EventQuery, Store};
-use nightshift::supervisor::{SessionSpec, StartError, Supervisor};
+use nightshift::store::EventQuery;
+use nightshift::supervisor::{SessionSpec, StartError};
 use nightshift::SessionState;
-
-fn supervisor(env: &common::Env) -> Supervisor {
-    std::fs::create_dir_all(env.state_dir()).unwrap();
-    let store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
-    Supervisor::new(store, Arc::new(SystemClock))
-}
 
 fn bash(script: &str, size: PtySize) -> SessionSpec {
     SessionSpec::new(CommandSpec {
@@ -49,7 +41,7 @@ fn has_line(snap: &Snapshot, line: &str) -> bool {
 #[tokio::test]
 async fn child_sees_the_requested_size_and_resizes() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let script = r#"trap 'echo "winch $(tput cols)x$(tput lines)"' WINCH; echo "size $(tput cols)x$(tput lines)"; while :; do sleep 0.05; done"#;
     let handle = sup.start(bash(script, PtySize::new(93, 31))).unwrap();
     screen_until(&handle, "the initial size", |s| has_line(s, "size 93x31")).await;
@@ -63,7 +55,7 @@ async fn child_sees_the_requested_size_and_resizes() {
 #[tokio::test]
 async fn text_sent_arrives_on_stdin() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let handle = sup.start(bash(r#"echo ready; read -r line; echo "got:$line"; sleep 5"#, PtySize::default())).unwrap();
     screen_until(&handle, "ready", |s| has_line(s, "ready")).await;
     handle.send_text("hello night", true, "test").await.unwrap();
@@ -78,7 +70,7 @@ async fn text_sent_arrives_on_stdin() {
 #[tokio::test]
 async fn a_child_that_ignores_sighup_is_killed_after_the_grace_period() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let mut spec = bash("trap '' HUP; echo ready; while :; do sleep 0.05; done", PtySize::default());
     spec.stop_grace = Duration::from_millis(700);
     let handle = sup.start(spec).unwrap();
@@ -98,7 +90,7 @@ async fn a_child_that_ignores_sighup_is_killed_after_the_grace_period() {
 #[tokio::test]
 async fn a_child_that_honours_sighup_ends_at_once() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let mut spec = bash("echo ready; sleep 100", PtySize::default());
     spec.stop_grace = Duration::from_secs(30);
     let handle = sup.start(spec).unwrap();
@@ -112,7 +104,7 @@ async fn a_child_that_honours_sighup_ends_at_once() {
 #[tokio::test]
 async fn the_screen_shows_what_the_child_drew() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     // Draw, jump the cursor around, overwrite, colour, set the title, then park the cursor.
     let script =
         r#"printf 'first line\r\nsecond\033[1;7HLINE\033[5;10Hgreen rgb\033]0;night title\007\033[3;3H'; sleep 5"#;
@@ -129,7 +121,7 @@ async fn the_screen_shows_what_the_child_drew() {
 #[tokio::test]
 async fn colours_are_in_the_snapshot() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let script = r#"printf '\033[1;32mgreen\033[0m \033[2mdim\033[0m \033[38;2;255;100;0mrgb\033[0m\n'; sleep 5"#;
     let handle = sup.start(bash(script, PtySize::new(40, 4))).unwrap();
     let snap = screen_until(&handle, "the coloured line", |s| s.rows[0] == "green dim rgb").await;
@@ -152,7 +144,7 @@ async fn colours_are_in_the_snapshot() {
 #[tokio::test]
 async fn exit_codes_and_signals_are_captured() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let handle = sup.start(bash("exit 7", PtySize::default())).unwrap();
     assert_eq!(handle.wait().await, Exit::Code(7));
     let handle = sup.start(bash("kill -TERM $$", PtySize::default())).unwrap();
@@ -163,7 +155,7 @@ async fn exit_codes_and_signals_are_captured() {
 #[tokio::test]
 async fn a_command_that_cannot_start_is_a_recorded_failure() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let spec = SessionSpec::new(CommandSpec {
         program: "/no/such/cmd".into(),
         args: vec![],
@@ -182,7 +174,7 @@ async fn a_command_that_cannot_start_is_a_recorded_failure() {
 #[tokio::test]
 async fn generic_is_working_while_a_command_prints_and_idle_once_quiet() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let mut events = sup.subscribe();
     let handle =
         sup.start(bash("for i in $(seq 1 15); do echo line $i; sleep 0.1; done; sleep 4", PtySize::default())).unwrap();

@@ -6,7 +6,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nightshift::clock::SystemClock;
 use nightshift::control::{self, ControlServer, Request};
 use nightshift::limits::resume;
 use nightshift::pty::{CommandSpec, PtySize};
@@ -16,12 +15,6 @@ use nightshift::store::Store;
 use nightshift::supervisor::{SessionSpec, Supervisor};
 use nightshift::{Event, EventKind};
 use tokio::sync::broadcast;
-
-fn supervisor(env: &common::Env) -> Supervisor {
-    std::fs::create_dir_all(env.state_dir()).unwrap();
-    let store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
-    Supervisor::new(store, Arc::new(SystemClock))
-}
 
 /// A shell that answers each line it reads, so what the cycle types shows on the screen.
 fn echo_agent() -> SessionSpec {
@@ -66,6 +59,20 @@ async fn next_matching(events: &mut broadcast::Receiver<Event>, what: &str, ok: 
     .unwrap_or_else(|_| panic!("no {what} within 15 s"))
 }
 
+/// An agent that exits soon after it starts, with quick respawn cycles armed.
+fn short_lived(script: &str) -> SessionSpec {
+    let mut spec = echo_agent();
+    spec.command.args = vec!["--norc".into(), "-c".into(), script.into()];
+    spec.respawn = Some(quick());
+    spec
+}
+
+/// How many times the session's agent was started again.
+fn restarts(sup: &Supervisor, handle: &SessionHandle) -> usize {
+    let events = sup.with_store(|s| s.recent_events(handle.id().as_str(), 200)).unwrap();
+    events.iter().filter(|e| e.body.contains(r#""action":"restart""#)).count()
+}
+
 async fn stop(handle: &SessionHandle) {
     handle.stop("test").await.unwrap();
     handle.wait().await;
@@ -74,7 +81,7 @@ async fn stop(handle: &SessionHandle) {
 #[tokio::test]
 async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disarmed() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let mut events = sup.subscribe();
     let handle = sup.start(echo_agent()).unwrap();
     assert!(!handle.status().options.keeps_awake(), "nothing armed at start");
@@ -142,12 +149,9 @@ async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disa
 #[tokio::test]
 async fn respawn_switched_off_while_the_agent_is_down_ends_the_session() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let mut events = sup.subscribe();
-    let mut spec = echo_agent();
-    spec.command.args = vec!["--norc".into(), "-c".into(), "echo bye; sleep 0.3".into()];
-    spec.respawn = Some(quick());
-    let handle = sup.start(spec).unwrap();
+    let handle = sup.start(short_lived("echo bye; sleep 0.3")).unwrap();
     next_matching(&mut events, "the exit", |k| {
         matches!(k, EventKind::State { state: nightshift::SessionState::Exited, .. })
     })
@@ -155,38 +159,23 @@ async fn respawn_switched_off_while_the_agent_is_down_ends_the_session() {
     let off = handle.configure(Change { respawn: Some(Switch::Off), ..Change::default() }).await.unwrap();
     assert!(!off.respawn_active);
     tokio::time::timeout(Duration::from_secs(5), handle.wait()).await.expect("the session ends");
-    let restarted = sup
-        .with_store(|s| s.recent_events(handle.id().as_str(), 100))
-        .unwrap()
-        .iter()
-        .any(|e| e.body.contains(r#""action":"restart""#));
-    assert!(!restarted, "not started again");
+    assert_eq!(restarts(&sup, &handle), 0, "not started again");
 }
 
 /// Held, an agent that exits is not started again until the hold is released.
 #[tokio::test]
 async fn a_held_session_restarts_its_agent_only_once_released() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     let mut events = sup.subscribe();
-    let mut spec = echo_agent();
-    spec.command.args = vec!["--norc".into(), "-c".into(), "echo bye; sleep 0.5".into()];
-    spec.respawn = Some(quick());
-    let handle = sup.start(spec).unwrap();
+    let handle = sup.start(short_lived("echo bye; sleep 0.5")).unwrap();
     handle.configure(Change { held: Some(true), ..Change::default() }).await.unwrap();
     next_matching(&mut events, "the exit", |k| {
         matches!(k, EventKind::State { state: nightshift::SessionState::Exited, .. })
     })
     .await;
-    let restarts = || {
-        sup.with_store(|s| s.recent_events(handle.id().as_str(), 200))
-            .unwrap()
-            .iter()
-            .filter(|e| e.body.contains(r#""action":"restart""#))
-            .count()
-    };
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(restarts(), 0, "held past the back-off: not started again");
+    assert_eq!(restarts(&sup, &handle), 0, "held past the back-off: not started again");
     handle.configure(Change { held: Some(false), ..Change::default() }).await.unwrap();
     next_matching(
         &mut events,
@@ -203,7 +192,7 @@ async fn a_held_session_restarts_its_agent_only_once_released() {
 #[tokio::test]
 async fn options_are_read_and_changed_over_the_control_socket() {
     let env = common::Env::new();
-    let sup = supervisor(&env);
+    let sup = env.supervisor();
     std::fs::create_dir_all(env.runtime_dir()).unwrap();
     let socket = env.runtime_dir().join("control-test.sock");
     let _server = ControlServer::bind(&socket, sup.clone()).unwrap();

@@ -30,6 +30,13 @@ impl Env {
         self.dir.path().join("run")
     }
 
+    /// A supervisor in this process over this environment's journal, on the system clock.
+    pub fn supervisor(&self) -> nightshift::Supervisor {
+        std::fs::create_dir_all(self.state_dir()).unwrap();
+        let store = nightshift::store::Store::open(&self.state_dir().join("journal.sqlite3")).unwrap();
+        nightshift::Supervisor::new(store, std::sync::Arc::new(nightshift::clock::SystemClock))
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

@@ -6,7 +6,6 @@ written to tests/artifacts/.
 """
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -16,35 +15,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dbus_fakes  # noqa: E402
+from apptest import APP, CAPTURES, CLI, ROOT, isolated_env, require_binaries  # noqa: E402
 import webdriver  # noqa: E402
 from webdriver import Driver  # noqa: E402
 from x11 import X11  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
-APP = TARGET / "nightshift-app"
-CLI = TARGET / "nightshift"
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CAPTURES = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "nightshift"
 
 
 class AppWindow(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for binary in (APP, CLI):
-            if not binary.exists():
-                raise unittest.SkipTest(f"{binary} is not built; run `make test` (it builds it)")
+        require_binaries()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         cls.tmp = tempfile.TemporaryDirectory()
         base = Path(cls.tmp.name)
-        cls.env = dict(os.environ, NIGHTSHIFT_STATE_DIR=str(base / "state"),
-                       NIGHTSHIFT_RUNTIME_DIR=str(base / "run"), NIGHTSHIFT_CONFIG_DIR=str(base / "config"),
-                       XDG_CONFIG_HOME=str(base / "config"),
-                       XDG_DATA_HOME=str(base / "data"),
-                       # Launch at login writes under $HOME/.config/autostart: keep it in the test's home.
-                       HOME=str(base / "home"), XDG_CACHE_HOME=str(base / "cache"),
-                       # No logind here: the sleep assertion must fail as a warning, never a crash.
-                       DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}")
+        # No logind here: the sleep assertion must fail as a warning, never a crash.
+        cls.env = isolated_env(base, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}")
         # A session that ran and ended before the app started: the journal is the app's source.
         out = subprocess.run([str(CLI), "run", "--events", "-", "--", "bash", "-c", "echo hi; exit 3"],
                              env=cls.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)

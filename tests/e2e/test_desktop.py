@@ -10,7 +10,6 @@ reaches them through their control sockets, as it does on a real desktop.
 """
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,13 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dbus_fakes  # noqa: E402
+from apptest import APP, CAPTURES, CLI, isolated_env, require_binaries  # noqa: E402
 from x11 import X11  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
-APP = TARGET / "nightshift-app"
-CLI = TARGET / "nightshift"
-CAPTURES = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "nightshift"
 
 
 def wait(what, fn, timeout=20, every=0.2):
@@ -44,17 +39,11 @@ def wait(what, fn, timeout=20, every=0.2):
 class Desktop(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for binary in (APP, CLI):
-            if not binary.exists():
-                raise unittest.SkipTest(f"{binary} is not built; run `make test` (it builds it)")
+        require_binaries()
         cls.tmp = tempfile.TemporaryDirectory()
         base = Path(cls.tmp.name)
         cls.fakes = dbus_fakes.Fakes("watcher", "notifications", "login1").__enter__()
-        cls.env = cls.fakes.env(dict(
-            os.environ, NIGHTSHIFT_STATE_DIR=str(base / "state"), NIGHTSHIFT_RUNTIME_DIR=str(base / "run"),
-            NIGHTSHIFT_CONFIG_DIR=str(base / "config"), XDG_CONFIG_HOME=str(base / "config"),
-            XDG_DATA_HOME=str(base / "data"), XDG_CACHE_HOME=str(base / "cache"), HOME=str(base / "home"),
-            NO_AT_BRIDGE="1"))
+        cls.env = cls.fakes.env(isolated_env(base, NO_AT_BRIDGE="1"))
         cls.app_log = open(base / "app.log", "wb")
         cls.app = subprocess.Popen([str(APP)], env=cls.env, stdin=subprocess.DEVNULL,
                                    stdout=cls.app_log, stderr=subprocess.STDOUT)
