@@ -117,3 +117,22 @@ pub mod secs {
         Ok(Duration::from_secs_f64(secs))
     }
 }
+
+/// [`ts`] for an optional instant (`null` when absent).
+pub mod opt_ts {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ts: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match ts {
+            Some(ts) => crate::clock::ts::serialize(ts, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| DateTime::parse_from_rfc3339(&t).map(|t| t.with_timezone(&Utc)).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}

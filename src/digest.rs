@@ -9,6 +9,7 @@
 mod git;
 mod morning;
 mod render;
+mod usage;
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,7 @@ use crate::store::{EventQuery, SessionRow, Store, StoreError};
 pub use git::GitProgress;
 pub use morning::{due_morning, run_mornings, Morning, MorningOutcome, LAST_VIEWED_KEY};
 pub use render::{render, Format};
+pub use usage::{hourly, usage_report};
 
 /// Which stretch of time a digest covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,7 +340,7 @@ fn session_digest(
     SessionDigest {
         id: row.id.clone(),
         agent: row.agent.clone(),
-        command_line: crate::supervisor::shell_words(&row.command),
+        command_line: crate::pty::shell_words(&row.command),
         cwd: row.cwd.clone(),
         state: shown,
         section,

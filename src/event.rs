@@ -169,7 +169,7 @@ pub enum EventKind {
     /// A usage limit stopped the agent. `source` is `text` (the client's own notice) or `data` (its
     /// statusLine's rate limits at 100 %).
     LimitDetected {
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::usage::opt_ts")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
         resets_at: Option<DateTime<Utc>>,
         source: String,
         kind: crate::limits::LimitKind,
@@ -186,7 +186,7 @@ pub enum EventKind {
     /// A resume is pending: due at `due` (the reset plus the margin, or the fallback wait). Kept in
     /// the journal so a Nightshift that restarts can pick it up again.
     ResumeArmed {
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::usage::opt_ts")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
         resets_at: Option<DateTime<Utc>>,
         #[serde(with = "crate::clock::ts")]
         due: DateTime<Utc>,

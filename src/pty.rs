@@ -75,6 +75,20 @@ impl CommandSpec {
     }
 }
 
+/// The argv as a shell line, quoting what needs it (for reasons and display).
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Why a command could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -348,6 +362,12 @@ mod tests {
         assert_eq!(err.exit_code(), 127);
         let err = resolve_program("/etc", &cwd, None).unwrap_err();
         assert_eq!(err.exit_code(), 126, "{err}");
+    }
+
+    #[test]
+    fn shell_words_quote_what_needs_it() {
+        let argv: Vec<String> = ["bash", "-c", "printf 'hi'; exit 3"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(shell_words(&argv), r"bash -c 'printf '\''hi'\''; exit 3'");
     }
 
     #[test]

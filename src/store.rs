@@ -6,7 +6,7 @@
 //! SQLite's busy timeout. The schema evolves only through the numbered migrations below.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -31,6 +31,9 @@ pub enum StoreError {
     #[error("`{prefix}` matches several sessions ({candidates}); give more of the id")]
     Ambiguous { prefix: String, candidates: String },
 }
+
+/// How long a connection waits for another process's write to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -188,7 +191,7 @@ pub struct SessionSummary {
 impl From<SessionRow> for SessionSummary {
     fn from(row: SessionRow) -> Self {
         let shown_state = row.shown_state();
-        let command_line = crate::supervisor::shell_words(&row.command);
+        let command_line = crate::pty::shell_words(&row.command);
         Self { row, shown_state, command_line }
     }
 }
@@ -237,6 +240,8 @@ pub struct EventQuery {
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    /// The file, when the journal is one.
+    path: Option<PathBuf>,
 }
 
 impl Store {
@@ -249,7 +254,20 @@ impl Store {
         if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
             tracing::warn!("cannot make {shown} private: {e}");
         }
-        Self::prepare(conn, &shown)
+        let mut store = Self::prepare(conn, &shown)?;
+        store.path = Some(path.to_path_buf());
+        Ok(store)
+    }
+
+    /// Another connection to a journal that [`Store::open`] has opened (and migrated): for readers,
+    /// so they never wait on the writer's connection.
+    pub fn open_reader(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display().to_string();
+        let open = |source| StoreError::Open { path: shown.clone(), source };
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(open)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(open)?;
+        Ok(Self { conn, path: Some(path.to_path_buf()) })
     }
 
     /// A private journal in memory, for tests.
@@ -257,8 +275,13 @@ impl Store {
         Self::prepare(Connection::open_in_memory()?, ":memory:")
     }
 
+    /// The journal's file (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
     fn prepare(mut conn: Connection, shown: &str) -> Result<Self, StoreError> {
-        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL: readers never block the writer and a killed writer leaves committed events intact.
         // synchronous=NORMAL keeps every commit across a process crash (only power loss can lose the
         // last ones), at a fraction of FULL's fsyncs.
@@ -268,7 +291,7 @@ impl Store {
         migrations()
             .to_latest(&mut conn)
             .map_err(|e| StoreError::Migrate { path: shown.to_string(), message: e.to_string() })?;
-        Ok(Self { conn })
+        Ok(Self { conn, path: None })
     }
 
     pub fn create_session(&mut self, s: &NewSession<'_>) -> Result<(), StoreError> {

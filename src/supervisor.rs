@@ -1,22 +1,20 @@
-//! The set of sessions of one Nightshift process, the commands the CLI and the app call, and the
-//! event bus.
-//!
-//! Every event goes the same way: the journal first (committed), then the synchronous sinks (the
-//! `--events` stream, flushed per line), then the broadcast bus (the app, followers). A failure to
-//! journal is logged and survived: a full disk must not take the agents down with it.
+//! The set of sessions of one Nightshift process and the commands the CLI and the app call. Events
+//! go through the [`Journal`] (committed, then told to the sinks and the bus).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
+
+use crate::journal::{lock, EventSink, Journal};
 
 use crate::agent::{Adapter, AgentKind};
 use crate::clock::Clock;
 use crate::detect::DetectConfig;
 use crate::event::{Event, EventKind, SessionId, SessionState};
-use crate::pty::{self, CommandSpec, PtySize, SpawnError};
+use crate::pty::{self, shell_words, CommandSpec, PtySize, SpawnError};
 use crate::screen::Screen;
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
 use crate::store::{NewSession, Store, StoreError};
@@ -79,51 +77,6 @@ pub enum StartError {
     Store(#[from] StoreError),
 }
 
-/// A synchronous observer of every event, called in order right after the journal commit.
-pub type EventSink = Box<dyn Fn(&Event) + Send + Sync>;
-
-struct Shared {
-    store: Mutex<Store>,
-    clock: Arc<dyn Clock>,
-    bus: broadcast::Sender<Event>,
-    sinks: Mutex<Vec<EventSink>>,
-}
-
-/// Writes events; shared by the supervisor and its session actors.
-#[derive(Clone)]
-pub struct Emitter {
-    shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for Emitter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Emitter").finish_non_exhaustive()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl Emitter {
-    /// The wall clock of this supervisor.
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.shared.clock.now()
-    }
-
-    pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
-        let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };
-        if let Err(e) = lock(&self.shared.store).record(&event) {
-            tracing::error!(session = %session, event = event.kind.name(), "could not journal an event: {e}");
-        }
-        for sink in lock(&self.shared.sinks).iter() {
-            sink(&event);
-        }
-        let _ = self.shared.bus.send(event.clone());
-        event
-    }
-}
-
 /// Why a statusLine report was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum UsageError {
@@ -145,7 +98,7 @@ struct Reporter {
 /// The sessions this process supervises.
 #[derive(Clone)]
 pub struct Supervisor {
-    emitter: Emitter,
+    journal: Journal,
     sessions: Arc<Mutex<HashMap<SessionId, SessionHandle>>>,
     reporters: Arc<Mutex<HashMap<SessionId, Reporter>>>,
     control_socket: Option<PathBuf>,
@@ -161,10 +114,8 @@ impl std::fmt::Debug for Supervisor {
 
 impl Supervisor {
     pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
-        let (bus, _) = broadcast::channel(1024);
-        let shared = Shared { store: Mutex::new(store), clock, bus, sinks: Mutex::new(Vec::new()) };
         Self {
-            emitter: Emitter { shared: Arc::new(shared) },
+            journal: Journal::new(store, clock),
             sessions: Arc::new(Mutex::new(HashMap::new())),
             reporters: Arc::new(Mutex::new(HashMap::new())),
             control_socket: None,
@@ -192,11 +143,11 @@ impl Supervisor {
             }
             sample
         };
-        let now = self.emitter.shared.clock.now();
-        if let Err(e) = lock(&self.emitter.shared.store).record_usage(session, now, &sample) {
+        let now = self.journal.now();
+        if let Err(e) = self.journal.write(|s| s.record_usage(session, now, &sample)) {
             tracing::error!(session, "could not journal a usage sample: {e}");
         }
-        self.emitter.emit(&id, EventKind::Usage { sample: sample.clone() });
+        self.journal.emit(&id, EventKind::Usage { sample: sample.clone() });
         if let Some(r) = lock(&self.reporters).get_mut(&id) {
             r.last = Some(sample.clone());
         }
@@ -213,25 +164,21 @@ impl Supervisor {
     }
 
     pub fn add_sink(&self, sink: EventSink) {
-        lock(&self.emitter.shared.sinks).push(sink);
+        self.journal.add_sink(sink);
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.emitter.shared.bus.subscribe()
+        self.journal.subscribe()
     }
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.emitter.shared.clock
+        self.journal.clock()
     }
 
-    /// Runs `f` with the journal (for reads; events are written through the emitter).
-    pub fn with_store<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
-        f(&lock(&self.emitter.shared.store))
-    }
-
-    /// The journal, for a write of the caller's own (the digest's last-viewed mark).
-    pub fn with_store_mut<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
-        f(&mut lock(&self.emitter.shared.store))
+    /// Runs `f` on a read connection of its own (events are written only through the journal's
+    /// writer; small writes of the reader's own, such as the digest's last-viewed mark, are fine).
+    pub fn with_store<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+        self.journal.read(f)
     }
 
     /// Records and starts a session. A command that cannot start is journalled as `failed` and
@@ -241,18 +188,20 @@ impl Supervisor {
         let argv = spec.command.argv();
         let cwd = spec.command.cwd.display().to_string();
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        lock(&self.emitter.shared.store).create_session(&NewSession {
-            id: id.as_str(),
-            command: &argv,
-            cwd: &cwd,
-            agent: spec.agent.as_str(),
-            preset: spec.preset.as_deref(),
-            created: self.emitter.shared.clock.now(),
-            owner_pid: std::process::id(),
-            control_socket: socket.as_deref(),
+        self.journal.write(|s| {
+            s.create_session(&NewSession {
+                id: id.as_str(),
+                command: &argv,
+                cwd: &cwd,
+                agent: spec.agent.as_str(),
+                preset: spec.preset.as_deref(),
+                created: self.journal.now(),
+                owner_pid: std::process::id(),
+                control_socket: socket.as_deref(),
+            })
         })?;
         tracing::info!(session = %id, command = ?spec.command, "starting session");
-        self.emitter.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
         self.launch(id, spec)
     }
 
@@ -260,7 +209,7 @@ impl Supervisor {
     /// on: each is started again (Claude with `--continue`) under its own id, paused on its limit,
     /// with its resume re-armed: due at once if the reset passed while Nightshift was down.
     pub fn restore_pending(&self) -> Vec<SessionHandle> {
-        let rows = match self.with_store(Store::sessions) {
+        let rows = match self.with_store(|s| s.sessions()) {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::warn!("cannot look for pending resumes: {e}");
@@ -303,9 +252,9 @@ impl Supervisor {
         });
         let id = SessionId::from(row.id.clone());
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        lock(&self.emitter.shared.store).adopt_session(&row.id, std::process::id(), socket.as_deref())?;
+        self.journal.write(|s| s.adopt_session(&row.id, std::process::id(), socket.as_deref()))?;
         tracing::info!(session = %id, "restoring a session with a pending resume");
-        self.emitter.emit(
+        self.journal.emit(
             &id,
             EventKind::state(
                 SessionState::Starting,
@@ -323,12 +272,12 @@ impl Supervisor {
             Ok(spawned) => spawned,
             Err(error) => {
                 tracing::info!(session = %id, "{error}");
-                self.emitter.emit(&id, EventKind::failed("failed to start", &error));
+                self.journal.emit(&id, EventKind::failed("failed to start", &error));
                 return Err(StartError::Spawn { session: id, error });
             }
         };
         let pid = spawned.pty.pid();
-        self.emitter.emit(&id, EventKind::running(pid, format!("process {pid} started")));
+        self.journal.emit(&id, EventKind::running(pid, format!("process {pid} started")));
         let actor = Actor {
             id: id.clone(),
             command: spec.command.clone(),
@@ -339,7 +288,7 @@ impl Supervisor {
             window_guard: spec.window_guard,
             spawned,
             screen: Screen::new(spec.command.size),
-            emitter: self.emitter.clone(),
+            journal: self.journal.clone(),
             stop_grace: spec.stop_grace,
             output_tap: spec.output_tap.take(),
             adapter: spec.adapter.take().unwrap_or_else(|| Adapter::builtin(spec.agent)),
@@ -389,13 +338,13 @@ impl Supervisor {
     pub fn watch_suspends(&self) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(async move {
-            let mut watch = crate::power::SuspendWatch::new(me.emitter.now(), tokio::time::Instant::now());
+            let mut watch = crate::power::SuspendWatch::new(me.journal.now(), tokio::time::Instant::now());
             loop {
                 tokio::time::sleep(crate::power::CHECK_EVERY).await;
-                let Some((from, to)) = watch.observe(me.emitter.now(), tokio::time::Instant::now()) else { continue };
+                let Some((from, to)) = watch.observe(me.journal.now(), tokio::time::Instant::now()) else { continue };
                 tracing::info!(%from, %to, "the machine was asleep");
                 for handle in me.sessions() {
-                    me.emitter.emit(handle.id(), EventKind::Suspended { from, to });
+                    me.journal.emit(handle.id(), EventKind::Suspended { from, to });
                 }
             }
         })
@@ -459,29 +408,4 @@ fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
         }
     }
     found.map(|(resets_at, settings, guard)| Pending { resets_at, settings, guard, held: held.unwrap_or(false) })
-}
-
-/// The argv as a shell line, quoting what needs it (for reasons and display).
-pub fn shell_words(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shell_words_quote_what_needs_it() {
-        let argv: Vec<String> = ["bash", "-c", "printf 'hi'; exit 3"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(shell_words(&argv), r"bash -c 'printf '\''hi'\''; exit 3'");
-    }
 }

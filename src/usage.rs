@@ -23,11 +23,11 @@ pub const TOKEN_ENV: &str = "NIGHTSHIFT_TOKEN";
 pub struct Sample {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub five_hour_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none", with = "opt_ts", default)]
+    #[serde(skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts", default)]
     pub five_hour_resets_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seven_day_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none", with = "opt_ts", default)]
+    #[serde(skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts", default)]
     pub seven_day_resets_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_pct: Option<f64>,
@@ -35,24 +35,6 @@ pub struct Sample {
     pub cost_usd: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-}
-
-pub(crate) mod opt_ts {
-    use chrono::{DateTime, Utc};
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(ts: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
-        match ts {
-            Some(ts) => crate::clock::ts::serialize(ts, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
-        let text = Option::<String>::deserialize(d)?;
-        text.map(|t| DateTime::parse_from_rfc3339(&t).map(|t| t.with_timezone(&Utc)).map_err(serde::de::Error::custom))
-            .transpose()
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -189,39 +171,6 @@ pub fn is_ours(command: &str) -> bool {
 /// The `--settings` JSON that makes Claude Code run the exporter.
 pub fn settings_json(exporter: &str) -> String {
     serde_json::json!({"statusLine": {"type": "command", "command": exporter, "padding": 0}}).to_string()
-}
-
-/// Hourly buckets over the 24 h before `now`: the highest 5-hour use seen in each.
-pub fn hourly(rows: &[crate::store::UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
-    let start = now - chrono::Duration::hours(24);
-    let mut buckets = vec![None; 24];
-    for row in rows {
-        let (Ok(ts), Some(pct)) = (DateTime::parse_from_rfc3339(&row.ts), row.sample.five_hour_pct) else { continue };
-        let hour = (ts.with_timezone(&Utc) - start).num_hours();
-        if let Some(slot) = usize::try_from(hour).ok().and_then(|h| buckets.get_mut(h)) {
-            *slot = Some(slot.map_or(pct, |p: f64| p.max(pct)));
-        }
-    }
-    buckets
-}
-
-/// The usage report `nightshift usage --json` prints and the app's chip reads: the latest sample,
-/// the chip, the bands, the last 24 h hourly and as a sparkline, and the history.
-pub fn report(store: &crate::store::Store, now: DateTime<Utc>) -> Result<Value, crate::store::StoreError> {
-    let latest = store.latest_limits()?;
-    let history = store.usage(None, Some(now - chrono::Duration::hours(24)))?;
-    let buckets = hourly(&history, now);
-    Ok(serde_json::json!({
-        "latest": latest,
-        "chip": latest.as_ref().map(|l| chip(&l.sample, false)),
-        "bands": latest.as_ref().map(|l| serde_json::json!({
-            "five_hour": l.sample.five_hour_pct.map(Band::of),
-            "seven_day": l.sample.seven_day_pct.map(Band::of),
-        })),
-        "last_24h_hourly_five_hour_pct": buckets,
-        "sparkline": sparkline(&buckets),
-        "history": history,
-    }))
 }
 
 #[cfg(test)]

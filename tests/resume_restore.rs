@@ -178,7 +178,7 @@ async fn a_session_whose_owner_still_runs_is_not_started_twice() {
     let env = common::Env::new();
     let (sup, _) = supervisor(&env, reset(), &[]);
     // Its owner is this very process; its socket is gone (a runtime directory removed at logout).
-    sup.with_store_mut(|s| seed(s, &env.state_dir(), "running", vec![]));
-    sup.with_store_mut(|s| s.adopt_session("running", std::process::id(), Some("/nonexistent/control.sock"))).unwrap();
+    sup.with_store(|s| seed(s, &env.state_dir(), "running", vec![]));
+    sup.with_store(|s| s.adopt_session("running", std::process::id(), Some("/nonexistent/control.sock"))).unwrap();
     assert!(sup.restore_pending().is_empty(), "a live owner keeps its session");
 }

@@ -236,7 +236,7 @@ pub fn delete_preset(state: State<'_, AppState>, name: String) -> Result<(), UiE
 #[tauri::command]
 pub fn usage(state: State<'_, AppState>) -> Result<Value, UiError> {
     let now = state.supervisor.clock().now();
-    Ok(state.supervisor.with_store(|s| nightshift::usage::report(s, now))?)
+    Ok(state.supervisor.with_store(|s| nightshift::digest::usage_report(s, now))?)
 }
 
 #[tauri::command]
@@ -258,7 +258,7 @@ pub fn digest(state: State<'_, AppState>, range: String, mark_viewed: bool) -> R
         digest::build(s, from, to)
     })?;
     if mark_viewed {
-        state.supervisor.with_store_mut(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
+        state.supervisor.with_store(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
     }
     Ok(json!({ "text": digest::render(&d, Format::Text), "digest": d }))
 }

@@ -82,7 +82,7 @@ fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
 fn exporter_command() -> String {
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("nightshift")));
     let cli = beside.filter(|p| p.exists()).map_or_else(|| "nightshift".to_string(), |p| p.display().to_string());
-    format!("{} statusline", nightshift::supervisor::shell_words(&[cli]))
+    format!("{} statusline", nightshift::pty::shell_words(&[cli]))
 }
 
 fn fail(message: String) -> ! {

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use nightshift::pty::shell_words;
 use nightshift::store::{SessionRow, SessionSummary};
-use nightshift::supervisor::shell_words;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

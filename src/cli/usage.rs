@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use chrono::{DateTime, Duration, Local, Utc};
 use nightshift::clock::{Clock, SystemClock};
-use nightshift::usage::{chip, hourly, report, sparkline};
+use nightshift::digest::{hourly, usage_report};
+use nightshift::usage::{chip, sparkline};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -35,7 +36,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let now = SystemClock.now();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report(&store, now)?)?);
+        println!("{}", serde_json::to_string_pretty(&usage_report(&store, now)?)?);
         return Ok(ExitCode::SUCCESS);
     }
     let latest = store.latest_limits()?;

@@ -17,12 +17,12 @@ use crate::agent::{Adapter, AgentKind};
 use crate::breaker::{git_fingerprint, BreakerState, CrashLoop, NoProgress, Trip};
 use crate::detect::{Activity, DetectConfig, Transition, Watcher};
 use crate::event::{EventKind, SessionId, SessionState};
+use crate::journal::Journal;
 use crate::limits::resume;
 use crate::limits::{self, LimitKind, LimitText};
 use crate::pty::{self, CommandSpec, Exit, Pty, Spawned};
 use crate::respawn::{self, Effect, Input};
 use crate::screen::Screen;
-use crate::supervisor::Emitter;
 
 mod limit;
 mod options;
@@ -47,7 +47,7 @@ pub(crate) struct Actor {
     pub agent: AgentKind,
     pub spawned: Spawned,
     pub screen: Screen,
-    pub emitter: Emitter,
+    pub journal: Journal,
     pub stop_grace: Duration,
     pub output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
     pub adapter: Adapter,
@@ -80,7 +80,7 @@ impl Actor {
             agent,
             spawned,
             screen,
-            emitter,
+            journal: emitter,
             stop_grace,
             output_tap,
             adapter,
@@ -181,7 +181,7 @@ struct Session {
     command: CommandSpec,
     agent: AgentKind,
     screen: Screen,
-    emitter: Emitter,
+    emitter: Journal,
     status: watch::Sender<Status>,
     adapter: Adapter,
     detect: DetectConfig,

@@ -1,0 +1,41 @@
+//! The plan-usage report that `nightshift usage --json` prints and the app's chip reads: the latest
+//! sample from the journal, the chip, the bands, and the last 24 hours.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::store::{Store, StoreError, UsageRow};
+use crate::usage::{chip, sparkline, Band};
+
+/// Hourly buckets over the 24 h before `now`: the highest 5-hour use seen in each.
+pub fn hourly(rows: &[UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
+    let start = now - chrono::Duration::hours(24);
+    let mut buckets = vec![None; 24];
+    for row in rows {
+        let (Ok(ts), Some(pct)) = (DateTime::parse_from_rfc3339(&row.ts), row.sample.five_hour_pct) else { continue };
+        let hour = (ts.with_timezone(&Utc) - start).num_hours();
+        if let Some(slot) = usize::try_from(hour).ok().and_then(|h| buckets.get_mut(h)) {
+            *slot = Some(slot.map_or(pct, |p: f64| p.max(pct)));
+        }
+    }
+    buckets
+}
+
+/// The usage report `nightshift usage --json` prints and the app's chip reads: the latest sample,
+/// the chip, the bands, the last 24 h hourly and as a sparkline, and the history.
+pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreError> {
+    let latest = store.latest_limits()?;
+    let history = store.usage(None, Some(now - chrono::Duration::hours(24)))?;
+    let buckets = hourly(&history, now);
+    Ok(serde_json::json!({
+        "latest": latest,
+        "chip": latest.as_ref().map(|l| chip(&l.sample, false)),
+        "bands": latest.as_ref().map(|l| serde_json::json!({
+            "five_hour": l.sample.five_hour_pct.map(Band::of),
+            "seven_day": l.sample.seven_day_pct.map(Band::of),
+        })),
+        "last_24h_hourly_five_hour_pct": buckets,
+        "sparkline": sparkline(&buckets),
+        "history": history,
+    }))
+}

@@ -1,0 +1,141 @@
+//! The journal's one writer, and the way its readers get connections of their own.
+//!
+//! Every event goes the same way: committed to the [`Store`] first, then to the synchronous sinks
+//! (the `--events` stream, flushed per line), then to the broadcast bus (the app, followers). A
+//! failure to journal is logged and survived: a full disk must not take the agents down with it.
+//!
+//! Readers (the window, the digest, restore) never borrow the writer's connection: each read takes a
+//! connection from a small pool of read connections to the same file (WAL lets them read while the
+//! writer commits), so a slow digest never holds up the sessions that write through the writer.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::broadcast;
+
+use crate::clock::Clock;
+use crate::event::{Event, EventKind, SessionId};
+use crate::store::Store;
+
+/// A synchronous observer of every event, called in order right after the journal commit.
+pub type EventSink = Box<dyn Fn(&Event) + Send + Sync>;
+
+/// Read connections kept for reuse.
+const READERS_KEPT: usize = 4;
+
+struct Shared {
+    writer: Mutex<Store>,
+    /// The journal's file, for read connections (`None` for a journal in memory).
+    path: Option<PathBuf>,
+    readers: Mutex<Vec<Store>>,
+    clock: Arc<dyn Clock>,
+    bus: broadcast::Sender<Event>,
+    sinks: Mutex<Vec<EventSink>>,
+}
+
+/// Writes events and lends read connections; cloneable, shared by a supervisor and its sessions.
+#[derive(Clone)]
+pub struct Journal {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal").field("path", &self.shared.path).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Journal {
+    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
+        let (bus, _) = broadcast::channel(1024);
+        let path = store.path().map(PathBuf::from);
+        let shared = Shared {
+            writer: Mutex::new(store),
+            path,
+            readers: Mutex::new(Vec::new()),
+            clock,
+            bus,
+            sinks: Mutex::new(Vec::new()),
+        };
+        Self { shared: Arc::new(shared) }
+    }
+
+    /// The wall clock everything of this journal is stamped with.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.shared.clock.now()
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// Journals an event of `session`, then tells the sinks and the bus.
+    pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
+        let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };
+        if let Err(e) = lock(&self.shared.writer).record(&event) {
+            tracing::error!(session = %session, event = event.kind.name(), "could not journal an event: {e}");
+        }
+        for sink in lock(&self.shared.sinks).iter() {
+            sink(&event);
+        }
+        let _ = self.shared.bus.send(event.clone());
+        event
+    }
+
+    /// A write other than an event (a new session's row, a usage sample), through the writer.
+    pub fn write<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+        f(&mut lock(&self.shared.writer))
+    }
+
+    /// A read on a connection of its own. The writer's is lent only when no other can be opened (a
+    /// journal in memory, or a file that cannot be opened again).
+    pub fn read<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+        let Some(path) = &self.shared.path else { return f(&mut lock(&self.shared.writer)) };
+        let pooled = lock(&self.shared.readers).pop();
+        let mut reader = match pooled.map(Ok).unwrap_or_else(|| Store::open_reader(path)) {
+            Ok(reader) => reader,
+            Err(e) => {
+                tracing::warn!("no read connection to the journal ({e}); reading through the writer's");
+                return f(&mut lock(&self.shared.writer));
+            }
+        };
+        let result = f(&mut reader);
+        let mut readers = lock(&self.shared.readers);
+        if readers.len() < READERS_KEPT {
+            readers.push(reader);
+        }
+        result
+    }
+
+    pub fn add_sink(&self, sink: EventSink) {
+        lock(&self.shared.sinks).push(sink);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.shared.bus.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_do_not_wait_for_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("journal.sqlite3")).unwrap();
+        let journal = Journal::new(store, Arc::new(crate::clock::SystemClock));
+        // The writer is busy (a long write holds its lock); a read still goes through.
+        let held = lock(&journal.shared.writer);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let j = journal.clone();
+        std::thread::spawn(move || tx.send(j.read(|s| s.sessions().map(|r| r.len()))).unwrap());
+        let read = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the read did not wait");
+        assert_eq!(read.unwrap(), 0);
+        drop(held);
+    }
+}
