@@ -1,9 +1,9 @@
 //! The two circuit breakers, unrelated to each other.
 //!
 //! - The **no-progress** breaker stops respawn cycles that achieve nothing. Progress is measured,
-//!   not self-reported: the session's git repository moved between two cycles (a new commit, or a
-//!   different working-tree diff). Two cycles without progress half-open it, three open it; progress
-//!   while half-open closes it.
+//!   not self-reported: the content of the session's working tree changed between two cycles
+//!   ([`crate::git::fingerprint`]; the cycle's own notes do not count). Two cycles without progress
+//!   half-open it, three open it; progress while half-open closes it.
 //! - The **crash-loop** breaker stops restarting an agent that keeps dying: five non-zero exits
 //!   within ten seconds open it, and only an explicit reset closes it. A clean exit clears the count
 //!   but does not un-trip it.
@@ -11,8 +11,6 @@
 //! Both are pure; the session actor feeds them and journals their changes.
 
 use std::collections::VecDeque;
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -140,22 +138,6 @@ impl CrashLoop {
     }
 }
 
-/// Where a repository stands: HEAD and the working tree's changes. Two fingerprints that differ mean
-/// progress. `None` when `dir` is not in a git repository (progress cannot be measured there).
-pub fn git_fingerprint(dir: &Path) -> Option<String> {
-    let git = |args: &[&str]| {
-        let out = Command::new("git").args(args).current_dir(dir).output().ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    git(&["rev-parse", "--is-inside-work-tree"])?;
-    let head = git(&["rev-parse", "HEAD"]).unwrap_or_default();
-    let diff = git(&["diff", "HEAD", "--no-color", "--no-ext-diff"]).or_else(|| git(&["diff", "--no-color"]))?;
-    let untracked = git(&["ls-files", "--others", "--exclude-standard"]).unwrap_or_default();
-    let mut hasher = std::hash::DefaultHasher::new();
-    std::hash::Hash::hash(&(head.trim(), diff, untracked), &mut hasher);
-    Some(format!("{}:{:016x}", head.trim(), std::hash::Hasher::finish(&hasher)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,35 +185,5 @@ mod tests {
         for i in 0..20 {
             assert_eq!(b.record_exit(1, t0 + Duration::from_secs(3 * i)), None);
         }
-    }
-
-    #[test]
-    fn fingerprints_move_with_commits_and_edits() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        assert_eq!(git_fingerprint(dir), None, "not a repository");
-        let git = |args: &[&str]| {
-            let ok = Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-                .args(args)
-                .current_dir(dir)
-                .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "git {args:?}");
-        };
-        git(&["init", "-q"]);
-        let empty = git_fingerprint(dir).unwrap();
-        std::fs::write(dir.join("a.txt"), "one").unwrap();
-        let untracked = git_fingerprint(dir).unwrap();
-        assert_ne!(empty, untracked);
-        git(&["add", "."]);
-        git(&["commit", "-qm", "one"]);
-        let committed = git_fingerprint(dir).unwrap();
-        assert_ne!(untracked, committed);
-        assert_eq!(git_fingerprint(dir).unwrap(), committed, "nothing moved");
-        std::fs::write(dir.join("a.txt"), "two").unwrap();
-        assert_ne!(git_fingerprint(dir).unwrap(), committed, "an edit is progress");
     }
 }

@@ -6,7 +6,6 @@
 //! open, a crash, a lost supervisor), *done*, *still running* or *idle* — with its time working, idle
 //! and paused, its respawn cycles, limits, breaker trips and exits, its git progress and its usage.
 
-mod git;
 mod morning;
 mod render;
 mod usage;
@@ -17,8 +16,8 @@ use chrono::{DateTime, Duration, Local, NaiveTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::git::GitProgress;
 use crate::store::{EventQuery, SessionRow, Store, StoreError};
-pub use git::GitProgress;
 pub use morning::{due_morning, run_mornings, Morning, MorningOutcome, LAST_VIEWED_KEY};
 pub use render::{render, Format};
 pub use usage::{hourly, usage_report};
@@ -353,7 +352,7 @@ fn session_digest(
         resumes,
         breaker_trips: trips,
         exits,
-        git: git::progress(std::path::Path::new(&row.cwd), from, to),
+        git: crate::git::progress(std::path::Path::new(&row.cwd), from, to),
         usage,
     }
 }

@@ -13,6 +13,7 @@ pub mod control;
 pub mod detect;
 pub mod digest;
 pub mod event;
+pub mod git;
 pub mod journal;
 pub mod limits;
 pub mod logging;

@@ -118,6 +118,30 @@ impl Settings {
         steps
     }
 
+    /// The files the cycle's own steps write, relative to the session's directory: those its prompts
+    /// name (`PROGRESS.md`) and the instructions file `/init` writes. Changes to them alone are not
+    /// the agent's progress.
+    pub fn own_files(&self, instructions_file: Option<&str>) -> Vec<String> {
+        let mut files: Vec<String> = Vec::new();
+        for prompt in [&self.update_prompt, &self.kickstart_prompt] {
+            for word in prompt.split(|c: char| c.is_whitespace() || "`'\"()[],;".contains(c)) {
+                let word = word.trim_end_matches(['.', '!', '?', ':']);
+                let named = word.rsplit_once('.').is_some_and(|(stem, ext)| {
+                    !stem.is_empty() && (1..=8).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                });
+                if named && !word.contains("://") && !files.iter().any(|f| f == word) {
+                    files.push(word.to_string());
+                }
+            }
+        }
+        if let Some(file) = instructions_file.filter(|_| self.clear_and_init) {
+            if !files.iter().any(|f| f == file) {
+                files.push(file.to_string());
+            }
+        }
+        files
+    }
+
     /// What a step types.
     pub fn text(&self, step: Step) -> &str {
         match step {

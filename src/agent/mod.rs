@@ -30,6 +30,15 @@ impl AgentKind {
         }
     }
 
+    /// The instructions file the agent's `/init` writes in its working directory.
+    pub fn instructions_file(self) -> Option<&'static str> {
+        match self {
+            Self::Claude => Some("CLAUDE.md"),
+            Self::Codex => Some("AGENTS.md"),
+            Self::Generic => None,
+        }
+    }
+
     /// The agent a command runs, judged by the program's file name (`claude`, `/opt/bin/codex`, …).
     pub fn infer(program: &str) -> Self {
         match Path::new(program).file_name().and_then(|n| n.to_str()) {

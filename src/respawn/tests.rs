@@ -243,3 +243,16 @@ fn cycles_stop_when_the_duration_ends() {
     assert_eq!(sim.state.phase, Phase::Finished);
     assert_eq!(sim.state.next_deadline(), None);
 }
+
+#[test]
+fn the_files_a_cycle_writes_itself_are_named_by_its_prompts_and_init() {
+    let s = Settings::default();
+    assert_eq!(s.own_files(Some("CLAUDE.md")), ["PROGRESS.md", "CLAUDE.md"]);
+    let s = Settings {
+        update_prompt: "Note it in docs/state.txt (see https://example.invalid/x.html), then stop.".into(),
+        kickstart_prompt: "Go on.".into(),
+        clear_and_init: false,
+        ..Settings::default()
+    };
+    assert_eq!(s.own_files(Some("CLAUDE.md")), ["docs/state.txt"], "no /init, no URL, no sentence end");
+}

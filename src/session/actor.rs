@@ -14,7 +14,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::{Change, Control, Options, RespawnArm, SessionHandle, Status, Switch};
 use crate::agent::{Adapter, AgentKind};
-use crate::breaker::{git_fingerprint, BreakerState, CrashLoop, NoProgress, Trip};
+use crate::breaker::{BreakerState, CrashLoop, NoProgress, Trip};
 use crate::detect::{Activity, DetectConfig, Transition, Watcher};
 use crate::event::{EventKind, SessionId, SessionState};
 use crate::journal::Journal;
@@ -197,7 +197,7 @@ struct Session {
     held: bool,
     crash: CrashLoop,
     progress: NoProgress,
-    fingerprint: Option<String>,
+    fingerprint: Option<crate::git::Fingerprint>,
     /// The session's cost as its statusLine last reported it (it starts again after `/clear`).
     cost: Option<f64>,
     /// Everything spent since the session started, across those restarts of the count.
@@ -364,15 +364,16 @@ impl Session {
         }
     }
 
-    /// The no-progress breaker's verdict at the start of a cycle: did the repository move since
-    /// the last one? (Outside a git repository progress cannot be measured and the breaker stays.)
+    /// The no-progress breaker's verdict at the start of a cycle: did the working tree's content
+    /// change since the last one (the cycle's own notes aside)?
     fn measure_progress(&mut self, cycle: u32) {
-        let Some(now) = git_fingerprint(&self.command.cwd) else { return };
+        let own = self.cycle.as_ref().map(|c| c.settings.own_files(self.agent.instructions_file())).unwrap_or_default();
+        let Some(now) = crate::git::fingerprint(&self.command.cwd, &own) else { return };
         let before = self.fingerprint.replace(now.clone());
         if cycle == 1 || before.is_none() {
             return;
         }
-        if let Some(trip) = self.progress.record(before.as_deref() != Some(&now)) {
+        if let Some(trip) = self.progress.record(before.as_ref() != Some(&now)) {
             self.breaker("no_progress", trip);
         }
     }

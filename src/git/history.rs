@@ -2,7 +2,6 @@
 //! committed yet (at risk if the machine dies).
 
 use std::path::Path;
-use std::process::Command;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -37,8 +36,7 @@ pub struct GitProgress {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    super::run(dir, args, &[])
 }
 
 /// `3 files changed, 10 insertions(+), 2 deletions(-)`

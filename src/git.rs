@@ -1,0 +1,26 @@
+//! The only place that runs git: what a repository says happened over a range (the digest), and a
+//! fingerprint of a working tree's content (progress, for the breakers).
+//!
+//! Every call is blocking and may be slow on a big repository: callers on the async runtime run it
+//! with `spawn_blocking`. Nothing here writes into the user's repository state: no index, branch,
+//! stash or object of theirs changes (a fingerprint hashes into a temporary index and a temporary
+//! object directory), and no hook runs.
+
+mod fingerprint;
+mod history;
+
+use std::path::Path;
+use std::process::Command;
+
+pub use fingerprint::{fingerprint, Fingerprint};
+pub use history::{progress, Commit, GitProgress, Stat};
+
+/// Runs `git ARGS` in `dir` with `env` added; its standard output when it succeeded.
+fn run(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Option<String> {
+    let mut cmd = Command::new("git");
+    cmd.args(args).current_dir(dir).envs(env.iter().copied());
+    // Never a pager, a prompt for credentials, or the user's terminal.
+    cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_PAGER", "cat").stdin(std::process::Stdio::null());
+    let out = cmd.output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
