@@ -28,8 +28,27 @@ impl BreakerState {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Closed => "closed",
-            Self::HalfOpen => "half_open",
+            Self::HalfOpen => "half-open",
             Self::Open => "open",
+        }
+    }
+}
+
+/// Which breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerKind {
+    /// Respawn cycles that achieve nothing.
+    NoProgress,
+    /// An agent that keeps dying, or restarts that achieve nothing.
+    CrashLoop,
+}
+
+impl BreakerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoProgress => "no-progress",
+            Self::CrashLoop => "crash-loop",
         }
     }
 }

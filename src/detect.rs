@@ -380,7 +380,7 @@ mod tests {
         run(&mut d, t0, MS(0), MS(1000), MS(100), &working());
         let dialog = Verdict {
             working: None,
-            dialog: Some(Dialog { kind: "question".into(), text: Some("Which database?".into()) }),
+            dialog: Some(Dialog { kind: crate::agent::DialogKind::Question, text: Some("Which database?".into()) }),
             prompt: false,
         };
         d.on_output(t0 + MS(1100));

@@ -110,6 +110,41 @@ impl fmt::Display for SessionState {
     }
 }
 
+/// Why a session was asked to stop: the user chose to stop it, or Nightshift itself is ending (Quit,
+/// a logout or reboot's SIGTERM, a terminal that closed). Only the first cancels a pending resume.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    #[default]
+    User,
+    Shutdown,
+}
+
+/// A change the user made to what a session does by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Automation {
+    AutoResumeOn,
+    AutoResumeOff,
+    /// Every automatic action held ("Pause all").
+    Held,
+    Released,
+    /// Nightshift answered the client's usage-limit menu.
+    MenuAnswered,
+}
+
+impl Automation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AutoResumeOn => "auto-resume on",
+            Self::AutoResumeOff => "auto-resume off",
+            Self::Held => "held: no respawn cycles, restarts or resumes until released",
+            Self::Released => "released",
+            Self::MenuAnswered => "answered the usage-limit menu",
+        }
+    }
+}
+
 /// One event of one session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -146,18 +181,16 @@ pub enum EventKind {
     /// Text was typed into the session from outside (the journal keeps how much, never what).
     Input { source: String, chars: usize, enter: bool },
     /// Someone asked for the session to stop.
-    StopRequested { source: String },
-    /// A step of a respawn cycle was sent or ended.
-    RespawnStep {
-        cycle: u32,
-        step: crate::respawn::Step,
-        /// `sent`, `done`, `timed_out`.
-        outcome: String,
+    StopRequested {
+        source: String,
+        #[serde(default)]
+        kind: StopKind,
     },
-    /// The respawn arrangement: `armed`, `cycle_started`, `cycle_finished`, `abandoned`, `expired`,
-    /// `restart`, `auto_accept`.
+    /// A step of a respawn cycle was sent or ended.
+    RespawnStep { cycle: u32, step: crate::respawn::Step, outcome: crate::respawn::StepOutcome },
+    /// The respawn arrangement changed, or acted.
     Respawn {
-        action: String,
+        action: crate::respawn::Action,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cycle: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,7 +204,7 @@ pub enum EventKind {
     LimitDetected {
         #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
         resets_at: Option<DateTime<Utc>>,
-        source: String,
+        source: crate::limits::Source,
         kind: crate::limits::LimitKind,
         line: String,
     },
@@ -195,8 +228,27 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "is_default_guard")]
         guard: crate::limits::WindowGuard,
     },
-    /// The user changed what the session does by itself (auto-resume, hold); `what` says how.
-    Automation { what: String, source: String },
+    /// The user changed what the session does by itself (auto-resume, hold), or Nightshift answered
+    /// the limit menu for it; `detail` says more, for people.
+    Automation {
+        change: Automation,
+        source: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// Nightshift ended while the session waited for a limit's reset: its agent was stopped and the
+    /// resume is kept for the next Nightshift process (the app, or `nightshift restore`).
+    ResumeKept {
+        #[serde(with = "crate::clock::ts")]
+        due: DateTime<Utc>,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
+    /// Whether the session needs the machine awake changed (the sleep assertion's policy).
+    Awake { hold: bool, reason: String },
     /// The machine was asleep (the wall clock moved this much more than the monotonic one).
     Suspended {
         #[serde(with = "crate::clock::ts")]
@@ -204,8 +256,8 @@ pub enum EventKind {
         #[serde(with = "crate::clock::ts")]
         to: DateTime<Utc>,
     },
-    /// A breaker changed: `no_progress` or `crash_loop`, to `closed`, `half_open` or `open`.
-    Breaker { breaker: String, state: crate::breaker::BreakerState, reason: String },
+    /// A breaker changed.
+    Breaker { breaker: crate::breaker::BreakerKind, state: crate::breaker::BreakerState, reason: String },
     /// The agent's plan usage changed (from its statusLine data).
     Usage {
         #[serde(flatten)]
@@ -273,6 +325,8 @@ impl EventKind {
             Self::WindowGuard { .. } => "window_guard",
             Self::Automation { .. } => "automation",
             Self::ResumeArmed { .. } => "resume_armed",
+            Self::ResumeKept { .. } => "resume_kept",
+            Self::Awake { .. } => "awake",
             Self::Suspended { .. } => "suspended",
         }
     }
@@ -282,6 +336,93 @@ impl EventKind {
         match self {
             Self::State { state, .. } => Some(*state),
             _ => None,
+        }
+    }
+}
+
+impl EventKind {
+    /// The event as a person reads it, in one line: the CLI's `journal` and the window's session page
+    /// both show this. Times are in `local`.
+    pub fn describe<Z: chrono::TimeZone>(&self, local: &Z) -> String
+    where
+        Z::Offset: fmt::Display,
+    {
+        let at = |t: &DateTime<Utc>| t.with_timezone(local).format("%a %H:%M").to_string();
+        match self {
+            Self::State { state, reason, dialog, last_screen, .. } => {
+                let mut text = format!("{} — {reason}", state.as_str().replace('_', " "));
+                if let Some(question) = dialog.as_ref().and_then(|d| d.text.as_deref()) {
+                    text.push_str(&format!(": {question}"));
+                }
+                if let Some(last) =
+                    last_screen.as_ref().and_then(|rows| rows.iter().rev().find(|r| !r.trim().is_empty()))
+                {
+                    text.push_str(&format!(" (last on screen: {})", last.trim()));
+                }
+                text
+            }
+            Self::Input { source, chars, enter } => {
+                format!("typed {chars} characters{} ({source})", if *enter { " + Enter" } else { "" })
+            }
+            Self::StopRequested { source, kind: StopKind::User } => format!("stop requested ({source})"),
+            Self::StopRequested { source, kind: StopKind::Shutdown } => {
+                format!("stopped because Nightshift is ending ({source})")
+            }
+            Self::RespawnStep { cycle, step, outcome } => {
+                let outcome = match outcome {
+                    crate::respawn::StepOutcome::Sent => "sent",
+                    crate::respawn::StepOutcome::Done => "done",
+                    crate::respawn::StepOutcome::TimedOut => "timed out",
+                };
+                format!("cycle {cycle}: {} step {outcome}", step.as_str())
+            }
+            Self::Respawn { action, cycle, reason, cost_usd } => {
+                let mut text = format!("respawn {}", action.as_str());
+                if let Some(cycle) = cycle {
+                    text.push_str(&format!(" (cycle {cycle})"));
+                }
+                if let Some(reason) = reason {
+                    text.push_str(&format!(" — {reason}"));
+                }
+                if let Some(cost) = cost_usd {
+                    text.push_str(&format!(" (${cost:.2})"));
+                }
+                text
+            }
+            Self::LimitDetected { resets_at, source, line, .. } => {
+                let when = resets_at
+                    .as_ref()
+                    .map_or_else(|| "no reset time given".to_string(), |t| format!("resets {}", at(t)));
+                format!("usage limit ({}): {line} — {when}", source.as_str())
+            }
+            Self::LimitCleared { reason } => format!("usage limit over: {reason}"),
+            Self::ResumeSent { attempt } => format!("resume sent (attempt {attempt})"),
+            Self::LimitFailed { reason } => format!("resume failed: {reason}"),
+            Self::WindowGuard { reason } => format!("fresh-window guard: {reason}"),
+            Self::ResumeArmed { due, .. } => format!("resume due {}", at(due)),
+            Self::ResumeKept { due, reason, .. } => {
+                format!("resume kept for the next start (due {}): {reason}", at(due))
+            }
+            Self::Automation { change, source, detail } => match detail {
+                Some(detail) => format!("{}: {detail} ({source})", change.as_str()),
+                None => format!("{} ({source})", change.as_str()),
+            },
+            Self::Awake { hold: true, reason } => format!("keeps the machine awake: {reason}"),
+            Self::Awake { hold: false, reason } => format!("lets the machine sleep: {reason}"),
+            Self::Suspended { from, to } => format!("the machine slept from {} to {}", at(from), at(to)),
+            Self::Breaker { breaker, state, reason } => {
+                format!("{} breaker {}: {reason}", breaker.as_str(), state.as_str())
+            }
+            Self::Usage { sample } => {
+                let mut text = format!("usage {}", crate::usage::chip(sample, false));
+                if let Some(cost) = sample.cost_usd {
+                    text.push_str(&format!(" · ${cost:.2}"));
+                }
+                if let Some(context) = sample.context_pct {
+                    text.push_str(&format!(" · context {}%", context.round()));
+                }
+                text
+            }
         }
     }
 }

@@ -89,7 +89,7 @@ where
             Some(notice(Kind::Question, format!("{label} is waiting for you"), body))
         }
         // Said again by a restarted session: the user was told when it happened.
-        EventKind::LimitDetected { source, .. } if source == "journal" => None,
+        EventKind::LimitDetected { source: crate::limits::Source::Journal, .. } => None,
         EventKind::LimitDetected { resets_at, line, .. } => {
             let body = match resets_at {
                 Some(at) => format!("Resets at {}. {line}", time(*at, local)),
@@ -108,11 +108,9 @@ where
             format!("{label} resumed"),
             format!("The usage limit reset; Nightshift sent the resume prompt (attempt {attempt})."),
         )),
-        EventKind::Breaker { breaker, state: BreakerState::Open, reason } => Some(notice(
-            Kind::Breaker,
-            format!("{label}: the {} breaker tripped", breaker.replace('_', "-")),
-            reason.clone(),
-        )),
+        EventKind::Breaker { breaker, state: BreakerState::Open, reason } => {
+            Some(notice(Kind::Breaker, format!("{label}: the {} breaker tripped", breaker.as_str()), reason.clone()))
+        }
         EventKind::State { state: SessionState::Exited | SessionState::Failed, reason, .. } => {
             Some(notice(Kind::Finished, format!("{label} finished"), reason.clone()))
         }
@@ -140,7 +138,7 @@ mod tests {
     fn a_question_carries_its_text() {
         let mut kind = EventKind::state(SessionState::WaitingInput, "a dialog");
         if let EventKind::State { dialog, .. } = &mut kind {
-            *dialog = Some(Dialog { kind: "question".into(), text: Some("Which database?".into()) });
+            *dialog = Some(Dialog { kind: crate::agent::DialogKind::Question, text: Some("Which database?".into()) });
         }
         let n = for_event("s1", "api · claude", &kind, &Utc).unwrap();
         assert_eq!(
@@ -155,7 +153,7 @@ mod tests {
         let at = "2026-11-30T14:33:00Z".parse().unwrap();
         let kind = EventKind::LimitDetected {
             resets_at: Some(at),
-            source: "text".into(),
+            source: crate::limits::Source::Text,
             kind: LimitKind::FiveHour,
             line: "You've hit your limit".into(),
         };
@@ -165,7 +163,7 @@ mod tests {
         assert_eq!(n.body, "Resets at 15:33. You've hit your limit");
         let again = EventKind::LimitDetected {
             resets_at: Some(at),
-            source: "journal".into(),
+            source: crate::limits::Source::Journal,
             kind: LimitKind::Unspecified,
             line: "restored".into(),
         };
@@ -177,8 +175,11 @@ mod tests {
         for state in [SessionState::Working, SessionState::Idle, SessionState::Running] {
             assert_eq!(for_event("s", "l", &EventKind::state(state, "x"), &Utc), None);
         }
-        let half =
-            EventKind::Breaker { breaker: "no_progress".into(), state: BreakerState::HalfOpen, reason: "r".into() };
+        let half = EventKind::Breaker {
+            breaker: crate::breaker::BreakerKind::NoProgress,
+            state: BreakerState::HalfOpen,
+            reason: "r".into(),
+        };
         assert_eq!(for_event("s", "l", &half, &Utc), None);
     }
 

@@ -79,6 +79,9 @@ pub struct Settings {
     /// A cycle does not start within this long of the user typing into the session.
     #[serde(with = "crate::clock::secs")]
     pub user_quiet: Duration,
+    /// Start the agent again after it exits with 0 too (the agent's own end, the user's `/exit`);
+    /// by default a clean exit ends the session.
+    pub restart_clean_exits: bool,
 }
 
 /// Settings left out of a hand-written preset are the Overnight preset's.
@@ -100,6 +103,7 @@ impl Settings {
             kickstart_prompt: DEFAULT_KICKSTART_PROMPT.to_string(),
             auto_accept: false,
             user_quiet: Duration::from_secs(30),
+            restart_clean_exits: false,
         }
     }
 
@@ -149,6 +153,49 @@ impl Settings {
             Step::Clear => "/clear",
             Step::Init => "/init",
             Step::Kickstart => &self.kickstart_prompt,
+        }
+    }
+}
+
+/// How a step of a cycle went, for the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepOutcome {
+    /// Typed into the session.
+    Sent,
+    /// The agent is idle again after it.
+    Done,
+    /// It still had the agent busy at its timeout.
+    TimedOut,
+}
+
+/// What happened to a session's respawn arrangement, for the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Armed,
+    Disarmed,
+    CycleStarted,
+    CycleFinished,
+    Abandoned,
+    Expired,
+    /// The agent was started again after it exited.
+    Restart,
+    /// A routine dialog was answered with Enter.
+    AutoAccept,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Armed => "armed",
+            Self::Disarmed => "disarmed",
+            Self::CycleStarted => "cycle started",
+            Self::CycleFinished => "cycle finished",
+            Self::Abandoned => "abandoned",
+            Self::Expired => "expired",
+            Self::Restart => "restart",
+            Self::AutoAccept => "auto-accept",
         }
     }
 }
@@ -215,8 +262,8 @@ pub enum Effect {
     CycleStarted { cycle: u32 },
     /// Type this step's text and press Enter.
     Send { cycle: u32, step: Step, text: String },
-    /// A step is over (`done`, or `timed_out` …) — for the journal.
-    StepEnded { cycle: u32, step: Step, outcome: &'static str },
+    /// A step is over — for the journal.
+    StepEnded { cycle: u32, step: Step, outcome: StepOutcome },
     /// The cycle was given up, and why.
     Abandoned { cycle: u32, reason: String },
     /// The last step went out; the agent works on the kickstart.
@@ -347,7 +394,7 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
                     now >= at + SETTLE
                 };
             if done {
-                fx.push(Effect::StepEnded { cycle, step: current, outcome: "done" });
+                fx.push(Effect::StepEnded { cycle, step: current, outcome: StepOutcome::Done });
                 let steps = s.settings.steps();
                 let next = steps.iter().position(|x| *x == current).and_then(|i| steps.get(i + 1)).copied();
                 match next {
@@ -359,7 +406,7 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
                     }
                 }
             } else if now >= at + s.settings.step_timeout {
-                fx.push(Effect::StepEnded { cycle, step: current, outcome: "timed_out" });
+                fx.push(Effect::StepEnded { cycle, step: current, outcome: StepOutcome::TimedOut });
                 fx.push(Effect::Abandoned {
                     cycle,
                     reason: format!("the {} step still had the agent busy after its timeout", current.as_str()),

@@ -13,9 +13,9 @@ use crate::journal::{lock, EventSink, Journal};
 use crate::agent::{Adapter, AgentKind};
 use crate::clock::Clock;
 use crate::detect::DetectConfig;
-use crate::event::{Event, EventKind, SessionId, SessionState};
+use crate::event::{Automation, Event, EventKind, SessionId, SessionState};
 use crate::pty::{self, shell_words, CommandSpec, PtySize, SpawnError};
-use crate::screen::Screen;
+use crate::session::machine::Start;
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
 use crate::store::{NewSession, Store, StoreError};
 use crate::usage::{self, Sample};
@@ -278,23 +278,28 @@ impl Supervisor {
         };
         let pid = spawned.pty.pid();
         self.journal.emit(&id, EventKind::running(pid, format!("process {pid} started")));
-        let actor = Actor {
-            id: id.clone(),
-            command: spec.command.clone(),
+        let adapter = spec.adapter.take().unwrap_or_else(|| Adapter::builtin(spec.agent));
+        let start = Start {
             agent: spec.agent,
+            auto_accept: adapter.auto_accepted(),
             respawn: spec.respawn.clone(),
             preset: spec.preset.clone(),
             auto_resume: spec.auto_resume.clone(),
             window_guard: spec.window_guard,
-            spawned,
-            screen: Screen::new(spec.command.size),
-            journal: self.journal.clone(),
             stop_grace: spec.stop_grace,
-            output_tap: spec.output_tap.take(),
-            adapter: spec.adapter.take().unwrap_or_else(|| Adapter::builtin(spec.agent)),
-            detect: spec.detect,
             paused_on: spec.paused_on.take(),
             held: spec.held,
+            pid,
+        };
+        let actor = Actor {
+            id: id.clone(),
+            command: spec.command.clone(),
+            spawned,
+            journal: self.journal.clone(),
+            output_tap: spec.output_tap.take(),
+            adapter,
+            detect: spec.detect,
+            start,
         };
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());
@@ -394,10 +399,10 @@ fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
             {
                 return None
             }
-            EventKind::Automation { what, .. } => match what.as_str() {
-                crate::session::AUTO_RESUME_OFF if found.is_none() => return None,
-                crate::session::HELD if held.is_none() => held = Some(true),
-                crate::session::RELEASED if held.is_none() => held = Some(false),
+            EventKind::Automation { change, .. } => match change {
+                Automation::AutoResumeOff if found.is_none() => return None,
+                Automation::Held if held.is_none() => held = Some(true),
+                Automation::Released if held.is_none() => held = Some(false),
                 _ => {}
             },
             EventKind::State { state, .. } if state.is_final() && found.is_none() => return None,

@@ -103,7 +103,12 @@ fn night() -> Night {
             &mut store,
             "d0000001",
             t(h, 10),
-            EventKind::Respawn { action: "cycle_started".into(), cycle: Some(cycle), reason: None, cost_usd: None },
+            EventKind::Respawn {
+                action: nightshift::respawn::Action::CycleStarted,
+                cycle: Some(cycle),
+                reason: None,
+                cost_usd: None,
+            },
         );
         state(&mut store, "d0000001", t(h, 10), SessionState::Respawning);
         state(&mut store, "d0000001", t(h, 11), SessionState::Working);
@@ -147,7 +152,10 @@ fn night() -> Night {
             exit_code: None,
             signal: None,
             error: None,
-            dialog: Some(nightshift::agent::Dialog { kind: "question".into(), text: Some("Which database?".into()) }),
+            dialog: Some(nightshift::agent::Dialog {
+                kind: nightshift::agent::DialogKind::Question,
+                text: Some("Which database?".into()),
+            }),
             last_screen: None,
         },
     );
@@ -176,7 +184,7 @@ fn night() -> Night {
         "c0000006",
         t(1, 0),
         EventKind::Breaker {
-            breaker: "crash_loop".into(),
+            breaker: nightshift::breaker::BreakerKind::CrashLoop,
             state: nightshift::breaker::BreakerState::Open,
             reason: "5 non-zero exits".into(),
         },

@@ -208,7 +208,9 @@ fn check(agent: AgentKind, root: &str, table: &[(&str, Expect)]) {
             let ok = match expect {
                 Working => verdict.working.is_some() && verdict.dialog.is_none(),
                 AtPrompt => verdict == Verdict { working: None, dialog: None, prompt: true },
-                Dialog(kind) => verdict.dialog.as_ref().is_some_and(|d| d.kind == *kind) && verdict.working.is_none(),
+                Dialog(kind) => {
+                    verdict.dialog.as_ref().is_some_and(|d| d.kind.as_str() == *kind) && verdict.working.is_none()
+                }
                 Quiet => verdict == Verdict { working: None, dialog: None, prompt: false },
             };
             if !ok {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use nightshift::clock::FakeClock;
+use nightshift::event::{Automation, StopKind};
 use nightshift::limits::{resume, WindowGuard};
 use nightshift::session::SessionHandle;
 use nightshift::store::{NewSession, Store};
@@ -145,13 +146,13 @@ async fn a_reset_still_ahead_resumes_at_the_reset_plus_the_margin() {
 #[tokio::test]
 async fn only_waits_still_pending_are_restored_and_a_hold_is_kept() {
     let env = common::Env::new();
-    let automation = |what: &str| EventKind::Automation { what: what.into(), source: "the app".into() };
+    let automation = |change| EventKind::Automation { change, source: "the app".into(), detail: None };
     let seeds = [
-        ("stopped", vec![EventKind::StopRequested { source: "nightshift stop".into() }]),
+        ("stopped", vec![EventKind::StopRequested { source: "nightshift stop".into(), kind: StopKind::User }]),
         ("failed", vec![EventKind::LimitFailed { reason: "still limited after 3 resumes".into() }]),
-        ("off", vec![automation(nightshift::session::AUTO_RESUME_OFF)]),
-        ("held", vec![automation(nightshift::session::HELD)]),
-        ("released", vec![automation(nightshift::session::HELD), automation(nightshift::session::RELEASED)]),
+        ("off", vec![automation(Automation::AutoResumeOff)]),
+        ("held", vec![automation(Automation::Held)]),
+        ("released", vec![automation(Automation::Held), automation(Automation::Released)]),
     ];
     let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &seeds);
     let handles = sup.restore_pending();

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nightshift::control::{self, ControlServer, Request};
+use nightshift::event::Automation;
 use nightshift::limits::resume;
 use nightshift::pty::{CommandSpec, PtySize};
-use nightshift::respawn::Settings;
+use nightshift::respawn::{Action, Settings};
 use nightshift::session::{Change, RespawnArm, SessionHandle, Switch};
 use nightshift::store::Store;
 use nightshift::supervisor::{SessionSpec, Supervisor};
@@ -94,15 +95,18 @@ async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disa
     let options = handle.configure(arm).await.unwrap();
     assert!(options.respawn_active && options.keeps_awake(), "{options:?}");
     assert_eq!(options.preset.as_deref(), Some("quick"));
-    let armed =
-        next_matching(&mut events, "armed", |k| matches!(k, EventKind::Respawn { action, .. } if action == "armed"))
-            .await;
+    let armed = next_matching(
+        &mut events,
+        "armed",
+        |k| matches!(k, EventKind::Respawn { action, .. } if *action == Action::Armed),
+    )
+    .await;
     let EventKind::Respawn { reason, .. } = armed.kind else { unreachable!() };
     assert!(reason.unwrap().contains("preset quick"));
     next_matching(
         &mut events,
         "a cycle",
-        |k| matches!(k, EventKind::Respawn { action, .. } if action == "cycle_started"),
+        |k| matches!(k, EventKind::Respawn { action, .. } if *action == Action::CycleStarted),
     )
     .await;
     let typed = tokio::time::timeout(Duration::from_secs(10), async {
@@ -120,18 +124,14 @@ async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disa
     // Held: the settings stay, nothing runs, the machine may sleep.
     let held = handle.configure(Change { held: Some(true), ..Change::default() }).await.unwrap();
     assert!(held.held && held.respawn.is_some() && !held.keeps_awake(), "{held:?}");
-    next_matching(
-        &mut events,
-        "the hold",
-        |k| matches!(k, EventKind::Automation { what, .. } if what.starts_with("held")),
-    )
-    .await;
+    next_matching(&mut events, "the hold", |k| matches!(k, EventKind::Automation { change: Automation::Held, .. }))
+        .await;
     assert_eq!(handle.status().options, held, "the status shows the options as configure returned them");
     // Idle well past the idle timeout: no cycle while held.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     while let Ok(ev) = events.try_recv() {
         assert!(
-            !matches!(&ev.kind, EventKind::Respawn { action, .. } if action == "cycle_started"),
+            !matches!(&ev.kind, EventKind::Respawn { action, .. } if *action == Action::CycleStarted),
             "a cycle started while held: {ev:?}"
         );
     }
@@ -139,8 +139,12 @@ async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disa
     let off =
         handle.configure(Change { held: Some(false), respawn: Some(Switch::Off), ..Change::default() }).await.unwrap();
     assert!(off.respawn.is_none() && !off.respawn_active && !off.held && !off.keeps_awake(), "{off:?}");
-    next_matching(&mut events, "disarmed", |k| matches!(k, EventKind::Respawn { action, .. } if action == "disarmed"))
-        .await;
+    next_matching(
+        &mut events,
+        "disarmed",
+        |k| matches!(k, EventKind::Respawn { action, .. } if *action == Action::Disarmed),
+    )
+    .await;
     stop(&handle).await;
 }
 
@@ -180,7 +184,7 @@ async fn a_held_session_restarts_its_agent_only_once_released() {
     next_matching(
         &mut events,
         "the restart",
-        |k| matches!(k, EventKind::Respawn { action, .. } if action == "restart"),
+        |k| matches!(k, EventKind::Respawn { action, .. } if *action == Action::Restart),
     )
     .await;
     // Its second life is short: it may be over already, and with respawn off the session ends.

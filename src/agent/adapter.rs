@@ -39,7 +39,7 @@ struct SignalsFile {
     limit: LimitFile,
     dialog: Option<Vec<DialogFile>>,
     /// Dialog kinds that are routine confirmations, answered with Enter when auto-accept is on.
-    auto_accept: Option<Vec<String>>,
+    auto_accept: Option<Vec<DialogKind>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,7 +84,7 @@ struct LimitFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DialogFile {
-    kind: String,
+    kind: DialogKind,
     pattern: String,
 }
 
@@ -126,11 +126,44 @@ impl SignalsFile {
 /// Rows at the bottom of the screen searched for a dialog when no composer is drawn.
 const DIALOG_ROWS: usize = 24;
 
+/// What kind of dialog an agent shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DialogKind {
+    /// A question the agent asks the user (never answered automatically).
+    Question,
+    /// Permission for a tool call.
+    Permission,
+    /// Whether to trust the folder.
+    Trust,
+    /// A routine confirmation.
+    Confirmation,
+    /// A menu of choices (the usage-limit menu among them).
+    Menu,
+}
+
+impl DialogKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Question => "question",
+            Self::Permission => "permission",
+            Self::Trust => "trust",
+            Self::Confirmation => "confirmation",
+            Self::Menu => "menu",
+        }
+    }
+}
+
+impl std::fmt::Display for DialogKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A dialog the agent is blocked on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dialog {
-    /// `question`, `permission`, `trust`, `confirmation`, `menu`.
-    pub kind: String,
+    pub kind: DialogKind,
     /// The question it asks, when one can be read (the last row ending in `?`).
     pub text: Option<String>,
 }
@@ -161,8 +194,8 @@ pub struct Adapter {
     rows_above: usize,
     footer: Option<Regex>,
     footer_rows: usize,
-    dialogs: Vec<(String, Regex)>,
-    auto_accept: Vec<String>,
+    dialogs: Vec<(DialogKind, Regex)>,
+    auto_accept: Vec<DialogKind>,
     limit_region: LimitRegion,
 }
 
@@ -340,10 +373,10 @@ impl Adapter {
         region.join("\n")
     }
 
-    /// Whether a dialog of this kind is a routine confirmation that auto-accept may answer. A question
-    /// the agent asked the user never is.
-    pub fn auto_accepts(&self, kind: &str) -> bool {
-        kind != "question" && self.auto_accept.iter().any(|k| k == kind)
+    /// The dialogs that are routine confirmations auto-accept may answer. A question the agent
+    /// asked the user never is.
+    pub fn auto_accepted(&self) -> Vec<DialogKind> {
+        self.auto_accept.iter().copied().filter(|k| *k != DialogKind::Question).collect()
     }
 
     /// Whether the title says the agent is at rest (used in reasons).
@@ -388,7 +421,7 @@ impl Adapter {
                     .map(|r| r.trim())
                     .find(|r| r.ends_with('?') && r.len() > 3)
                     .map(str::to_string);
-                return Some(Dialog { kind: kind.clone(), text });
+                return Some(Dialog { kind: *kind, text });
             }
         }
         None
@@ -423,6 +456,10 @@ mod tests {
         std::fs::write(dir.path().join("claude.toml"), "[working]\nfooter = '(unclosed'\n").unwrap();
         let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
         assert!(err.contains("claude.toml") && err.contains("working.footer"), "{err}");
+
+        std::fs::write(dir.path().join("claude.toml"), "[[dialog]]\nkind = 'quiz'\npattern = 'x'\n").unwrap();
+        let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+        assert!(err.contains("quiz") && err.contains("question"), "a dialog kind Nightshift does not know: {err}");
 
         std::fs::write(dir.path().join("claude.toml"), "[working]\nfootre = 'x'\n").unwrap();
         let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();

@@ -3,7 +3,7 @@
 
 mod adapter;
 
-pub use adapter::{Adapter, AdapterError, Dialog, Verdict};
+pub use adapter::{Adapter, AdapterError, Dialog, DialogKind, Verdict};
 
 use std::fmt;
 use std::path::Path;

@@ -15,6 +15,28 @@ pub mod resume;
 
 pub use parse::{find_limit, parse_reset, LimitKind, LimitText};
 
+/// What told Nightshift of a usage limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The client's own notice on its screen.
+    Text,
+    /// Its statusLine data: a window at 100 % with its reset ahead.
+    Data,
+    /// The journal: a session restarted with the resume it was waiting for.
+    Journal,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Data => "data",
+            Self::Journal => "journal",
+        }
+    }
+}
+
 /// The fresh-window guard: what of a 5-hour window that opens after a limit is left for the user.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WindowGuard {

@@ -216,7 +216,7 @@ fn a_step_still_busy_at_its_timeout_abandons_the_cycle() {
     assert!(sim
         .effects
         .iter()
-        .any(|(t, e)| *t == S(63) && matches!(e, Effect::StepEnded { outcome: "timed_out", .. })));
+        .any(|(t, e)| *t == S(63) && matches!(e, Effect::StepEnded { outcome: StepOutcome::TimedOut, .. })));
     assert_eq!(sim.abandoned().len(), 1);
 }
 

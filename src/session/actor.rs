@@ -1,42 +1,28 @@
-//! The session actor: one task that owns the session's child, its screen, its detector, its respawn
-//! cycle and its breakers.
+//! The session actor: the executor of one session's [`Machine`].
 //!
-//! It lives as long as the session: while respawn is armed, an agent that exits is started again
-//! (after a short back-off, Claude with `--continue`) unless the user stopped it or the crash-loop
-//! breaker tripped; then the actor waits, without a process, for a breaker reset, a stop, or the end
-//! of the armed duration.
+//! One task owns the agent's process (its PTY, output and exit), the screen model and the detector
+//! that reads it. It `select!`s over the output, the detector's and the machine's deadlines, the
+//! exit, the user's controls and the progress measurements it started, turns each into an
+//! [`Input`], and carries out the [`Effect`]s the machine returns. All the deciding is the
+//! machine's; all the I/O is here.
 
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
-use super::{Change, Control, Options, RespawnArm, SessionHandle, Status, Switch};
-use crate::agent::{Adapter, AgentKind};
-use crate::breaker::{BreakerState, CrashLoop, NoProgress, Trip};
-use crate::detect::{Activity, DetectConfig, Transition, Watcher};
-use crate::event::{EventKind, SessionId, SessionState};
+use super::machine::{Effect, Input, Machine, Now, Purpose, Start};
+use super::{Control, Options, SessionHandle, Status};
+use crate::agent::{Adapter, AgentKind, DialogKind};
+use crate::detect::{DetectConfig, Transition, Watcher};
+use crate::event::{SessionId, SessionState, StopKind};
 use crate::journal::Journal;
-use crate::limits::resume;
-use crate::limits::{self, LimitKind, LimitText};
+use crate::limits;
 use crate::pty::{self, CommandSpec, Exit, Pty, Spawned};
-use crate::respawn::{self, Effect, Input};
 use crate::screen::Screen;
-
-mod limit;
-mod options;
 
 /// How long output that was already written is still read after the child exits.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
-/// The gap between typed text and the Enter that submits it (see [`crate::pty::Pty::write_after`]).
-const ENTER_DELAY: Duration = Duration::from_millis(120);
-/// The wait before an exited agent is started again.
-const RESTART_BACKOFF: Duration = Duration::from_secs(2);
-/// The pause between the Escape and the resume prompt.
-const RESUME_AFTER_ESCAPE: Duration = Duration::from_millis(600);
-/// How often a pending resume looks at the wall clock.
-const RESUME_CHECK: Duration = Duration::from_secs(5);
 /// Rows of the final screen kept with a failed exit.
 const LAST_SCREEN_ROWS: usize = 6;
 
@@ -44,22 +30,26 @@ const LAST_SCREEN_ROWS: usize = 6;
 pub(crate) struct Actor {
     pub id: SessionId,
     pub command: CommandSpec,
-    pub agent: AgentKind,
     pub spawned: Spawned,
-    pub screen: Screen,
     pub journal: Journal,
-    pub stop_grace: Duration,
     pub output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
     pub adapter: Adapter,
     pub detect: DetectConfig,
-    pub respawn: Option<respawn::Settings>,
-    pub preset: Option<String>,
-    pub auto_resume: Option<resume::Settings>,
-    pub window_guard: limits::WindowGuard,
-    /// Paused on this limit from the start (a session restored with its pending resume).
-    pub paused_on: Option<LimitText>,
-    /// Every automatic action held from the start (a restored session the user had paused).
-    pub held: bool,
+    pub start: Start,
+}
+
+/// The agent's process as the actor holds it (its output and exit are the run loop's).
+struct Process {
+    pty: Pty,
+    output_open: bool,
+    /// How it exited, and until when its last output is still read.
+    exited: Option<(Exit, Instant)>,
+}
+
+/// A new process's output and exit, for the run loop to take.
+struct Streams {
+    output: mpsc::Receiver<Vec<u8>>,
+    exit: tokio::sync::oneshot::Receiver<Exit>,
 }
 
 impl Actor {
@@ -73,557 +63,259 @@ impl Actor {
         (handle, task)
     }
 
-    async fn run(self, mut controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
-        let Actor {
+    async fn run(self, controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
+        let Actor { id, command, spawned, journal, output_tap, adapter, detect, start } = self;
+        let agent = start.agent;
+        let now = Now { mono: Instant::now(), wall: journal.now() };
+        let (machine, fx) = Machine::new(start, now);
+        let (measured_tx, measured) = mpsc::unbounded_channel();
+        let mut exec = Executor {
             id,
-            command,
             agent,
-            spawned,
-            screen,
-            journal: emitter,
-            stop_grace,
-            output_tap,
-            adapter,
-            detect,
-            respawn,
-            preset,
-            auto_resume,
-            window_guard,
-            paused_on,
-            held,
-        } = self;
-        let now = Instant::now();
-        let respawn_until = respawn.as_ref().map(|r| emitter.now() + r.duration);
-        let mut s = Session {
-            watcher: Watcher::new(adapter.clone(), detect, now),
-            cycle: respawn.map(|settings| respawn::State::new(settings, now)),
-            preset,
-            respawn_until,
-            held,
-            id,
+            screen: Screen::new(command.size),
+            watcher: Watcher::new(adapter.clone(), detect, now.mono),
             command,
-            agent,
-            screen,
-            emitter,
+            journal,
             status,
+            output_tap,
             adapter,
             detect,
-            stop_grace,
-            output_tap,
-            crash: CrashLoop::default(),
-            progress: NoProgress::default(),
-            fingerprint: None,
-            cost: None,
-            spent: None,
-            cycle_cost_start: None,
-            stopped_by: None,
-            running: true,
-            limit: None,
-            limit_seen_gone: true,
-            last_sample: None,
-            auto_resume,
-            plan: None,
-            resume_next: now,
-            window_guard,
-            fresh_window: false,
-            guarded_until: None,
-            blocked: None,
+            machine,
+            process: Some(Process { pty: spawned.pty, output_open: true, exited: None }),
+            streams: Some(Streams { output: spawned.output, exit: spawned.exit }),
+            last_exit: Exit::Code(-1),
+            measured_tx,
+            reply: None,
         };
-        if let Some(cycle) = &s.cycle {
-            let reason = format!(
-                "idle timeout {} s, for {} min",
-                cycle.settings.idle_timeout.as_secs_f64(),
-                cycle.settings.duration.as_secs() / 60
-            );
-            s.emit(EventKind::Respawn { action: "armed".into(), cycle: None, reason: Some(reason), cost_usd: None });
-        }
-        if let Some(limit) = paused_on {
-            s.pause(limit, "journal", None);
-        }
-        s.publish();
-
-        let mut process = Some(spawned);
-        let mut last_exit = Exit::Code(-1);
-        loop {
-            match process.take() {
-                Some(spawned) => last_exit = s.live(spawned, &mut controls).await,
-                None => match s.dormant(&mut controls).await {
-                    Some(spawned) => {
-                        process = Some(spawned);
-                        continue;
-                    }
-                    None => break,
-                },
-            }
-            // The process is gone. Start it again only while respawn is armed, the user did not stop
-            // it, and the crash-loop breaker allows (the dormant wait sees to the breaker).
-            let armed = s.cycle.as_ref().is_some_and(|c| c.phase != respawn::Phase::Finished);
-            if s.stopped_by.is_some() || !armed {
-                break;
-            }
-            if let Some(trip) = s.crash.record_exit(last_exit.shell_code(), Instant::now()) {
-                s.breaker("crash_loop", trip);
-            }
-        }
-        let mut options = s.options();
-        options.respawn_active = false;
-        options.auto_resume = None;
-        s.status.send_modify(|st| {
-            st.exit = Some(last_exit);
-            st.options = options;
-        });
+        exec.apply(fx);
+        exec.run(controls, measured).await;
     }
 }
 
-/// The actor's state across the lives of its process.
-struct Session {
+struct Executor {
     id: SessionId,
-    command: CommandSpec,
     agent: AgentKind,
+    command: CommandSpec,
     screen: Screen,
-    emitter: Journal,
+    watcher: Watcher,
+    journal: Journal,
     status: watch::Sender<Status>,
+    output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
     adapter: Adapter,
     detect: DetectConfig,
-    stop_grace: Duration,
-    output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    watcher: Watcher,
-    cycle: Option<respawn::State>,
-    /// The preset the cycle came from, for the record.
-    preset: Option<String>,
-    /// When the armed duration ends, on the wall clock.
-    respawn_until: Option<chrono::DateTime<chrono::Utc>>,
-    /// The user holds every automatic action (respawn cycles, resumes).
-    held: bool,
-    crash: CrashLoop,
-    progress: NoProgress,
-    fingerprint: Option<crate::git::Fingerprint>,
-    /// The session's cost as its statusLine last reported it (it starts again after `/clear`).
-    cost: Option<f64>,
-    /// Everything spent since the session started, across those restarts of the count.
-    spent: Option<f64>,
-    cycle_cost_start: Option<f64>,
-    stopped_by: Option<String>,
-    running: bool,
-    /// The usage limit the agent is paused on, if it is.
-    limit: Option<LimitText>,
-    /// After a limit ends, its notice may linger on screen: only a notice drawn after it has gone
-    /// counts again.
-    limit_seen_gone: bool,
-    last_sample: Option<crate::usage::Sample>,
-    auto_resume: Option<resume::Settings>,
-    /// The resume being waited for, while paused on a limit with auto-resume on.
-    plan: Option<resume::Plan>,
-    /// When the pending resume looks at the wall clock next.
-    resume_next: Instant,
-    window_guard: limits::WindowGuard,
-    /// The 5-hour window now open began after a limit in this session.
-    fresh_window: bool,
-    /// The guard holds resumes and respawns until this instant (the fresh window's reset).
-    guarded_until: Option<Option<chrono::DateTime<chrono::Utc>>>,
-    /// What currently keeps respawn cycles from running (what the machine was last told).
-    blocked: Option<String>,
+    machine: Machine,
+    process: Option<Process>,
+    /// The streams of a process just started, until the run loop takes them.
+    streams: Option<Streams>,
+    last_exit: Exit,
+    measured_tx: mpsc::UnboundedSender<(Purpose, Option<crate::git::Fingerprint>)>,
+    /// What the last [`Effect::Reply`] said.
+    reply: Option<String>,
 }
 
-impl Session {
-    fn emit(&self, kind: EventKind) {
-        self.emitter.emit(&self.id, kind);
+impl Executor {
+    fn now(&self) -> Now {
+        Now { mono: Instant::now(), wall: self.journal.now() }
+    }
+
+    /// One input through the machine, and its effects carried out.
+    fn step(&mut self, input: Input) {
+        let now = self.now();
+        let fx = self.machine.step(input, now);
+        self.apply(fx);
+    }
+
+    fn apply(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Emit(kind) => {
+                    self.journal.emit(&self.id, kind);
+                }
+                Effect::Write { after, bytes } => match &self.process {
+                    Some(p) if p.exited.is_none() => p.pty.write_after(after, bytes),
+                    _ => tracing::debug!(session = %self.id, "input dropped: the agent is not running"),
+                },
+                Effect::Signal(signal) => {
+                    if let Some(p) = &self.process {
+                        p.pty.signal_group(signal);
+                    }
+                }
+                Effect::Spawn => self.respawn(),
+                Effect::Measure { purpose, exclude } => {
+                    let (dir, tx) = (self.command.cwd.clone(), self.measured_tx.clone());
+                    // git on a big repository takes its time: never on the async workers.
+                    tokio::task::spawn_blocking(move || {
+                        let _ = tx.send((purpose, crate::git::fingerprint(&dir, &exclude)));
+                    });
+                }
+                Effect::Reply(text) => self.reply = Some(text),
+            }
+        }
         self.publish();
     }
 
-    fn set_state(&self, state: SessionState, reason: String) {
-        self.emit(EventKind::state(state, reason));
-        self.status.send_modify(|s| s.state = state);
-    }
-
-    fn report(&mut self, transition: Option<Transition>, pty: Option<&Pty>) {
-        let Some(t) = transition else { return };
-        let state = match t.to {
-            Activity::Working => SessionState::Working,
-            Activity::Idle => SessionState::Idle,
-            Activity::WaitingInput => SessionState::WaitingInput,
-        };
-        tracing::debug!(session = %self.id, %state, reason = %t.reason, "activity changed");
-        let mut kind = EventKind::state(state, t.reason);
-        let dialog = t.verdict.dialog.clone();
-        if let EventKind::State { dialog: d, .. } = &mut kind {
-            d.clone_from(&dialog);
-        }
-        if t.to == Activity::Working {
-            // The working state that follows says where the session is now.
-            self.clear_limit(pty, false);
-        }
-        let menu = dialog.as_ref().is_some_and(|d| d.kind == "menu");
-        self.emit(kind);
-        self.status.send_modify(|s| s.state = state);
-        if let (Some(dialog), Some(pty)) = (dialog, pty) {
-            let auto = self.cycle.as_ref().is_some_and(|c| c.settings.auto_accept);
-            if auto && !self.held && self.adapter.auto_accepts(&dialog.kind) {
-                pty.write(b"\r".to_vec());
-                self.emit(EventKind::Respawn {
-                    action: "auto_accept".into(),
-                    cycle: None,
-                    reason: Some(format!("accepted a routine {} dialog", dialog.kind)),
-                    cost_usd: None,
-                });
+    /// Lets the handles see where the session is.
+    fn publish(&self) {
+        let options = self.machine.options(self.now());
+        let state = self.machine.state();
+        self.status.send_if_modified(|s| {
+            let changed = s.options != options || s.state != state;
+            if changed {
+                s.options = options;
+                s.state = state;
             }
-        }
-        if menu {
-            self.on_limit_menu(pty);
-        }
-        self.drive(Input::Activity(t.to), pty);
-    }
-
-    /// What keeps cycles from running now, if anything.
-    fn blocker(&self) -> Option<String> {
-        if !self.running {
-            return Some("the agent is not running".into());
-        }
-        if self.held {
-            return Some("held by the user".into());
-        }
-        if self.progress.state == BreakerState::Open {
-            return Some("the no-progress breaker is open".into());
-        }
-        if self.limit.is_some() {
-            return Some("paused on a usage limit".into());
-        }
-        if self.guard_active() {
-            return Some("the fresh window's reserve is reached".into());
-        }
-        None
-    }
-
-    fn refresh_blocker(&mut self, pty: Option<&Pty>) {
-        let blocker = self.blocker();
-        if blocker != self.blocked {
-            self.blocked.clone_from(&blocker);
-            self.drive(Input::Blocked(blocker), pty);
-        }
-    }
-
-    /// Feeds the respawn machine and carries out what it says.
-    fn drive(&mut self, input: Input, pty: Option<&Pty>) {
-        let Some(state) = &self.cycle else { return };
-        let (next, effects) = respawn::step(state, input, Instant::now());
-        self.cycle = Some(next);
-        for effect in effects {
-            self.carry_out(effect, pty);
-        }
-    }
-
-    fn carry_out(&mut self, effect: Effect, pty: Option<&Pty>) {
-        match effect {
-            Effect::CycleStarted { cycle } => {
-                self.cycle_cost_start = self.spent;
-                self.set_state(SessionState::Respawning, format!("respawn cycle {cycle} started"));
-                self.emit(EventKind::Respawn {
-                    action: "cycle_started".into(),
-                    cycle: Some(cycle),
-                    reason: None,
-                    cost_usd: self.cost,
-                });
-                self.measure_progress(cycle);
-                self.refresh_blocker(pty);
-            }
-            Effect::Send { cycle, step, text } => {
-                if let Some(pty) = pty {
-                    pty.write(text.into_bytes());
-                    pty.write_after(ENTER_DELAY, b"\r".to_vec());
-                }
-                self.emit(EventKind::RespawnStep { cycle, step, outcome: "sent".into() });
-            }
-            Effect::StepEnded { cycle, step, outcome } => {
-                self.emit(EventKind::RespawnStep { cycle, step, outcome: outcome.into() });
-            }
-            Effect::Abandoned { cycle, reason } => {
-                self.emit(EventKind::Respawn {
-                    action: "abandoned".into(),
-                    cycle: Some(cycle),
-                    reason: Some(reason),
-                    cost_usd: None,
-                });
-            }
-            Effect::CycleFinished { cycle } => {
-                let spent = self.spent.zip(self.cycle_cost_start).map(|(now, then)| now - then);
-                self.emit(EventKind::Respawn {
-                    action: "cycle_finished".into(),
-                    cycle: Some(cycle),
-                    reason: None,
-                    cost_usd: spent,
-                });
-            }
-            Effect::Expired => {
-                self.emit(EventKind::Respawn {
-                    action: "expired".into(),
-                    cycle: None,
-                    reason: Some("the armed duration ended".into()),
-                    cost_usd: None,
-                });
-            }
-        }
-    }
-
-    /// The no-progress breaker's verdict at the start of a cycle: did the working tree's content
-    /// change since the last one (the cycle's own notes aside)?
-    fn measure_progress(&mut self, cycle: u32) {
-        let own = self.cycle.as_ref().map(|c| c.settings.own_files(self.agent.instructions_file())).unwrap_or_default();
-        let Some(now) = crate::git::fingerprint(&self.command.cwd, &own) else { return };
-        let before = self.fingerprint.replace(now.clone());
-        if cycle == 1 || before.is_none() {
-            return;
-        }
-        if let Some(trip) = self.progress.record(before.as_ref() != Some(&now)) {
-            self.breaker("no_progress", trip);
-        }
-    }
-
-    fn breaker(&self, name: &str, trip: Trip) {
-        tracing::info!(session = %self.id, breaker = name, state = trip.state.as_str(), "{}", trip.reason);
-        self.emit(EventKind::Breaker { breaker: name.into(), state: trip.state, reason: trip.reason.clone() });
-        if trip.state == BreakerState::Open {
-            self.set_state(SessionState::BreakerOpen, format!("{name} breaker open: {}", trip.reason));
-        }
-    }
-
-    fn reset_breakers(&mut self) -> String {
-        let mut reset = Vec::new();
-        if let Some(trip) = self.crash.reset() {
-            self.breaker("crash_loop", trip);
-            reset.push("crash_loop");
-        }
-        if let Some(trip) = self.progress.reset() {
-            self.breaker("no_progress", trip);
-            reset.push("no_progress");
-        }
-        if reset.is_empty() {
-            "no breaker was open".to_string()
-        } else {
-            format!("reset: {}", reset.join(", "))
-        }
-    }
-
-    /// Runs one life of the process; returns how it ended.
-    async fn live(&mut self, spawned: Spawned, controls: &mut mpsc::Receiver<Control>) -> Exit {
-        let Spawned { pty, mut output, exit: mut exit_rx } = spawned;
-        self.running = true;
-        self.refresh_blocker(Some(&pty));
-        let mut output_open = true;
-        let mut exit: Option<Exit> = None;
-        let mut kill_at: Option<Instant> = None;
-        let mut drain_until: Option<Instant> = None;
-        let mut controls_open = true;
-        loop {
-            if exit.is_some() && (!output_open || drain_until.is_some_and(|t| Instant::now() >= t)) {
-                break;
-            }
-            let wakeup = if exit.is_none() { self.watcher.next_wakeup() } else { None };
-            let cycle_due = self.cycle.as_ref().and_then(respawn::State::next_deadline).filter(|_| exit.is_none());
-            let resume_check =
-                self.plan.as_ref().filter(|p| !p.failed && exit.is_none() && !self.held).map(|_| self.resume_next);
-            tokio::select! {
-                chunk = output.recv(), if output_open => match chunk {
-                    Some(bytes) => {
-                        let now = Instant::now();
-                        self.screen.feed(&bytes);
-                        if let Some(tap) = &self.output_tap {
-                            let _ = tap.send(bytes);
-                        }
-                        if exit.is_none() {
-                            let t = self.watcher.output(now);
-                            self.report(t, Some(&pty));
-                        }
-                    }
-                    None => output_open = false,
-                },
-                () = sleep_until(wakeup.unwrap_or_else(Instant::now)), if wakeup.is_some() => {
-                    let t = self.watcher.wake(Instant::now(), &self.screen);
-                    if let Some(region) = self.watcher.take_limit_region() {
-                        self.on_limit_region(&region, Some(&pty));
-                    }
-                    if self.watcher.take_working_seen() {
-                        self.turn_seen(Some(&pty));
-                    }
-                    self.report(t, Some(&pty));
-                }
-                () = sleep_until(cycle_due.unwrap_or_else(Instant::now)), if cycle_due.is_some() => {
-                    self.drive(Input::Tick, Some(&pty));
-                }
-                () = sleep_until(resume_check.unwrap_or_else(Instant::now)), if resume_check.is_some() => {
-                    self.resume_tick(Some(&pty));
-                }
-                result = &mut exit_rx, if exit.is_none() => {
-                    exit = Some(result.unwrap_or(Exit::Code(-1)));
-                    drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
-                    kill_at = None;
-                }
-                control = controls.recv(), if controls_open => match control {
-                    // Every handle is gone: the supervisor dropped the session.
-                    None => {
-                        controls_open = false;
-                        if exit.is_none() && self.stopped_by.is_none() {
-                            self.begin_stop(&pty, "the supervisor", &mut kill_at);
-                        }
-                    }
-                    Some(Control::Stop { source }) if exit.is_none() && self.stopped_by.is_none() => {
-                        self.begin_stop(&pty, &source, &mut kill_at);
-                    }
-                    Some(control) => self.handle(control, Some(&pty)),
-                },
-                () = sleep_until(kill_at.unwrap_or_else(Instant::now)), if kill_at.is_some() => {
-                    tracing::info!(session = %self.id, "grace period over; killing the process group");
-                    pty.signal_group(Signal::SIGKILL);
-                    kill_at = None;
-                }
-                () = sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() && output_open => {
-                    drain_until = Some(Instant::now());
-                }
-            }
-        }
-
-        let exit = exit.expect("the loop ends only after the exit");
-        if self.stopped_by.is_some() {
-            // Whatever the group left behind after a requested stop goes with it.
-            pty.signal_group(Signal::SIGKILL);
-        }
-        let reason = match &self.stopped_by {
-            Some(source) => format!("stopped on request ({source}); process {exit}"),
-            None => format!("process {exit}"),
-        };
-        // A failure's last words, for the journal and the user: what the process left on screen.
-        let last_screen = (self.stopped_by.is_none() && exit != Exit::Code(0)).then(|| {
-            self.screen.snapshot().last_rows(LAST_SCREEN_ROWS).iter().map(|r| r.trim_end().to_string()).collect()
+            changed
         });
-        self.emit(EventKind::State {
-            state: SessionState::Exited,
-            reason,
-            pid: Some(pty.pid()),
-            exit_code: exit.code(),
-            signal: exit.signal().map(str::to_string),
-            error: None,
-            dialog: None,
-            last_screen,
-        });
-        self.status.send_modify(|s| s.state = SessionState::Exited);
-        self.running = false;
-        self.refresh_blocker(None);
-        exit
-    }
-
-    fn begin_stop(&mut self, pty: &Pty, source: &str, kill_at: &mut Option<Instant>) {
-        self.emit(EventKind::StopRequested { source: source.to_string() });
-        pty.signal_group(Signal::SIGHUP);
-        *kill_at = Some(Instant::now() + self.stop_grace);
-        self.stopped_by = Some(source.to_string());
-    }
-
-    /// Between lives: waits to restart the agent (after the back-off, unless a breaker or the user's
-    /// hold keeps it back), for a reset or a stop, or for the armed duration to end. `None` ends the
-    /// session.
-    async fn dormant(&mut self, controls: &mut mpsc::Receiver<Control>) -> Option<Spawned> {
-        let mut restart_at = (!self.crash.is_open()).then(|| Instant::now() + RESTART_BACKOFF);
-        // A restart the user's hold kept back: it happens when the hold is released.
-        let mut held_back = false;
-        loop {
-            let expiry = self.cycle.as_ref().and_then(respawn::State::next_deadline);
-            tokio::select! {
-                () = sleep_until(restart_at.unwrap_or_else(Instant::now)), if restart_at.is_some() => {
-                    restart_at = None;
-                    if self.held {
-                        held_back = true;
-                    } else if let Some(spawned) = self.restart() {
-                        return Some(spawned);
-                    }
-                }
-                () = sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {
-                    self.drive(Input::Tick, None);
-                    if self.cycle.as_ref().is_some_and(|c| c.phase == respawn::Phase::Finished) {
-                        return None;
-                    }
-                }
-                control = controls.recv() => match control {
-                    None => return None,
-                    Some(Control::Stop { source }) => {
-                        self.emit(EventKind::StopRequested { source: source.clone() });
-                        self.stopped_by = Some(source);
-                        return None;
-                    }
-                    Some(Control::ResetBreaker(reply)) => {
-                        let said = self.reset_breakers();
-                        let _ = reply.send(said);
-                        if !self.crash.is_open() {
-                            restart_at = Some(Instant::now());
-                        }
-                    }
-                    Some(control) => self.handle(control, None),
-                },
-            }
-            // Respawn switched off (or its duration over) while the agent was down: nothing will
-            // start it again, so the session ends here.
-            if !self.cycle.as_ref().is_some_and(|c| c.phase != respawn::Phase::Finished) {
-                return None;
-            }
-            if held_back && !self.held {
-                held_back = false;
-                restart_at = Some(Instant::now());
-            }
-        }
     }
 
     /// Starts the agent again, Claude with `--continue` so the conversation carries on.
-    fn restart(&mut self) -> Option<Spawned> {
+    fn respawn(&mut self) {
         if self.agent == AgentKind::Claude && !self.command.args.iter().any(|a| a == "--continue" || a == "-c") {
             self.command.args.push("--continue".into());
         }
-        self.emit(EventKind::Respawn {
-            action: "restart".into(),
-            cycle: None,
-            reason: Some("the agent exited while respawn was armed".into()),
-            cost_usd: None,
-        });
         match pty::spawn(&self.command) {
             Ok(spawned) => {
                 let pid = spawned.pty.pid();
                 self.screen = Screen::new(self.command.size);
                 self.watcher = Watcher::new(self.adapter.clone(), self.detect, Instant::now());
-                self.emit(EventKind::running(pid, format!("process {pid} restarted")));
-                self.status.send_modify(|s| s.state = SessionState::Running);
-                Some(spawned)
+                self.process = Some(Process { pty: spawned.pty, output_open: true, exited: None });
+                self.streams = Some(Streams { output: spawned.output, exit: spawned.exit });
+                self.step(Input::Started { pid });
             }
             Err(error) => {
-                self.emit(EventKind::failed("failed to restart", &error));
-                if let Some(trip) = self.crash.record_exit(error.exit_code(), Instant::now()) {
-                    self.breaker("crash_loop", trip);
-                }
-                None
+                let exit_code = error.exit_code();
+                self.step(Input::SpawnFailed { error: error.to_string(), exit_code });
             }
         }
     }
 
-    /// Controls that mean the same with or without a process.
-    fn handle(&mut self, control: Control, pty: Option<&Pty>) {
-        match control {
-            Control::Send { text, enter, source } => match pty {
-                Some(pty) => {
-                    self.emit(EventKind::Input { source, chars: text.chars().count(), enter });
-                    pty.write(text.into_bytes());
-                    if enter {
-                        pty.write_after(ENTER_DELAY, b"\r".to_vec());
-                    }
-                    self.drive(Input::UserInput, Some(pty));
-                }
-                None => tracing::info!(session = %self.id, "input dropped: the agent is not running"),
-            },
-            Control::Keys(bytes) => {
-                if let Some(pty) = pty {
-                    pty.write(bytes);
-                    self.drive(Input::UserInput, Some(pty));
-                }
+    async fn run(
+        &mut self,
+        mut controls: mpsc::Receiver<Control>,
+        mut measured: mpsc::UnboundedReceiver<(Purpose, Option<crate::git::Fingerprint>)>,
+    ) {
+        let mut controls_open = true;
+        let mut output: Option<mpsc::Receiver<Vec<u8>>> = None;
+        let mut exit_rx: Option<tokio::sync::oneshot::Receiver<Exit>> = None;
+        while self.machine.ended().is_none() {
+            if let Some(streams) = self.streams.take() {
+                output = Some(streams.output);
+                exit_rx = Some(streams.exit);
             }
+            let judging = self.process.as_ref().is_some_and(|p| p.exited.is_none());
+            let wakeup = self.watcher.next_wakeup().filter(|_| judging);
+            let deadline = self.machine.next_deadline().filter(|_| judging || self.process.is_none());
+            let drain_until = self.process.as_ref().and_then(|p| p.exited.as_ref().map(|(_, t)| *t));
+            let reading = self.process.as_ref().is_some_and(|p| p.output_open);
+            tokio::select! {
+                chunk = recv(&mut output), if reading => match chunk {
+                    Some(bytes) => self.output(bytes),
+                    None => {
+                        if let Some(p) = &mut self.process {
+                            p.output_open = false;
+                        }
+                        self.finish_life_if_drained();
+                    }
+                },
+                () = sleep_until(wakeup.unwrap_or_else(Instant::now)), if wakeup.is_some() => self.wake(),
+                () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => self.step(Input::Tick),
+                exit = exited(&mut exit_rx), if judging => {
+                    if let Some(p) = &mut self.process {
+                        p.exited = Some((exit, Instant::now() + DRAIN_AFTER_EXIT));
+                    }
+                    self.finish_life_if_drained();
+                }
+                () = sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
+                    if let Some(p) = &mut self.process {
+                        p.output_open = false;
+                    }
+                    self.finish_life_if_drained();
+                }
+                Some((purpose, fingerprint)) = measured.recv() => self.step(Input::Measured { purpose, fingerprint }),
+                control = controls.recv(), if controls_open => match control {
+                    // Every handle is gone: the supervisor dropped the session.
+                    None => {
+                        controls_open = false;
+                        self.step(Input::Stop { source: "the supervisor".into(), kind: StopKind::Shutdown });
+                    }
+                    Some(control) => self.control(control),
+                },
+            }
+        }
+        let mut options = self.machine.options(self.now());
+        options.respawn_active = false;
+        options.auto_resume = None;
+        let exit = self.last_exit.clone();
+        let state = self.machine.state();
+        self.status.send_modify(|st| {
+            st.exit = Some(exit);
+            st.options = options;
+            st.state = state;
+        });
+    }
+
+    fn output(&mut self, bytes: Vec<u8>) {
+        self.screen.feed(&bytes);
+        if let Some(tap) = &self.output_tap {
+            let _ = tap.send(bytes);
+        }
+        if self.process.as_ref().is_some_and(|p| p.exited.is_none()) {
+            let t = self.watcher.output(Instant::now());
+            self.activity(t);
+        }
+    }
+
+    fn wake(&mut self) {
+        let t = self.watcher.wake(Instant::now(), &self.screen);
+        if let Some(region) = self.watcher.take_limit_region() {
+            let found = limits::find_limit(&region, self.journal.now(), &chrono::Local);
+            self.step(Input::LimitNotice(found));
+        }
+        if self.watcher.take_working_seen() {
+            self.step(Input::TurnSeen);
+        }
+        self.activity(t);
+    }
+
+    fn activity(&mut self, transition: Option<Transition>) {
+        let Some(transition) = transition else { return };
+        tracing::debug!(session = %self.id, to = ?transition.to, reason = %transition.reason, "activity changed");
+        let (menu, menu_limit) = if transition.verdict.dialog.as_ref().is_some_and(|d| d.kind == DialogKind::Menu) {
+            let menu = limits::menu::read(&self.screen.snapshot().rows);
+            let notice = menu.as_ref().and_then(|m| m.notice.clone());
+            let limit = notice.and_then(|n| limits::find_limit(&n, self.journal.now(), &chrono::Local));
+            (menu, limit)
+        } else {
+            (None, None)
+        };
+        self.step(Input::Activity { transition, menu, menu_limit });
+    }
+
+    /// The process exited and its last output has been read (or the time for it is up): the life
+    /// is over.
+    fn finish_life_if_drained(&mut self) {
+        let Some(p) = &self.process else { return };
+        let Some((exit, drain_until)) = &p.exited else { return };
+        if p.output_open && Instant::now() < *drain_until {
+            return;
+        }
+        let exit = exit.clone();
+        let last_screen =
+            self.screen.snapshot().last_rows(LAST_SCREEN_ROWS).iter().map(|r| r.trim_end().to_string()).collect();
+        self.last_exit = exit.clone();
+        self.step(Input::Exited { exit, last_screen });
+        // The machine's last word to the process group (SIGKILL after a stop) is said: let it go.
+        self.process = None;
+    }
+
+    fn control(&mut self, control: Control) {
+        match control {
+            Control::Send { text, enter, source } => self.step(Input::Typed { text, enter, source }),
+            Control::Keys(bytes) => self.step(Input::Keys(bytes)),
             Control::Resize(size) => {
                 self.screen.resize(size);
                 self.command.size = size;
-                if let Some(Err(e)) = pty.map(|p| p.resize(size)) {
+                if let Some(Err(e)) = self.process.as_ref().map(|p| p.pty.resize(size)) {
                     tracing::warn!(session = %self.id, "resize failed: {e}");
                 }
             }
@@ -631,27 +323,29 @@ impl Session {
                 let _ = reply.send(self.screen.styled_snapshot());
             }
             Control::ResetBreaker(reply) => {
-                let said = self.reset_breakers();
-                self.refresh_blocker(pty);
-                let _ = reply.send(said);
+                self.step(Input::ResetBreakers);
+                let _ = reply.send(self.reply.take().unwrap_or_default());
             }
-            Control::Usage(sample) => {
-                self.on_sample(sample.clone(), pty);
-                if let Some(cost) = sample.cost_usd {
-                    // A lower figure is a new count (after /clear or a restart), not money back.
-                    let added = match self.cost {
-                        Some(before) if cost >= before => cost - before,
-                        _ => cost,
-                    };
-                    self.spent = Some(self.spent.unwrap_or(0.0) + added);
-                    self.cost = Some(cost);
-                }
-            }
+            Control::Usage(sample) => self.step(Input::Sample(sample)),
             Control::Configure(change, reply) => {
-                self.configure(change, pty);
-                let _ = reply.send(self.options());
+                self.step(Input::Configure(change));
+                let _ = reply.send(self.machine.options(self.now()));
             }
-            Control::Stop { .. } => {}
+            Control::Stop { source, kind } => self.step(Input::Stop { source, kind }),
         }
+    }
+}
+
+async fn recv(output: &mut Option<mpsc::Receiver<Vec<u8>>>) -> Option<Vec<u8>> {
+    match output {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn exited(exit: &mut Option<tokio::sync::oneshot::Receiver<Exit>>) -> Exit {
+    match exit {
+        Some(rx) => rx.await.unwrap_or(Exit::Code(-1)),
+        None => std::future::pending().await,
     }
 }

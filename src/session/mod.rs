@@ -5,6 +5,7 @@
 //! the stop deadline, and reports what happened through the supervisor's emitter.
 
 mod actor;
+pub mod machine;
 
 use std::time::Duration;
 
@@ -36,6 +37,7 @@ pub enum Control {
     /// SIGHUP to the process group, SIGKILL after the grace period.
     Stop {
         source: String,
+        kind: crate::event::StopKind,
     },
     Snapshot(oneshot::Sender<Snapshot>),
     /// Close the session's breakers; an agent the crash-loop breaker stopped is started again.
@@ -45,13 +47,6 @@ pub enum Control {
     /// Change what the session does by itself; the reply is its options after the change.
     Configure(Change, oneshot::Sender<Options>),
 }
-
-/// What the journal says when the user switches auto-resume off.
-pub const AUTO_RESUME_OFF: &str = "auto-resume off";
-/// What the journal says when the user holds a session's automatic actions ("Pause all").
-pub const HELD: &str = "held: no respawn cycles or resumes until released";
-/// What the journal says when the hold ends.
-pub const RELEASED: &str = "released";
 
 /// A setting switched off, or on with its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,8 +95,8 @@ pub struct Options {
     pub auto_resume: Option<crate::limits::resume::Settings>,
     /// Every automatic action is held by the user.
     pub held: bool,
-    /// The breakers that are not closed: `(name, state)`.
-    pub breakers: Vec<(String, String)>,
+    /// The breakers that are not closed.
+    pub breakers: Vec<(crate::breaker::BreakerKind, crate::breaker::BreakerState)>,
     /// Paused on a usage limit.
     pub limit: Option<Paused>,
     /// What of a fresh 5-hour window is left for the user.
@@ -168,8 +163,15 @@ impl SessionHandle {
         self.control(Control::Resize(size)).await
     }
 
+    /// The user stops the session: its agent, and any resume it was waiting for.
     pub async fn stop(&self, source: &str) -> Result<(), SessionEnded> {
-        self.control(Control::Stop { source: source.to_string() }).await
+        self.control(Control::Stop { source: source.to_string(), kind: crate::event::StopKind::User }).await
+    }
+
+    /// Stops the session because Nightshift itself is ending (Quit, a logout or reboot): its agent
+    /// stops, and a resume it was waiting for is kept for the next Nightshift process.
+    pub async fn shut_down(&self, source: &str) -> Result<(), SessionEnded> {
+        self.control(Control::Stop { source: source.to_string(), kind: crate::event::StopKind::Shutdown }).await
     }
 
     /// Resets the session's breakers; says what was reset.

@@ -1,0 +1,481 @@
+//! The session machine: every decision one session makes, as data and one pure function.
+//!
+//! The actor turns what it hears — the agent's output judged by the detector, its exit, the user's
+//! controls, statusLine samples, the time — into an [`Input`]; [`Machine::step`] returns the
+//! [`Effect`]s to carry out (journal an event, type keys, signal the process group, start the agent
+//! again, measure progress). Nothing here reads a clock, touches a process or writes a file, so
+//! every night-time decision is tested in virtual time without a PTY.
+//!
+//! The state is one value per concern, each carrying only the data valid in it: the session's
+//! [`Life`] (live, between lives, ended), its usage [`Limit`] (clear, or paused with the limit,
+//! where it came from and the resume plan), the fresh-window guard, the user's hold, the respawn
+//! cycle, the breakers and the spend.
+
+mod life;
+mod limit;
+mod options;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use nix::sys::signal::Signal;
+use tokio::time::Instant;
+
+use super::{Change, Options};
+use crate::agent::{AgentKind, Dialog, DialogKind};
+use crate::breaker::{BreakerState, CrashLoop, NoProgress};
+use crate::detect::{Activity, Transition};
+use crate::event::{EventKind, SessionState, StopKind};
+use crate::git::Fingerprint;
+use crate::limits::{self, menu::LimitMenu, resume, LimitText};
+use crate::pty::Exit;
+use crate::respawn;
+
+pub use life::Life;
+pub use limit::Limit;
+
+/// The gap between typed text and the Enter that submits it (see [`crate::pty::Pty::write_after`]).
+const ENTER_DELAY: Duration = Duration::from_millis(120);
+/// The pause between the Escape and the resume prompt.
+const RESUME_AFTER_ESCAPE: Duration = Duration::from_millis(600);
+/// How often a pending resume looks at the wall clock.
+const RESUME_CHECK: Duration = Duration::from_secs(5);
+
+/// Both clocks at one instant: tokio's for durations, the wall clock for resets "at 3pm".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub mono: Instant,
+    pub wall: DateTime<Utc>,
+}
+
+/// What a session starts with.
+#[derive(Debug, Clone)]
+pub struct Start {
+    pub agent: AgentKind,
+    /// The dialogs the agent's adapter calls routine confirmations.
+    pub auto_accept: Vec<DialogKind>,
+    pub respawn: Option<respawn::Settings>,
+    pub preset: Option<String>,
+    pub auto_resume: Option<resume::Settings>,
+    pub window_guard: limits::WindowGuard,
+    pub stop_grace: Duration,
+    /// Paused on this limit from the start (a session restored with its pending resume).
+    pub paused_on: Option<LimitText>,
+    /// Every automatic action held from the start (a restored session the user had paused).
+    pub held: bool,
+    /// The process that runs now.
+    pub pid: u32,
+}
+
+/// What happened to the session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The detector changed the agent's activity; `menu` is the usage-limit menu on screen when the
+    /// dialog is a menu, and `menu_limit` the limit its notice says.
+    Activity {
+        transition: Transition,
+        menu: Option<LimitMenu>,
+        menu_limit: Option<LimitText>,
+    },
+    /// A whole frame showed the agent in a turn, however short.
+    TurnSeen,
+    /// The frame's limit-notice region was read: the limit it shows, if any.
+    LimitNotice(Option<LimitText>),
+    /// A statusLine sample.
+    Sample(crate::usage::Sample),
+    /// The user typed text (and maybe Enter) into the session.
+    Typed {
+        text: String,
+        enter: bool,
+        source: String,
+    },
+    /// Raw keys from the user's terminal (not journalled).
+    Keys(Vec<u8>),
+    Stop {
+        source: String,
+        kind: StopKind,
+    },
+    ResetBreakers,
+    Configure(Change),
+    /// The process ended and its last output was read; `last_screen` is what it left on screen.
+    Exited {
+        exit: Exit,
+        last_screen: Vec<String>,
+    },
+    /// The agent was started again ([`Effect::Spawn`]).
+    Started {
+        pid: u32,
+    },
+    /// Starting it again failed.
+    SpawnFailed {
+        error: String,
+        exit_code: i32,
+    },
+    /// A fingerprint asked for with [`Effect::Measure`].
+    Measured {
+        purpose: Purpose,
+        fingerprint: Option<Fingerprint>,
+    },
+    /// Time passed (at the deadline the machine asked for, or later).
+    Tick,
+}
+
+/// Why progress is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A respawn cycle started: the no-progress breaker's verdict.
+    Cycle(u32),
+}
+
+/// What the actor must do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Journal this event.
+    Emit(EventKind),
+    /// Queue bytes for the agent's input `after` everything queued before them.
+    Write { after: Duration, bytes: Vec<u8> },
+    /// Signal the agent's process group.
+    Signal(Signal),
+    /// Start the agent again (Claude carrying its conversation on with `--continue`).
+    Spawn,
+    /// Fingerprint the working tree without `exclude`, off the runtime, and answer with
+    /// [`Input::Measured`].
+    Measure { purpose: Purpose, exclude: Vec<String> },
+    /// The answer to [`Input::ResetBreakers`].
+    Reply(String),
+}
+
+/// Respawn cycles as armed: the machine, the preset it came from and when it ends.
+#[derive(Debug, Clone)]
+struct Respawn {
+    cycle: respawn::State,
+    preset: Option<String>,
+    until: DateTime<Utc>,
+}
+
+impl Respawn {
+    fn active(&self) -> bool {
+        self.cycle.phase != respawn::Phase::Finished
+    }
+}
+
+/// Money spent, from the statusLine's cost (which starts again after `/clear`).
+#[derive(Debug, Clone, Default)]
+struct Spend {
+    /// The cost as the statusLine last reported it.
+    cost: Option<f64>,
+    /// Everything since the session started, across those restarts of the count.
+    spent: Option<f64>,
+    /// `spent` when the current cycle started.
+    cycle_start: Option<f64>,
+}
+
+/// One session's whole decision state.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    agent: AgentKind,
+    auto_accept: Vec<DialogKind>,
+    stop_grace: Duration,
+    life: Life,
+    activity: Option<Activity>,
+    respawn: Option<Respawn>,
+    auto_resume: Option<resume::Settings>,
+    limit: Limit,
+    /// The last limit-notice region read showed no limit: a notice now is a new one (an old one
+    /// may linger on screen after its limit ended).
+    notice_gone: bool,
+    guard: limit::Guard,
+    held: bool,
+    crash: CrashLoop,
+    progress: NoProgress,
+    /// The working tree at the last cycle's start.
+    fingerprint: Option<Fingerprint>,
+    spend: Spend,
+    last_sample: Option<crate::usage::Sample>,
+    /// What the respawn machine was last told keeps cycles from running.
+    blocked: Option<String>,
+    /// The state last journalled.
+    state: SessionState,
+}
+
+impl Machine {
+    /// A session whose process `start.pid` has just started.
+    pub fn new(start: Start, now: Now) -> (Self, Vec<Effect>) {
+        let respawn = start.respawn.map(|settings| Respawn {
+            until: now.wall + settings.duration,
+            cycle: respawn::State::new(settings, now.mono),
+            preset: start.preset,
+        });
+        let mut m = Self {
+            agent: start.agent,
+            auto_accept: start.auto_accept,
+            stop_grace: start.stop_grace,
+            life: Life::live(start.pid, now.mono),
+            activity: None,
+            respawn,
+            auto_resume: start.auto_resume,
+            limit: Limit::default(),
+            notice_gone: true,
+            guard: limit::Guard::new(start.window_guard),
+            held: start.held,
+            crash: CrashLoop::default(),
+            progress: NoProgress::default(),
+            fingerprint: None,
+            spend: Spend::default(),
+            last_sample: None,
+            blocked: None,
+            state: SessionState::Running,
+        };
+        let mut fx = Vec::new();
+        if let Some(r) = &m.respawn {
+            let reason = format!(
+                "idle timeout {} s, for {} min",
+                r.cycle.settings.idle_timeout.as_secs_f64(),
+                r.cycle.settings.duration.as_secs() / 60
+            );
+            fx.push(Effect::Emit(EventKind::Respawn {
+                action: respawn::Action::Armed,
+                cycle: None,
+                reason: Some(reason),
+                cost_usd: None,
+            }));
+        }
+        if let Some(limit) = start.paused_on {
+            m.pause(limit, limits::Source::Journal, now, &mut fx);
+        }
+        m.refresh_blocker(now, &mut fx);
+        (m, fx)
+    }
+
+    /// The machine moved by one input at `now`.
+    pub fn step(&mut self, input: Input, now: Now) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        match input {
+            Input::Activity { transition, menu, menu_limit } => {
+                self.on_activity(transition, menu, menu_limit, now, &mut fx)
+            }
+            Input::TurnSeen => self.turn_seen(now, &mut fx),
+            Input::LimitNotice(found) => self.on_limit_notice(found, now, &mut fx),
+            Input::Sample(sample) => self.on_sample(sample, now, &mut fx),
+            Input::Typed { text, enter, source } => self.on_typed(text, enter, source, now, &mut fx),
+            Input::Keys(bytes) => {
+                if self.life.is_live() {
+                    fx.push(Effect::Write { after: Duration::ZERO, bytes });
+                    self.drive(respawn::Input::UserInput, now, &mut fx);
+                }
+            }
+            Input::Stop { source, kind } => self.on_stop(source, kind, now, &mut fx),
+            Input::ResetBreakers => self.reset_breakers(now, &mut fx),
+            Input::Configure(change) => self.configure(change, now, &mut fx),
+            Input::Exited { exit, last_screen } => self.on_exit(exit, last_screen, now, &mut fx),
+            Input::Started { pid } => self.on_started(pid, now, &mut fx),
+            Input::SpawnFailed { error, exit_code } => self.on_spawn_failed(error, exit_code, now, &mut fx),
+            Input::Measured { purpose, fingerprint } => self.on_measured(purpose, fingerprint, now, &mut fx),
+            Input::Tick => self.on_tick(now, &mut fx),
+        }
+        fx
+    }
+
+    /// When [`Input::Tick`] should come next, if time alone can change anything.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let cycle = self.respawn.as_ref().and_then(|r| r.cycle.next_deadline());
+        let life = self.life.next_deadline();
+        let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.held);
+        [cycle, life, resume].into_iter().flatten().min()
+    }
+
+    /// The state last journalled.
+    pub fn state(&self) -> SessionState {
+        self.state
+    }
+
+    /// How the session ended, once it has: the actor stops then.
+    pub fn ended(&self) -> Option<&life::End> {
+        match &self.life {
+            Life::Ended(end) => Some(end),
+            _ => None,
+        }
+    }
+
+    /// Whether the agent's process runs now.
+    pub fn is_live(&self) -> bool {
+        self.life.is_live()
+    }
+
+    fn emit(&self, kind: EventKind, fx: &mut Vec<Effect>) {
+        fx.push(Effect::Emit(kind));
+    }
+
+    fn set_state(&mut self, state: SessionState, reason: String, fx: &mut Vec<Effect>) {
+        self.state = state;
+        fx.push(Effect::Emit(EventKind::state(state, reason)));
+    }
+
+    /// Types `text`, then Enter on its own.
+    fn type_text(&self, text: String, enter: bool, fx: &mut Vec<Effect>) {
+        fx.push(Effect::Write { after: Duration::ZERO, bytes: text.into_bytes() });
+        if enter {
+            fx.push(Effect::Write { after: ENTER_DELAY, bytes: b"\r".to_vec() });
+        }
+    }
+
+    fn on_activity(
+        &mut self,
+        t: Transition,
+        menu: Option<LimitMenu>,
+        menu_limit: Option<LimitText>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let state = match t.to {
+            Activity::Working => SessionState::Working,
+            Activity::Idle => SessionState::Idle,
+            Activity::WaitingInput => SessionState::WaitingInput,
+        };
+        self.activity = Some(t.to);
+        if t.to == Activity::Working {
+            // The working state that follows says where the session is now.
+            self.clear_limit(false, now, fx);
+        }
+        let dialog = t.verdict.dialog.clone();
+        let mut kind = EventKind::state(state, t.reason);
+        if let EventKind::State { dialog: d, .. } = &mut kind {
+            d.clone_from(&dialog);
+        }
+        self.state = state;
+        self.emit(kind, fx);
+        if let Some(Dialog { kind: dialog_kind, .. }) = &dialog {
+            let auto = self.respawn.as_ref().is_some_and(|r| r.cycle.settings.auto_accept);
+            if auto && !self.held && self.auto_accept.contains(dialog_kind) && *dialog_kind != DialogKind::Question {
+                fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });
+                self.emit(
+                    EventKind::Respawn {
+                        action: respawn::Action::AutoAccept,
+                        cycle: None,
+                        reason: Some(format!("accepted a routine {dialog_kind} dialog")),
+                        cost_usd: None,
+                    },
+                    fx,
+                );
+            }
+            if *dialog_kind == DialogKind::Menu {
+                self.on_limit_menu(menu, menu_limit, now, fx);
+            }
+        }
+        self.drive(respawn::Input::Activity(t.to), now, fx);
+    }
+
+    fn on_typed(&mut self, text: String, enter: bool, source: String, now: Now, fx: &mut Vec<Effect>) {
+        if !self.life.is_live() {
+            tracing::info!("input dropped: the agent is not running");
+            return;
+        }
+        self.emit(EventKind::Input { source, chars: text.chars().count(), enter }, fx);
+        self.type_text(text, enter, fx);
+        self.drive(respawn::Input::UserInput, now, fx);
+    }
+
+    fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        self.life_tick(now, fx);
+        if self.respawn.as_ref().and_then(|r| r.cycle.next_deadline()).is_some_and(|t| t <= now.mono) {
+            self.drive(respawn::Input::Tick, now, fx);
+            if !self.life.is_live() && !self.respawn.as_ref().is_some_and(Respawn::active) {
+                // The armed duration ended while the agent was down: nothing will start it again.
+                self.life = Life::Ended(life::End::Unarmed);
+            }
+        }
+        if self.life.is_live() && !self.held && self.limit.next_check().is_some_and(|t| t <= now.mono) {
+            self.resume_tick(now, fx);
+        }
+    }
+
+    /// What keeps cycles from running now, if anything.
+    fn blocker(&self, now: Now) -> Option<String> {
+        if !self.life.is_live() {
+            return Some("the agent is not running".into());
+        }
+        if self.held {
+            return Some("held by the user".into());
+        }
+        if self.progress.state == BreakerState::Open {
+            return Some("the no-progress breaker is open".into());
+        }
+        if self.limit.is_paused() {
+            return Some("paused on a usage limit".into());
+        }
+        if self.guard.active(now.wall) {
+            return Some("the fresh window's reserve is reached".into());
+        }
+        None
+    }
+
+    fn refresh_blocker(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let blocker = self.blocker(now);
+        if blocker != self.blocked {
+            self.blocked.clone_from(&blocker);
+            self.drive(respawn::Input::Blocked(blocker), now, fx);
+        }
+    }
+
+    /// Feeds the respawn machine and carries out what it says.
+    fn drive(&mut self, input: respawn::Input, now: Now, fx: &mut Vec<Effect>) {
+        let Some(r) = &mut self.respawn else { return };
+        let (next, effects) = respawn::step(&r.cycle, input, now.mono);
+        r.cycle = next;
+        for effect in effects {
+            self.respawn_effect(effect, now, fx);
+        }
+    }
+
+    fn respawn_effect(&mut self, effect: respawn::Effect, now: Now, fx: &mut Vec<Effect>) {
+        let respawn_event = |action, cycle, reason, cost_usd| EventKind::Respawn { action, cycle, reason, cost_usd };
+        match effect {
+            respawn::Effect::CycleStarted { cycle } => {
+                self.spend.cycle_start = self.spend.spent;
+                self.set_state(SessionState::Respawning, format!("respawn cycle {cycle} started"), fx);
+                self.emit(respawn_event(respawn::Action::CycleStarted, Some(cycle), None, self.spend.cost), fx);
+                let exclude = self
+                    .respawn
+                    .as_ref()
+                    .map(|r| r.cycle.settings.own_files(self.agent.instructions_file()))
+                    .unwrap_or_default();
+                fx.push(Effect::Measure { purpose: Purpose::Cycle(cycle), exclude });
+                self.refresh_blocker(now, fx);
+            }
+            respawn::Effect::Send { cycle, step, text } => {
+                self.type_text(text, true, fx);
+                let outcome = respawn::StepOutcome::Sent;
+                self.emit(EventKind::RespawnStep { cycle, step, outcome }, fx);
+            }
+            respawn::Effect::StepEnded { cycle, step, outcome } => {
+                self.emit(EventKind::RespawnStep { cycle, step, outcome }, fx);
+            }
+            respawn::Effect::Abandoned { cycle, reason } => {
+                self.emit(respawn_event(respawn::Action::Abandoned, Some(cycle), Some(reason), None), fx);
+            }
+            respawn::Effect::CycleFinished { cycle } => {
+                let spent = self.spend.spent.zip(self.spend.cycle_start).map(|(now, then)| now - then);
+                self.emit(respawn_event(respawn::Action::CycleFinished, Some(cycle), None, spent), fx);
+            }
+            respawn::Effect::Expired => {
+                let reason = Some("the armed duration ended".to_string());
+                self.emit(respawn_event(respawn::Action::Expired, None, reason, None), fx);
+            }
+        }
+    }
+
+    /// The session's state as its activity says (after something that was not activity ends).
+    fn activity_state(&self) -> SessionState {
+        match self.activity {
+            Some(Activity::Working) => SessionState::Working,
+            Some(Activity::WaitingInput) => SessionState::WaitingInput,
+            _ => SessionState::Idle,
+        }
+    }
+
+    /// A snapshot of what the session does by itself.
+    pub fn options(&self, now: Now) -> Options {
+        self.options_at(now)
+    }
+}
+

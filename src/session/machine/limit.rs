@@ -1,0 +1,332 @@
+//! The session's usage limits: the notices and samples that pause it, the client's limit menu, the
+//! fresh-window guard, and the resume after the reset.
+
+use super::*;
+use crate::limits::{LimitKind, Source};
+
+/// Where the session stands with its plan's usage limits.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Limit {
+    #[default]
+    Clear,
+    /// Paused on a limit until its window resets.
+    Paused(Paused),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paused {
+    pub limit: LimitText,
+    pub source: Source,
+    /// The resume being waited for, with auto-resume on.
+    pub resume: Option<Waiting>,
+}
+
+/// A resume waited for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub plan: resume::Plan,
+    /// When the wall clock is looked at next.
+    pub next_check: Instant,
+}
+
+impl Limit {
+    pub fn is_paused(&self) -> bool {
+        matches!(self, Self::Paused(_))
+    }
+
+    pub fn paused(&self) -> Option<&Paused> {
+        match self {
+            Self::Paused(p) => Some(p),
+            Self::Clear => None,
+        }
+    }
+
+    fn waiting(&self) -> Option<&Waiting> {
+        self.paused().and_then(|p| p.resume.as_ref())
+    }
+
+    /// When a pending resume looks at the wall clock next.
+    pub(super) fn next_check(&self) -> Option<Instant> {
+        self.waiting().filter(|w| !w.plan.failed).map(|w| w.next_check)
+    }
+}
+
+/// The fresh-window guard: what of a 5-hour window that opens after a limit is left for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Guard {
+    pub settings: limits::WindowGuard,
+    /// The 5-hour window now open began after a limit in this session.
+    fresh_window: bool,
+    /// Holding resumes and respawns until the fresh window resets (`Some(None)`: no reset known).
+    until: Option<Option<DateTime<Utc>>>,
+}
+
+impl Guard {
+    pub(super) fn new(settings: limits::WindowGuard) -> Self {
+        Self { settings, fresh_window: false, until: None }
+    }
+
+    pub(super) fn active(&self, now: DateTime<Utc>) -> bool {
+        self.until.is_some_and(|until| until.is_none_or(|t| now < t))
+    }
+}
+
+impl Machine {
+    /// The client's usage-limit menu (a weekly limit, or automatic continue off): a limit, and with
+    /// auto-resume on, a menu to answer so the session is never left stuck on it — "wait here, then
+    /// continue automatically" under the watch policy, "stop and wait" under own (Nightshift resumes
+    /// itself) or not tonight. Never "upgrade"; nothing when the rows are not the known ones.
+    pub(super) fn on_limit_menu(
+        &mut self,
+        menu: Option<LimitMenu>,
+        menu_limit: Option<LimitText>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(menu) = menu else { return };
+        let stop = menu.stop.map(|k| (k, "stop and wait for the reset"));
+        let choice = match &self.auto_resume {
+            // Held: the user answers it.
+            _ if self.held => None,
+            _ if self.guard.settings.not_tonight => stop,
+            Some(s) if s.policy == resume::Policy::Watch => {
+                menu.wait.map(|k| (k, "wait here, then continue automatically")).or(stop)
+            }
+            Some(_) => stop,
+            None => None,
+        };
+        if let Some((key, what)) = choice {
+            fx.push(Effect::Write { after: Duration::ZERO, bytes: vec![key as u8] });
+            self.emit(
+                EventKind::Automation {
+                    change: crate::event::Automation::MenuAnswered,
+                    source: "auto-resume".into(),
+                    detail: Some(format!("with {key} ({what})")),
+                },
+                fx,
+            );
+        }
+        if !self.limit.is_paused() {
+            let limit = menu_limit.unwrap_or_else(|| LimitText {
+                kind: LimitKind::Unspecified,
+                resets_at: None,
+                line: menu.notice.clone().unwrap_or_else(|| "the client's usage-limit menu".into()),
+            });
+            self.pause(limit, Source::Text, now, fx);
+        }
+    }
+
+    /// The frame's limit-notice region was read: a new notice pauses the session.
+    pub(super) fn on_limit_notice(&mut self, found: Option<LimitText>, now: Now, fx: &mut Vec<Effect>) {
+        let Some(found) = found else {
+            self.notice_gone = true;
+            return;
+        };
+        if self.limit.is_paused() || !self.notice_gone {
+            return;
+        }
+        // Data beats text: a notice while the statusLine shows headroom in every window is stale.
+        if let Some(s) = &self.last_sample {
+            let headroom = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
+                pct.is_some_and(|p| p < 100.0) || reset.is_some_and(|r| r <= now.wall)
+            };
+            if s.has_limits()
+                && headroom(s.five_hour_pct, s.five_hour_resets_at)
+                && headroom(s.seven_day_pct, s.seven_day_resets_at)
+            {
+                tracing::info!(line = %found.line, "limit notice dismissed: the usage data shows headroom");
+                return;
+            }
+        }
+        self.pause(found, Source::Text, now, fx);
+    }
+
+    /// A usage sample at 100 % with its reset ahead is a limit, whatever the screen says.
+    pub(super) fn on_sample(&mut self, sample: crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
+        if let Some(cost) = sample.cost_usd {
+            // A lower figure is a new count (after /clear or a restart), not money back.
+            let added = match self.spend.cost {
+                Some(before) if cost >= before => cost - before,
+                _ => cost,
+            };
+            self.spend.spent = Some(self.spend.spent.unwrap_or(0.0) + added);
+            self.spend.cost = Some(cost);
+        }
+        let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
+            reset.filter(|r| *r > now.wall && pct.is_some_and(|p| p >= 100.0))
+        };
+        let windows = [
+            (full(sample.five_hour_pct, sample.five_hour_resets_at), LimitKind::FiveHour),
+            (full(sample.seven_day_pct, sample.seven_day_resets_at), LimitKind::Weekly),
+        ];
+        // The later reset wins: the agent can work only when every full window has reset.
+        let latest = windows.iter().filter_map(|(r, k)| r.map(|r| (r, *k))).max_by_key(|(r, _)| *r);
+        if self.guard.fresh_window
+            && self.guard.until.is_none()
+            && self.guard.settings.reserve_reached(sample.five_hour_pct)
+        {
+            self.guard.until = Some(sample.five_hour_resets_at);
+            self.emit(
+                EventKind::WindowGuard {
+                    reason: format!(
+                        "the fresh window is at {}%: the last {}% is left for you; no more resumes or respawn cycles until it resets",
+                        sample.five_hour_pct.unwrap_or_default().round(),
+                        self.guard.settings.reserve_pct.unwrap_or_default().round()
+                    ),
+                },
+                fx,
+            );
+            self.refresh_blocker(now, fx);
+            if let Limit::Paused(p) = &mut self.limit {
+                p.resume = None;
+            }
+        }
+        self.last_sample = Some(sample);
+        match (latest, &mut self.limit) {
+            (Some((resets_at, kind)), Limit::Clear) => {
+                let line = format!(
+                    "the statusLine reports the {} window full",
+                    if kind == LimitKind::Weekly { "7-day" } else { "5-hour" }
+                );
+                self.pause(LimitText { kind, resets_at: Some(resets_at), line }, Source::Data, now, fx);
+            }
+            (Some((resets_at, _)), Limit::Paused(p)) if p.limit.resets_at.is_none_or(|r| r < resets_at) => {
+                p.limit.resets_at = Some(resets_at);
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn pause(&mut self, limit: LimitText, source: Source, now: Now, fx: &mut Vec<Effect>) {
+        let until = match limit.resets_at {
+            Some(at) => format!("until {}", crate::clock::format_ts(at)),
+            None => "with no reset time given".to_string(),
+        };
+        self.emit(
+            EventKind::LimitDetected { resets_at: limit.resets_at, source, kind: limit.kind, line: limit.line.clone() },
+            fx,
+        );
+        self.set_state(
+            SessionState::LimitPaused,
+            format!("usage limit ({}: {}) {until}", source.as_str(), limit.line),
+            fx,
+        );
+        let mut resume = None;
+        if self.guard.settings.not_tonight {
+            // Not tonight: the fresh window is the user's. Cancel the client's own continuation too.
+            fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
+            self.emit(
+                EventKind::WindowGuard {
+                    reason:
+                        "not tonight: the fresh window is left for you; the client's own continuation was cancelled"
+                            .into(),
+                },
+                fx,
+            );
+        } else if let Some(settings) = self.auto_resume.clone().filter(|_| !self.guard.active(now.wall)) {
+            resume = Some(self.arm_resume(settings, limit.resets_at, now, fx));
+        }
+        self.limit = Limit::Paused(Paused { limit, source, resume });
+        self.notice_gone = false;
+        self.refresh_blocker(now, fx);
+    }
+
+    /// A frame showed the agent in a turn, however short. After the reset (or a resume), that is the
+    /// limit over: the client took the continuation.
+    pub(super) fn turn_seen(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let Some(p) = self.limit.paused() else { return };
+        let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
+        let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
+        if resumed || reset_passed {
+            self.clear_limit(true, now, fx);
+        }
+    }
+
+    /// The limit is over. With `announce`, the session's state is said again (a quick turn may have
+    /// come and gone without the detector's activity changing, and `limit_paused` must not linger).
+    pub(super) fn clear_limit(&mut self, announce: bool, now: Now, fx: &mut Vec<Effect>) {
+        if !self.limit.is_paused() {
+            return;
+        }
+        self.limit = Limit::Clear;
+        self.guard.fresh_window = true;
+        self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() }, fx);
+        if announce {
+            let state = self.activity_state();
+            self.set_state(state, "the usage limit is over: the agent took its continuation".into(), fx);
+        }
+        self.refresh_blocker(now, fx);
+    }
+
+    /// What the usage data says of the quota now: a window counts as full only while its reset is
+    /// ahead (a sample from before the reset says nothing about after it).
+    fn quota(&self, now: DateTime<Utc>) -> resume::Quota {
+        let Some(s) = self.last_sample.as_ref().filter(|s| s.has_limits()) else { return resume::Quota::Unknown };
+        let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
+            pct.is_some_and(|p| p >= 100.0) && reset.is_some_and(|r| r > now)
+        };
+        let stale = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
+            pct.is_some_and(|p| p >= 100.0) && reset.is_none_or(|r| r <= now)
+        };
+        if full(s.five_hour_pct, s.five_hour_resets_at) || full(s.seven_day_pct, s.seven_day_resets_at) {
+            resume::Quota::StillFull
+        } else if stale(s.five_hour_pct, s.five_hour_resets_at) || stale(s.seven_day_pct, s.seven_day_resets_at) {
+            resume::Quota::Unknown
+        } else {
+            resume::Quota::Back
+        }
+    }
+
+    /// Starts waiting for the limit's reset to resume, and says so in the journal.
+    pub(super) fn arm_resume(
+        &mut self,
+        settings: resume::Settings,
+        resets_at: Option<DateTime<Utc>>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) -> Waiting {
+        let (plan, effects) = resume::Plan::new(settings.clone(), resets_at, now.wall);
+        self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings, guard: self.guard.settings }, fx);
+        self.resume_effects(effects, fx);
+        Waiting { plan, next_check: now.mono + RESUME_CHECK }
+    }
+
+    pub(super) fn resume_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let quota = self.quota(now.wall);
+        let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limit else { return };
+        waiting.next_check = now.mono + RESUME_CHECK;
+        let effects = waiting.plan.tick(now.wall, quota);
+        self.resume_effects(effects, fx);
+    }
+
+    /// A hold was released: a pending resume looks at the clock at once.
+    pub(super) fn check_resume_now(&mut self, now: Now) {
+        if let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limit {
+            waiting.next_check = now.mono;
+        }
+    }
+
+    fn resume_effects(&mut self, effects: Vec<resume::Effect>, fx: &mut Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                resume::Effect::CancelClientTimer => {
+                    fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
+                }
+                resume::Effect::Resume { attempt, prompt } => {
+                    // Escape first: it also cancels a continuation the client still has pending, so
+                    // there is never a second one on top of ours.
+                    fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
+                    fx.push(Effect::Write { after: RESUME_AFTER_ESCAPE, bytes: prompt.into_bytes() });
+                    fx.push(Effect::Write { after: ENTER_DELAY, bytes: b"\r".to_vec() });
+                    self.emit(EventKind::ResumeSent { attempt }, fx);
+                }
+                resume::Effect::Postponed { until, reason } => {
+                    tracing::info!(%until, "resume postponed: {reason}");
+                }
+                resume::Effect::Failed { reason } => {
+                    self.emit(EventKind::LimitFailed { reason }, fx);
+                }
+            }
+        }
+    }
+}

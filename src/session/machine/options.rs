@@ -1,0 +1,126 @@
+//! What a session does by itself, as its handles see it and as the user changes it.
+
+use super::*;
+use crate::breaker::BreakerKind;
+use crate::event::Automation;
+use crate::session::{RespawnArm, Switch};
+
+impl Machine {
+    /// What the session does by itself, now.
+    pub(super) fn options_at(&self, _now: Now) -> Options {
+        let mut breakers = Vec::new();
+        if self.crash.is_open() {
+            breakers.push((BreakerKind::CrashLoop, BreakerState::Open));
+        }
+        if self.progress.state != BreakerState::Closed {
+            breakers.push((BreakerKind::NoProgress, self.progress.state));
+        }
+        Options {
+            respawn: self.respawn.as_ref().map(|r| r.cycle.settings.clone()),
+            preset: self.respawn.as_ref().and_then(|r| r.preset.clone()),
+            respawn_active: self.respawn.as_ref().is_some_and(Respawn::active),
+            respawn_until: self.respawn.as_ref().map(|r| r.until),
+            respawn_cycles: self.respawn.as_ref().map_or(0, |r| r.cycle.cycles),
+            auto_resume: self.auto_resume.clone(),
+            held: self.held,
+            breakers,
+            limit: self.limit.paused().map(|p| crate::session::Paused { resets_at: p.limit.resets_at }),
+            window_guard: self.guard.settings,
+        }
+    }
+
+    /// Applies the user's change to the session's options, journalling each part.
+    pub(super) fn configure(&mut self, change: Change, now: Now, fx: &mut Vec<Effect>) {
+        let source = if change.source.is_empty() { "a control request".to_string() } else { change.source };
+        match change.respawn {
+            Some(Switch::On(RespawnArm { preset, settings })) => {
+                let reason = format!(
+                    "{}idle timeout {} s, for {} min ({source})",
+                    preset.as_deref().map(|p| format!("preset {p}: ")).unwrap_or_default(),
+                    settings.idle_timeout.as_secs_f64(),
+                    settings.duration.as_secs() / 60
+                );
+                self.respawn = Some(Respawn {
+                    until: now.wall + settings.duration,
+                    cycle: respawn::State::new(settings, now.mono),
+                    preset,
+                });
+                self.emit(
+                    EventKind::Respawn {
+                        action: respawn::Action::Armed,
+                        cycle: None,
+                        reason: Some(reason),
+                        cost_usd: None,
+                    },
+                    fx,
+                );
+                // The new machine starts from where the session is.
+                if let Some(activity) = self.activity {
+                    self.drive(respawn::Input::Activity(activity), now, fx);
+                }
+                self.blocked = None;
+                self.refresh_blocker(now, fx);
+            }
+            Some(Switch::Off) => {
+                if let Some(r) = self.respawn.take() {
+                    self.emit(
+                        EventKind::Respawn {
+                            action: respawn::Action::Disarmed,
+                            cycle: (r.cycle.cycles > 0).then_some(r.cycle.cycles),
+                            reason: Some(format!("switched off ({source})")),
+                            cost_usd: None,
+                        },
+                        fx,
+                    );
+                    if self.life.is_live() && self.state == SessionState::Respawning {
+                        let state = self.activity_state();
+                        self.set_state(state, "respawn switched off mid-cycle".into(), fx);
+                    }
+                    self.end_if_unarmed();
+                }
+            }
+            None => {}
+        }
+        match change.auto_resume {
+            Some(Switch::On(settings)) => {
+                let detail =
+                    format!("{:?} policy, margin {} s", settings.policy, settings.margin.as_secs()).to_lowercase();
+                self.auto_resume = Some(settings.clone());
+                let change = Automation::AutoResumeOn;
+                self.emit(EventKind::Automation { change, source: source.clone(), detail: Some(detail) }, fx);
+                // Already paused on a limit: start waiting for its reset now.
+                let waiting_for = match &self.limit {
+                    Limit::Paused(p) if p.resume.is_none() => Some(p.limit.resets_at),
+                    _ => None,
+                };
+                if let Some(resets_at) = waiting_for {
+                    if !self.guard.active(now.wall) && !self.guard.settings.not_tonight {
+                        let waiting = self.arm_resume(settings, resets_at, now, fx);
+                        if let Limit::Paused(p) = &mut self.limit {
+                            p.resume = Some(waiting);
+                        }
+                    }
+                }
+            }
+            Some(Switch::Off) if self.auto_resume.is_some() => {
+                self.auto_resume = None;
+                if let Limit::Paused(p) = &mut self.limit {
+                    p.resume = None;
+                }
+                let change = Automation::AutoResumeOff;
+                self.emit(EventKind::Automation { change, source: source.clone(), detail: None }, fx);
+            }
+            Some(Switch::Off) | None => {}
+        }
+        if let Some(held) = change.held.filter(|h| *h != self.held) {
+            self.held = held;
+            let change = if held { Automation::Held } else { Automation::Released };
+            self.emit(EventKind::Automation { change, source, detail: None }, fx);
+            self.refresh_blocker(now, fx);
+            if !held {
+                self.check_resume_now(now);
+                self.released(now);
+            }
+        }
+    }
+}
