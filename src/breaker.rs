@@ -4,17 +4,16 @@
 //!   not self-reported: the content of the session's working tree changed between two cycles
 //!   ([`crate::git::fingerprint`]; the cycle's own notes do not count). Two cycles without progress
 //!   half-open it, three open it; progress while half-open closes it.
-//! - The **crash-loop** breaker stops restarting an agent that keeps dying: five non-zero exits
-//!   within ten seconds open it, and only an explicit reset closes it. A clean exit clears the count
-//!   but does not un-trip it.
+//! - The **crash-loop** breaker stops restarting an agent that keeps dying: five lives in a row that
+//!   ended non-zero within a minute of starting open it, and so do more restarts in a row than the
+//!   cap (ten) with the working tree unchanged. Restarts back off on a ladder (2 s, 10 s, 30 s, 2 min,
+//!   5 min). Only an explicit reset closes it.
 //!
 //! Both are pure; the session actor feeds them and journals their changes.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -109,13 +108,28 @@ impl NoProgress {
     }
 }
 
-/// Non-zero exits within the window that trip the crash-loop breaker.
-pub const CRASH_LOOP_EXITS: usize = 5;
-pub const CRASH_LOOP_WINDOW: Duration = Duration::from_secs(10);
+/// A life that ends non-zero within this long of its start is a strike.
+pub const SHORT_LIFE: Duration = Duration::from_secs(60);
+/// Strikes in a row that open the crash-loop breaker.
+pub const STRIKES: u32 = 5;
+/// The default waits before the first, second, … restart since the working tree last changed (the
+/// last one repeats): respawn's `restart_backoff`.
+pub const LADDER: [Duration; 5] = [
+    Duration::from_secs(2),
+    Duration::from_secs(10),
+    Duration::from_secs(30),
+    Duration::from_secs(120),
+    Duration::from_secs(300),
+];
 
+/// The crash-loop breaker: stops restarting an agent that keeps dying (five lives in a row that
+/// ended badly within a minute), or whose restarts achieve nothing (more restarts than the cap with
+/// the working tree unchanged). Restarts back off on a ladder ([`LADDER`] unless the settings give
+/// another); measured progress starts it again from the bottom. Only an explicit reset closes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CrashLoop {
-    exits: VecDeque<Instant>,
+    strikes: u32,
+    restarts: u32,
     tripped: bool,
 }
 
@@ -124,32 +138,46 @@ impl CrashLoop {
         self.tripped
     }
 
-    /// The agent's process exited with `code` at `now`.
-    pub fn record_exit(&mut self, code: i32, now: Instant) -> Option<Trip> {
-        if code == 0 {
-            // A clean exit clears the count; it does not un-trip the breaker.
-            self.exits.clear();
+    /// A life ended: `quickly` when it ended non-zero within [`SHORT_LIFE`]; a long or clean life
+    /// clears the strikes.
+    pub fn life_ended(&mut self, quickly: bool) -> Option<Trip> {
+        self.strikes = if quickly { self.strikes + 1 } else { 0 };
+        if self.tripped || self.strikes < STRIKES {
             return None;
         }
-        self.exits.push_back(now);
-        while self.exits.front().is_some_and(|t| now.saturating_duration_since(*t) > CRASH_LOOP_WINDOW) {
-            self.exits.pop_front();
+        self.tripped = true;
+        Some(Trip {
+            state: BreakerState::Open,
+            reason: format!(
+                "{} lives in a row ended within a minute; no more automatic restarts until `nightshift breaker reset`",
+                self.strikes
+            ),
+        })
+    }
+
+    /// The agent is to be started again; `progress` says whether the working tree changed since the
+    /// last restart. The wait before the restart, or the trip when `cap` restarts in a row changed
+    /// nothing.
+    pub fn restart(&mut self, progress: bool, cap: u32, ladder: &[Duration]) -> Result<Duration, Trip> {
+        if progress {
+            self.restarts = 0;
         }
-        if !self.tripped && self.exits.len() >= CRASH_LOOP_EXITS {
+        if self.restarts >= cap {
             self.tripped = true;
-            return Some(Trip {
+            return Err(Trip {
                 state: BreakerState::Open,
                 reason: format!(
-                    "{} non-zero exits within {} s; no more automatic restarts until `nightshift breaker reset`",
-                    self.exits.len(),
-                    CRASH_LOOP_WINDOW.as_secs()
+                    "{cap} restarts without progress in the working tree; no more automatic restarts until `nightshift breaker reset`"
                 ),
             });
         }
-        None
+        let ladder = if ladder.is_empty() { &LADDER[..] } else { ladder };
+        let wait = ladder[(self.restarts as usize).min(ladder.len() - 1)];
+        self.restarts += 1;
+        Ok(wait)
     }
 
-    /// Only an explicit reset closes it.
+    /// Only an explicit reset closes it; the counts start again.
     pub fn reset(&mut self) -> Option<Trip> {
         let was = self.tripped;
         *self = Self::default();
@@ -178,31 +206,35 @@ mod tests {
     }
 
     #[test]
-    fn crash_loop_trips_on_five_quick_failures_and_a_clean_exit_resets_the_count_not_the_trip() {
-        let t0 = Instant::now();
-        let s = Duration::from_secs;
+    fn five_short_lives_in_a_row_open_it_and_a_long_one_clears_the_count() {
         let mut b = CrashLoop::default();
-        for i in 0..4 {
-            assert_eq!(b.record_exit(1, t0 + s(i)), None);
+        for _ in 0..4 {
+            assert_eq!(b.life_ended(true), None);
         }
-        assert_eq!(b.record_exit(0, t0 + s(4)), None, "a clean exit");
-        for i in 5..9 {
-            assert_eq!(b.record_exit(1, t0 + s(i)), None, "the count started again");
+        assert_eq!(b.life_ended(false), None, "a long life");
+        for _ in 0..4 {
+            assert_eq!(b.life_ended(true), None, "the count started again");
         }
-        assert_eq!(b.record_exit(1, t0 + s(9)).unwrap().state, BreakerState::Open);
+        let open = b.life_ended(true).unwrap();
+        assert_eq!(open.state, BreakerState::Open);
         assert!(b.is_open());
-        assert_eq!(b.record_exit(0, t0 + s(10)), None);
-        assert!(b.is_open(), "a clean exit does not un-trip it");
+        assert_eq!(b.life_ended(false), None);
+        assert!(b.is_open(), "a clean life does not close it");
         assert_eq!(b.reset().unwrap().state, BreakerState::Closed);
         assert!(!b.is_open());
     }
 
     #[test]
-    fn slow_failures_never_trip_it() {
-        let t0 = Instant::now();
+    fn restarts_climb_the_ladder_until_the_cap_and_progress_starts_it_again() {
         let mut b = CrashLoop::default();
-        for i in 0..20 {
-            assert_eq!(b.record_exit(1, t0 + Duration::from_secs(3 * i)), None);
+        let waits: Vec<u64> = (0..6).map(|_| b.restart(false, 10, &LADDER).unwrap().as_secs()).collect();
+        assert_eq!(waits, [2, 10, 30, 120, 300, 300]);
+        assert_eq!(b.restart(true, 10, &LADDER).unwrap().as_secs(), 2, "progress: from the bottom again");
+        for _ in 0..9 {
+            b.restart(false, 10, &LADDER).unwrap();
         }
+        let trip = b.restart(false, 10, &LADDER).unwrap_err();
+        assert!(trip.reason.contains("10 restarts without progress"), "{}", trip.reason);
+        assert!(b.is_open());
     }
 }

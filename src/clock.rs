@@ -136,3 +136,35 @@ pub mod opt_ts {
             .transpose()
     }
 }
+
+/// A list of durations as seconds (`restart_backoff = [2, 10, 30]`); never empty.
+pub mod secs_list {
+    use std::time::Duration;
+
+    use serde::ser::SerializeSeq;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(list: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(list.len()))?;
+        for d in list {
+            seq.serialize_element(&d.as_secs_f64())?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        let list = Vec::<f64>::deserialize(d)?;
+        if list.is_empty() {
+            return Err(serde::de::Error::custom("give at least one wait, in seconds"));
+        }
+        list.into_iter()
+            .map(|secs| {
+                if secs.is_finite() && (0.0..=86_400.0).contains(&secs) {
+                    Ok(Duration::from_secs_f64(secs))
+                } else {
+                    Err(serde::de::Error::custom(format!("{secs} is not a wait of 0 to 86400 seconds")))
+                }
+            })
+            .collect()
+    }
+}

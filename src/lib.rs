@@ -6,6 +6,7 @@
 //! broadcast to the CLI's `--events` stream and the tray app. This crate has no GUI dependency.
 
 pub mod agent;
+pub mod awake;
 pub mod breaker;
 pub mod clock;
 pub mod config;

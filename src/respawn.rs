@@ -82,6 +82,12 @@ pub struct Settings {
     /// Start the agent again after it exits with 0 too (the agent's own end, the user's `/exit`);
     /// by default a clean exit ends the session.
     pub restart_clean_exits: bool,
+    /// Restarts in a row without progress in the working tree before the crash-loop breaker opens.
+    pub max_restarts: u32,
+    /// The waits before the first, second, … restart since the working tree last changed; the last
+    /// one repeats.
+    #[serde(with = "crate::clock::secs_list")]
+    pub restart_backoff: Vec<Duration>,
 }
 
 /// Settings left out of a hand-written preset are the Overnight preset's.
@@ -104,6 +110,8 @@ impl Settings {
             auto_accept: false,
             user_quiet: Duration::from_secs(30),
             restart_clean_exits: false,
+            max_restarts: 10,
+            restart_backoff: crate::breaker::LADDER.to_vec(),
         }
     }
 

@@ -22,6 +22,9 @@ fn a_command_that_keeps_failing_trips_the_crash_loop_breaker_until_reset() {
             "--respawn",
             "--preset",
             "solo",
+            // Short waits between restarts so the test runs in seconds (2 s, 10 s, 30 s, … by default).
+            "--restart-backoff",
+            "0.2,0.4",
             "--events",
             events_path.to_str().unwrap(),
             "--",
@@ -38,7 +41,7 @@ fn a_command_that_keeps_failing_trips_the_crash_loop_breaker_until_reset() {
     let open = wait_for("the crash-loop breaker to open", Duration::from_secs(30), || {
         events().into_iter().find(|e| e["event"] == "breaker" && e["breaker"] == "crash_loop" && e["state"] == "open")
     });
-    assert!(open["reason"].as_str().unwrap().contains("5 non-zero exits"), "{open}");
+    assert!(open["reason"].as_str().unwrap().contains("5 lives in a row ended within a minute"), "{open}");
     let evs = events();
     assert_eq!(count(&evs, |e| e["state"] == "exited"), 5, "five exits, then no more restarts");
     assert!(evs.iter().any(|e| e["state"] == "breaker_open"));
@@ -67,13 +70,44 @@ fn a_command_that_keeps_failing_trips_the_crash_loop_breaker_until_reset() {
 }
 
 #[test]
+fn a_clean_exit_ends_the_session_unless_the_settings_restart_clean_exits() {
+    let env = Env::new();
+    let events_path = env.path("events.jsonl");
+    let marker = env.path("starts");
+    let script = format!("echo start >> {}; sleep 1; exit 0", marker.display());
+    let status = env
+        .cmd(&["run", "--preset", "overnight", "--events", events_path.to_str().unwrap(), "--", "bash", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "the agent's own end ends the run");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 1, "and is not undone");
+    assert!(!read_events(&events_path).iter().any(|e| e["action"] == "restart"));
+}
+
+#[test]
 fn an_agent_that_exits_is_restarted_while_respawn_is_armed_and_not_after_a_stop() {
     let env = Env::new();
     let events_path = env.path("events.jsonl");
     let marker = env.path("starts");
     let script = format!("echo start >> {}; sleep 1; exit 0", marker.display());
     let mut child = env
-        .cmd(&["run", "--preset", "overnight", "--events", events_path.to_str().unwrap(), "--", "bash", "-c", &script])
+        .cmd(&[
+            "run",
+            "--preset",
+            "overnight",
+            "--restart-clean-exits",
+            "true",
+            "--restart-backoff",
+            "0.5",
+            "--events",
+            events_path.to_str().unwrap(),
+            "--",
+            "bash",
+            "-c",
+            &script,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()

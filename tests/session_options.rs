@@ -60,7 +60,8 @@ async fn next_matching(events: &mut broadcast::Receiver<Event>, what: &str, ok: 
     .unwrap_or_else(|_| panic!("no {what} within 15 s"))
 }
 
-/// An agent that exits soon after it starts, with quick respawn cycles armed.
+/// An agent that exits soon after it starts (`script` ends non-zero: a clean exit would end the
+/// session), with quick respawn cycles armed.
 fn short_lived(script: &str) -> SessionSpec {
     let mut spec = echo_agent();
     spec.command.args = vec!["--norc".into(), "-c".into(), script.into()];
@@ -155,7 +156,7 @@ async fn respawn_switched_off_while_the_agent_is_down_ends_the_session() {
     let env = common::Env::new();
     let sup = env.supervisor();
     let mut events = sup.subscribe();
-    let handle = sup.start(short_lived("echo bye; sleep 0.3")).unwrap();
+    let handle = sup.start(short_lived("echo bye; sleep 0.3; exit 1")).unwrap();
     next_matching(&mut events, "the exit", |k| {
         matches!(k, EventKind::State { state: nightshift::SessionState::Exited, .. })
     })
@@ -172,7 +173,7 @@ async fn a_held_session_restarts_its_agent_only_once_released() {
     let env = common::Env::new();
     let sup = env.supervisor();
     let mut events = sup.subscribe();
-    let handle = sup.start(short_lived("echo bye; sleep 0.5")).unwrap();
+    let handle = sup.start(short_lived("echo bye; sleep 0.5; exit 1")).unwrap();
     handle.configure(Change { held: Some(true), ..Change::default() }).await.unwrap();
     next_matching(&mut events, "the exit", |k| {
         matches!(k, EventKind::State { state: nightshift::SessionState::Exited, .. })
@@ -217,7 +218,8 @@ async fn options_are_read_and_changed_over_the_control_socket() {
     let resume = after.options.as_ref().and_then(|o| o.auto_resume.clone()).expect("auto-resume on");
     assert_eq!(resume.policy, resume::Policy::Own);
     assert_eq!(resume.margin, Duration::from_secs(90));
-    assert!(after.options.unwrap().keeps_awake());
+    let awake = after.options.unwrap().awake;
+    assert!(!awake.hold, "auto-resume alone, with no limit met, keeps nothing awake: {}", awake.reason);
 
     let bad =
         serde_json::from_value::<Change>(serde_json::json!({"respawn": {"on": {"settings": {"idle_timeout": -1}}}}));

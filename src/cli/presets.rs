@@ -63,6 +63,15 @@ pub struct SettingsArgs {
     /// Seconds after the user typed into the session during which no cycle starts
     #[arg(long, value_name = "SECONDS")]
     pub user_quiet: Option<f64>,
+    /// Start the agent again after a clean exit (its own end, your /exit) too
+    #[arg(long, value_name = "BOOL")]
+    pub restart_clean_exits: Option<bool>,
+    /// Restarts in a row that change nothing in the working tree before the crash-loop breaker opens
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_restarts: Option<u32>,
+    /// Seconds to wait before the first, second, … restart, comma-separated (the last repeats)
+    #[arg(long, value_name = "S,S,…", value_delimiter = ',')]
+    pub restart_backoff: Option<Vec<f64>>,
 }
 
 fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
@@ -100,6 +109,18 @@ impl SettingsArgs {
         }
         if let Some(v) = self.user_quiet {
             s.user_quiet = seconds("user-quiet", v)?;
+        }
+        if let Some(v) = self.restart_clean_exits {
+            s.restart_clean_exits = v;
+        }
+        if let Some(v) = self.max_restarts {
+            s.max_restarts = v;
+        }
+        if let Some(list) = &self.restart_backoff {
+            s.restart_backoff = list.iter().map(|v| seconds("restart-backoff", *v)).collect::<Result<_, _>>()?;
+            if s.restart_backoff.is_empty() {
+                anyhow::bail!("--restart-backoff needs at least one wait in seconds, such as 2,10,30");
+            }
         }
         Ok(())
     }

@@ -26,6 +26,12 @@ impl Fingerprint {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A fingerprint standing for a working tree in the session machine's specs.
+    #[cfg(test)]
+    pub(crate) fn from_test(tree: &str) -> Self {
+        Self(tree.to_string())
+    }
 }
 
 /// Entries looked at outside git, at most: a home directory must not take minutes.

@@ -123,8 +123,12 @@ pub enum Input {
 /// Why progress is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
+    /// Where the working tree stands as the session starts.
+    Baseline,
     /// A respawn cycle started: the no-progress breaker's verdict.
     Cycle(u32),
+    /// The agent exited and is to be started again: did its life change anything?
+    Restart,
 }
 
 /// What the actor must do, in order.
@@ -189,13 +193,26 @@ pub struct Machine {
     crash: CrashLoop,
     progress: NoProgress,
     /// The working tree at the last cycle's start.
-    fingerprint: Option<Fingerprint>,
+    cycle_fingerprint: Option<Fingerprint>,
+    /// The working tree when the agent was last started again after measured progress.
+    life_fingerprint: Option<Fingerprint>,
     spend: Spend,
     last_sample: Option<crate::usage::Sample>,
     /// What the respawn machine was last told keeps cycles from running.
     blocked: Option<String>,
+    /// The dialog on screen, while the agent waits on the user.
+    dialog: Option<Dialog>,
+    /// A respawn cycle shows as the session's state (from its start until it is abandoned, or until
+    /// the agent's next activity after its last step).
+    cycling: bool,
     /// The state last journalled.
     state: SessionState,
+    /// What decided the next change of state, for its reason.
+    why: Option<String>,
+    /// The session lets the machine sleep because its next action is out of reach (as journalled).
+    far: bool,
+    /// The wait before the restart under way, for the journal.
+    restart_wait: Option<Duration>,
 }
 
 impl Machine {
@@ -220,14 +237,22 @@ impl Machine {
             held: start.held,
             crash: CrashLoop::default(),
             progress: NoProgress::default(),
-            fingerprint: None,
+            cycle_fingerprint: None,
+            life_fingerprint: None,
             spend: Spend::default(),
             last_sample: None,
             blocked: None,
+            dialog: None,
+            cycling: false,
             state: SessionState::Running,
+            why: None,
+            far: false,
+            restart_wait: None,
         };
         let mut fx = Vec::new();
         if let Some(r) = &m.respawn {
+            let exclude = r.cycle.settings.own_files(m.agent.instructions_file());
+            fx.push(Effect::Measure { purpose: Purpose::Baseline, exclude });
             let reason = format!(
                 "idle timeout {} s, for {} min",
                 r.cycle.settings.idle_timeout.as_secs_f64(),
@@ -244,6 +269,7 @@ impl Machine {
             m.pause(limit, limits::Source::Journal, now, &mut fx);
         }
         m.refresh_blocker(now, &mut fx);
+        m.settle_state(&mut fx);
         (m, fx)
     }
 
@@ -273,6 +299,8 @@ impl Machine {
             Input::Measured { purpose, fingerprint } => self.on_measured(purpose, fingerprint, now, &mut fx),
             Input::Tick => self.on_tick(now, &mut fx),
         }
+        self.settle_state(&mut fx);
+        self.settle_awake(now, &mut fx);
         fx
     }
 
@@ -306,9 +334,45 @@ impl Machine {
         fx.push(Effect::Emit(kind));
     }
 
-    fn set_state(&mut self, state: SessionState, reason: String, fx: &mut Vec<Effect>) {
+    /// Says why the session's state is about to change (the reason of the state event that follows,
+    /// if the state does change).
+    fn because(&mut self, why: impl Into<String>) {
+        self.why = Some(why.into());
+    }
+
+    /// The state the session is in, from everything the machine knows: a limit pause is not undone by
+    /// the agent going idle under it, and an open breaker is not hidden by the prompt coming back.
+    fn derived_state(&self) -> SessionState {
+        match &self.life {
+            Life::Ended(_) => self.state,
+            Life::Between { next: life::Next::BreakerOpen, .. } => SessionState::BreakerOpen,
+            // Down, and about to be started again: not an end.
+            Life::Between { .. } => SessionState::Starting,
+            Life::Live { .. } if self.cycling => SessionState::Respawning,
+            Life::Live { .. } if self.limit.is_paused() => SessionState::LimitPaused,
+            Life::Live { .. } => match self.activity {
+                Some(Activity::WaitingInput) => SessionState::WaitingInput,
+                Some(Activity::Working) => SessionState::Working,
+                _ if self.progress.state == BreakerState::Open => SessionState::BreakerOpen,
+                Some(Activity::Idle) => SessionState::Idle,
+                None => SessionState::Running,
+            },
+        }
+    }
+
+    /// Journals the session's state when it changed, with the reason of what changed it.
+    fn settle_state(&mut self, fx: &mut Vec<Effect>) {
+        let state = self.derived_state();
+        let why = self.why.take();
+        if state == self.state {
+            return;
+        }
         self.state = state;
-        fx.push(Effect::Emit(EventKind::state(state, reason)));
+        let mut kind = EventKind::state(state, why.unwrap_or_else(|| "the session's state changed".into()));
+        if let (EventKind::State { dialog, .. }, SessionState::WaitingInput) = (&mut kind, state) {
+            dialog.clone_from(&self.dialog);
+        }
+        fx.push(Effect::Emit(kind));
     }
 
     /// Types `text`, then Enter on its own.
@@ -327,23 +391,21 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        let state = match t.to {
-            Activity::Working => SessionState::Working,
-            Activity::Idle => SessionState::Idle,
-            Activity::WaitingInput => SessionState::WaitingInput,
-        };
         self.activity = Some(t.to);
+        self.dialog = t.verdict.dialog.clone();
+        if self
+            .respawn
+            .as_ref()
+            .is_none_or(|r| !matches!(r.cycle.phase, respawn::Phase::Running { .. } | respawn::Phase::Pausing { .. }))
+        {
+            // The cycle's last step is out: the agent's activity says where the session is now.
+            self.cycling = false;
+        }
         if t.to == Activity::Working {
-            // The working state that follows says where the session is now.
-            self.clear_limit(false, now, fx);
+            self.clear_limit(now, fx);
         }
-        let dialog = t.verdict.dialog.clone();
-        let mut kind = EventKind::state(state, t.reason);
-        if let EventKind::State { dialog: d, .. } = &mut kind {
-            d.clone_from(&dialog);
-        }
-        self.state = state;
-        self.emit(kind, fx);
+        self.because(t.reason);
+        let dialog = self.dialog.clone();
         if let Some(Dialog { kind: dialog_kind, .. }) = &dialog {
             let auto = self.respawn.as_ref().is_some_and(|r| r.cycle.settings.auto_accept);
             if auto && !self.held && self.auto_accept.contains(dialog_kind) && *dialog_kind != DialogKind::Question {
@@ -379,10 +441,8 @@ impl Machine {
         self.life_tick(now, fx);
         if self.respawn.as_ref().and_then(|r| r.cycle.next_deadline()).is_some_and(|t| t <= now.mono) {
             self.drive(respawn::Input::Tick, now, fx);
-            if !self.life.is_live() && !self.respawn.as_ref().is_some_and(Respawn::active) {
-                // The armed duration ended while the agent was down: nothing will start it again.
-                self.life = Life::Ended(life::End::Unarmed);
-            }
+            // The armed duration ended while the agent was down: nothing will start it again.
+            self.end_if_unarmed(fx);
         }
         if self.life.is_live() && !self.held && self.limit.next_check().is_some_and(|t| t <= now.mono) {
             self.resume_tick(now, fx);
@@ -432,7 +492,8 @@ impl Machine {
         match effect {
             respawn::Effect::CycleStarted { cycle } => {
                 self.spend.cycle_start = self.spend.spent;
-                self.set_state(SessionState::Respawning, format!("respawn cycle {cycle} started"), fx);
+                self.cycling = true;
+                self.because(format!("respawn cycle {cycle} started"));
                 self.emit(respawn_event(respawn::Action::CycleStarted, Some(cycle), None, self.spend.cost), fx);
                 let exclude = self
                     .respawn
@@ -451,6 +512,8 @@ impl Machine {
                 self.emit(EventKind::RespawnStep { cycle, step, outcome }, fx);
             }
             respawn::Effect::Abandoned { cycle, reason } => {
+                self.cycling = false;
+                self.because(format!("respawn cycle {cycle} abandoned: {reason}"));
                 self.emit(respawn_event(respawn::Action::Abandoned, Some(cycle), Some(reason), None), fx);
             }
             respawn::Effect::CycleFinished { cycle } => {
@@ -464,18 +527,11 @@ impl Machine {
         }
     }
 
-    /// The session's state as its activity says (after something that was not activity ends).
-    fn activity_state(&self) -> SessionState {
-        match self.activity {
-            Some(Activity::Working) => SessionState::Working,
-            Some(Activity::WaitingInput) => SessionState::WaitingInput,
-            _ => SessionState::Idle,
-        }
-    }
-
     /// A snapshot of what the session does by itself.
     pub fn options(&self, now: Now) -> Options {
         self.options_at(now)
     }
 }
 
+#[cfg(test)]
+mod tests;

@@ -102,6 +102,13 @@ pub struct Options {
     /// What of a fresh 5-hour window is left for the user.
     #[serde(default)]
     pub window_guard: crate::limits::WindowGuard,
+    /// Whether the session needs the machine awake now, and why (the sleep assertion's policy).
+    #[serde(default)]
+    pub awake: crate::awake::Want,
+    /// When the resume after the usage limit is due, while one is pending: Nightshift's own end
+    /// keeps it for the next start.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+    pub resume_due: Option<DateTime<Utc>>,
 }
 
 /// A usage limit the session is paused on.
@@ -112,9 +119,9 @@ pub struct Paused {
 }
 
 impl Options {
-    /// Something is armed that will act on its own later tonight: the machine must stay awake.
+    /// The session needs the machine awake now (see [`crate::awake`]).
     pub fn keeps_awake(&self) -> bool {
-        !self.held && (self.respawn_active || self.auto_resume.is_some())
+        self.awake.hold
     }
 }
 

@@ -1,26 +1,38 @@
 //! The session's lives: the process runs, stops, exits, is started again or not; the breakers that
 //! decide it.
+//!
+//! An agent that exits while respawn is armed is started again, unless the user stopped it, it
+//! exited cleanly (its own end, the user's `/exit`; a setting restarts those too), or the crash-loop
+//! breaker opened: five lives in a row that ended non-zero within a minute, or more restarts in a
+//! row than the cap with the working tree unchanged. Each restart waits on the ladder (2 s, 10 s,
+//! 30 s, 2 min, 5 min), from the bottom again once the working tree changed. Whatever ends a session
+//! ends it in the journal too, with a final state.
 
 use super::*;
-use crate::breaker::{BreakerKind, Trip};
-
-/// The wait before an exited agent is started again.
-const RESTART_BACKOFF: Duration = Duration::from_secs(2);
+use crate::breaker::{BreakerKind, Trip, SHORT_LIFE};
 
 /// Where the session is in its lives.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Life {
     /// The agent's process runs.
     Live { pid: u32, since: Instant, stopping: Option<Stopping> },
-    /// Between lives: the agent exited and may be started again.
-    Between {
-        /// When to start it again (`None`: not until something changes, such as a breaker reset).
-        restart_at: Option<Instant>,
-        /// The user's hold kept a due restart back: it happens when the hold is released.
-        held_back: bool,
-    },
+    /// Between lives: the agent exited (`last` says how) and may be started again.
+    Between { last: Exit, next: Next },
     /// No process, and none will be.
     Ended(End),
+}
+
+/// What comes after a life, while the agent is down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// The working tree is being fingerprinted: the restart's wait depends on whether it moved.
+    Measuring,
+    /// The agent starts again at this instant.
+    RestartAt(Instant),
+    /// A restart was due while the user held the session: it happens on release.
+    HeldBack,
+    /// The crash-loop breaker is open: nothing until it is reset.
+    BreakerOpen,
 }
 
 /// A stop asked for and under way.
@@ -38,7 +50,10 @@ pub enum End {
     /// Someone asked it to stop.
     Stopped { source: String, kind: StopKind },
     /// Its agent exited and nothing armed will start it again.
-    Unarmed,
+    Exited,
+    /// Nightshift ended while the session waited for a limit's reset: the resume is kept for the next
+    /// Nightshift process.
+    Kept,
 }
 
 impl Life {
@@ -53,14 +68,7 @@ impl Life {
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         match self {
             Self::Live { stopping: Some(Stopping { kill_at, .. }), .. } => *kill_at,
-            Self::Between { restart_at, .. } => *restart_at,
-            _ => None,
-        }
-    }
-
-    fn stopping(&self) -> Option<&Stopping> {
-        match self {
-            Self::Live { stopping, .. } => stopping.as_ref(),
+            Self::Between { next: Next::RestartAt(at), .. } => Some(*at),
             _ => None,
         }
     }
@@ -74,12 +82,37 @@ impl Machine {
                 fx.push(Effect::Signal(Signal::SIGHUP));
                 *stopping = Some(Stopping { source, kind, kill_at: Some(now.mono + self.stop_grace) });
             }
-            Life::Between { .. } => {
+            Life::Between { last, .. } => {
+                let last = last.clone();
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
-                self.life = Life::Ended(End::Stopped { source, kind });
+                if kind == StopKind::Shutdown && self.keeps_resume() {
+                    self.keep_resume(&last, fx);
+                    return;
+                }
+                let reason = format!("stopped on request ({source}) while the agent was down; it last {last}");
+                self.end(last, reason, End::Stopped { source, kind }, fx);
             }
             Life::Live { .. } | Life::Ended(_) => {}
         }
+    }
+
+    /// The session is over: the journal says so with a final state (the process is already gone).
+    fn end(&mut self, last: Exit, reason: String, end: End, fx: &mut Vec<Effect>) {
+        self.state = SessionState::Exited;
+        self.emit(
+            EventKind::State {
+                state: SessionState::Exited,
+                reason,
+                pid: None,
+                exit_code: last.code(),
+                signal: last.signal().map(str::to_string),
+                error: None,
+                dialog: None,
+                last_screen: None,
+            },
+            fx,
+        );
+        self.life = Life::Ended(end);
     }
 
     pub(super) fn life_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
@@ -91,12 +124,9 @@ impl Machine {
                 *kill_at = None;
                 fx.push(Effect::Signal(Signal::SIGKILL));
             }
-            Life::Between { restart_at: restart_at @ Some(_), held_back }
-                if restart_at.is_some_and(|t| t <= now.mono) =>
-            {
-                *restart_at = None;
+            Life::Between { next, .. } if matches!(*next, Next::RestartAt(at) if at <= now.mono) => {
                 if self.held {
-                    *held_back = true;
+                    *next = Next::HeldBack;
                 } else {
                     self.restart(fx);
                 }
@@ -107,13 +137,14 @@ impl Machine {
 
     /// Starts the agent again.
     fn restart(&mut self, fx: &mut Vec<Effect>) {
+        let reason = match self.restart_wait {
+            Some(wait) => {
+                format!("the agent exited while respawn was armed; started again after {} s", wait.as_secs_f64())
+            }
+            None => "the agent exited while respawn was armed".to_string(),
+        };
         self.emit(
-            EventKind::Respawn {
-                action: respawn::Action::Restart,
-                cycle: None,
-                reason: Some("the agent exited while respawn was armed".into()),
-                cost_usd: None,
-            },
+            EventKind::Respawn { action: respawn::Action::Restart, cycle: None, reason: Some(reason), cost_usd: None },
             fx,
         );
         fx.push(Effect::Spawn);
@@ -122,11 +153,13 @@ impl Machine {
     pub(super) fn on_started(&mut self, pid: u32, now: Now, fx: &mut Vec<Effect>) {
         self.life = Life::live(pid, now.mono);
         self.activity = None;
+        self.dialog = None;
         self.state = SessionState::Running;
         self.emit(EventKind::running(pid, format!("process {pid} restarted")), fx);
         self.refresh_blocker(now, fx);
     }
 
+    /// Starting the agent again failed: a life that ended at once.
     pub(super) fn on_spawn_failed(&mut self, error: String, exit_code: i32, now: Now, fx: &mut Vec<Effect>) {
         self.state = SessionState::Failed;
         self.emit(
@@ -142,25 +175,41 @@ impl Machine {
             },
             fx,
         );
-        if let Some(trip) = self.crash.record_exit(exit_code, now.mono) {
-            self.breaker(BreakerKind::CrashLoop, trip, fx);
-        }
-        self.life = Life::Between { restart_at: None, held_back: false };
+        self.after_life(Exit::Code(exit_code), Duration::ZERO, now, fx);
     }
 
     pub(super) fn on_exit(&mut self, exit: Exit, last_screen: Vec<String>, now: Now, fx: &mut Vec<Effect>) {
-        let Life::Live { pid, stopping, .. } = &self.life else { return };
-        let (pid, stopping) = (*pid, stopping.clone());
+        let Life::Live { pid, since, stopping } = &self.life else { return };
+        let (pid, lived, stopping) = (*pid, now.mono.saturating_duration_since(*since), stopping.clone());
         if stopping.is_some() {
             // Whatever the group left behind after a requested stop goes with it.
             fx.push(Effect::Signal(Signal::SIGKILL));
         }
-        let reason = match &stopping {
-            Some(s) => format!("stopped on request ({}); process {exit}", s.source),
-            None => format!("process {exit}"),
-        };
+        self.cycling = false;
+        if let Some(Stopping { source, kind, .. }) = stopping {
+            if kind == StopKind::Shutdown && self.keeps_resume() {
+                self.keep_resume(&exit, fx);
+                return;
+            }
+            let reason = format!("stopped on request ({source}); process {exit}");
+            self.exited(pid, &exit, reason, None, fx);
+            self.life = Life::Ended(End::Stopped { source, kind });
+            return;
+        }
         // A failure's last words, for the journal and the user: what the process left on screen.
-        let last_screen = (stopping.is_none() && exit != Exit::Code(0)).then_some(last_screen);
+        let last_screen = (exit != Exit::Code(0)).then_some(last_screen);
+        self.exited(pid, &exit, format!("process {exit}"), last_screen, fx);
+        self.after_life(exit, lived, now, fx);
+    }
+
+    fn exited(
+        &mut self,
+        pid: u32,
+        exit: &Exit,
+        reason: String,
+        last_screen: Option<Vec<String>>,
+        fx: &mut Vec<Effect>,
+    ) {
         self.state = SessionState::Exited;
         self.emit(
             EventKind::State {
@@ -175,38 +224,78 @@ impl Machine {
             },
             fx,
         );
-        self.life = Life::Between { restart_at: None, held_back: false };
+    }
+
+    /// A life ended by itself after `lived`: start the agent again, or not.
+    fn after_life(&mut self, exit: Exit, lived: Duration, now: Now, fx: &mut Vec<Effect>) {
+        let settings = self.respawn.as_ref().filter(|r| r.active()).map(|r| r.cycle.settings.clone());
+        let Some(settings) = settings else {
+            self.life = Life::Ended(End::Exited);
+            return;
+        };
+        if exit == Exit::Code(0) && !settings.restart_clean_exits {
+            // The agent's own end, or the user's /exit: not for Nightshift to undo.
+            self.life = Life::Ended(End::Exited);
+            return;
+        }
+        self.life = Life::Between { last: exit.clone(), next: Next::Measuring };
+        self.because("respawn is armed: the agent is started again after a wait");
         self.refresh_blocker(now, fx);
-        // Start it again only while respawn is armed and the user did not stop it.
-        let armed = self.respawn.as_ref().is_some_and(Respawn::active);
-        if let Some(Stopping { source, kind, .. }) = stopping {
-            self.life = Life::Ended(End::Stopped { source, kind });
+        if let Some(trip) = self.crash.life_ended(exit.shell_code() != 0 && lived < SHORT_LIFE) {
+            self.open_crash_loop(trip, fx);
             return;
         }
-        if !armed {
-            self.life = Life::Ended(End::Unarmed);
-            return;
+        fx.push(Effect::Measure {
+            purpose: Purpose::Restart,
+            exclude: settings.own_files(self.agent.instructions_file()),
+        });
+    }
+
+    fn open_crash_loop(&mut self, trip: Trip, fx: &mut Vec<Effect>) {
+        self.breaker(BreakerKind::CrashLoop, trip, fx);
+        if let Life::Between { next, .. } = &mut self.life {
+            *next = Next::BreakerOpen;
         }
-        if let Some(trip) = self.crash.record_exit(exit.shell_code(), now.mono) {
-            self.breaker(BreakerKind::CrashLoop, trip, fx);
+    }
+
+    /// The working tree as the restart finds it: the wait before it, or the breaker.
+    fn restart_measured(&mut self, fingerprint: Option<Fingerprint>, now: Now, fx: &mut Vec<Effect>) {
+        let Life::Between { next: Next::Measuring, .. } = &self.life else { return };
+        let progress = fingerprint.is_some() && fingerprint != self.life_fingerprint;
+        if progress {
+            self.life_fingerprint = fingerprint;
         }
-        let restart_at = (!self.crash.is_open()).then(|| now.mono + RESTART_BACKOFF);
-        self.life = Life::Between { restart_at, held_back: false };
+        let (cap, ladder) = self
+            .respawn
+            .as_ref()
+            .map_or((0, Vec::new()), |r| (r.cycle.settings.max_restarts, r.cycle.settings.restart_backoff.clone()));
+        match self.crash.restart(progress, cap, &ladder) {
+            Ok(wait) => {
+                self.restart_wait = Some(wait);
+                if let Life::Between { next, .. } = &mut self.life {
+                    *next = Next::RestartAt(now.mono + wait);
+                }
+            }
+            Err(trip) => self.open_crash_loop(trip, fx),
+        }
     }
 
     /// A hold was released: a restart it kept back happens now.
     pub(super) fn released(&mut self, now: Now) {
-        if let Life::Between { restart_at, held_back: held_back @ true } = &mut self.life {
-            *held_back = false;
-            *restart_at = Some(now.mono);
+        if let Life::Between { next: next @ Next::HeldBack, .. } = &mut self.life {
+            *next = Next::RestartAt(now.mono);
         }
     }
 
     /// Respawn was switched off or ran out while the agent was down: the session ends.
-    pub(super) fn end_if_unarmed(&mut self) {
-        if matches!(self.life, Life::Between { .. }) && !self.respawn.as_ref().is_some_and(Respawn::active) {
-            self.life = Life::Ended(End::Unarmed);
+    pub(super) fn end_if_unarmed(&mut self, fx: &mut Vec<Effect>) {
+        let Life::Between { last, .. } = &self.life else { return };
+        if self.respawn.as_ref().is_some_and(Respawn::active) {
+            return;
         }
+        let last = last.clone();
+        let reason = format!("respawn ended while the agent was down; it last {last}");
+        self.end(last, reason, End::Exited, fx);
     }
 
     pub(super) fn on_measured(
@@ -216,28 +305,29 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        let Purpose::Cycle(cycle) = purpose;
-        let Some(fingerprint) = fingerprint else { return };
-        let before = self.fingerprint.replace(fingerprint.clone());
-        if cycle == 1 || before.is_none() {
-            return;
-        }
-        if let Some(trip) = self.progress.record(before.as_ref() != Some(&fingerprint)) {
-            self.breaker(BreakerKind::NoProgress, trip, fx);
-            self.refresh_blocker(now, fx);
+        match purpose {
+            Purpose::Baseline => {
+                self.life_fingerprint.clone_from(&fingerprint);
+                if self.cycle_fingerprint.is_none() {
+                    self.cycle_fingerprint = fingerprint;
+                }
+            }
+            Purpose::Restart => self.restart_measured(fingerprint, now, fx),
+            Purpose::Cycle(_) => {
+                let Some(fingerprint) = fingerprint else { return };
+                let Some(before) = self.cycle_fingerprint.replace(fingerprint.clone()) else { return };
+                if let Some(trip) = self.progress.record(before != fingerprint) {
+                    self.breaker(BreakerKind::NoProgress, trip, fx);
+                    self.refresh_blocker(now, fx);
+                }
+            }
         }
     }
 
     pub(super) fn breaker(&mut self, kind: BreakerKind, trip: Trip, fx: &mut Vec<Effect>) {
         tracing::info!(breaker = kind.as_str(), state = trip.state.as_str(), "{}", trip.reason);
         self.emit(EventKind::Breaker { breaker: kind, state: trip.state, reason: trip.reason.clone() }, fx);
-        if trip.state == BreakerState::Open {
-            let kind = match kind {
-                BreakerKind::CrashLoop => "crash_loop",
-                BreakerKind::NoProgress => "no_progress",
-            };
-            self.set_state(SessionState::BreakerOpen, format!("{kind} breaker open: {}", trip.reason), fx);
-        }
+        self.because(format!("the {} breaker is {}: {}", kind.as_str(), trip.state.as_str(), trip.reason));
     }
 
     pub(super) fn reset_breakers(&mut self, now: Now, fx: &mut Vec<Effect>) {
@@ -253,16 +343,14 @@ impl Machine {
         let said =
             if reset.is_empty() { "no breaker was open".to_string() } else { format!("reset: {}", reset.join(", ")) };
         fx.push(Effect::Reply(said));
-        if let Life::Between { restart_at, .. } = &mut self.life {
-            if !self.crash.is_open() {
-                *restart_at = Some(now.mono);
-            }
+        if let Life::Between { next: next @ Next::BreakerOpen, .. } = &mut self.life {
+            *next = Next::RestartAt(now.mono);
         }
         self.refresh_blocker(now, fx);
     }
 
     /// Whether a stop is under way (for the actor: the process is being stopped).
     pub fn stopping(&self) -> bool {
-        self.life.stopping().is_some()
+        matches!(self.life, Life::Live { stopping: Some(_), .. })
     }
 }

@@ -41,7 +41,7 @@ impl Limit {
         }
     }
 
-    fn waiting(&self) -> Option<&Waiting> {
+    pub(super) fn waiting(&self) -> Option<&Waiting> {
         self.paused().and_then(|p| p.resume.as_ref())
     }
 
@@ -122,7 +122,21 @@ impl Machine {
             self.notice_gone = true;
             return;
         };
-        if self.limit.is_paused() || !self.notice_gone {
+        if let Limit::Paused(p) = &mut self.limit {
+            // A notice drawn anew, or one showing a later reset, is the limit seen again: after a
+            // resume, another window ran out; before one, a later reset to wait for.
+            let later = found.resets_at.is_some_and(|r| p.limit.resets_at.is_none_or(|known| r > known));
+            if self.notice_gone || later {
+                self.notice_gone = false;
+                let sent = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
+                if found.resets_at.is_some() && (later || sent) {
+                    p.limit.resets_at = found.resets_at;
+                }
+                self.learned_reset(found.resets_at, now, fx);
+            }
+            return;
+        }
+        if !self.notice_gone {
             return;
         }
         // Data beats text: a notice while the statusLine shows headroom in every window is stale.
@@ -192,9 +206,47 @@ impl Machine {
             }
             (Some((resets_at, _)), Limit::Paused(p)) if p.limit.resets_at.is_none_or(|r| r < resets_at) => {
                 p.limit.resets_at = Some(resets_at);
+                self.learned_reset(Some(resets_at), now, fx);
             }
             _ => {}
         }
+    }
+
+    /// The session learnt a reset while paused (a later one in the data or on screen, or a new notice
+    /// after a resume): the plan hears of it, and the journal keeps the new due time for a restore.
+    fn learned_reset(&mut self, resets_at: Option<DateTime<Utc>>, now: Now, fx: &mut Vec<Effect>) {
+        let guard = self.guard.settings;
+        let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limit else { return };
+        let due = waiting.plan.due;
+        let effects = waiting.plan.limited_again(resets_at, now.wall);
+        if waiting.plan.due != due && !waiting.plan.failed {
+            let (settings, due) = (waiting.plan.settings.clone(), waiting.plan.due);
+            self.emit(EventKind::ResumeArmed { resets_at, due, settings, guard }, fx);
+        }
+        self.resume_effects(effects, fx);
+    }
+
+    /// Whether a resume is pending that only the user may cancel (Nightshift's own end keeps it).
+    pub(super) fn keeps_resume(&self) -> bool {
+        self.limit.waiting().is_some_and(|w| !w.plan.failed)
+    }
+
+    /// Nightshift is ending while the session waits for a limit's reset: the agent is gone, and the
+    /// resume is kept in the journal for the next Nightshift process. The journal leaves the session
+    /// paused, not ended.
+    pub(super) fn keep_resume(&mut self, exit: &Exit, fx: &mut Vec<Effect>) {
+        let Some(due) = self.limit.waiting().map(|w| w.plan.due) else { return };
+        self.emit(
+            EventKind::ResumeKept {
+                due,
+                reason: "Nightshift ended; the next Nightshift process (the app, or `nightshift restore`) resumes it"
+                    .into(),
+                exit_code: exit.code(),
+                signal: exit.signal().map(str::to_string),
+            },
+            fx,
+        );
+        self.life = Life::Ended(super::life::End::Kept);
     }
 
     pub(super) fn pause(&mut self, limit: LimitText, source: Source, now: Now, fx: &mut Vec<Effect>) {
@@ -206,11 +258,7 @@ impl Machine {
             EventKind::LimitDetected { resets_at: limit.resets_at, source, kind: limit.kind, line: limit.line.clone() },
             fx,
         );
-        self.set_state(
-            SessionState::LimitPaused,
-            format!("usage limit ({}: {}) {until}", source.as_str(), limit.line),
-            fx,
-        );
+        self.because(format!("usage limit ({}: {}) {until}", source.as_str(), limit.line));
         let mut resume = None;
         if self.guard.settings.not_tonight {
             // Not tonight: the fresh window is the user's. Cancel the client's own continuation too.
@@ -238,23 +286,20 @@ impl Machine {
         let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
         let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
         if resumed || reset_passed {
-            self.clear_limit(true, now, fx);
+            self.clear_limit(now, fx);
         }
     }
 
-    /// The limit is over. With `announce`, the session's state is said again (a quick turn may have
-    /// come and gone without the detector's activity changing, and `limit_paused` must not linger).
-    pub(super) fn clear_limit(&mut self, announce: bool, now: Now, fx: &mut Vec<Effect>) {
+    /// The limit is over: the agent works again (a quick turn may have come and gone without the
+    /// detector's activity changing, so `limit_paused` must not linger until it does).
+    pub(super) fn clear_limit(&mut self, now: Now, fx: &mut Vec<Effect>) {
         if !self.limit.is_paused() {
             return;
         }
         self.limit = Limit::Clear;
         self.guard.fresh_window = true;
         self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() }, fx);
-        if announce {
-            let state = self.activity_state();
-            self.set_state(state, "the usage limit is over: the agent took its continuation".into(), fx);
-        }
+        self.because("the usage limit is over: the agent took its continuation");
         self.refresh_blocker(now, fx);
     }
 

@@ -7,7 +7,7 @@ use crate::session::{RespawnArm, Switch};
 
 impl Machine {
     /// What the session does by itself, now.
-    pub(super) fn options_at(&self, _now: Now) -> Options {
+    pub(super) fn options_at(&self, now: Now) -> Options {
         let mut breakers = Vec::new();
         if self.crash.is_open() {
             breakers.push((BreakerKind::CrashLoop, BreakerState::Open));
@@ -26,6 +26,38 @@ impl Machine {
             breakers,
             limit: self.limit.paused().map(|p| crate::session::Paused { resets_at: p.limit.resets_at }),
             window_guard: self.guard.settings,
+            awake: self.want(now),
+            resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
+        }
+    }
+
+    /// What the session needs of the machine now.
+    pub(super) fn want(&self, now: Now) -> crate::awake::Want {
+        let facts = crate::awake::Facts {
+            ended: matches!(self.life, Life::Ended(_)),
+            held: self.held,
+            working: self.life.is_live() && self.activity == Some(Activity::Working),
+            cycling: self.cycling,
+            restarting: matches!(
+                self.life,
+                Life::Between { next: super::life::Next::RestartAt(_) | super::life::Next::Measuring, .. }
+            ),
+            waiting_for_user: self.activity == Some(Activity::WaitingInput),
+            resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
+            armed_until: self.respawn.as_ref().filter(|r| r.active()).map(|r| r.until),
+            cycles_blocked: self.blocked.is_some() && self.life.is_live(),
+        };
+        crate::awake::want(&facts, now.wall)
+    }
+
+    /// Journals the moments the session lets the machine sleep because its next action is out of
+    /// reach, and when it needs it again.
+    pub(super) fn settle_awake(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let want = self.want(now);
+        let far = !want.hold && want.next_action.is_some();
+        if far != self.far {
+            self.far = far;
+            self.emit(EventKind::Awake { hold: want.hold, reason: want.reason }, fx);
         }
     }
 
@@ -40,11 +72,13 @@ impl Machine {
                     settings.idle_timeout.as_secs_f64(),
                     settings.duration.as_secs() / 60
                 );
+                let exclude = settings.own_files(self.agent.instructions_file());
                 self.respawn = Some(Respawn {
                     until: now.wall + settings.duration,
                     cycle: respawn::State::new(settings, now.mono),
                     preset,
                 });
+                fx.push(Effect::Measure { purpose: Purpose::Baseline, exclude });
                 self.emit(
                     EventKind::Respawn {
                         action: respawn::Action::Armed,
@@ -72,11 +106,11 @@ impl Machine {
                         },
                         fx,
                     );
-                    if self.life.is_live() && self.state == SessionState::Respawning {
-                        let state = self.activity_state();
-                        self.set_state(state, "respawn switched off mid-cycle".into(), fx);
+                    if self.cycling {
+                        self.cycling = false;
+                        self.because("respawn switched off mid-cycle");
                     }
-                    self.end_if_unarmed();
+                    self.end_if_unarmed(fx);
                 }
             }
             None => {}

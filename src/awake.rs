@@ -1,0 +1,138 @@
+//! When the machine must stay awake: a pure policy, decided here for every session and held by the
+//! app (and headless runs) through logind's idle and sleep inhibitors.
+//!
+//! A session keeps the machine awake while its agent works, while a respawn cycle runs or a restart
+//! is due, and while it has an automatic action due within reach: within its armed duration when
+//! respawn is armed, within the next 12 hours for auto-resume alone. A session waiting days for a
+//! weekly reset, held by the user, waiting on the user, or with nothing armed lets the machine sleep
+//! — and says when its next action is, so the window can tell the user what was released and why.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// How far ahead a resume may be, for auto-resume alone, and still hold the machine awake.
+pub const AUTO_RESUME_HORIZON: chrono::Duration = chrono::Duration::hours(12);
+
+/// What one session needs of the machine now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Want {
+    pub hold: bool,
+    /// Why, for people.
+    pub reason: String,
+    /// When the session's next automatic action is, if one is planned but out of reach.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+    pub next_action: Option<DateTime<Utc>>,
+}
+
+/// What the policy looks at in one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub ended: bool,
+    pub held: bool,
+    /// The agent is in a turn.
+    pub working: bool,
+    /// A respawn cycle is running its steps.
+    pub cycling: bool,
+    /// The agent is down and will be started again soon.
+    pub restarting: bool,
+    /// The agent waits on the user (a question, a permission).
+    pub waiting_for_user: bool,
+    /// When Nightshift's resume after a usage limit is due.
+    pub resume_due: Option<DateTime<Utc>>,
+    /// Respawn is armed until then.
+    pub armed_until: Option<DateTime<Utc>>,
+    /// Something keeps respawn cycles from running (a breaker, the guard, a limit).
+    pub cycles_blocked: bool,
+}
+
+fn at(t: DateTime<Utc>) -> String {
+    crate::clock::format_ts(t)
+}
+
+/// What one session needs of the machine at `now`.
+pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
+    let hold = |reason: String| Want { hold: true, reason, next_action: None };
+    let release = |reason: &str| Want { hold: false, reason: reason.to_string(), next_action: None };
+    if f.ended {
+        return release("the session has ended");
+    }
+    if f.held {
+        return release("held by the user: nothing runs by itself");
+    }
+    if f.working {
+        return hold("the agent is working".into());
+    }
+    if f.cycling {
+        return hold("a respawn cycle is running".into());
+    }
+    if f.restarting {
+        return hold("the agent is about to be started again".into());
+    }
+    if let Some(due) = f.resume_due {
+        let (horizon, reach) = match f.armed_until {
+            Some(until) => (until, format!("after the armed duration ends at {}", at(until))),
+            None => (now + AUTO_RESUME_HORIZON, "more than 12 h away".to_string()),
+        };
+        return if due <= horizon {
+            hold(format!("a resume after the usage limit is due at {}", at(due)))
+        } else {
+            Want {
+                hold: false,
+                reason: format!("the next action, a resume at {}, is {reach}", at(due)),
+                next_action: Some(due),
+            }
+        };
+    }
+    if f.waiting_for_user {
+        return release("waiting for you: nothing runs by itself until you answer");
+    }
+    match f.armed_until {
+        Some(until) if until > now && !f.cycles_blocked => hold(format!("respawn is armed until {}", at(until))),
+        Some(_) if f.cycles_blocked => release("respawn cycles are stopped (a breaker or the reserve)"),
+        _ => release("nothing is armed or due"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        "2026-12-01T23:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn the_policy_table() {
+        let h = chrono::Duration::hours;
+        let armed = Some(now() + h(8));
+        let cases: [(&str, Facts, bool); 12] = [
+            ("working, nothing armed", Facts { working: true, ..Facts::default() }, true),
+            ("idle, nothing armed", Facts::default(), false),
+            ("idle, respawn armed", Facts { armed_until: armed, ..Facts::default() }, true),
+            ("respawn's duration over", Facts { armed_until: Some(now() - h(1)), ..Facts::default() }, false),
+            (
+                "a breaker stopped the cycles",
+                Facts { armed_until: armed, cycles_blocked: true, ..Facts::default() },
+                false,
+            ),
+            ("a cycle runs", Facts { cycling: true, ..Facts::default() }, true),
+            ("a restart is due", Facts { restarting: true, ..Facts::default() }, true),
+            ("held", Facts { held: true, working: true, ..Facts::default() }, false),
+            ("ended", Facts { ended: true, ..Facts::default() }, false),
+            ("auto-resume, resume in 2 h", Facts { resume_due: Some(now() + h(2)), ..Facts::default() }, true),
+            ("auto-resume, resume in 60 h", Facts { resume_due: Some(now() + h(60)), ..Facts::default() }, false),
+            (
+                "respawn, resume after the armed duration",
+                Facts { resume_due: Some(now() + h(9)), armed_until: armed, cycles_blocked: true, ..Facts::default() },
+                false,
+            ),
+        ];
+        for (name, facts, hold) in cases {
+            let w = want(&facts, now());
+            assert_eq!(w.hold, hold, "{name}: {}", w.reason);
+        }
+        let far = want(&Facts { resume_due: Some(now() + h(60)), ..Facts::default() }, now());
+        assert_eq!(far.next_action, Some(now() + h(60)));
+        assert!(far.reason.contains("more than 12 h away"), "{}", far.reason);
+    }
+}

@@ -1,0 +1,563 @@
+//! The session machine in virtual time: every spec drives [`Machine::step`] through a [`Sim`] whose
+//! clocks only move when told (the monotonic one at each deadline the machine asks for, the wall
+//! clock with it, or on its own across a suspend). An agent model answers the machine's spawns and
+//! lives for as long as the spec says; a working tree is a string the spec changes to make progress.
+
+use super::*;
+use crate::agent::Verdict;
+use crate::breaker::BreakerKind;
+use crate::event::Automation;
+use crate::limits::{LimitKind, Source, WindowGuard};
+use crate::session::{RespawnArm, Switch};
+use crate::usage::Sample;
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+fn wall0() -> DateTime<Utc> {
+    "2026-12-01T22:00:00Z".parse().unwrap()
+}
+
+/// An agent that lives for `life`, then exits with `code`.
+#[derive(Debug, Clone, Copy)]
+struct Agent {
+    life: Duration,
+    code: i32,
+}
+
+struct Sim {
+    m: Machine,
+    t0: Instant,
+    mono: Instant,
+    /// The wall clock minus the monotonic one: grows across a suspend.
+    slept: chrono::Duration,
+    /// Every effect, with the virtual seconds since the start.
+    log: Vec<(f64, Effect)>,
+    agent: Option<Agent>,
+    /// When the running agent exits by itself.
+    dies_at: Option<Instant>,
+    lives: u32,
+    /// The working tree's content, as a fingerprint would see it.
+    tree: String,
+}
+
+fn quick_respawn() -> respawn::Settings {
+    respawn::Settings { idle_timeout: S(3), duration: S(8 * 3600), user_quiet: S(0), ..respawn::Settings::default() }
+}
+
+fn start() -> Start {
+    Start {
+        agent: AgentKind::Claude,
+        auto_accept: vec![DialogKind::Trust, DialogKind::Confirmation],
+        respawn: None,
+        preset: None,
+        auto_resume: None,
+        window_guard: WindowGuard::default(),
+        stop_grace: S(3),
+        paused_on: None,
+        held: false,
+        pid: 100,
+    }
+}
+
+fn with_respawn(mut s: Start, settings: respawn::Settings) -> Start {
+    s.respawn = Some(settings);
+    s
+}
+
+fn with_auto_resume(mut s: Start, policy: resume::Policy) -> Start {
+    s.auto_resume = Some(resume::Settings { policy, ..resume::Settings::default() });
+    s
+}
+
+fn transition(to: Activity, dialog: Option<DialogKind>) -> Input {
+    let verdict = Verdict { working: None, dialog: dialog.map(|kind| Dialog { kind, text: None }), prompt: true };
+    Input::Activity { transition: Transition { to, reason: format!("{to:?}"), verdict }, menu: None, menu_limit: None }
+}
+
+fn idle() -> Input {
+    transition(Activity::Idle, None)
+}
+
+fn working() -> Input {
+    transition(Activity::Working, None)
+}
+
+fn notice(resets_at: DateTime<Utc>) -> Input {
+    Input::LimitNotice(Some(LimitText {
+        kind: LimitKind::FiveHour,
+        resets_at: Some(resets_at),
+        line: "⚠ Usage limit reached · limit resets 2:33pm".into(),
+    }))
+}
+
+fn sample(five: f64, five_reset: DateTime<Utc>, seven: f64, seven_reset: DateTime<Utc>) -> Input {
+    Input::Sample(Sample {
+        five_hour_pct: Some(five),
+        five_hour_resets_at: Some(five_reset),
+        seven_day_pct: Some(seven),
+        seven_day_resets_at: Some(seven_reset),
+        ..Sample::default()
+    })
+}
+
+fn hours(h: i64) -> chrono::Duration {
+    chrono::Duration::hours(h)
+}
+
+impl Sim {
+    fn new(start: Start) -> Self {
+        let t0 = Instant::now();
+        let (m, fx) = Machine::new(start, Now { mono: t0, wall: wall0() });
+        let mut sim = Self {
+            m,
+            t0,
+            mono: t0,
+            slept: chrono::Duration::zero(),
+            log: vec![],
+            agent: None,
+            dies_at: None,
+            lives: 1,
+            tree: "tree-0".into(),
+        };
+        sim.record(fx);
+        sim
+    }
+
+    /// The agent of every life from now on (the one running now too).
+    fn agent(mut self, life: Duration, code: i32) -> Self {
+        self.agent = Some(Agent { life, code });
+        self.dies_at = Some(self.mono + life);
+        self
+    }
+
+    fn now(&self) -> Now {
+        let ran = chrono::Duration::from_std(self.mono - self.t0).unwrap();
+        Now { mono: self.mono, wall: wall0() + ran + self.slept }
+    }
+
+    fn secs(&self) -> f64 {
+        (self.mono - self.t0).as_secs_f64()
+    }
+
+    fn input(&mut self, input: Input) {
+        let fx = self.m.step(input, self.now());
+        self.record(fx);
+    }
+
+    fn record(&mut self, fx: Vec<Effect>) {
+        let at = self.secs();
+        let mut follow = Vec::new();
+        for effect in fx {
+            match &effect {
+                Effect::Spawn => follow.push(Input::Started { pid: 100 + self.lives }),
+                Effect::Measure { purpose, .. } => {
+                    let fingerprint = Some(Fingerprint::from_test(&self.tree));
+                    follow.push(Input::Measured { purpose: *purpose, fingerprint });
+                }
+                _ => {}
+            }
+            self.log.push((at, effect));
+        }
+        for input in follow {
+            if let Input::Started { .. } = input {
+                self.lives += 1;
+                self.dies_at = self.agent.map(|a| self.mono + a.life);
+            }
+            self.input(input);
+        }
+    }
+
+    /// Runs until `secs` since the start, ticking at every deadline on the way.
+    fn run(&mut self, secs: f64) {
+        let end = self.t0 + Duration::from_secs_f64(secs);
+        loop {
+            let next = [self.m.next_deadline(), self.dies_at].into_iter().flatten().min();
+            let Some(next) = next.filter(|t| *t <= end) else { break };
+            self.mono = self.mono.max(next);
+            if self.dies_at.is_some_and(|t| t <= self.mono) && self.m.is_live() {
+                self.dies_at = None;
+                let code = self.agent.map_or(0, |a| a.code);
+                self.input(Input::Exited { exit: Exit::Code(code), last_screen: vec![] });
+            }
+            self.input(Input::Tick);
+            if self.m.ended().is_some() {
+                break;
+            }
+        }
+        self.mono = self.mono.max(end);
+    }
+
+    /// The machine sleeps `by` (suspended): the wall clock moves, the monotonic one does not.
+    fn sleep(&mut self, by: chrono::Duration) {
+        self.slept += by;
+    }
+
+    fn events(&self) -> impl Iterator<Item = (f64, &EventKind)> {
+        self.log.iter().filter_map(|(t, e)| if let Effect::Emit(k) = e { Some((*t, k)) } else { None })
+    }
+
+    fn states(&self) -> Vec<SessionState> {
+        self.events().filter_map(|(_, k)| k.new_state()).collect()
+    }
+
+    fn spawns(&self) -> Vec<f64> {
+        self.log.iter().filter(|(_, e)| *e == Effect::Spawn).map(|(t, _)| *t).collect()
+    }
+
+    fn exits(&self) -> Vec<f64> {
+        self.events().filter(|(_, k)| k.new_state() == Some(SessionState::Exited)).map(|(t, _)| t).collect()
+    }
+
+    fn resumes(&self) -> Vec<(f64, u32)> {
+        self.events()
+            .filter_map(|(t, k)| if let EventKind::ResumeSent { attempt } = k { Some((t, *attempt)) } else { None })
+            .collect()
+    }
+
+    fn written(&self) -> Vec<Vec<u8>> {
+        self.log
+            .iter()
+            .filter_map(|(_, e)| if let Effect::Write { bytes, .. } = e { Some(bytes.clone()) } else { None })
+            .collect()
+    }
+
+    fn has(&self, f: impl Fn(&EventKind) -> bool) -> bool {
+        self.events().any(|(_, k)| f(k))
+    }
+
+    fn opened(&self) -> Option<(f64, BreakerKind, String)> {
+        self.events().find_map(|(t, k)| match k {
+            EventKind::Breaker { breaker, state: BreakerState::Open, reason } => Some((t, *breaker, reason.clone())),
+            _ => None,
+        })
+    }
+
+    /// Seconds of virtual time from now until wall-clock `at`.
+    fn until(&self, at: DateTime<Utc>) -> f64 {
+        self.secs() + (at - self.now().wall).num_milliseconds() as f64 / 1000.0
+    }
+}
+
+// ---- Usage limits ----------------------------------------------------------------------------
+
+#[test]
+fn text_limit() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(working());
+    let reset = wall0() + hours(2);
+    sim.input(notice(reset));
+    assert!(sim.has(
+        |k| matches!(k, EventKind::LimitDetected { source: Source::Text, resets_at: Some(r), .. } if *r == reset)
+    ));
+    assert_eq!(sim.m.state(), SessionState::LimitPaused);
+    // Watch: the client resumes by itself; Nightshift steps in only if no turn started by the
+    // reset plus the margin.
+    let due = sim.until(reset + chrono::Duration::seconds(60));
+    sim.run(due - 1.0);
+    assert!(sim.resumes().is_empty(), "nothing before the reset plus the margin");
+    sim.run(due + 5.0);
+    assert_eq!(sim.resumes().len(), 1);
+    assert_eq!(sim.written().last().map(Vec::as_slice), Some(&b"\r"[..]), "Escape, the prompt, then Enter");
+    sim.input(Input::TurnSeen);
+    assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })));
+    assert_ne!(sim.m.state(), SessionState::LimitPaused);
+}
+
+#[test]
+fn data_limit() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
+    let reset = wall0() + hours(1);
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { source: Source::Data, kind: LimitKind::FiveHour, .. })));
+    assert_eq!(sim.written().first().map(Vec::as_slice), Some(&b"\x1b"[..]), "own cancels the client's timer");
+    // The data before the reset says nothing of after it: the resume goes out at the reset + margin.
+    let due = sim.until(reset + chrono::Duration::seconds(60));
+    sim.run(due + 5.0);
+    assert_eq!(sim.resumes().len(), 1);
+}
+
+#[test]
+fn later_reset() {
+    // A 5-hour window's notice, then the statusLine shows the weekly window full too, resetting
+    // later: the resume waits for the later one, and nothing fails on the way.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    let early = wall0() + hours(1);
+    let weekly = wall0() + hours(30);
+    sim.input(notice(early));
+    sim.input(sample(100.0, early, 100.0, weekly));
+    sim.run(sim.until(early + hours(2)));
+    assert!(sim.resumes().is_empty(), "no resume while the weekly window is still full");
+    assert!(!sim.has(|k| matches!(k, EventKind::LimitFailed { .. })), "the later reset is not a failure");
+    sim.run(sim.until(weekly + chrono::Duration::seconds(70)));
+    assert_eq!(sim.resumes().len(), 1, "resumed after the later reset");
+    assert!(sim.resumes()[0].0 >= sim.until(weekly) - 1.0);
+}
+
+#[test]
+fn limited_again_after_a_resume() {
+    // The resume is sent at the reset; the client shows a new limit with a later reset (another
+    // window ran out): the next resume waits for it instead of the 30-minute fallback.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.run(sim.until(reset + chrono::Duration::seconds(65)));
+    assert_eq!(sim.resumes().len(), 1);
+    let again = reset + hours(5);
+    sim.input(Input::LimitNotice(None));
+    sim.input(notice(again));
+    sim.run(sim.until(again));
+    assert_eq!(sim.resumes().len(), 1, "no second resume before the new reset: {:?}", sim.resumes());
+    sim.run(sim.until(again + chrono::Duration::seconds(70)));
+    assert_eq!(sim.resumes().iter().map(|r| r.1).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn stale_notice_dismissed() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(sample(35.0, wall0() + hours(3), 20.0, wall0() + hours(90)));
+    sim.input(notice(wall0() + hours(1)));
+    assert!(!sim.has(|k| matches!(k, EventKind::LimitDetected { .. })), "the data shows headroom");
+    assert_ne!(sim.m.state(), SessionState::LimitPaused);
+}
+
+#[test]
+fn the_limit_state_is_not_overwritten_by_the_agent_going_idle() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(notice(wall0() + hours(1)));
+    sim.input(idle());
+    assert_eq!(sim.m.state(), SessionState::LimitPaused, "{:?}", sim.states());
+}
+
+fn menu(stop: char, wait: char) -> Input {
+    let verdict = Verdict { working: None, dialog: Some(Dialog { kind: DialogKind::Menu, text: None }), prompt: false };
+    Input::Activity {
+        transition: Transition { to: Activity::WaitingInput, reason: "menu".into(), verdict },
+        menu: Some(LimitMenu {
+            notice: Some("You've hit your weekly limit · resets Mon 12:00am".into()),
+            stop: Some(stop),
+            wait: Some(wait),
+        }),
+        menu_limit: Some(LimitText {
+            kind: LimitKind::Weekly,
+            resets_at: Some(wall0() + hours(50)),
+            line: "You've hit your weekly limit · resets Mon 12:00am".into(),
+        }),
+    }
+}
+
+#[test]
+fn the_weekly_menu_per_policy() {
+    let answered = |start: Start| {
+        let mut sim = Sim::new(start);
+        sim.input(menu('1', '2'));
+        assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { kind: LimitKind::Weekly, .. })));
+        sim.written().into_iter().find(|w| w.len() == 1 && w[0].is_ascii_digit()).map(|w| w[0] as char)
+    };
+    assert_eq!(answered(with_auto_resume(start(), resume::Policy::Watch)), Some('2'), "watch waits with the client");
+    assert_eq!(answered(with_auto_resume(start(), resume::Policy::Own)), Some('1'), "own stops and resumes itself");
+    let mut not_tonight = with_auto_resume(start(), resume::Policy::Watch);
+    not_tonight.window_guard.not_tonight = true;
+    assert_eq!(answered(not_tonight), Some('1'), "not tonight stops and waits");
+    assert_eq!(answered(start()), None, "no auto-resume: the user answers");
+    let mut held = with_auto_resume(start(), resume::Policy::Watch);
+    held.held = true;
+    assert_eq!(answered(held), None, "held: the user answers");
+}
+
+#[test]
+fn not_tonight() {
+    let mut s = with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn());
+    s.window_guard.not_tonight = true;
+    let mut sim = Sim::new(s);
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    assert!(sim.has(|k| matches!(k, EventKind::WindowGuard { .. })));
+    assert_eq!(sim.written(), [b"\x1b".to_vec()], "the client's own continuation is cancelled");
+    sim.input(idle());
+    sim.run(sim.until(reset + hours(1)));
+    assert!(sim.resumes().is_empty());
+    assert!(!sim.has(|k| matches!(k, EventKind::RespawnStep { .. })), "no cycle in the fresh window");
+}
+
+#[test]
+fn reserve_guard() {
+    let mut s = with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn());
+    s.window_guard.reserve_pct = Some(30.0);
+    let mut sim = Sim::new(s);
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.run(sim.until(reset + chrono::Duration::seconds(65)));
+    sim.input(Input::TurnSeen);
+    sim.input(working());
+    let fresh_reset = reset + hours(5);
+    sim.input(sample(50.0, fresh_reset, 30.0, wall0() + hours(90)));
+    assert!(!sim.has(|k| matches!(k, EventKind::WindowGuard { .. })), "half the fresh window is fine");
+    sim.input(sample(71.0, fresh_reset, 31.0, wall0() + hours(90)));
+    assert!(sim.has(|k| matches!(k, EventKind::WindowGuard { .. })), "past 70 %: the rest is the user's");
+    let cycles_before = sim.events().filter(|(_, k)| matches!(k, EventKind::RespawnStep { .. })).count();
+    sim.input(idle());
+    sim.run(sim.secs() + 600.0);
+    let cycles = sim.events().filter(|(_, k)| matches!(k, EventKind::RespawnStep { .. })).count();
+    assert_eq!(cycles, cycles_before, "no respawn cycle once the reserve is reached");
+}
+
+#[test]
+fn hold_and_release() {
+    let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn()));
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.input(Input::Configure(Change { held: Some(true), source: "the app".into(), ..Change::default() }));
+    assert!(sim.has(|k| matches!(k, EventKind::Automation { change: Automation::Held, .. })));
+    sim.run(sim.until(reset + hours(1)));
+    assert!(sim.resumes().is_empty(), "nothing while held");
+    assert!(!sim.m.options(sim.now()).keeps_awake(), "a held session lets the machine sleep");
+    sim.input(Input::Configure(Change { held: Some(false), source: "the app".into(), ..Change::default() }));
+    sim.run(sim.secs() + 1.0);
+    assert_eq!(sim.resumes().len(), 1, "released: the overdue resume goes out at once");
+}
+
+// ---- Lives and restarts ----------------------------------------------------------------------
+
+#[test]
+fn restart_ladder() {
+    // An agent that dies after 20 s, again and again: each restart waits longer.
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(20), 1);
+    sim.run(400.0);
+    let exits = sim.exits();
+    let gaps: Vec<f64> = sim.spawns().iter().zip(&exits).map(|(s, e)| (s - e).round()).collect();
+    assert_eq!(gaps, [2.0, 10.0, 30.0, 120.0], "exits {exits:?}, spawns {:?}", sim.spawns());
+}
+
+#[test]
+fn a_crash_loop_of_short_lives_opens_the_breaker_after_five() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(1500), 1);
+    sim.run(3600.0);
+    assert_eq!(sim.exits().len(), 5, "five lives");
+    assert_eq!(sim.spawns().len(), 4);
+    let (_, kind, reason) = sim.opened().expect("the breaker opened");
+    assert_eq!(kind, BreakerKind::CrashLoop);
+    assert!(reason.contains("5 lives in a row ended within a minute"), "{reason}");
+    assert_eq!(sim.m.state(), SessionState::BreakerOpen);
+}
+
+#[test]
+fn a_long_life_clears_the_strikes() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(1500), 1);
+    sim.run(40.0); // three short lives: 1.5 + 2 + 1.5 + 10 + 1.5 = 16.5, then 30 s back-off
+    sim.agent = Some(Agent { life: S(600), code: 1 });
+    sim.tree = "tree-1".into();
+    sim.run(2000.0);
+    assert!(sim.opened().is_none(), "a life of ten minutes is not a crash loop");
+}
+
+#[test]
+fn clean_exit_ends() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(30), 0);
+    sim.run(100.0);
+    assert!(sim.spawns().is_empty(), "the agent's exit 0 (the user's /exit) is not undone");
+    assert!(sim.m.ended().is_some());
+    let mut restarting = quick_respawn();
+    restarting.restart_clean_exits = true;
+    let mut sim = Sim::new(with_respawn(start(), restarting)).agent(S(30), 0);
+    sim.run(100.0);
+    assert_eq!(sim.spawns().len(), 2, "unless the settings say to restart clean exits");
+}
+
+#[test]
+fn the_restart_cap() {
+    // Long lives that end badly and change nothing in the working tree: ten restarts, then stop.
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(120), 1);
+    sim.run(8.0 * 3600.0);
+    assert_eq!(sim.spawns().len(), 10, "{:?}", sim.spawns());
+    let (_, kind, reason) = sim.opened().expect("the breaker opened");
+    assert_eq!(kind, BreakerKind::CrashLoop);
+    assert!(reason.contains("10 restarts without progress"), "{reason}");
+}
+
+#[test]
+fn progress_between_restarts_forgets_the_count() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(120), 1);
+    for i in 0..30 {
+        sim.tree = format!("tree-{i}");
+        sim.run(sim.secs() + 400.0);
+    }
+    assert!(sim.opened().is_none(), "every life changed the working tree");
+    assert!(sim.spawns().len() > 12);
+}
+
+#[test]
+fn a_stop_between_lives_ends_the_session_in_the_journal() {
+    // Lives of 0.1 s open the crash-loop breaker; the user then stops the session.
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(100), 1);
+    sim.run(3600.0);
+    assert_eq!(sim.m.state(), SessionState::BreakerOpen);
+    sim.input(Input::Stop { source: "nightshift stop".into(), kind: StopKind::User });
+    assert!(sim.m.ended().is_some());
+    let last = sim.states().last().copied();
+    assert!(last.is_some_and(SessionState::is_final), "the journal must not be left saying {last:?}");
+}
+
+// ---- Nightshift's own end ----------------------------------------------------------------------
+
+#[test]
+fn a_shutdown_keeps_the_pending_resume() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(notice(wall0() + hours(3)));
+    sim.input(Input::Stop { source: "a signal to nightshift".into(), kind: StopKind::Shutdown });
+    sim.input(Input::Exited { exit: Exit::Signal { number: 1, name: "SIGHUP".into() }, last_screen: vec![] });
+    assert!(sim.m.ended().is_some());
+    assert!(sim.has(|k| matches!(k, EventKind::ResumeKept { .. })), "the resume is kept for the next start");
+    assert!(!sim.states().last().is_some_and(|s| s.is_final()), "the journal keeps it waiting: {:?}", sim.states());
+    // The user stopping it is another thing.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(notice(wall0() + hours(3)));
+    sim.input(Input::Stop { source: "nightshift stop".into(), kind: StopKind::User });
+    sim.input(Input::Exited { exit: Exit::Signal { number: 1, name: "SIGHUP".into() }, last_screen: vec![] });
+    assert!(!sim.has(|k| matches!(k, EventKind::ResumeKept { .. })));
+    assert!(sim.states().last().is_some_and(|s| s.is_final()));
+}
+
+// ---- Awake -----------------------------------------------------------------------------------
+
+#[test]
+fn awake_policy_for_a_days_away_reset() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(working());
+    assert!(sim.m.options(sim.now()).keeps_awake(), "a working session keeps the machine awake");
+    let weekly = wall0() + hours(60);
+    sim.input(Input::Activity {
+        transition: Transition { to: Activity::Idle, reason: "q".into(), verdict: Verdict::default() },
+        menu: None,
+        menu_limit: None,
+    });
+    sim.input(notice(weekly));
+    assert!(!sim.m.options(sim.now()).keeps_awake(), "a resume 60 h away does not hold the machine awake for days");
+    // Two and a half days later (the machine slept most of it), the resume is near: held again.
+    sim.sleep(hours(50));
+    sim.run(sim.secs() + 10.0);
+    assert!(sim.m.options(sim.now()).keeps_awake(), "within 12 h of the resume");
+}
+
+#[test]
+fn awake_policy_without_automation_or_past_the_armed_duration() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(idle());
+    assert!(!sim.m.options(sim.now()).keeps_awake(), "auto-resume alone with nothing due");
+    let mut short = quick_respawn();
+    short.duration = S(3600);
+    let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Watch), short));
+    sim.input(idle());
+    assert!(sim.m.options(sim.now()).keeps_awake(), "respawn armed: a cycle is due");
+    sim.input(notice(wall0() + hours(3)));
+    assert!(!sim.m.options(sim.now()).keeps_awake(), "the resume falls after the armed hour");
+}
+
+#[test]
+fn respawn_switched_on_later_arms_like_at_the_start() {
+    let mut sim = Sim::new(start());
+    sim.input(idle());
+    let arm = RespawnArm { preset: Some("solo".into()), settings: quick_respawn() };
+    sim.input(Input::Configure(Change { respawn: Some(Switch::On(arm)), source: "t".into(), ..Change::default() }));
+    sim.run(10.0);
+    assert!(sim.has(|k| matches!(k, EventKind::RespawnStep { .. })), "a cycle ran");
+}
