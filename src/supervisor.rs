@@ -13,7 +13,7 @@ use crate::journal::{lock, EventSink, Journal};
 use crate::agent::{Adapter, AgentKind};
 use crate::clock::Clock;
 use crate::detect::DetectConfig;
-use crate::event::{Automation, Event, EventKind, SessionId, SessionState};
+use crate::event::{Automation, Event, EventKind, SessionId, SessionState, StopKind};
 use crate::pty::{self, shell_words, CommandSpec, PtySize, SpawnError};
 use crate::session::machine::Start;
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
@@ -355,15 +355,25 @@ impl Supervisor {
         })
     }
 
-    /// Stops every live session and waits for them to end.
-    pub async fn stop_all(&self, source: &str) {
+    /// Stops every live session and waits for them to end: as the user's stop (`StopKind::User`,
+    /// which cancels pending resumes), or because Nightshift is ending (`StopKind::Shutdown`: a
+    /// session waiting for a limit's reset keeps its resume for the next Nightshift process).
+    pub async fn stop_all(&self, source: &str, kind: StopKind) {
         let handles = self.sessions();
         for handle in &handles {
-            let _ = handle.stop(source).await;
+            let _ = match kind {
+                StopKind::User => handle.stop(source).await,
+                StopKind::Shutdown => handle.shut_down(source).await,
+            };
         }
         for handle in &handles {
             handle.wait().await;
         }
+    }
+
+    /// The live sessions waiting for a usage limit's reset with a resume pending, and when it is due.
+    pub fn pending_resumes(&self) -> Vec<(SessionId, chrono::DateTime<chrono::Utc>)> {
+        self.sessions().iter().filter_map(|h| h.status().options.resume_due.map(|due| (h.id().clone(), due))).collect()
     }
 }
 
@@ -382,8 +392,9 @@ struct Pending {
 const PENDING_LOOKBACK: usize = 5000;
 
 /// The resume a session was waiting for: the last `resume_armed` with nothing after it that ends
-/// the wait (the limit over or failed, a stop, an end, auto-resume switched off); and whether the
-/// user held the session. Rows this version cannot read are passed over.
+/// the wait (the limit over or failed, the user's stop, an end, auto-resume switched off) — a stop
+/// because Nightshift itself ended keeps it; and whether the user held the session. Rows this
+/// version cannot read are passed over.
 fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
     let events = store.recent_events(session, PENDING_LOOKBACK).ok()?;
     let mut found = None;
@@ -394,7 +405,9 @@ fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
             EventKind::ResumeArmed { resets_at, settings, guard, .. } if found.is_none() => {
                 found = Some((resets_at, settings, guard))
             }
-            EventKind::LimitCleared { .. } | EventKind::LimitFailed { .. } | EventKind::StopRequested { .. }
+            EventKind::LimitCleared { .. }
+            | EventKind::LimitFailed { .. }
+            | EventKind::StopRequested { kind: StopKind::User, .. }
                 if found.is_none() =>
             {
                 return None

@@ -4,6 +4,7 @@ mod breaker;
 mod digest;
 mod journal;
 mod presets;
+mod restore;
 mod run;
 mod screen;
 mod send;
@@ -53,6 +54,9 @@ enum Command {
     Screen(screen::Args),
     /// Show the plan usage (5-hour and 7-day windows) and the last 24 hours.
     Usage(usage::Args),
+    /// Start again the sessions whose Nightshift ended while they waited for a usage limit's reset,
+    /// and supervise them here (the tray app does this when it starts).
+    Restore(restore::Args),
     /// The statusLine exporter Claude Code runs for Nightshift's sessions (reads JSON on stdin).
     #[command(hide = true)]
     Statusline(statusline::Args),
@@ -71,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Digest(args) => digest::run(cli.state_dir, args),
         Command::Breaker(args) => breaker::run(cli.state_dir, args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
+        Command::Restore(args) => restore::run(cli.state_dir, args),
         Command::Statusline(args) => statusline::run(args),
     };
     match result {

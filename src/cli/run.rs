@@ -16,6 +16,7 @@ use nightshift::agent::Adapter;
 use nightshift::clock::SystemClock;
 use nightshift::config::Config;
 use nightshift::control::ControlServer;
+use nightshift::event::StopKind;
 use nightshift::limits::resume::Policy;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
@@ -152,9 +153,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough))
 }
 
-type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+pub(super) type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
-fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWriter>> {
+pub(super) fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWriter>> {
     let writer: Box<dyn Write + Send> = match target {
         None => return Ok(None),
         Some("-") => Box::new(std::io::stdout()),
@@ -169,13 +170,9 @@ fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWriter>> {
     Ok(Some(Arc::new(Mutex::new(writer))))
 }
 
-async fn supervise(
-    paths: Paths,
-    store: Store,
-    mut spec: SessionSpec,
-    events: Option<EventWriter>,
-    passthrough: bool,
-) -> anyhow::Result<ExitCode> {
+/// A supervisor for this process's sessions: its control socket (so `nightshift send/stop` and the
+/// app reach them), the statusLine exporter for Claude sessions, and the `--events` stream.
+pub(super) fn host(paths: &Paths, store: Store, events: Option<EventWriter>) -> (Supervisor, Option<ControlServer>) {
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
     let socket = paths.control_socket(std::process::id());
     let control = match ControlServer::bind(&socket, supervisor.clone()) {
@@ -200,6 +197,17 @@ async fn supervise(
             let _ = writeln!(w, "{}", event.to_json()).and_then(|()| w.flush());
         }));
     }
+    (supervisor, control)
+}
+
+async fn supervise(
+    paths: Paths,
+    store: Store,
+    mut spec: SessionSpec,
+    events: Option<EventWriter>,
+    passthrough: bool,
+) -> anyhow::Result<ExitCode> {
+    let (supervisor, control) = host(&paths, store, events);
 
     // What a failing agent last showed, to tell the user when nobody watched its screen.
     let last_screen: Arc<Mutex<Option<Vec<String>>>> = Arc::default();
@@ -242,21 +250,13 @@ async fn supervise(
 }
 
 /// Stops the session when Nightshift itself is told to stop (and forwards window size changes).
+///
+/// SIGTERM (a logout, a reboot, `kill`) and SIGHUP (the terminal went away) end Nightshift, not the
+/// user's night: a resume the session waits for is kept for the next Nightshift process. Ctrl-C in an
+/// unattended run is the user stopping it. In passthrough, Ctrl-C is a byte for the agent.
 fn forward_signals(handle: &SessionHandle, passthrough: bool) -> anyhow::Result<()> {
-    let mut kinds = vec![SignalKind::terminate(), SignalKind::hangup()];
-    if !passthrough {
-        // In passthrough, Ctrl-C is a byte for the agent; unattended, it means "stop".
-        kinds.push(SignalKind::interrupt());
-    }
-    for kind in kinds {
-        let mut stream = signal(kind).context("cannot listen for signals")?;
-        let handle = handle.clone();
-        tokio::spawn(async move {
-            while stream.recv().await.is_some() {
-                let _ = handle.stop("a signal to nightshift").await;
-            }
-        });
-    }
+    stop_on_signals(std::slice::from_ref(handle), !passthrough)?;
+
     if passthrough {
         let mut winch = signal(SignalKind::window_change()).context("cannot listen for SIGWINCH")?;
         let handle = handle.clone();
@@ -264,6 +264,34 @@ fn forward_signals(handle: &SessionHandle, passthrough: bool) -> anyhow::Result<
             while winch.recv().await.is_some() {
                 if let Ok((cols, rows)) = crossterm::terminal::size() {
                     let _ = handle.resize(PtySize::new(cols, rows)).await;
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Stops `handles` when Nightshift is told to stop: SIGTERM and SIGHUP as Nightshift's own end (a
+/// pending resume is kept), SIGINT (`interrupt`: an unattended run's Ctrl-C) as the user's stop.
+pub(super) fn stop_on_signals(handles: &[SessionHandle], interrupt: bool) -> anyhow::Result<()> {
+    let mut kinds = vec![
+        (SignalKind::terminate(), "SIGTERM", StopKind::Shutdown),
+        (SignalKind::hangup(), "SIGHUP", StopKind::Shutdown),
+    ];
+    if interrupt {
+        kinds.push((SignalKind::interrupt(), "SIGINT", StopKind::User));
+    }
+    for (kind, name, stop) in kinds {
+        let mut stream = signal(kind).context("cannot listen for signals")?;
+        let handles = handles.to_vec();
+        tokio::spawn(async move {
+            let source = format!("{name} to nightshift");
+            while stream.recv().await.is_some() {
+                for handle in &handles {
+                    let _ = match stop {
+                        StopKind::User => handle.stop(&source).await,
+                        StopKind::Shutdown => handle.shut_down(&source).await,
+                    };
                 }
             }
         });
