@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::store::SessionRow;
+use crate::event::SessionState;
+use crate::store::{SessionRow, Standing};
 use crate::usage::{self, Sample};
 
 /// The tray icon's variants, mildest first: the icon shows the worst across live sessions.
@@ -24,14 +25,20 @@ pub enum Glance {
 }
 
 impl Glance {
-    /// The glance of one live session's shown state; `None` for sessions that have ended.
-    pub fn of(shown_state: &str) -> Option<Self> {
-        match shown_state.split(' ').next().unwrap_or_default() {
-            "idle" => Some(Self::Idle),
-            "starting" | "running" | "working" | "respawning" => Some(Self::Working),
-            "limit_paused" => Some(Self::Paused),
-            "waiting_input" | "breaker_open" => Some(Self::Attention),
-            _ => None,
+    /// The glance of one session; `None` for sessions no process runs (ended, lost, kept).
+    pub fn of(row: &SessionRow) -> Option<Self> {
+        if row.standing() != Standing::Live {
+            return None;
+        }
+        match row.state {
+            SessionState::Idle => Some(Self::Idle),
+            SessionState::Starting | SessionState::Running | SessionState::Working | SessionState::Respawning => {
+                Some(Self::Working)
+            }
+            SessionState::LimitPaused => Some(Self::Paused),
+            SessionState::WaitingInput | SessionState::BreakerOpen => Some(Self::Attention),
+            // Between lives (a restart is coming).
+            SessionState::Exited | SessionState::Failed => Some(Self::Working),
         }
     }
 
@@ -78,13 +85,8 @@ pub fn label(row: &SessionRow) -> String {
 
 /// The overview of `rows` (as the journal lists them, newest first) with the latest usage.
 pub fn overview(rows: &[SessionRow], usage: Option<&Sample>) -> Overview {
-    let live: Vec<(&SessionRow, String, Glance)> = rows
-        .iter()
-        .filter_map(|r| {
-            let shown = r.shown_state();
-            Glance::of(&shown).map(|g| (r, shown, g))
-        })
-        .collect();
+    let live: Vec<(&SessionRow, String, Glance)> =
+        rows.iter().filter_map(|r| Glance::of(r).map(|g| (r, r.shown_state(), g))).collect();
     let glance = live.iter().map(|(_, _, g)| *g).max().unwrap_or(Glance::Idle);
     let count = |g: Glance| live.iter().filter(|(_, _, x)| *x == g).count();
     let counts: Vec<String> = [
@@ -121,6 +123,7 @@ mod tests {
     use super::*;
 
     fn row(id: &str, state: &str) -> SessionRow {
+        let state = SessionState::parse(state).unwrap();
         SessionRow {
             id: id.into(),
             command: vec!["/usr/bin/claude".into(), "--continue".into()],
@@ -132,7 +135,7 @@ mod tests {
             exit_code: None,
             exit_signal: None,
             error: None,
-            state: state.into(),
+            state,
             reason: None,
             last_event: "state".into(),
             last_event_at: "2026-11-30T22:00:00.000Z".into(),

@@ -15,7 +15,7 @@ use rusqlite_migration::{Migrations, M};
 use serde::Serialize;
 
 use crate::clock::format_ts;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, SessionState};
 use crate::usage::Sample;
 
 #[derive(Debug, thiserror::Error)]
@@ -136,7 +136,7 @@ pub struct SessionRow {
     pub exit_code: Option<i64>,
     pub exit_signal: Option<String>,
     pub error: Option<String>,
-    pub state: String,
+    pub state: SessionState,
     pub reason: Option<String>,
     pub last_event: String,
     pub last_event_at: String,
@@ -144,10 +144,38 @@ pub struct SessionRow {
     pub control_socket: Option<String>,
 }
 
+/// Where a session stands beyond its last state: is a Nightshift process behind it?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Standing {
+    /// A Nightshift process runs it.
+    Live,
+    /// Its Nightshift process died without recording an end.
+    Lost,
+    /// Nightshift ended while it waited for a usage limit's reset: the next Nightshift process (the
+    /// app, or `nightshift restore`) starts it again and resumes it.
+    Kept,
+    /// It has ended.
+    Ended,
+}
+
 impl SessionRow {
     /// No process is behind this session any more, by the journal's account.
     pub fn is_final(&self) -> bool {
-        matches!(self.state.as_str(), "exited" | "failed")
+        self.state.is_final()
+    }
+
+    /// Whether a Nightshift process is behind the session, and if not, why not.
+    pub fn standing(&self) -> Standing {
+        if self.is_final() {
+            Standing::Ended
+        } else if self.owner_alive() {
+            Standing::Live
+        } else if self.last_event == "resume_kept" {
+            Standing::Kept
+        } else {
+            Standing::Lost
+        }
     }
 
     /// Whether the process that supervised this session still exists (whatever became of its
@@ -163,15 +191,18 @@ impl SessionRow {
         self.owner_pid.is_some_and(pid_alive) && socket_there
     }
 
-    /// The state to show: the journal's, or `lost` when the supervising process died without
-    /// recording an end; exits carry their code or signal (`exited (3)`, `exited (SIGKILL)`).
+    /// The state as people read it (display only; programs look at `state` and `standing`): the
+    /// journal's, `lost` or `resume kept` when no process is behind it; exits carry their code or
+    /// signal (`exited (3)`, `exited (SIGKILL)`).
     pub fn shown_state(&self) -> String {
-        if !self.is_final() && !self.owner_alive() {
-            return "lost".to_string();
+        match self.standing() {
+            Standing::Lost => return "lost".to_string(),
+            Standing::Kept => return "resume kept".to_string(),
+            Standing::Live | Standing::Ended => {}
         }
-        match (self.state.as_str(), self.exit_code, self.exit_signal.as_deref()) {
-            ("exited", _, Some(signal)) => format!("exited ({signal})"),
-            ("exited", Some(code), None) => format!("exited ({code})"),
+        match (self.state, self.exit_code, self.exit_signal.as_deref()) {
+            (SessionState::Exited, _, Some(signal)) => format!("exited ({signal})"),
+            (SessionState::Exited, Some(code), None) => format!("exited ({code})"),
             (state, _, _) => state.to_string(),
         }
     }
@@ -182,8 +213,10 @@ impl SessionRow {
 pub struct SessionSummary {
     #[serde(flatten)]
     pub row: SessionRow,
-    /// The state to believe: the journal's, or `lost` when its supervisor died without an end.
+    /// The state for people to read (`exited (3)`, `lost`): display only.
     pub shown_state: String,
+    /// Whether a Nightshift process is behind it.
+    pub standing: Standing,
     /// The command as a shell line, quoted where needed.
     pub command_line: String,
 }
@@ -191,8 +224,9 @@ pub struct SessionSummary {
 impl From<SessionRow> for SessionSummary {
     fn from(row: SessionRow) -> Self {
         let shown_state = row.shown_state();
+        let standing = row.standing();
         let command_line = crate::pty::shell_words(&row.command);
-        Self { row, shown_state, command_line }
+        Self { row, shown_state, standing, command_line }
     }
 }
 
@@ -559,7 +593,8 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         exit_code: r.get(7)?,
         exit_signal: r.get(8)?,
         error: r.get(9)?,
-        state: r.get(10)?,
+        // A state this version does not know (a newer Nightshift wrote it) reads as running.
+        state: SessionState::parse(&r.get::<_, String>(10)?).unwrap_or(SessionState::Running),
         reason: r.get(11)?,
         last_event: r.get(12)?,
         last_event_at: r.get(13)?,
@@ -571,7 +606,7 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{SessionId, SessionState};
+    use crate::event::SessionId;
     use chrono::TimeZone;
 
     fn new_session<'a>(id: &'a str, command: &'a [String]) -> NewSession<'a> {
@@ -613,7 +648,7 @@ mod tests {
             }))
             .unwrap();
         let row = store.find_session("0a0a").unwrap();
-        assert_eq!(row.state, "exited");
+        assert_eq!(row.state, SessionState::Exited);
         assert_eq!(row.exit_code, Some(3));
         assert_eq!(row.command, cmd);
         assert_eq!(row.ended.as_deref(), Some("2026-11-30T22:00:01.000Z"));

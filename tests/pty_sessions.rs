@@ -82,7 +82,7 @@ async fn a_child_that_ignores_sighup_is_killed_after_the_grace_period() {
     assert!(asked.elapsed() >= Duration::from_millis(700), "SIGHUP was ignored, so only SIGKILL ended it");
     assert_eq!(exit, Exit::Signal { number: 9, name: "SIGKILL".into() });
     let row = sup.with_store(|s| s.find_session(handle.id().as_str())).unwrap();
-    assert_eq!(row.state, "exited");
+    assert_eq!(row.state, nightshift::SessionState::Exited);
     assert_eq!(row.exit_signal.as_deref(), Some("SIGKILL"));
     assert!(row.reason.unwrap().contains("stopped on request"));
 }
@@ -166,7 +166,7 @@ async fn a_command_that_cannot_start_is_a_recorded_failure() {
     let Err(StartError::Spawn { session, error }) = sup.start(spec) else { panic!("started a missing command") };
     assert!(error.to_string().contains("/no/such/cmd"));
     let row = sup.with_store(|s| s.find_session(session.as_str())).unwrap();
-    assert_eq!(row.state, "failed");
+    assert_eq!(row.state, nightshift::SessionState::Failed);
     assert_eq!(row.exit_code, Some(127));
     assert!(row.error.unwrap().contains("/no/such/cmd"));
 }
