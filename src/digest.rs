@@ -14,10 +14,12 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Local, NaiveTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+use crate::breaker::BreakerState;
+use crate::event::{Event, EventKind, SessionState};
 pub use crate::git::GitProgress;
-use crate::store::{EventQuery, SessionRow, Store, StoreError};
+use crate::respawn;
+use crate::store::{EventQuery, SessionRow, Standing, Store, StoreError};
 pub use morning::{due_morning, run_mornings, Morning, MorningOutcome, LAST_VIEWED_KEY};
 pub use render::{render, Format};
 pub use usage::{hourly, usage_report};
@@ -82,6 +84,9 @@ pub struct SessionDigest {
     pub idle_secs: i64,
     pub paused_secs: i64,
     pub respawn_cycles: u32,
+    /// Times the agent was started again after it exited.
+    #[serde(default)]
+    pub restarts: u32,
     pub limits_hit: u32,
     pub resumes: u32,
     pub breaker_trips: u32,
@@ -159,7 +164,8 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
         if !overlaps {
             continue;
         }
-        let events: Vec<Value> = store
+        // Rows this version cannot read (a newer Nightshift's) are passed over.
+        let events: Vec<Event> = store
             .events(&EventQuery { session: Some(row.id.clone()), ..Default::default() })?
             .iter()
             .filter_map(|e| serde_json::from_str(&e.body).ok())
@@ -238,92 +244,111 @@ fn usage_delta(
 
 fn session_digest(
     row: &SessionRow,
-    events: &[Value],
+    events: &[Event],
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     usage: Option<UsageDelta>,
 ) -> SessionDigest {
-    let mut time: BTreeMap<&'static str, i64> = BTreeMap::new();
-    let mut current: Option<(String, DateTime<Utc>)> = None;
-    let mut last_event_at = from;
-    let (mut cycles, mut limits, mut resumes, mut trips) = (0, 0, 0, 0);
-    let mut exits = Vec::new();
-    let mut stopped_by_user = false;
-    let mut resume_failed = false;
-    let bucket = |state: &str| match state {
-        "working" | "respawning" => Some("working"),
-        "idle" => Some("idle"),
-        "limit_paused" | "breaker_open" | "waiting_input" => Some("paused"),
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Bucket {
+        Working,
+        Idle,
+        Paused,
+    }
+    let bucket = |state: SessionState| match state {
+        SessionState::Working | SessionState::Respawning => Some(Bucket::Working),
+        SessionState::Idle => Some(Bucket::Idle),
+        SessionState::LimitPaused | SessionState::BreakerOpen | SessionState::WaitingInput => Some(Bucket::Paused),
         _ => None,
     };
-    let close = |time: &mut BTreeMap<&'static str, i64>, state: &str, start: DateTime<Utc>, end: DateTime<Utc>| {
+    let mut time: BTreeMap<Bucket, i64> = BTreeMap::new();
+    let mut close = |state: SessionState, start: DateTime<Utc>, end: DateTime<Utc>| {
         let (a, b) = (start.max(from), end.min(to));
         if let (Some(key), true) = (bucket(state), b > a) {
             *time.entry(key).or_default() += (b - a).num_seconds();
         }
     };
+    let mut current: Option<(SessionState, DateTime<Utc>)> = None;
+    let mut last_event_at = from;
+    let (mut cycles, mut restarts, mut limits, mut resumes, mut trips) = (0, 0, 0, 0, 0);
+    let mut exits = Vec::new();
+    // A stop was asked for in this life (the user's, or Nightshift's own end): its exit is no crash.
+    let mut stop_asked = false;
+    let mut stopped = false;
+    let mut resume_failed = false;
+    let mut question = None;
     for ev in events {
-        let Some(ts) = ev["ts"].as_str().and_then(parse_ts) else { continue };
-        if ts >= to {
+        if ev.ts >= to {
             break;
         }
-        last_event_at = last_event_at.max(ts);
-        let in_range = ts >= from;
-        match ev["event"].as_str().unwrap_or("") {
-            "state" => {
-                let state = ev["state"].as_str().unwrap_or("").to_string();
+        last_event_at = last_event_at.max(ev.ts);
+        let in_range = ev.ts >= from;
+        match &ev.kind {
+            EventKind::State { state, exit_code, signal, dialog, .. } => {
                 if let Some((prev, start)) = current.take() {
-                    close(&mut time, &prev, start, ts);
+                    close(prev, start, ev.ts);
                 }
-                if in_range && state == "exited" {
-                    exits.push(match (ev["signal"].as_str(), ev["exit_code"].as_i64()) {
-                        (Some(sig), _) => sig.to_string(),
-                        (None, Some(code)) => format!("code {code}"),
-                        _ => "unknown".to_string(),
-                    });
-                    stopped_by_user = ev["reason"].as_str().is_some_and(|r| r.starts_with("stopped on request"));
+                match state {
+                    SessionState::Exited if in_range => {
+                        exits.push(match (signal, exit_code) {
+                            (Some(sig), _) => sig.clone(),
+                            (None, Some(code)) => format!("code {code}"),
+                            _ => "unknown".to_string(),
+                        });
+                        stopped = stop_asked;
+                    }
+                    SessionState::Running => stop_asked = false,
+                    SessionState::WaitingInput => question = dialog.as_ref().and_then(|d| d.text.clone()),
+                    _ => {}
                 }
-                current = Some((state, ts));
+                current = Some((*state, ev.ts));
             }
-            "respawn" if in_range && ev["action"] == "cycle_started" => cycles += 1,
-            "limit_detected" if in_range => limits += 1,
-            "resume_sent" if in_range => resumes += 1,
-            "limit_failed" if in_range => resume_failed = true,
-            "breaker" if in_range && ev["state"] == "open" => trips += 1,
+            EventKind::StopRequested { .. } => stop_asked = true,
+            EventKind::Respawn { action: respawn::Action::CycleStarted, .. } if in_range => cycles += 1,
+            EventKind::Respawn { action: respawn::Action::Restart, .. } if in_range => restarts += 1,
+            EventKind::LimitDetected { .. } if in_range => limits += 1,
+            EventKind::ResumeSent { .. } if in_range => resumes += 1,
+            EventKind::LimitFailed { .. } if in_range => resume_failed = true,
+            EventKind::Breaker { state: BreakerState::Open, .. } if in_range => trips += 1,
             _ => {}
         }
     }
-    // The state in force at the end runs to the end of the range, unless its supervisor is gone.
-    let shown = row.shown_state();
-    if let Some((state, start)) = &current {
-        let end = if row.is_final() || shown == "lost" { last_event_at.max(*start) } else { to };
-        close(&mut time, state, *start, end);
+    // The state in force at the end runs to the end of the range, unless no process is behind it.
+    let standing = row.standing();
+    if let Some((state, start)) = current {
+        let end = if standing == Standing::Live { to } else { last_event_at.max(start) };
+        close(state, start, end);
     }
 
     let mut needs = Vec::new();
-    let state = row.state.as_str();
-    if state == "waiting_input" {
-        let question =
-            events.iter().rev().find(|e| e["state"] == "waiting_input").and_then(|e| e["dialog"]["text"].as_str());
+    let state = row.state;
+    if state == SessionState::WaitingInput {
         needs.push(match question {
             Some(q) => format!("waiting on a question: {q}"),
             None => "waiting for the user".to_string(),
         });
     }
-    if state == "breaker_open" {
+    if state == SessionState::BreakerOpen {
         needs.push(format!("breaker open: {}", row.reason.clone().unwrap_or_default()));
     }
     if resume_failed {
         needs.push("a usage-limit resume failed".to_string());
     }
-    if shown == "lost" {
-        needs.push("its Nightshift process was killed; the session is lost".to_string());
+    match standing {
+        Standing::Lost => needs.push("its Nightshift process was killed; the session is lost".to_string()),
+        Standing::Kept => needs.push(
+            "Nightshift ended while it waited for a usage limit's reset: it resumes when the app starts \
+             (or run `nightshift restore`)"
+                .to_string(),
+        ),
+        Standing::Live | Standing::Ended => {}
     }
-    if state == "failed" {
+    if state == SessionState::Failed {
         needs.push(format!("failed to start: {}", row.error.clone().unwrap_or_default()));
     }
-    let crashed =
-        state == "exited" && !stopped_by_user && (row.exit_code.is_some_and(|c| c != 0) || row.exit_signal.is_some());
+    let crashed = state == SessionState::Exited
+        && !stopped
+        && (row.exit_code.is_some_and(|c| c != 0) || row.exit_signal.is_some());
     if crashed {
         needs.push(format!("exited with {}", exits.last().cloned().unwrap_or_else(|| "an error".into())));
     }
@@ -331,7 +356,7 @@ fn session_digest(
         Section::NeedsYou
     } else if row.is_final() {
         Section::Done
-    } else if state == "idle" {
+    } else if state == SessionState::Idle {
         Section::Idle
     } else {
         Section::StillRunning
@@ -341,13 +366,14 @@ fn session_digest(
         agent: row.agent.clone(),
         command_line: crate::pty::shell_words(&row.command),
         cwd: row.cwd.clone(),
-        state: shown,
+        state: row.shown_state(),
         section,
         needs_you: needs,
-        working_secs: time.get("working").copied().unwrap_or(0),
-        idle_secs: time.get("idle").copied().unwrap_or(0),
-        paused_secs: time.get("paused").copied().unwrap_or(0),
+        working_secs: time.get(&Bucket::Working).copied().unwrap_or(0),
+        idle_secs: time.get(&Bucket::Idle).copied().unwrap_or(0),
+        paused_secs: time.get(&Bucket::Paused).copied().unwrap_or(0),
         respawn_cycles: cycles,
+        restarts,
         limits_hit: limits,
         resumes,
         breaker_trips: trips,

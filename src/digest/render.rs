@@ -44,6 +44,9 @@ fn details(s: &SessionDigest) -> Vec<String> {
     if s.respawn_cycles > 0 {
         let _ = write!(activity, " · {} respawn cycle(s)", s.respawn_cycles);
     }
+    if s.restarts > 0 {
+        let _ = write!(activity, " · {} restart(s)", s.restarts);
+    }
     if s.limits_hit > 0 {
         let _ = write!(activity, " · {} limit pause(s), {} resume(s)", s.limits_hit, s.resumes);
     }
