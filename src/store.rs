@@ -100,6 +100,21 @@ fn migrations() -> Migrations<'static> {
             value TEXT NOT NULL
         ) STRICT;",
         ),
+        // 0.1.0 journalled a user's change of what a session does by itself as a sentence
+        // (`"what":"held: …"`); it is an enum now (`"change":"held"`), with the sentence kept as the
+        // detail. The only place the old words are read, once.
+        M::up(
+            "UPDATE events SET body = json_set(json_remove(body, '$.what'),
+                '$.change', CASE
+                    WHEN json_extract(body, '$.what') = 'auto-resume off' THEN 'auto_resume_off'
+                    WHEN json_extract(body, '$.what') LIKE 'held:%' THEN 'held'
+                    WHEN json_extract(body, '$.what') = 'released' THEN 'released'
+                    WHEN json_extract(body, '$.what') LIKE 'auto-resume on%' THEN 'auto_resume_on'
+                    WHEN json_extract(body, '$.what') LIKE 'answered the usage-limit menu%' THEN 'menu_answered'
+                END,
+                '$.detail', json_extract(body, '$.what'))
+            WHERE event = 'automation' AND json_extract(body, '$.change') IS NULL;",
+        ),
     ])
 }
 

@@ -53,18 +53,14 @@ struct Streams {
 }
 
 impl Actor {
-    /// Starts the actor task; returns the handle and the task.
+    /// Starts the actor task; returns the handle and the task. The machine's first decisions (the
+    /// journal's first words of the session, its options) are made before this returns.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
-        let (control_tx, control_rx) = mpsc::channel(64);
-        let (status_tx, status_rx) =
-            watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
-        let handle = SessionHandle { id: self.id.clone(), control: control_tx, status: status_rx };
-        let task = tokio::spawn(self.run(control_rx, status_tx));
-        (handle, task)
-    }
-
-    async fn run(self, controls: mpsc::Receiver<Control>, status: watch::Sender<Status>) {
         let Actor { id, command, spawned, journal, output_tap, adapter, detect, start } = self;
+        let (control_tx, controls) = mpsc::channel(64);
+        let (status, status_rx) =
+            watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
+        let handle = SessionHandle { id: id.clone(), control: control_tx, status: status_rx };
         let agent = start.agent;
         let now = Now { mono: Instant::now(), wall: journal.now() };
         let (machine, fx) = Machine::new(start, now);
@@ -88,7 +84,8 @@ impl Actor {
             reply: None,
         };
         exec.apply(fx);
-        exec.run(controls, measured).await;
+        let task = tokio::spawn(async move { exec.run(controls, measured).await });
+        (handle, task)
     }
 }
 
