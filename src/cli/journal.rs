@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use nightshift::clock::{Clock, SystemClock};
 use nightshift::store::{EventQuery, StoredEvent};
-use serde_json::Value;
+use nightshift::Event;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,25 +42,12 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One event as a human reads it.
+/// One event as a person reads it: the words the window shows too.
 fn line(event: &StoredEvent) -> String {
-    let body: Value = serde_json::from_str(&event.body).unwrap_or(Value::Null);
-    let text = |key: &str| body.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-    let what = match event.event.as_str() {
-        "state" => format!("{:<9} {}", text("state"), text("reason")),
-        "input" => {
-            let chars = body.get("chars").and_then(Value::as_u64).unwrap_or(0);
-            let enter = if body.get("enter").and_then(Value::as_bool) == Some(true) { " + Enter" } else { "" };
-            format!("typed {chars} characters{enter} ({})", text("source"))
-        }
-        "stop_requested" => format!("stop requested ({})", text("source")),
-        _ => {
-            let mut rest = body.as_object().cloned().unwrap_or_default();
-            for key in ["ts", "session", "event"] {
-                rest.remove(key);
-            }
-            Value::Object(rest).to_string()
-        }
+    let what = match serde_json::from_str::<Event>(&event.body) {
+        Ok(ev) => ev.kind.describe(&chrono::Local),
+        // A row this version cannot read (a newer Nightshift's): as it is.
+        Err(_) => event.body.clone(),
     };
     let ts = chrono::DateTime::parse_from_rfc3339(&event.ts)
         .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S%.3f").to_string())
