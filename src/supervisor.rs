@@ -17,7 +17,7 @@ use crate::event::{Automation, Event, EventKind, SessionId, SessionState, StopKi
 use crate::pty::{self, shell_words, CommandSpec, PtySize, SpawnError};
 use crate::session::machine::Start;
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
-use crate::store::{NewSession, Store, StoreError};
+use crate::store::{NewSession, Standing, Store, StoreError};
 use crate::usage::{self, Sample};
 
 /// Environment variable that tells a child which Nightshift session it runs in.
@@ -375,6 +375,30 @@ impl Supervisor {
     pub fn pending_resumes(&self) -> Vec<(SessionId, chrono::DateTime<chrono::Utc>)> {
         self.sessions().iter().filter_map(|h| h.status().options.resume_due.map(|due| (h.id().clone(), due))).collect()
     }
+}
+
+/// Ends, in the journal, a session that no Nightshift process runs (lost, or kept waiting for a
+/// limit's reset): the user's stop, so nothing will start it again and its pending resume is
+/// cancelled. For `nightshift stop` and the window's Stop; `None` when the session is not such a one.
+pub fn end_orphan(
+    store: &mut Store,
+    clock: &dyn Clock,
+    row: &crate::store::SessionRow,
+    source: &str,
+) -> Result<Option<Standing>, StoreError> {
+    let standing = row.standing();
+    if !matches!(standing, Standing::Lost | Standing::Kept) {
+        return Ok(None);
+    }
+    let session = SessionId::from(row.id.clone());
+    let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
+    record(EventKind::StopRequested { source: source.to_string(), kind: StopKind::User })?;
+    let reason = match standing {
+        Standing::Kept => "stopped on request while no Nightshift ran it; its pending resume is cancelled",
+        _ => "stopped on request while no Nightshift ran it; nothing will start it again",
+    };
+    record(EventKind::state(SessionState::Exited, reason))?;
+    Ok(Some(standing))
 }
 
 /// What a session was waiting for when its Nightshift stopped.

@@ -212,8 +212,17 @@ fn the_journal_survives_a_kill_9_of_the_supervisor() {
     let listed = env.stdout(&["sessions"]);
     let line = listed.lines().find(|l| l.starts_with(&id)).unwrap();
     assert!(line.contains("lost"), "a session whose supervisor died is shown as lost: {line}");
-    let stop = env.output(&["stop", &id]);
-    assert!(String::from_utf8_lossy(&stop.stderr).contains("is gone"), "{}", String::from_utf8_lossy(&stop.stderr));
+    // Nothing runs it: stopping it ends it in the journal, so no Nightshift starts it again.
+    let stop = env.stdout(&["stop", &id]);
+    assert!(stop.contains("marked stopped"), "{stop}");
+    let listed = env.stdout(&["sessions"]);
+    assert!(listed.lines().find(|l| l.starts_with(&id)).unwrap().contains("exited"), "{listed}");
+    let again = env.output(&["stop", &id]);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("has exited"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }
 
 #[test]

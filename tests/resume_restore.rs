@@ -153,6 +153,11 @@ async fn only_waits_still_pending_are_restored_and_a_hold_is_kept() {
         ("off", vec![automation(Automation::AutoResumeOff)]),
         ("held", vec![automation(Automation::Held)]),
         ("released", vec![automation(Automation::Held), automation(Automation::Released)]),
+        // Nightshift's own end (Quit, a logout) kept the resume.
+        (
+            "kept",
+            vec![EventKind::StopRequested { source: "SIGTERM to nightshift".into(), kind: StopKind::Shutdown }, kept()],
+        ),
     ];
     let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &seeds);
     let handles = sup.restore_pending();
@@ -166,12 +171,39 @@ async fn only_waits_still_pending_are_restored_and_a_hold_is_kept() {
     let mut restored: Vec<(String, bool)> =
         handles.iter().map(|h| (h.id().to_string(), h.status().options.held)).collect();
     restored.sort();
-    assert_eq!(restored, [("held".to_string(), true), ("released".to_string(), false)]);
-    for id in ["held", "released"] {
+    assert_eq!(restored, [("held".to_string(), true), ("kept".to_string(), false), ("released".to_string(), false)]);
+    for id in ["held", "kept", "released"] {
         let handle = sup.session(id).unwrap();
         handle.stop("test").await.unwrap();
         handle.wait().await;
     }
+}
+
+fn kept() -> EventKind {
+    EventKind::ResumeKept {
+        due: reset() + chrono::Duration::minutes(1),
+        reason: "Nightshift ended".into(),
+        exit_code: None,
+        signal: Some("SIGHUP".into()),
+    }
+}
+
+/// A kept session shows as such, and the user's `nightshift stop` cancels it for good.
+#[tokio::test]
+async fn stopping_a_kept_session_cancels_its_resume() {
+    let env = common::Env::new();
+    let shutdown = EventKind::StopRequested { source: "quit from the tray".into(), kind: StopKind::Shutdown };
+    let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &[("kept2", vec![shutdown, kept()])]);
+    let row = sup.with_store(|s| s.session("kept2")).unwrap().unwrap();
+    assert_eq!(row.standing(), nightshift::store::Standing::Kept);
+    assert_eq!(row.shown_state(), "resume kept");
+    drop(sup);
+    let stopped = env.stdout(&["stop", "kept2"]);
+    assert!(stopped.contains("pending resume is cancelled"), "{stopped}");
+    let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &[]);
+    assert!(sup.restore_pending().is_empty(), "the user's stop is never undone");
+    let row = sup.with_store(|s| s.session("kept2")).unwrap().unwrap();
+    assert_eq!(row.standing(), nightshift::store::Standing::Ended);
 }
 
 #[tokio::test]

@@ -1,9 +1,14 @@
-//! `nightshift stop`: end a session that another Nightshift process runs.
+//! `nightshift stop`: end a session that another Nightshift process runs — or, when none runs it
+//! (its Nightshift died, or ended while it waited for a limit's reset), end it in the journal so
+//! nothing starts it again.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use nightshift::clock::SystemClock;
 use nightshift::control::Request;
+use nightshift::store::Standing;
+use nightshift::supervisor::end_orphan;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -12,9 +17,15 @@ pub struct Args {
 }
 
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
-    let (_, store) = super::open_store(state_dir)?;
+    let (_, mut store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    super::ask(&row, &Request::Stop { session: row.id.clone(), source: None })?;
-    println!("stopping session {}", row.id);
+    match end_orphan(&mut store, &SystemClock, &row, "nightshift stop")? {
+        Some(Standing::Kept) => println!("session {} will not be resumed: its pending resume is cancelled", row.id),
+        Some(_) => println!("session {} is marked stopped: no Nightshift ran it any more", row.id),
+        None => {
+            super::ask(&row, &Request::Stop { session: row.id.clone(), source: None })?;
+            println!("stopping session {}", row.id);
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
