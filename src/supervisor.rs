@@ -239,6 +239,7 @@ impl Supervisor {
         }
         let command =
             CommandSpec { program, args, cwd: row.cwd.clone().into(), env: Vec::new(), size: PtySize::default() };
+        let line = shell_words(&command.argv());
         let mut spec = SessionSpec::new(command);
         spec.agent = agent;
         spec.preset.clone_from(&row.preset);
@@ -256,10 +257,7 @@ impl Supervisor {
         tracing::info!(session = %id, "restoring a session with a pending resume");
         self.journal.emit(
             &id,
-            EventKind::state(
-                SessionState::Starting,
-                format!("restarting {} to resume after the limit", shell_words(&row.command)),
-            ),
+            EventKind::state(SessionState::Starting, format!("restarting {line} to resume after the limit")),
         );
         self.launch(id, spec)
     }

@@ -266,7 +266,8 @@ impl Machine {
             }));
         }
         if let Some(limit) = start.paused_on {
-            m.pause(limit, limits::Source::Journal, now, &mut fx);
+            // Started again with `--continue`: the client has no continuation of its own armed.
+            m.pause(limit, limits::Source::Journal, limit::Timer::None, now, &mut fx);
         }
         m.refresh_blocker(now, &mut fx);
         m.settle_state(&mut fx);
@@ -464,7 +465,11 @@ impl Machine {
             return Some("paused on a usage limit".into());
         }
         if self.guard.active(now.wall) {
-            return Some("the fresh window's reserve is reached".into());
+            return Some(if self.guard.settings.not_tonight {
+                "not tonight: the fresh window is left for you".into()
+            } else {
+                "the fresh window's reserve is reached".into()
+            });
         }
         None
     }

@@ -51,6 +51,15 @@ impl Limit {
     }
 }
 
+/// Whether the client may have a continuation of its own armed when a limit pauses the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Timer {
+    /// Its notice may say "Continuing automatically at …": Escape cancels it.
+    Maybe,
+    /// None to cancel (the limit menu, a restored session), and Escape would do something else.
+    None,
+}
+
 /// The fresh-window guard: what of a 5-hour window that opens after a limit is left for the user.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Guard {
@@ -112,7 +121,8 @@ impl Machine {
                 resets_at: None,
                 line: menu.notice.clone().unwrap_or_else(|| "the client's usage-limit menu".into()),
             });
-            self.pause(limit, Source::Text, now, fx);
+            // The menu armed nothing to cancel, and Escape on it would answer it.
+            self.pause(limit, Source::Text, Timer::None, now, fx);
         }
     }
 
@@ -120,6 +130,9 @@ impl Machine {
     pub(super) fn on_limit_notice(&mut self, found: Option<LimitText>, now: Now, fx: &mut Vec<Effect>) {
         let Some(found) = found else {
             self.notice_gone = true;
+            // The client's notice is gone after the reset or a resume: it took the continuation,
+            // even one answered too fast to show a turn.
+            self.turn_seen(now, fx);
             return;
         };
         if let Limit::Paused(p) = &mut self.limit {
@@ -152,7 +165,7 @@ impl Machine {
                 return;
             }
         }
-        self.pause(found, Source::Text, now, fx);
+        self.pause(found, Source::Text, Timer::Maybe, now, fx);
     }
 
     /// A usage sample at 100 % with its reset ahead is a limit, whatever the screen says.
@@ -202,7 +215,8 @@ impl Machine {
                     "the statusLine reports the {} window full",
                     if kind == LimitKind::Weekly { "7-day" } else { "5-hour" }
                 );
-                self.pause(LimitText { kind, resets_at: Some(resets_at), line }, Source::Data, now, fx);
+                let limit = LimitText { kind, resets_at: Some(resets_at), line };
+                self.pause(limit, Source::Data, Timer::Maybe, now, fx);
             }
             (Some((resets_at, _)), Limit::Paused(p)) if p.limit.resets_at.is_none_or(|r| r < resets_at) => {
                 p.limit.resets_at = Some(resets_at);
@@ -249,7 +263,9 @@ impl Machine {
         self.life = Life::Ended(super::life::End::Kept);
     }
 
-    pub(super) fn pause(&mut self, limit: LimitText, source: Source, now: Now, fx: &mut Vec<Effect>) {
+    /// Paused on `limit`; `timer` says whether the client may have armed a continuation of its own
+    /// (its notice's "Continuing automatically at …"), which not-tonight and the own policy cancel.
+    pub(super) fn pause(&mut self, limit: LimitText, source: Source, timer: Timer, now: Now, fx: &mut Vec<Effect>) {
         let until = match limit.resets_at {
             Some(at) => format!("until {}", crate::clock::format_ts(at)),
             None => "with no reset time given".to_string(),
@@ -261,8 +277,12 @@ impl Machine {
         self.because(format!("usage limit ({}: {}) {until}", source.as_str(), limit.line));
         let mut resume = None;
         if self.guard.settings.not_tonight {
-            // Not tonight: the fresh window is the user's. Cancel the client's own continuation too.
-            fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
+            // Not tonight: the fresh window is the user's, all of it. Cancel the client's own
+            // continuation too, and hold respawn cycles from now on, whatever ends the pause.
+            self.guard.until = Some(None);
+            if timer == Timer::Maybe {
+                fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
+            }
             self.emit(
                 EventKind::WindowGuard {
                     reason:
@@ -272,15 +292,15 @@ impl Machine {
                 fx,
             );
         } else if let Some(settings) = self.auto_resume.clone().filter(|_| !self.guard.active(now.wall)) {
-            resume = Some(self.arm_resume(settings, limit.resets_at, now, fx));
+            resume = Some(self.arm_resume(settings, limit.resets_at, timer, now, fx));
         }
         self.limit = Limit::Paused(Paused { limit, source, resume });
         self.notice_gone = false;
         self.refresh_blocker(now, fx);
     }
 
-    /// A frame showed the agent in a turn, however short. After the reset (or a resume), that is the
-    /// limit over: the client took the continuation.
+    /// A frame showed the agent in a turn, however short, or the client's limit notice went away.
+    /// After the reset (or a resume), that is the limit over: the client took the continuation.
     pub(super) fn turn_seen(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let Some(p) = self.limit.paused() else { return };
         let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
@@ -327,10 +347,14 @@ impl Machine {
         &mut self,
         settings: resume::Settings,
         resets_at: Option<DateTime<Utc>>,
+        timer: Timer,
         now: Now,
         fx: &mut Vec<Effect>,
     ) -> Waiting {
-        let (plan, effects) = resume::Plan::new(settings.clone(), resets_at, now.wall);
+        let (plan, mut effects) = resume::Plan::new(settings.clone(), resets_at, now.wall);
+        if timer == Timer::None {
+            effects.retain(|e| *e != resume::Effect::CancelClientTimer);
+        }
         self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings, guard: self.guard.settings }, fx);
         self.resume_effects(effects, fx);
         Waiting { plan, next_check: now.mono + RESUME_CHECK }
@@ -338,9 +362,18 @@ impl Machine {
 
     pub(super) fn resume_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let quota = self.quota(now.wall);
-        let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limit else { return };
+        let guard = self.guard.settings;
+        let Limit::Paused(Paused { resume: Some(waiting), limit, .. }) = &mut self.limit else { return };
         waiting.next_check = now.mono + RESUME_CHECK;
+        let due = waiting.plan.due;
         let effects = waiting.plan.tick(now.wall, quota);
+        let moved = waiting.plan.due != due && waiting.plan.sent_at.is_none() && !waiting.plan.failed;
+        // A resume that started no turn is retried later: the journal keeps the new time for a
+        // restore. (A postponement for a full window is not worth a line each time.)
+        if moved && !effects.iter().any(|e| matches!(e, resume::Effect::Postponed { .. })) {
+            let (settings, due, resets_at) = (waiting.plan.settings.clone(), waiting.plan.due, limit.resets_at);
+            self.emit(EventKind::ResumeArmed { resets_at, due, settings, guard }, fx);
+        }
         self.resume_effects(effects, fx);
     }
 

@@ -129,7 +129,7 @@ impl Machine {
                 };
                 if let Some(resets_at) = waiting_for {
                     if !self.guard.active(now.wall) && !self.guard.settings.not_tonight {
-                        let waiting = self.arm_resume(settings, resets_at, now, fx);
+                        let waiting = self.arm_resume(settings, resets_at, super::limit::Timer::Maybe, now, fx);
                         if let Limit::Paused(p) = &mut self.limit {
                             p.resume = Some(waiting);
                         }

@@ -302,13 +302,30 @@ fn limited_again_after_a_resume() {
     sim.input(notice(reset));
     sim.run(sim.until(reset + chrono::Duration::seconds(65)));
     assert_eq!(sim.resumes().len(), 1);
+    // The notice changes to a later reset without going away first.
     let again = reset + hours(5);
-    sim.input(Input::LimitNotice(None));
     sim.input(notice(again));
     sim.run(sim.until(again));
     assert_eq!(sim.resumes().len(), 1, "no second resume before the new reset: {:?}", sim.resumes());
     sim.run(sim.until(again + chrono::Duration::seconds(70)));
     assert_eq!(sim.resumes().iter().map(|r| r.1).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn a_resume_answered_too_fast_for_a_turn_still_ends_the_limit() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.input(Input::LimitNotice(None));
+    assert_eq!(sim.m.state(), SessionState::LimitPaused, "the notice going away before the reset ends nothing");
+    sim.input(notice(reset));
+    sim.run(sim.until(reset + chrono::Duration::seconds(65)));
+    assert_eq!(sim.resumes().len(), 1);
+    // The answer came and went between two frames: no working signal, but the notice is gone.
+    sim.input(Input::LimitNotice(None));
+    assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })));
+    sim.run(sim.secs() + 3600.0);
+    assert_eq!(sim.resumes().len(), 1, "no more continuations on top of a working session");
 }
 
 #[test]
@@ -351,7 +368,9 @@ fn the_weekly_menu_per_policy() {
         let mut sim = Sim::new(start);
         sim.input(menu('1', '2'));
         assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { kind: LimitKind::Weekly, .. })));
-        sim.written().into_iter().find(|w| w.len() == 1 && w[0].is_ascii_digit()).map(|w| w[0] as char)
+        let written = sim.written();
+        assert!(written.len() <= 1, "the answer alone; an Escape would answer the menu too: {written:?}");
+        written.first().map(|w| w[0] as char)
     };
     assert_eq!(answered(with_auto_resume(start(), resume::Policy::Watch)), Some('2'), "watch waits with the client");
     assert_eq!(answered(with_auto_resume(start(), resume::Policy::Own)), Some('1'), "own stops and resumes itself");
@@ -375,6 +394,10 @@ fn not_tonight() {
     assert_eq!(sim.written(), [b"\x1b".to_vec()], "the client's own continuation is cancelled");
     sim.input(idle());
     sim.run(sim.until(reset + hours(1)));
+    // After the reset the client's notice goes away: the limit is over, and still no cycle runs.
+    sim.input(Input::LimitNotice(None));
+    sim.input(idle());
+    sim.run(sim.secs() + 3600.0);
     assert!(sim.resumes().is_empty());
     assert!(!sim.has(|k| matches!(k, EventKind::RespawnStep { .. })), "no cycle in the fresh window");
 }
