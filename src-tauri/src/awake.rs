@@ -1,5 +1,6 @@
-//! The sleep assertion: held exactly while at least one session has respawn or auto-resume armed
-//! (and its armed duration has not ended), released when none has.
+//! The sleep assertion: held exactly while at least one session needs the machine awake by the
+//! core's policy ([`nightshift::awake`]: its agent works, a cycle or a restart is due, or a resume
+//! is due within reach), released when none does.
 //!
 //! It inhibits idle and sleep (systemd-logind's `Inhibit("idle")` and `Inhibit("sleep")` through
 //! keepawake), never the display. When the service is not there the app says so in the window and
@@ -8,6 +9,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use nightshift::awake::Want;
 use nightshift::control::{self, Request};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager};
@@ -54,15 +56,15 @@ pub fn status(app: &AppHandle) -> PowerStatus {
     PowerStatus { holding: inner.lock.is_some(), reason: inner.reason.clone(), warning: inner.warning.clone() }
 }
 
-/// The sessions that want the machine awake: the app's own by their status, other processes'
+/// What every live session needs of the machine: the app's own by their status, other processes'
 /// by asking them.
-async fn armed(state: &AppState) -> Vec<String> {
-    let mut armed: Vec<String> = state
+async fn wants(state: &AppState) -> Vec<(String, Want)> {
+    let mut wants: Vec<(String, Want)> = state
         .supervisor
         .sessions()
         .iter()
-        .filter(|h| h.status().exit.is_none() && h.status().options.keeps_awake())
-        .map(|h| h.id().to_string())
+        .filter(|h| h.status().exit.is_none())
+        .map(|h| (h.id().to_string(), h.status().options.awake))
         .collect();
     let rows = state.supervisor.with_store(|s| s.sessions()).unwrap_or_default();
     for row in rows.iter().filter(|r| !r.is_final() && state.supervisor.session(&r.id).is_none()) {
@@ -70,19 +72,19 @@ async fn armed(state: &AppState) -> Vec<String> {
         let request = Request::Options { session: row.id.clone() };
         match control::request(socket, &request).await {
             Ok(response) => {
-                if response.options.is_some_and(|o| o.keeps_awake()) {
-                    armed.push(row.id.clone());
+                if let Some(options) = response.options {
+                    wants.push((row.id.clone(), options.awake));
                 }
             }
             Err(e) => {
                 let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if inner.unanswered.insert(row.id.clone()) {
-                    tracing::warn!(session = %row.id, "cannot tell whether it is armed ({e}); it does not keep the machine awake");
+                    tracing::warn!(session = %row.id, "cannot tell whether it needs the machine awake ({e}); it does not keep it awake");
                 }
             }
         }
     }
-    armed
+    wants
 }
 
 /// Looks again now (after the user changed something).
@@ -94,16 +96,17 @@ pub fn recheck(app: &AppHandle) {
 async fn apply(app: &AppHandle) {
     let state = app.state::<AppState>();
     let _one = state.awake.busy.lock().await;
-    let armed = armed(&state).await;
+    let wants = wants(&state).await;
+    let armed: Vec<&(String, Want)> = wants.iter().filter(|(_, w)| w.hold).collect();
     let before = status(app);
     let holding = before.holding;
     if armed.is_empty() && holding {
         // Dropping the lock closes its file descriptors: that is the release.
         let released = state.awake.inner.lock().map(|mut i| i.lock.take());
         drop(released);
-        tracing::info!("sleep assertion released: no session is armed");
+        tracing::info!("sleep assertion released: no session needs the machine awake");
     } else if !armed.is_empty() && !holding {
-        let why = format!("Nightshift keeps {} armed session(s) running", armed.len());
+        let why = format!("Nightshift keeps {} session(s) running", armed.len());
         let taken = tauri::async_runtime::spawn_blocking(move || {
             keepawake::Builder::default()
                 .display(false)
@@ -134,12 +137,20 @@ async fn apply(app: &AppHandle) {
     }
     {
         let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let why: Vec<String> = armed.iter().map(|(id, w)| format!("{id}: {}", w.reason)).collect();
+        // A session that lets the machine sleep because its next action is far off says so.
+        let far: Vec<String> = wants
+            .iter()
+            .filter(|(_, w)| !w.hold && w.next_action.is_some())
+            .map(|(id, w)| format!("{id}: {}", w.reason))
+            .collect();
         inner.reason = match (armed.len(), inner.lock.is_some()) {
-            (0, _) => "No session has respawn or auto-resume armed; the machine sleeps as usual.".into(),
+            (0, _) if !far.is_empty() => format!("No session needs it now ({}).", far.join("; ")),
+            (0, _) => "No session needs it now; the machine sleeps as usual.".into(),
             (n, true) => {
-                format!("Keeping the machine awake (idle and sleep, not the display) for {n} armed session(s).")
+                format!("Keeping it awake (idle and sleep, not the display) for {n} session(s): {}.", why.join("; "))
             }
-            (n, false) => format!("{n} armed session(s), but the machine could not be kept awake."),
+            (n, false) => format!("{n} session(s) need it, but the machine could not be kept awake."),
         };
     }
     let after = status(app);
