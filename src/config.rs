@@ -5,6 +5,9 @@
 //! [notifications]
 //! finished = false
 //!
+//! [app]
+//! keep_resumes_on_quit = true
+//!
 //! [presets.my-night]
 //! idle_timeout = 20
 //! duration = 21600
@@ -47,6 +50,24 @@ pub struct Config {
     pub notifications: crate::notice::Switches,
     #[serde(default)]
     pub presets: BTreeMap<String, Settings>,
+    /// The tray app's own settings (`[app] keep_resumes_on_quit = false`).
+    #[serde(default)]
+    pub app: AppSettings,
+}
+
+/// The tray app's behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AppSettings {
+    /// Quit keeps the resumes sessions wait for (they resume at the next start); off, Quit cancels
+    /// them as a stop would.
+    pub keep_resumes_on_quit: bool,
+}
+
+impl Default for AppSettings {
+    fn default() -> Self {
+        Self { keep_resumes_on_quit: true }
+    }
 }
 
 /// Where a preset comes from.

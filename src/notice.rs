@@ -118,6 +118,24 @@ where
     }
 }
 
+/// Said when the app quits while sessions wait for a usage limit's reset: their resumes are kept
+/// for the next start. `due` is when each was due.
+pub fn resumes_kept<Z: TimeZone>(due: &[DateTime<Utc>], local: &Z) -> Notice
+where
+    Z::Offset: std::fmt::Display,
+{
+    let first = due.iter().min().map(|t| time(*t, local)).unwrap_or_default();
+    let body = match due.len() {
+        1 => format!(
+            "The session waiting for a usage limit resumes when Nightshift next starts (it was due at {first})."
+        ),
+        n => format!(
+            "{n} sessions waiting for a usage limit resume when Nightshift next starts (the first was due at {first})."
+        ),
+    };
+    Notice { kind: Kind::Limit, summary: "Nightshift quit: pending resumes are kept".into(), body, session: None }
+}
+
 /// The morning run summary's notification.
 pub fn morning(headline: &str) -> Notice {
     Notice {
@@ -181,6 +199,16 @@ mod tests {
             reason: "r".into(),
         };
         assert_eq!(for_event("s", "l", &half, &Utc), None);
+    }
+
+    #[test]
+    fn quitting_says_the_resumes_are_kept() {
+        let due: DateTime<Utc> = "2026-11-30T14:34:00Z".parse().unwrap();
+        let n = resumes_kept(&[due], &Utc);
+        assert_eq!(n.kind, Kind::Limit);
+        assert!(n.body.contains("resumes when Nightshift next starts") && n.body.contains("14:34"), "{}", n.body);
+        let n = resumes_kept(&[due, due - chrono::Duration::hours(1)], &Utc);
+        assert!(n.body.starts_with("2 sessions") && n.body.contains("13:34"), "{}", n.body);
     }
 
     #[test]

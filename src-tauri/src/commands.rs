@@ -38,7 +38,15 @@ pub fn session_events(state: State<'_, AppState>, id: String) -> Result<Vec<Valu
         let id = s.find_session(&id)?.id;
         s.recent_events(&id, SESSION_EVENTS)
     })?;
-    Ok(events.iter().filter_map(|e| serde_json::from_str(&e.body).ok()).collect())
+    Ok(views(&events))
+}
+
+/// Journal rows as the window shows them: each event with what it means (`text`).
+pub fn views(rows: &[nightshift::store::StoredEvent]) -> Vec<Value> {
+    rows.iter()
+        .filter_map(|r| serde_json::from_str::<nightshift::Event>(&r.body).ok())
+        .map(|e| e.view(&chrono::Local))
+        .collect()
 }
 
 /// Sends `request` (built for the session's full id) to whoever runs the session.
@@ -91,6 +99,15 @@ pub async fn reset_breaker(state: State<'_, AppState>, id: String) -> Result<Str
 
 #[tauri::command]
 pub async fn stop_session(state: State<'_, AppState>, id: String) -> Result<(), UiError> {
+    // A session no Nightshift runs (lost, or kept waiting on a limit) is stopped in the journal.
+    let clock = state.supervisor.clock().clone();
+    let ended = state.supervisor.with_store(|s| -> Result<_, nightshift::store::StoreError> {
+        let row = s.find_session(&id)?;
+        nightshift::supervisor::end_orphan(s, clock.as_ref(), &row, "the app")
+    })?;
+    if ended.is_some() {
+        return Ok(());
+    }
     ask(&state, &id, |session| Request::Stop { session, source: Some("the app".into()) }).await.map(|_| ())
 }
 
@@ -284,8 +301,18 @@ pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value,
     Ok(json!({
         "notifications": config.notifications,
         "launch_at_login": launch_at_login,
+        "keep_resumes_on_quit": config.app.keep_resumes_on_quit,
         "power": crate::awake::status(&app),
     }))
+}
+
+#[tauri::command]
+pub fn set_keep_resumes_on_quit(state: State<'_, AppState>, keep: bool) -> Result<(), UiError> {
+    let dir = state.paths.config_dir.as_deref();
+    let mut config = Config::load(dir)?;
+    config.app.keep_resumes_on_quit = keep;
+    config.save(dir)?;
+    Ok(())
 }
 
 #[tauri::command]

@@ -111,7 +111,7 @@ pub fn on_events(app: &AppHandle, rows: &[StoredEvent]) {
                     // An exit is a finish only when nothing started the agent again (respawn does).
                     notice::Kind::Finished => s.recent_events(&session, 1)?.last().is_some_and(|e| e.id == id),
                     // Only a dialog nobody answered needs the user.
-                    _ => s.session(&session)?.is_some_and(|r| r.state == "waiting_input"),
+                    _ => s.session(&session)?.is_some_and(|r| r.state == nightshift::SessionState::WaitingInput),
                 })
             });
             if still.unwrap_or(false) {
@@ -156,6 +156,30 @@ pub fn show(app: &AppHandle, notice: Notice) {
             }
         }
     });
+}
+
+/// Says, as the app quits, that the resumes sessions wait for are kept for the next start. Waits
+/// until the desktop has it, since the app is about to exit.
+pub async fn resumes_kept(app: &AppHandle, pending: &[(nightshift::SessionId, chrono::DateTime<chrono::Utc>)]) {
+    let due: Vec<_> = pending.iter().map(|(_, due)| *due).collect();
+    let notice = notice::resumes_kept(&due, &chrono::Local);
+    let state = app.state::<AppState>();
+    if !state.notifier.switches.lock().map(|s| s.allows(notice.kind)).unwrap_or(true) {
+        return;
+    }
+    let shown = tauri::async_runtime::spawn_blocking(move || {
+        notify_rust::Notification::new()
+            .appname("Nightshift")
+            .summary(&notice.summary)
+            .body(&notice.body)
+            .icon("dev.nightshift.app")
+            .show()
+            .map(|_| ())
+    })
+    .await;
+    if let Ok(Err(e)) = shown {
+        tracing::warn!("could not say that pending resumes are kept: {e}");
+    }
 }
 
 /// Says the morning summary is ready, in the window and on the desktop.

@@ -4,6 +4,7 @@
 //! Linux tray hosts show no tooltip for app indicators, so the tooltip's text (counts and usage
 //! chip) is also the menu's first, disabled rows.
 
+use nightshift::event::StopKind;
 use nightshift::overview::{self, Glance, Overview};
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
@@ -40,7 +41,7 @@ fn menu(app: &AppHandle, o: &Overview) -> tauri::Result<Menu<tauri::Wry>> {
     menu.append(&MenuItem::with_id(app, "resume", "Resume all", !o.entries.is_empty(), None::<&str>)?)?;
     menu.append(&PredefinedMenuItem::separator(app)?)?;
     menu.append(&MenuItem::with_id(app, "open", "Open Nightshift", true, None::<&str>)?)?;
-    menu.append(&MenuItem::with_id(app, "quit", "Quit", true, None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, "quit", quit_label(app), true, None::<&str>)?)?;
     Ok(menu)
 }
 
@@ -109,12 +110,44 @@ fn on_menu(app: &AppHandle, id: &str) {
     }
 }
 
-/// Stops this app's sessions (gracefully, as `nightshift stop` would) and exits.
+/// Stops this app's sessions (gracefully, as `nightshift stop` would) and exits. A session waiting
+/// for a usage limit's reset keeps its resume for the next start, and a notification says so —
+/// unless the settings say Quit cancels them.
 fn quit_app(app: &AppHandle) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
-        let supervisor = app.state::<AppState>().supervisor.clone();
-        supervisor.stop_all("quit from the tray").await;
+        let state = app.state::<AppState>();
+        let keep = nightshift::config::Config::load(state.paths.config_dir.as_deref())
+            .map(|c| c.app.keep_resumes_on_quit)
+            .unwrap_or(true);
+        let pending = state.supervisor.pending_resumes();
+        let kind = if keep { StopKind::Shutdown } else { StopKind::User };
+        if !pending.is_empty() {
+            tracing::info!(
+                sessions = pending.len(),
+                "quitting: pending resumes are {}",
+                if keep { "kept for the next start" } else { "cancelled" }
+            );
+            if keep {
+                crate::notify::resumes_kept(&app, &pending).await;
+            }
+        }
+        state.supervisor.stop_all("quit from the tray", kind).await;
         app.exit(0);
     });
+}
+
+/// The Quit item's words: it says what happens to resumes that sessions wait for.
+fn quit_label(app: &AppHandle) -> String {
+    let state = app.state::<AppState>();
+    let n = state.supervisor.pending_resumes().len();
+    let keep = nightshift::config::Config::load(state.paths.config_dir.as_deref())
+        .map(|c| c.app.keep_resumes_on_quit)
+        .unwrap_or(true);
+    match n {
+        0 => "Quit".to_string(),
+        n if !keep => format!("Quit (cancels {n} pending resume{})", if n == 1 { "" } else { "s" }),
+        1 => "Quit (keeps 1 pending resume for the next start)".to_string(),
+        n => format!("Quit (keeps {n} pending resumes for the next start)"),
+    }
 }

@@ -25,6 +25,13 @@ from x11 import X11  # noqa: E402
 
 
 
+def replay(name):
+    """A shell line that draws one of the real client's screens and stays."""
+    title = (CAPTURES / f"{name}.title.txt").read_text().strip()
+    return (f"printf '\\033]0;%s\\007' {json.dumps(title)}; cat {CAPTURES / (name + '.ansi.txt')}; "
+            "exec sleep 600")
+
+
 def wait(what, fn, timeout=20, every=0.2):
     deadline = time.time() + timeout
     last = None
@@ -130,11 +137,6 @@ class Desktop(unittest.TestCase):
         self.assertEqual(finished["app_name"], "Nightshift")
 
     def test_3_a_question_and_a_limit_are_notified_with_their_text(self):
-        def replay(name):
-            title = (CAPTURES / f"{name}.title.txt").read_text().strip()
-            return (f"printf '\\033]0;%s\\007' {json.dumps(title)}; cat {CAPTURES / (name + '.ansi.txt')}; "
-                    "exec sleep 600")
-
         q_run, q = self.start_run("--agent", "claude", "--cols", "120", "--rows", "40", script=replay("question-mock"))
         question = self.fakes.wait_for("notifications", lambda r: r.get("call") == "Notify"
                                        and "waiting for you" in r["summary"], timeout=20, what="the question")
@@ -160,7 +162,8 @@ class Desktop(unittest.TestCase):
                                   script=replay("weekly-menu.screen"))
         wait("the menu's limit notification", lambda: count("usage limit") > limits)
         answered = wait("the menu answered", lambda: [e for e in self.journal(m) if e["event"] == "automation"])
-        self.assertIn("answered the usage-limit menu with 2", answered[0]["what"])
+        self.assertEqual(answered[0]["change"], "menu_answered")
+        self.assertTrue(answered[0]["detail"].startswith("with 2"), answered[0])
         time.sleep(3)
         self.assertEqual(count("waiting for you"), questions, "no question notification for the answered menu")
         for run, session in ((q_run, q), (l_run, l), (m_run, m)):
@@ -184,6 +187,48 @@ class Desktop(unittest.TestCase):
         except subprocess.TimeoutExpired:
             self.fail(f"the app did not quit; its output:\n{self.app_output()}")
         self.assertEqual(code, 0, self.app_output())
+
+    def test_6_a_resume_outlives_a_logout_and_a_quit(self):
+        # A headless run waits on a usage limit with auto-resume on; the logout's SIGTERM ends it.
+        run, session = self.start_run("--agent", "claude", "--auto-resume", "--cols", "120", "--rows", "40",
+                                      script=replay("weekly-limit"))
+        wait("the resume armed", lambda: any(e["event"] == "resume_armed" for e in self.journal(session)))
+        run.send_signal(signal.SIGTERM)
+        run.wait(30)
+        self.assertTrue(any(e["event"] == "resume_kept" for e in self.journal(session)), self.journal(session))
+
+        # The next app start takes it up again, and its Quit says it keeps it.
+        with open(Path(self.tmp.name) / "app2.log", "wb") as log:
+            app = subprocess.Popen([str(APP)], env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT)
+            try:
+                registered = self.fakes.wait_for("watcher", lambda r: r.get("call") == "RegisterStatusNotifierItem"
+                                                 and (r["service"], r["path"]) != self.item, timeout=30,
+                                                 what="the new app's tray item")
+                item = (registered["service"], registered["path"])
+                restored = wait("the session restored", lambda: [e for e in self.journal(session)
+                                                                if e["event"] == "limit_detected"
+                                                                and e["source"] == "journal"])
+                self.assertTrue(restored)
+
+                def quit_item():
+                    props = dbus_fakes.sni_properties(*item)
+                    items = dbus_fakes.menu_layout(item[0], str(props["Menu"]))
+                    return [m for m in items if m.label.startswith("Quit (keeps 1 pending resume")]
+                found = wait("Quit saying it keeps the resume", quit_item)
+                dbus_fakes.menu_click(item[0], str(dbus_fakes.sni_properties(*item)["Menu"]), found[0].id)
+                self.assertEqual(app.wait(30), 0)
+            finally:
+                if app.poll() is None:
+                    app.kill()
+                    app.wait()
+        said = self.fakes.wait_for("notifications", lambda r: r.get("call") == "Notify"
+                                   and "pending resumes are kept" in r["summary"], timeout=10, what="the quit notice")
+        self.assertIn("resumes when Nightshift next starts", said["body"])
+        kept = [e for e in self.journal(session) if e["event"] == "resume_kept"]
+        self.assertEqual(len(kept), 2, "kept again at the Quit")
+        listed = subprocess.run([str(CLI), "sessions"], env=self.env, capture_output=True, text=True, timeout=30).stdout
+        self.assertIn("resume kept", next(line for line in listed.splitlines() if line.startswith(session)))
 
 
 if __name__ == "__main__":

@@ -141,7 +141,7 @@ function renderPower(power) {
   const status = $("power-status");
   status.dataset.holding = String(!!power.holding);
   status.textContent = power.holding
-    ? `Nightshift is keeping the computer from sleeping while a run is armed. ${power.reason || ""}`.trim()
+    ? `Nightshift is keeping the computer from sleeping. ${power.reason || ""}`.trim()
     : `The computer may sleep as usual. ${power.reason || ""}`.trim();
   $("power-warning").hidden = !power.warning;
   $("power-warning").textContent = power.warning || "";
@@ -180,6 +180,7 @@ async function loadSettings() {
   if (s !== FAILED) {
     for (const box of document.querySelectorAll("[data-notify]")) box.checked = !!(s.notifications || {})[box.dataset.notify];
     $("launch-at-login").checked = !!s.launch_at_login;
+    $("keep-resumes").checked = !!s.keep_resumes_on_quit;
     renderPower(s.power);
   }
   if (await loadPresets()) renderUserPresets();
@@ -191,6 +192,13 @@ async function notificationChanged(ev) {
   const switches = {};
   for (const box of document.querySelectorAll("[data-notify]")) switches[box.dataset.notify] = box.checked;
   if ((await call("set_notifications", { switches })) === FAILED) { ev.target.checked = !ev.target.checked; return; }
+}
+
+async function keepResumesChanged() {
+  clearError();
+  const keep = $("keep-resumes").checked;
+  if ((await call("set_keep_resumes_on_quit", { keep })) === FAILED) { $("keep-resumes").checked = !keep; return; }
+  notice(keep ? "Quitting keeps pending resumes for the next start." : "Quitting now cancels pending resumes.");
 }
 
 async function launchChanged() {
