@@ -432,6 +432,17 @@ impl Event {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("events always serialise")
     }
+
+    /// The event for the window: its JSON with `text`, what it means for people (see
+    /// [`EventKind::describe`]).
+    pub fn view<Z: chrono::TimeZone>(&self, local: &Z) -> serde_json::Value
+    where
+        Z::Offset: fmt::Display,
+    {
+        let mut value = serde_json::to_value(self).expect("events always serialise");
+        value["text"] = serde_json::Value::String(self.kind.describe(local));
+        value
+    }
 }
 
 fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {

@@ -45,7 +45,7 @@ pub fn start(app: AppHandle, journal: PathBuf, mut bus: broadcast::Receiver<Even
             match store.events(&query) {
                 Ok(rows) if !rows.is_empty() => {
                     last = rows.last().map_or(last, |r| r.id);
-                    let events: Vec<Value> = rows.iter().filter_map(|r| serde_json::from_str(&r.body).ok()).collect();
+                    let events: Vec<Value> = crate::commands::views(&rows);
                     if let Err(e) = app.emit("journal", events) {
                         tracing::debug!("could not push journal events to the window: {e}");
                     }

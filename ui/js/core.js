@@ -9,7 +9,6 @@ const { listen } = window.__TAURI__.event;
 
 const $ = (id) => document.getElementById(id);
 const FAILED = Symbol("failed");
-const ENDED = ["exited", "failed", "lost"];
 
 // The state more than one script reads or writes; anything else stays in the script that owns it.
 const app = {
@@ -77,15 +76,17 @@ function plural(n, one, many) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+// A Nightshift process runs it (the core says so: `standing`).
 function isLive(s) {
-  return s && !ENDED.includes(s.shown_state.split(" ")[0]);
+  return !!s && s.standing === "live";
 }
 
-// The colour family of a shown state ("exited (3)" → state-bad).
+// The colour family of a session's state (`shown_state` is only for reading).
 function stateClass(s) {
-  const shown = s.shown_state;
-  if (shown.startsWith("exited")) return s.exit_code === 0 ? "state-done" : "state-bad";
-  return `state-${shown.split(" ")[0]}`;
+  if (s.standing === "lost") return "state-lost";
+  if (s.standing === "kept") return "state-limit_paused";
+  if (s.state === "exited" || s.state === "failed") return s.exit_code === 0 ? "state-done" : "state-bad";
+  return `state-${s.state}`;
 }
 
 function errorOf(e) {

@@ -40,6 +40,7 @@ function writeSettings(settings) {
   for (const input of SETTING_FIELDS()) {
     const v = settings[input.dataset.setting];
     if (input.type === "checkbox") input.checked = !!v;
+    else if (input.dataset.kind === "list") input.value = (v || []).map((x) => +x.toFixed(3)).join(", ");
     else if (input.type === "number") input.value = v === undefined ? "" : +(v / Number(input.dataset.unit)).toFixed(3);
     else input.value = v ?? "";
   }
@@ -53,7 +54,19 @@ function readSettings() {
     const key = input.dataset.setting;
     input.removeAttribute("aria-invalid");
     if (input.type === "checkbox") out[key] = input.checked;
-    else if (input.type === "number") {
+    else if (input.dataset.kind === "list") {
+      const list = input.value.split(",").map((x) => x.trim()).filter((x) => x !== "").map(Number);
+      if (!list.length || list.some((n) => !isFinite(n) || n < 0)) {
+        input.setAttribute("aria-invalid", "true");
+        if (!bad) {
+          const label = document.querySelector(`label[for="${input.id}"]`).textContent;
+          showError({ code: "invalid_setting", message: `${label}: enter seconds separated by commas, such as 2, 10, 30.` });
+          input.focus();
+          return null;
+        }
+      }
+      out[key] = list;
+    } else if (input.type === "number") {
       const n = Number(input.value);
       const min = Number(input.min || 0);
       if (input.value.trim() === "" || !isFinite(n) || n < min) {
@@ -73,7 +86,9 @@ function readSettings() {
 }
 
 function sameSettings(a, b) {
-  return Object.keys(a).every((k) => (typeof a[k] === "number" ? Math.abs(a[k] - b[k]) < 1e-6 : a[k] === b[k]));
+  const same = (x, y) => (typeof x === "number" ? Math.abs(x - y) < 1e-6
+    : Array.isArray(x) ? Array.isArray(y) && x.length === y.length && x.every((v, i) => same(v, y[i])) : x === y);
+  return Object.keys(a).every((k) => same(a[k], b[k]));
 }
 
 async function openOptions() {
@@ -112,6 +127,12 @@ function renderOptions() {
     status.textContent = "Off. Choose a preset, adjust it if you like, and press Enable.";
   }
   if (o.held) status.textContent += " Held: no cycle starts until you release the session.";
+  const awake = o.awake || {};
+  $("awake-status").textContent = awake.reason
+    ? `${awake.hold ? "Keeps the computer awake" : "Lets the computer sleep"}: ${awake.reason}.`
+      + (awake.next_action ? ` Next action ${clock(awake.next_action)}.` : "")
+    : "";
+  $("awake-status").dataset.hold = String(!!awake.hold);
   status.className = `status ${o.respawn_active ? "on" : "off"}`;
 
   if (!app.formDirty) {
@@ -128,6 +149,7 @@ function renderOptions() {
   const limitAt = o.limit && o.limit.resets_at;
   $("limit-status").textContent = o.limit
     ? (limitAt ? `A usage limit pauses this session until ${clock(limitAt)}.` : "A usage limit pauses this session; its reset time is not known.")
+      + (o.resume_due ? ` Nightshift resumes it at ${clock(o.resume_due)}; if Nightshift quits first, the next start does.` : "")
     : "No usage limit holds this session.";
   $("limit-status").dataset.limited = String(!!o.limit);
   $("auto-resume").checked = !!o.auto_resume;
@@ -179,7 +201,19 @@ function readSettingsQuiet() {
   for (const input of SETTING_FIELDS()) {
     const key = input.dataset.setting;
     if (input.type === "checkbox") out[key] = input.checked;
-    else if (input.type === "number") {
+    else if (input.dataset.kind === "list") {
+      const list = input.value.split(",").map((x) => x.trim()).filter((x) => x !== "").map(Number);
+      if (!list.length || list.some((n) => !isFinite(n) || n < 0)) {
+        input.setAttribute("aria-invalid", "true");
+        if (!bad) {
+          const label = document.querySelector(`label[for="${input.id}"]`).textContent;
+          showError({ code: "invalid_setting", message: `${label}: enter seconds separated by commas, such as 2, 10, 30.` });
+          input.focus();
+          return null;
+        }
+      }
+      out[key] = list;
+    } else if (input.type === "number") {
       if (input.value.trim() === "") return null;
       out[key] = Number(input.value) * Number(input.dataset.unit);
     } else out[key] = input.value;

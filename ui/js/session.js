@@ -1,31 +1,11 @@
 // One session's page: its facts, the live screen, the journal, typing to the agent and Stop.
 "use strict";
 
+// The core says what each event means (the same words `nightshift journal` prints).
 function describe(ev) {
-  const words = (s) => String(s ?? "").replaceAll("_", " ");
-  switch (ev.event) {
-    case "state": return `${words(ev.state)} — ${ev.reason}`;
-    case "input": return `typed ${ev.chars} characters${ev.enter ? " + Enter" : ""} (${ev.source})`;
-    case "stop_requested": return `stop requested (${ev.source})`;
-    case "respawn_step": return `respawn cycle ${ev.cycle}: ${ev.step} ${words(ev.outcome)}`;
-    case "respawn": return `respawn ${words(ev.action)}${ev.cycle ? ` (cycle ${ev.cycle})` : ""}${ev.reason ? ` — ${ev.reason}` : ""}`;
-    case "breaker": return `${words(ev.breaker).replace(" ", "-")} breaker ${words(ev.state).replace(" ", "-")}: ${ev.reason}`;
-    case "limit_detected": return `usage limit (${ev.source})${ev.resets_at ? `, resets ${localTime(ev.resets_at)}` : ""}: ${ev.line}`;
-    case "limit_cleared": return `usage limit over: ${ev.reason}`;
-    case "resume_sent": return `resume sent (attempt ${ev.attempt})`;
-    case "limit_failed": return `resume failed: ${ev.reason}`;
-    case "window_guard": return `fresh-window guard: ${ev.reason}`;
-    case "automation": return `${ev.what} (${ev.source})`;
-    case "suspended": {
-      const secs = (new Date(ev.to) - new Date(ev.from)) / 1000;
-      return `the computer slept for ${span(secs)}, from ${clock(ev.from)} to ${clock(ev.to)}`;
-    }
-    case "usage": return `usage: 5h ${ev.five_hour_pct ?? "–"}% · 7d ${ev.seven_day_pct ?? "–"}%`;
-    default: {
-      const { ts, session, event, ...rest } = ev;
-      return `${words(event)} ${JSON.stringify(rest)}`;
-    }
-  }
+  if (ev.text) return ev.text;
+  const { ts, session, event, ...rest } = ev;
+  return `${event} ${JSON.stringify(rest)}`;
 }
 
 function renderFacts() {
