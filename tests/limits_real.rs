@@ -1,5 +1,8 @@
 //! Usage limits against the real Claude Code client: the mock API answers 429 with the unified
-//! rate-limit headers (subscriber mode), and the client draws its own limit screens.
+//! rate-limit headers (subscriber mode), and the client draws its own limit screens. One smoke test
+//! per policy (watch, own, not tonight, the limit menu), each waiting out a real reset a minute or
+//! two away; the flows in between (pauses, retries, restore) run in seconds in `replay_flows.rs`
+//! and as specs of the session machine.
 
 mod common;
 #[path = "mock_api/mod.rs"]
@@ -25,36 +28,6 @@ async fn limited_soon(claude: &std::path::Path, run_args: &[&str]) -> (MockApi, 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_usage_limit_pauses_the_session_until_the_reset_the_api_gave() {
-    let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
-    let now = epoch(SystemTime::now());
-    // On a whole minute: the client shows the reset to the minute.
-    let reset = (now + 2 * 3600) / 60 * 60;
-    mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
-    let run = ClaudeRun::start(
-        &claude,
-        &mock.base_url(),
-        Options { run_args: &["--preset", "solo", "--user-quiet", "1"], ..Default::default() },
-    );
-    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
-    run.send("go on mock:limit", true);
-    let (p, _, paused) = run.wait_state("limit_paused", i + 1, Duration::from_secs(30));
-    let detected = run.events().into_iter().find(|e| e["event"] == "limit_detected").expect("a limit_detected event");
-    let resets_at =
-        chrono::DateTime::parse_from_rfc3339(detected["resets_at"].as_str().unwrap()).unwrap().timestamp() as u64;
-    assert_eq!(resets_at, reset, "the reset the API gave: {detected}");
-    assert!(paused["reason"].as_str().unwrap().contains("usage limit"), "{paused}");
-    // Paused: respawn sends nothing, and nothing reaches the API, while the window is closed.
-    let before = mock.messages().len();
-    tokio::time::sleep(Duration::from_secs(12)).await;
-    assert_eq!(mock.messages().len(), before, "nothing was sent during the pause");
-    assert!(!run.events().iter().any(|e| e["event"] == "respawn_step"), "no respawn cycle while paused");
-    let after: Vec<String> = run.states().into_iter().skip(p + 1).map(|(_, s, _)| s).collect();
-    assert!(!after.iter().any(|s| s == "respawning" || s == "working"), "{after:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_quoting_a_limit_message_does_not_pause() {
     let Some(claude) = client() else { return };
     let mock = MockApi::start().await;
@@ -71,7 +44,15 @@ async fn an_answer_quoting_a_limit_message_does_not_pause() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_reset_exactly_one_continuation_reaches_the_api_and_the_next_turn_runs() {
     let Some(claude) = client() else { return };
-    let (mock, run, p, reset_time) = limited_soon(&claude, &["--auto-resume", "--resume-margin", "20"]).await;
+    let args = ["--auto-resume", "--resume-margin", "20"];
+    let (mock, run, p, reset_time) = limited_soon(&claude, &args).await;
+    let detected = run.events().into_iter().find(|e| e["event"] == "limit_detected").expect("a limit_detected event");
+    let resets_at = chrono::DateTime::parse_from_rfc3339(detected["resets_at"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        SystemTime::UNIX_EPOCH + Duration::from_secs(resets_at.timestamp() as u64),
+        reset_time,
+        "the reset the API gave: {detected}"
+    );
     let before_reset = mock.messages().into_iter().filter(|r| r.at < reset_time).count();
     let wait = reset_time.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_secs(150);
     common::wait_for("the limit to clear", wait, || {
