@@ -234,9 +234,7 @@ impl Supervisor {
         let program = argv.next().unwrap_or_default();
         let mut args: Vec<String> = argv.collect();
         let agent = row.agent.parse().unwrap_or(AgentKind::Generic);
-        if agent == AgentKind::Claude && !args.iter().any(|a| a == "--continue" || a == "-c") {
-            args.push("--continue".into());
-        }
+        agent.continue_conversation(&mut args);
         let command =
             CommandSpec { program, args, cwd: row.cwd.clone().into(), env: Vec::new(), size: PtySize::default() };
         let line = shell_words(&command.argv());

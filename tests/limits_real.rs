@@ -141,7 +141,7 @@ async fn the_limit_menu_is_answered_and_exactly_one_continuation_follows_the_res
     let answered = common::wait_for("the menu answered", Duration::from_secs(20), || {
         run.events().into_iter().find(|e| e["event"] == "automation")
     });
-    assert!(answered["what"].as_str().unwrap().contains("with 2 (wait here"), "{answered}");
+    assert!(answered["detail"].as_str().unwrap().starts_with("with 2 (wait here"), "{answered}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     let screen = run.env.stdout(&["screen", &run.session()]);
     assert!(!screen.contains("What do you want to do?"), "not left on the menu:\n{screen}");

@@ -256,17 +256,26 @@ pub fn usage(state: State<'_, AppState>) -> Result<Value, UiError> {
     Ok(state.supervisor.with_store(|s| nightshift::digest::usage_report(s, now))?)
 }
 
+/// The digest reads the whole range of the journal and runs git in every session's repository: on
+/// the blocking pool, never the window's thread or the async workers.
 #[tauri::command]
-pub fn digest(state: State<'_, AppState>, range: String, mark_viewed: bool) -> Result<Value, UiError> {
-    let range = match range.as_str() {
+pub async fn digest(state: State<'_, AppState>, range: String, mark_viewed: bool) -> Result<Value, UiError> {
+    let supervisor = state.supervisor.clone();
+    tauri::async_runtime::spawn_blocking(move || digest_of(&supervisor, &range, mark_viewed))
+        .await
+        .map_err(|e| UiError::new("digest_failed", format!("the digest could not be made: {e}")))?
+}
+
+fn digest_of(supervisor: &nightshift::Supervisor, range: &str, mark_viewed: bool) -> Result<Value, UiError> {
+    let range = match range {
         "since_last" => Range::SinceLastViewed,
         "1h" => Range::LastHour,
         "today" => Range::Today,
         "24h" => Range::Last24h,
         other => return Err(UiError::new("bad_range", format!("`{other}`: choose since_last, 1h, today or 24h"))),
     };
-    let now = state.supervisor.clock().now();
-    let d = state.supervisor.with_store(|s| -> Result<_, nightshift::store::StoreError> {
+    let now = supervisor.clock().now();
+    let d = supervisor.with_store(|s| -> Result<_, nightshift::store::StoreError> {
         let last_viewed = s
             .meta(LAST_VIEWED_KEY)?
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
@@ -275,7 +284,7 @@ pub fn digest(state: State<'_, AppState>, range: String, mark_viewed: bool) -> R
         digest::build(s, from, to)
     })?;
     if mark_viewed {
-        state.supervisor.with_store(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
+        supervisor.with_store(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
     }
     Ok(json!({ "text": digest::render(&d, Format::Text), "digest": d }))
 }

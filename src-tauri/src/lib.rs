@@ -59,7 +59,8 @@ pub fn open_session(app: &tauri::AppHandle, id: &str) {
     let _ = app.emit("open-session", id.to_string());
 }
 
-/// The morning run summary, made here (the app is the process that runs all night).
+/// The morning run summary, made here (the app is the process that runs all night). Its checks read
+/// the journal and run git, so they run on a thread of their own, off the app's async runtime.
 fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
     let store = match Store::open(journal) {
         Ok(store) => store,
@@ -68,13 +69,22 @@ fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
             return;
         }
     };
-    tauri::async_runtime::spawn(nightshift::digest::run_mornings(
-        store,
-        Arc::new(SystemClock),
-        nightshift::digest::Morning::default(),
-        chrono::Local,
-        move |headline, _| notify::morning(&app, headline),
-    ));
+    let started = std::thread::Builder::new().name("mornings".into()).spawn(move || {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+            Ok(runtime) => runtime,
+            Err(e) => return tracing::warn!("no morning summaries: {e}"),
+        };
+        runtime.block_on(nightshift::digest::run_mornings(
+            store,
+            Arc::new(SystemClock),
+            nightshift::digest::Morning::default(),
+            chrono::Local,
+            move |headline, _| notify::morning(&app, headline),
+        ));
+    });
+    if let Err(e) = started {
+        tracing::warn!("no morning summaries: {e}");
+    }
 }
 
 /// The statusLine exporter for Claude sessions: the `nightshift` CLI installed beside the app, or

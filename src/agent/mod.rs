@@ -30,6 +30,14 @@ impl AgentKind {
         }
     }
 
+    /// Adds what makes the agent carry on its last conversation when it is started again (Claude's
+    /// `--continue`), unless the arguments already say so.
+    pub fn continue_conversation(self, args: &mut Vec<String>) {
+        if self == Self::Claude && !args.iter().any(|a| a == "--continue" || a == "-c") {
+            args.push("--continue".into());
+        }
+    }
+
     /// The instructions file the agent's `/init` writes in its working directory.
     pub fn instructions_file(self) -> Option<&'static str> {
         match self {

@@ -167,9 +167,7 @@ impl Executor {
 
     /// Starts the agent again, Claude with `--continue` so the conversation carries on.
     fn respawn(&mut self) {
-        if self.agent == AgentKind::Claude && !self.command.args.iter().any(|a| a == "--continue" || a == "-c") {
-            self.command.args.push("--continue".into());
-        }
+        self.agent.continue_conversation(&mut self.command.args);
         match pty::spawn(&self.command) {
             Ok(spawned) => {
                 let pid = spawned.pty.pid();

@@ -17,6 +17,8 @@ pub enum Limit {
 pub struct Paused {
     pub limit: LimitText,
     pub source: Source,
+    /// The client may continue by itself at the reset (its own timer, which nobody cancelled).
+    pub client_continues: bool,
     /// The resume being waited for, with auto-resume on.
     pub resume: Option<Waiting>,
 }
@@ -130,9 +132,15 @@ impl Machine {
     pub(super) fn on_limit_notice(&mut self, found: Option<LimitText>, now: Now, fx: &mut Vec<Effect>) {
         let Some(found) = found else {
             self.notice_gone = true;
-            // The client's notice is gone after the reset or a resume: it took the continuation,
-            // even one answered too fast to show a turn.
-            self.turn_seen(now, fx);
+            // The client's notice is gone after our resume, or after the reset with its own timer
+            // running: it took the continuation, even one answered too fast to show a turn.
+            if let Some(p) = self.limit.paused() {
+                let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
+                let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
+                if resumed || (reset_passed && p.client_continues) {
+                    self.clear_limit(now, fx);
+                }
+            }
             return;
         };
         if let Limit::Paused(p) = &mut self.limit {
@@ -294,13 +302,15 @@ impl Machine {
         } else if let Some(settings) = self.auto_resume.clone().filter(|_| !self.guard.active(now.wall)) {
             resume = Some(self.arm_resume(settings, limit.resets_at, timer, now, fx));
         }
-        self.limit = Limit::Paused(Paused { limit, source, resume });
+        let own = self.auto_resume.as_ref().is_some_and(|s| s.policy == resume::Policy::Own);
+        let client_continues = timer == Timer::Maybe && !self.guard.settings.not_tonight && !own;
+        self.limit = Limit::Paused(Paused { limit, source, client_continues, resume });
         self.notice_gone = false;
         self.refresh_blocker(now, fx);
     }
 
-    /// A frame showed the agent in a turn, however short, or the client's limit notice went away.
-    /// After the reset (or a resume), that is the limit over: the client took the continuation.
+    /// A frame showed the agent in a turn, however short. After the reset (or a resume), that is the
+    /// limit over: the client took the continuation.
     pub(super) fn turn_seen(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let Some(p) = self.limit.paused() else { return };
         let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());

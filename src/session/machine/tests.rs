@@ -329,6 +329,27 @@ fn a_resume_answered_too_fast_for_a_turn_still_ends_the_limit() {
 }
 
 #[test]
+fn the_own_policy_is_not_fooled_by_the_notice_going_away_after_the_reset() {
+    // Own cancelled the client's timer: nothing continues at the reset but Nightshift's resume.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.run(sim.until(reset + chrono::Duration::seconds(10)));
+    sim.input(Input::LimitNotice(None));
+    assert_eq!(sim.m.state(), SessionState::LimitPaused, "the client continues nothing by itself");
+    sim.run(sim.until(reset + chrono::Duration::seconds(65)));
+    assert_eq!(sim.resumes().len(), 1, "Nightshift's own resume goes out");
+    // Under watch, the client's own continuation: the notice going after the reset ends the limit.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(notice(reset));
+    sim.run(sim.until(reset + chrono::Duration::seconds(30)));
+    sim.input(Input::LimitNotice(None));
+    assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })));
+    sim.run(sim.until(reset + hours(1)));
+    assert!(sim.resumes().is_empty(), "no resume on top of the client's");
+}
+
+#[test]
 fn stale_notice_dismissed() {
     let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
     sim.input(sample(35.0, wall0() + hours(3), 20.0, wall0() + hours(90)));
