@@ -23,7 +23,11 @@ use nightshift::paths::{Paths, STATE_DIR_ENV};
 use nightshift::store::{SessionRow, Store};
 
 #[derive(Debug, Parser)]
-#[command(name = "nightshift", version, about = "Keeps AI coding agents working through the night.")]
+#[command(
+    name = "nightshift",
+    version = env!("NIGHTSHIFT_VERSION"),
+    about = "Keeps AI coding agents working through the night."
+)]
 struct Cli {
     /// Where the journal and logs live [default: $XDG_STATE_HOME/nightshift]
     #[arg(long, global = true, value_name = "DIR", env = STATE_DIR_ENV)]
