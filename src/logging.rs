@@ -2,8 +2,9 @@
 //!
 //! `NIGHTSHIFT_LOG` sets the level (`debug`, `nightshift=trace`, …; default `info` in the file and
 //! `warn` on stderr). Environment values never reach a log: the types that carry them print their
-//! names only.
+//! names only. Colour on stderr only for a terminal, and never with `NO_COLOR`.
 
+use std::io::IsTerminal;
 use std::path::Path;
 
 use tracing_appender::non_blocking::WorkerGuard;
@@ -13,6 +14,16 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 pub const LOG_ENV: &str = "NIGHTSHIFT_LOG";
+
+/// `NO_COLOR` set to anything but the empty string turns colour off (<https://no-color.org>).
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Whether what goes to `stream` may be coloured: it is a terminal and `NO_COLOR` is not set.
+pub fn colour(stream: &impl IsTerminal) -> bool {
+    stream.is_terminal() && !no_color()
+}
 
 /// Where stderr logging goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +46,11 @@ fn filter(default: &str) -> EnvFilter {
 pub fn init(log_dir: &Path, stderr: Stderr) -> LogGuard {
     let asked = std::env::var_os(LOG_ENV).is_some();
     let stderr_layer = (stderr == Stderr::On || asked).then(|| {
-        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_filter(filter("warn"))
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(colour(&std::io::stderr()))
+            .with_target(false)
+            .with_filter(filter("warn"))
     });
     let (file_layer, guard, file_error) =
         match crate::paths::ensure_dir(log_dir).map_err(|e| e.to_string()).and_then(|()| {

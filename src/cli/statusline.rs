@@ -117,7 +117,8 @@ fn run_user_command(command: &str, input: &[u8], dir: &std::path::Path) -> Strin
 /// Nightshift's own line when the user has none: the plan chip and the context in use.
 fn own_line(input: &[u8]) -> String {
     let Ok(sample) = Sample::from_status(input) else { return "nightshift".to_string() };
-    let mut parts = vec![usage::chip(&sample, true)];
+    // Its stdout is Claude Code's status bar, which shows colours: only NO_COLOR turns them off.
+    let mut parts = vec![usage::chip(&sample, !nightshift::logging::no_color())];
     if let Some(ctx) = sample.context_pct {
         parts.push(format!("ctx {}%", ctx.round() as i64));
     }

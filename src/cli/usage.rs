@@ -1,6 +1,5 @@
 //! `nightshift usage`: the plan-usage chip, its reset times and the last 24 hours.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,7 +47,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     };
-    let colour = std::io::stdout().is_terminal();
+    let colour = nightshift::logging::colour(&std::io::stdout());
     println!("{}   (session {}, {})", chip(&latest.sample, colour), latest.session, super::local_time(&latest.ts));
     println!("  5-hour window resets {}", when(latest.sample.five_hour_resets_at, now));
     println!("  7-day window resets  {}", when(latest.sample.seven_day_resets_at, now));
