@@ -2,6 +2,7 @@
 
 mod breaker;
 mod digest;
+mod generate;
 mod journal;
 mod presets;
 mod restore;
@@ -26,7 +27,13 @@ use nightshift::store::{SessionRow, Store};
 #[command(
     name = "nightshift",
     version = env!("NIGHTSHIFT_VERSION"),
-    about = "Keeps AI coding agents working through the night."
+    about = "Keeps AI coding agents working through the night.",
+    long_about = "Keeps AI coding agents working through the night. Nightshift runs each agent CLI (Claude \
+                  Code, Codex, any command) in a pseudo-terminal it owns, reads the agent's screen to know \
+                  whether it works, idles, asks a question or hit a usage limit, and acts: respawn cycles, \
+                  resumes after the limit resets, breakers. Everything goes to one journal, which the tray \
+                  app (nightshift-app) shows too.",
+    after_long_help = generate::exit_help(generate::EXIT)
 )]
 struct Cli {
     /// Where the journal and logs live [default: $XDG_STATE_HOME/nightshift]
@@ -39,6 +46,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a command (an agent CLI) as a supervised session, in the foreground.
+    #[command(after_long_help = generate::exit_help(generate::RUN_EXIT))]
     Run(run::Args),
     /// List the sessions in the journal.
     Sessions(sessions::Args),
@@ -64,6 +72,9 @@ enum Command {
     /// The statusLine exporter Claude Code runs for Nightshift's sessions (reads JSON on stdin).
     #[command(hide = true)]
     Statusline(statusline::Args),
+    /// Shell completions and man pages, for installing (`make install`, the Debian package).
+    #[command(hide = true)]
+    Generate(generate::Args),
 }
 
 pub fn main() -> ExitCode {
@@ -81,6 +92,7 @@ pub fn main() -> ExitCode {
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Restore(args) => restore::run(cli.state_dir, args),
         Command::Statusline(args) => statusline::run(args),
+        Command::Generate(args) => generate::run(args),
     };
     match result {
         Ok(code) => code,
