@@ -37,7 +37,7 @@ use nightshift::store::{SessionRow, Store};
 )]
 struct Cli {
     /// Where the journal and logs live [default: $XDG_STATE_HOME/nightshift]
-    #[arg(long, global = true, value_name = "DIR", env = STATE_DIR_ENV)]
+    #[arg(long, global = true, value_name = "DIR", value_hint = clap::ValueHint::DirPath, env = STATE_DIR_ENV)]
     state_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,

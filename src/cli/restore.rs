@@ -13,7 +13,7 @@ use nightshift::store::Store;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Write every event as a JSON line to PATH (appending), or to stdout with `-`
-    #[arg(long, value_name = "PATH|-")]
+    #[arg(long, value_name = "PATH|-", value_hint = clap::ValueHint::FilePath)]
     events: Option<String>,
 }
 

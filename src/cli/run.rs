@@ -35,7 +35,7 @@ pub struct Args {
     #[arg(long, value_name = "claude|codex|generic")]
     agent: Option<AgentKind>,
     /// Write every event as a JSON line to PATH (appending), or to stdout with `-`
-    #[arg(long, value_name = "PATH|-")]
+    #[arg(long, value_name = "PATH|-", value_hint = clap::ValueHint::FilePath)]
     events: Option<String>,
     /// Terminal width for the session [default: your terminal's, or 120 unattended]
     #[arg(long, requires = "rows", value_parser = clap::value_parser!(u16).range(10..=1000))]
@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, requires = "cols", value_parser = clap::value_parser!(u16).range(3..=1000))]
     rows: Option<u16>,
     /// Working directory of the session [default: the current directory]
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     cwd: Option<PathBuf>,
     /// Seconds a stopped session gets between SIGHUP and SIGKILL
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
@@ -86,7 +86,8 @@ pub struct Args {
         required_unless_present = "agent",
         trailing_var_arg = true,
         allow_hyphen_values = true,
-        value_name = "COMMAND"
+        value_name = "COMMAND",
+        value_hint = clap::ValueHint::CommandWithArguments
     )]
     command: Vec<String>,
 }
