@@ -75,6 +75,10 @@ STATES = {
 if __name__ == "__main__":
     for size, name in ((32, "32x32.png"), (128, "128x128.png"), (512, "icon.png")):
         (OUT / name).write_bytes(draw(size, "#f3d27a", background="#1e2240"))
+    # The sizes launchers and menus pick from the hicolor theme (48x48 is the one the spec asks for).
+    (OUT / "hicolor").mkdir(exist_ok=True)
+    for size in (16, 48, 64, 256):
+        (OUT / "hicolor" / f"{size}x{size}.png").write_bytes(draw(size, "#f3d27a", background="#1e2240"))
     for state, (colour, dot) in STATES.items():
         (OUT / f"tray-{state}.png").write_bytes(draw(64, colour, dot=dot))
     print("icons written to", OUT)
