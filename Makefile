@@ -3,7 +3,7 @@
 
 SHELL := /bin/bash
 CARGO ?= cargo
-TARGET_DIR ?= target
+TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 PYTHON ?= /usr/bin/python3
 # The real Claude Code client the tests drive (offline, against the project's mock API).
 CLAUDE_VERSION := 2.1.332
