@@ -15,6 +15,10 @@ BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appind
 # Running it headless and driving its window in tests.
 TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib python3-dbus python3-gi
 
+# The installed app is a production build: its window's files served through tauri:// under the
+# configured content security policy, as `tauri build` would make it.
+RELEASE_BUILD := $(CARGO) build --locked --release --workspace --features nightshift-app/custom-protocol
+
 .PHONY: run release test test-core test-app deps deps-test claude-client lint fmt bench clean help
 
 help:
@@ -35,7 +39,7 @@ run: deps
 	fi
 
 release: deps
-	$(CARGO) build --workspace --release
+	$(RELEASE_BUILD)
 
 test: deps deps-test claude-client test-core test-app
 
