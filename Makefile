@@ -15,15 +15,20 @@ BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appind
 # Running it headless and driving its window in tests.
 TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib python3-dbus python3-gi
 
+# `make install`: PREFIX (default ~/.local; `sudo make install PREFIX=/usr/local` after `make release`),
+# DESTDIR for staging. PROFILE=debug installs the debug build instead (the install test does).
+PREFIX ?= $(HOME)/.local
+PROFILE ?= release
 # The installed app is a production build: its window's files served through tauri:// under the
 # configured content security policy, as `tauri build` would make it.
 RELEASE_BUILD := $(CARGO) build --locked --release --workspace --features nightshift-app/custom-protocol
 
-.PHONY: run release test test-core test-app deps deps-test claude-client lint fmt bench clean help
+.PHONY: run release test test-core test-app install uninstall build-release build-debug deps deps-test claude-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
 	@echo "make test     every test: core, CLI, the tray app under Xvfb"
+	@echo "make install  release builds, desktop entry, icons, man pages, completions in PREFIX (~/.local)"
 	@echo "make deps     install the Debian packages the app needs"
 	@echo "make lint     rustfmt --check and clippy -D warnings"
 	@echo "make bench    benchmarks, printed as figures"
@@ -55,6 +60,17 @@ test-app:
 	$(CARGO) test --locked -p nightshift-app
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_app.py
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_desktop.py
+
+# Under sudo nothing is built: cargo would leave root-owned files in your target directory.
+install: $(if $(SUDO_USER),,build-$(PROFILE))
+	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' scripts/install install '$(TARGET_DIR)/$(PROFILE)'
+
+uninstall:
+	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' scripts/install uninstall
+
+build-release: release
+build-debug: deps
+	$(CARGO) build --locked --workspace
 
 deps:
 	@scripts/ensure-packages $(BUILD_PKGS)
