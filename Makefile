@@ -22,12 +22,14 @@ PROFILE ?= release
 # The installed app is a production build: its window's files served through tauri:// under the
 # configured content security policy, as `tauri build` would make it.
 RELEASE_BUILD := $(CARGO) build --locked --release --workspace --features nightshift-app/custom-protocol
+# Checking what is installed: desktop-file-validate, man, and the three shells with completions.
+INSTALL_TEST_PKGS := desktop-file-utils man-db groff-base bash-completion zsh fish
 
-.PHONY: run release test test-core test-app install uninstall build-release build-debug deps deps-test claude-client lint fmt bench clean help
+.PHONY: run release test test-core test-app test-install install uninstall build-release build-debug deps deps-test claude-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
-	@echo "make test     every test: core, CLI, the tray app under Xvfb"
+	@echo "make test     every test: core, CLI, the tray app under Xvfb, make install"
 	@echo "make install  release builds, desktop entry, icons, man pages, completions in PREFIX (~/.local)"
 	@echo "make deps     install the Debian packages the app needs"
 	@echo "make lint     rustfmt --check and clippy -D warnings"
@@ -46,7 +48,7 @@ run: deps
 release: deps
 	$(RELEASE_BUILD)
 
-test: deps deps-test claude-client test-core test-app
+test: deps deps-test claude-client test-core test-app test-install
 
 # The core and the CLI: real PTYs, the real binary. Builds no GUI library, and checks it stays so.
 test-core:
@@ -60,6 +62,13 @@ test-app:
 	$(CARGO) test --locked -p nightshift-app
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_app.py
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_desktop.py
+
+# `make install PROFILE=debug` (the debug build test-app made) into a home of the test's own, the
+# installed CLI and app (under Xvfb) run from there, then `make uninstall` leaves nothing.
+test-install: deps-test
+	@scripts/ensure-packages $(INSTALL_TEST_PKGS)
+	$(CARGO) build --locked --workspace
+	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_install.py
 
 # Under sudo nothing is built: cargo would leave root-owned files in your target directory.
 install: $(if $(SUDO_USER),,build-$(PROFILE))

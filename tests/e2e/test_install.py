@@ -1,0 +1,123 @@
+"""`make install` and `make uninstall`, for real, into a home of the test's own.
+
+Run by `make test-install` as: xvfb-run -a dbus-run-session -- python3 tests/e2e/test_install.py
+It installs the debug build that `make test` has made (PROFILE=debug: a release build would add a
+quarter of an hour; the release build is what `make test-deb` checks) with the default PREFIX,
+~/.local, of a HOME under a temporary directory that already holds a file and a directory of the
+user's. The installed CLI and app are run from there, each shell finds its completions where they
+were put, man finds the pages, and `make uninstall` leaves the home exactly as it was.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import installed  # noqa: E402
+from apptest import ROOT, TARGET, isolated_env, require_binaries  # noqa: E402
+
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+def git_revision():
+    out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 and (ROOT / ".git").exists() else None
+
+
+class MakeInstall(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_binaries()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        cls.tmp = tempfile.TemporaryDirectory()
+        base = Path(cls.tmp.name)
+        cls.env = isolated_env(base)
+        cls.home = Path(cls.env["HOME"])
+        cls.prefix = cls.home / ".local"
+        # What the user had before: a program of theirs and a menu entry of theirs.
+        (cls.prefix / "bin").mkdir(parents=True)
+        (cls.prefix / "bin" / "their-tool").write_text("#!/bin/sh\n")
+        (cls.prefix / "share" / "applications").mkdir(parents=True)
+        (cls.prefix / "share" / "applications" / "theirs.desktop").write_text("[Desktop Entry]\n")
+        cls.before = installed.tree(cls.home)
+        # make and cargo as the user runs them, only HOME moved (so the default PREFIX is under it).
+        cls.make_env = dict(cls.env, CARGO_TARGET_DIR=str(TARGET.parent),
+                            CARGO_HOME=os.environ.get("CARGO_HOME", str(Path.home() / ".cargo")),
+                            RUSTUP_HOME=os.environ.get("RUSTUP_HOME", str(Path.home() / ".rustup")))
+        cls.make_env.pop("MAKEFLAGS", None)
+        cls.make_env.pop("MAKELEVEL", None)
+        # Twice: the second is an upgrade over the first, and must still uninstall cleanly.
+        for _ in range(2):
+            cls.installed = cls.make("install", "PROFILE=debug")
+        cls.bin = cls.prefix / "bin"
+        # The user's shell: ~/.local/bin on PATH, and the XDG data directory at its default (~/.local/share),
+        # where bash-completion and fish look for a user's completions.
+        cls.user_env = dict(cls.env, PATH=f"{cls.bin}:{os.environ['PATH']}")
+        for name in ("MANPATH", "XDG_DATA_HOME", "XDG_DATA_DIRS"):
+            cls.user_env.pop(name, None)
+        cls.pages = installed.generated_pages(TARGET / "nightshift", base)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @classmethod
+    def make(cls, *args):
+        out = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), *args], env=cls.make_env,
+                             capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, f"make {' '.join(args)}:\n{out.stdout}\n{out.stderr}"
+        return out.stdout
+
+    def test_1_every_file_in_its_standard_place(self):
+        self.assertIn(f"Installed Nightshift in {self.prefix}", self.installed)
+        ours = set(installed.tree(self.home)) - set(self.before)
+        files = {p[len(".local/"):] for p in ours if not p.endswith("/")}
+        expected = installed.expected_files(self.pages, "site-functions") | {"share/nightshift/installed"}
+        self.assertEqual(files, expected)
+        for exe in ("nightshift", "nightshift-app"):
+            self.assertEqual((self.bin / exe).read_bytes(), (TARGET / exe).read_bytes(), f"{exe} is the build's")
+            self.assertTrue(os.access(self.bin / exe, os.X_OK))
+        installed.check_icons(self, self.prefix / "share")
+
+    def test_2_the_installed_cli_runs_from_where_it_was_put(self):
+        installed.check_cli(self, self.bin, self.user_env, git_revision())
+
+    def test_3_the_desktop_entry_validates_and_starts_the_installed_app(self):
+        entry = self.prefix / "share" / "applications" / f"{installed.APP_ID}.desktop"
+        installed.check_desktop_entry(self, entry, self.bin / "nightshift-app")
+
+    def test_4_each_shell_finds_its_completions(self):
+        installed.check_bash(self, self.user_env)
+        # zsh has no directory of its own under ~/.local: the README says to add this one to fpath.
+        installed.check_zsh(self, self.user_env, self.prefix / "share" / "zsh" / "site-functions")
+        installed.check_fish(self, self.user_env)
+
+    def test_5_man_finds_and_renders_every_page(self):
+        installed.check_man(self, self.user_env, self.pages)
+
+    def test_6_the_installed_app_shows_its_window_and_launches_itself_at_login(self):
+        app = self.bin / "nightshift-app"
+        entry = self.prefix / "share" / "applications" / f"{installed.APP_ID}.desktop"
+        self.__class__.autostart = installed.check_app(self, app, self.bin / "nightshift", self.env, ARTIFACTS,
+                                                       "installed-app", entry)
+
+    def test_7_uninstall_leaves_the_home_as_it_was(self):
+        out = self.make("uninstall")
+        self.assertIn(f"Removed Nightshift from {self.prefix}", out)
+        # Launch at login is the user's setting, outside the install: it is named, not removed.
+        autostart = getattr(self, "autostart", None)
+        if autostart:
+            self.assertIn(f"launch at login still starts {self.bin / 'nightshift-app'}", out)
+            self.assertTrue(autostart.exists())
+            autostart.unlink()
+            autostart.parent.rmdir()
+            (self.home / ".config").rmdir()
+        self.assertEqual(installed.tree(self.home), self.before)
+        self.assertIn("Nothing to uninstall", self.make("uninstall"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
