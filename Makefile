@@ -22,15 +22,22 @@ PROFILE ?= release
 # The installed app is a production build: its window's files served through tauri:// under the
 # configured content security policy, as `tauri build` would make it.
 RELEASE_BUILD := $(CARGO) build --locked --release --workspace --features nightshift-app/custom-protocol
+# The .deb: cargo-deb (pinned, into the project's cache), version from the workspace and git.
+CARGO_DEB_VERSION := 3.8.0
+CARGO_DEB := .cache/cargo-deb/bin/cargo-deb
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+GIT_HASH := $(shell git rev-parse --short=10 HEAD 2>/dev/null)
+DEB_VERSION := $(VERSION)$(if $(GIT_HASH),+git$(shell git rev-list --count HEAD).g$(GIT_HASH))-1
 # Checking what is installed: desktop-file-validate, man, and the three shells with completions.
 INSTALL_TEST_PKGS := desktop-file-utils man-db groff-base bash-completion zsh fish
 
-.PHONY: run release test test-core test-app test-install install uninstall build-release build-debug deps deps-test claude-client lint fmt bench clean help
+.PHONY: run release test test-core test-app test-install install uninstall build-release build-debug deb deps deps-test claude-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
 	@echo "make test     every test: core, CLI, the tray app under Xvfb, make install"
 	@echo "make install  release builds, desktop entry, icons, man pages, completions in PREFIX (~/.local)"
+	@echo "make deb      the Debian package (target/debian/nightshift_*.deb); make test-deb checks it"
 	@echo "make deps     install the Debian packages the app needs"
 	@echo "make lint     rustfmt --check and clippy -D warnings"
 	@echo "make bench    benchmarks, printed as figures"
@@ -80,6 +87,15 @@ uninstall:
 build-release: release
 build-debug: deps
 	$(CARGO) build --locked --workspace
+
+deb: release $(CARGO_DEB)
+	@scripts/ensure-packages dpkg-dev
+	scripts/install stage '$(TARGET_DIR)/release' '$(TARGET_DIR)/release/deb-root'
+	PATH="$(CURDIR)/.cache/cargo-deb/bin:$$PATH" $(CARGO) deb --locked -p nightshift-app --no-build \
+	  --deb-version '$(DEB_VERSION)' --output '$(TARGET_DIR)/debian/'
+
+$(CARGO_DEB):
+	$(CARGO) install --locked --root .cache/cargo-deb --target-dir '$(TARGET_DIR)' cargo-deb@$(CARGO_DEB_VERSION)
 
 deps:
 	@scripts/ensure-packages $(BUILD_PKGS)
