@@ -31,7 +31,7 @@ DEB_VERSION := $(VERSION)$(if $(GIT_HASH),+git$(shell git rev-list --count HEAD)
 # Checking what is installed: desktop-file-validate, man, and the three shells with completions.
 INSTALL_TEST_PKGS := desktop-file-utils man-db groff-base bash-completion zsh fish
 
-.PHONY: run release test test-core test-app test-install install uninstall build-release build-debug deb deps deps-test claude-client lint fmt bench clean help
+.PHONY: run release test test-core test-app test-install test-deb install uninstall build-release build-debug deb deps deps-test claude-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
@@ -76,6 +76,12 @@ test-install: deps-test
 	@scripts/ensure-packages $(INSTALL_TEST_PKGS)
 	$(CARGO) build --locked --workspace
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_install.py
+
+# Not part of `make test`: a release build (6 minutes cold on 2 cores) and a system-wide install. It
+# builds the .deb, installs it with apt, runs the app from /usr/bin under Xvfb, and removes it.
+test-deb: deb deps-test
+	@scripts/ensure-packages $(INSTALL_TEST_PKGS) file
+	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_deb.py
 
 # Under sudo nothing is built: cargo would leave root-owned files in your target directory.
 install: $(if $(SUDO_USER),,build-$(PROFILE))

@@ -7,8 +7,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
-APP = TARGET / "nightshift-app"
-CLI = TARGET / "nightshift"
+# The binaries the suites drive: the debug build, or an installed pair (`make test-deb` runs the
+# window's suite against /usr/bin).
+BIN_DIR = Path(os.environ.get("NIGHTSHIFT_BIN_DIR") or TARGET)
+APP = BIN_DIR / "nightshift-app"
+CLI = BIN_DIR / "nightshift"
 CAPTURES = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "nightshift"
 
 
