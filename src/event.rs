@@ -199,6 +199,15 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
+    /// Respawn was armed with these settings until `until`: kept in the journal so a restored
+    /// session is armed again for the rest of its duration.
+    RespawnSettings {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preset: Option<String>,
+        settings: Box<crate::respawn::Settings>,
+        #[serde(with = "crate::clock::ts")]
+        until: DateTime<Utc>,
+    },
     /// A usage limit stopped the agent. `source` is `text` (the client's own notice) or `data` (its
     /// statusLine's rate limits at 100 %).
     LimitDetected {
@@ -317,6 +326,7 @@ impl EventKind {
             Self::Usage { .. } => "usage",
             Self::RespawnStep { .. } => "respawn_step",
             Self::Respawn { .. } => "respawn",
+            Self::RespawnSettings { .. } => "respawn_settings",
             Self::Breaker { .. } => "breaker",
             Self::LimitDetected { .. } => "limit_detected",
             Self::LimitCleared { .. } => "limit_cleared",
@@ -389,6 +399,12 @@ impl EventKind {
                 }
                 text
             }
+            Self::RespawnSettings { preset, settings, until } => format!(
+                "respawn settings{}: idle timeout {} s, armed until {}",
+                preset.as_deref().map(|p| format!(" of preset {p}")).unwrap_or_default(),
+                settings.idle_timeout.as_secs_f64(),
+                at(until)
+            ),
             Self::LimitDetected { resets_at, source, line, .. } => {
                 let when = resets_at
                     .as_ref()

@@ -142,6 +142,7 @@ mod tests {
             // This process: alive, so the journal's state is believed.
             owner_pid: Some(i64::from(std::process::id())),
             control_socket: None,
+            kept: None,
         }
     }
 

@@ -257,8 +257,10 @@ pub enum Input {
     Activity(Activity),
     /// The user typed into the session.
     UserInput,
-    /// Cycles must not run (`Some(why)`), or may again (`None`).
+    /// Cycles must not run (`Some(why)`), or may again (`None`: the idle timeout counts from now).
     Blocked(Option<String>),
+    /// The agent was started again: nothing is known of the new one's activity yet.
+    Restarted,
     /// Time passed (at the deadline the machine asked for).
     Tick,
 }
@@ -357,7 +359,17 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
             }
         }
         Input::UserInput => s.last_user_input = Some(now),
-        Input::Blocked(why) => s.blocked = why,
+        Input::Blocked(why) => {
+            // Unblocked: a pause, a hold or a breaker is not idle time to count.
+            if why.is_none() && s.blocked.is_some() && s.activity == Some(Activity::Idle) {
+                s.idle_since = Some(now);
+            }
+            s.blocked = why;
+        }
+        Input::Restarted => {
+            s.activity = None;
+            s.idle_since = None;
+        }
         Input::Tick => {}
     }
     if s.phase == Phase::Finished {

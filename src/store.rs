@@ -30,6 +30,11 @@ pub enum StoreError {
     NoSuchSession(String),
     #[error("`{prefix}` matches several sessions ({candidates}); give more of the id")]
     Ambiguous { prefix: String, candidates: String },
+    #[error(
+        "session {session}'s Nightshift process (pid {pid}) still runs but cannot be reached (its control \
+         socket is gone); stop that process (`kill {pid}`), or stop the session where it runs"
+    )]
+    OwnerUnreachable { session: String, pid: i64 },
 }
 
 /// How long a connection waits for another process's write to finish.
@@ -115,6 +120,9 @@ fn migrations() -> Migrations<'static> {
                 '$.detail', json_extract(body, '$.what'))
             WHERE event = 'automation' AND json_extract(body, '$.change') IS NULL;",
         ),
+        // When Nightshift ended while the session waited for a limit's reset and kept its resume
+        // (its next state, or an adoption, clears it).
+        M::up("ALTER TABLE sessions ADD COLUMN kept TEXT;"),
     ])
 }
 
@@ -157,6 +165,8 @@ pub struct SessionRow {
     pub last_event_at: String,
     pub owner_pid: Option<i64>,
     pub control_socket: Option<String>,
+    /// When its Nightshift ended and kept the resume it waited for, while it is so.
+    pub kept: Option<String>,
 }
 
 /// Where a session stands beyond its last state: is a Nightshift process behind it?
@@ -186,7 +196,7 @@ impl SessionRow {
             Standing::Ended
         } else if self.owner_alive() {
             Standing::Live
-        } else if self.last_event == "resume_kept" {
+        } else if self.kept.is_some() {
             Standing::Kept
         } else {
             Standing::Lost
@@ -366,7 +376,7 @@ impl Store {
     /// A lost session taken over by process `owner_pid` (it restarts the agent).
     pub fn adopt_session(&mut self, id: &str, owner_pid: u32, control_socket: Option<&str>) -> Result<(), StoreError> {
         self.conn.execute(
-            "UPDATE sessions SET owner_pid = ?2, control_socket = ?3, ended = NULL WHERE id = ?1",
+            "UPDATE sessions SET owner_pid = ?2, control_socket = ?3, ended = NULL, kept = NULL WHERE id = ?1",
             params![id, owner_pid, control_socket],
         )?;
         Ok(())
@@ -387,9 +397,12 @@ impl Store {
             "UPDATE sessions SET last_event = ?2, last_event_at = ?3 WHERE id = ?1",
             params![event.session.as_str(), name, ts],
         )?;
+        if let EventKind::ResumeKept { .. } = &event.kind {
+            tx.execute("UPDATE sessions SET kept = ?2 WHERE id = ?1", params![event.session.as_str(), ts])?;
+        }
         if let EventKind::State { state, reason, exit_code, signal, error, .. } = &event.kind {
             tx.execute(
-                "UPDATE sessions SET state = ?2, reason = ?3 WHERE id = ?1",
+                "UPDATE sessions SET state = ?2, reason = ?3, kept = NULL WHERE id = ?1",
                 params![event.session.as_str(), state.as_str(), reason],
             )?;
             if state.is_final() {
@@ -589,7 +602,7 @@ impl Store {
 }
 
 const SESSION_SELECT: &str = "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
-        state, reason, last_event, last_event_at, owner_pid, control_socket FROM sessions";
+        state, reason, last_event, last_event_at, owner_pid, control_socket, kept FROM sessions";
 
 fn stored_event(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     Ok(StoredEvent { id: r.get(0)?, ts: r.get(1)?, session: r.get(2)?, event: r.get(3)?, body: r.get(4)? })
@@ -615,6 +628,7 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         last_event_at: r.get(13)?,
         owner_pid: r.get(14)?,
         control_socket: r.get(15)?,
+        kept: r.get(16)?,
     })
 }
 

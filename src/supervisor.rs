@@ -218,9 +218,10 @@ impl Supervisor {
         };
         let mut restored = Vec::new();
         // The owner's process must be gone (its socket may vanish with the runtime directory while it
-        // still runs: a second copy of the agent must never start).
-        for row in rows.iter().filter(|r| !r.is_final() && !r.owner_process_alive()) {
-            let Some(pending) = self.with_store(|s| pending_resume(s, &row.id)) else { continue };
+        // still runs: a second copy of the agent must never start) — unless it said itself that it
+        // ended and kept the resume (after a reboot its pid may be another process's).
+        for row in rows.iter().filter(|r| !r.is_final() && (r.kept.is_some() || !r.owner_process_alive())) {
+            let Some(pending) = self.with_store(|s| pending_resume(s, row)) else { continue };
             match self.restore(row, pending) {
                 Ok(handle) => restored.push(handle),
                 Err(e) => tracing::warn!(session = %row.id, "could not restore the session: {e}"),
@@ -244,6 +245,14 @@ impl Supervisor {
         spec.auto_resume = Some(pending.settings);
         spec.held = pending.held;
         spec.window_guard = pending.guard;
+        // Respawn is armed again for what is left of its duration.
+        if let Some((preset, mut settings, until)) = pending.respawn {
+            if let Ok(left) = (until - self.journal.now()).to_std() {
+                settings.duration = left;
+                spec.preset = preset.or(spec.preset);
+                spec.respawn = Some(settings);
+            }
+        }
         spec.paused_on = Some(crate::limits::LimitText {
             kind: crate::limits::LimitKind::Unspecified,
             resets_at: pending.resets_at,
@@ -386,6 +395,10 @@ pub fn end_orphan(
     if !matches!(standing, Standing::Lost | Standing::Kept) {
         return Ok(None);
     }
+    if standing == Standing::Lost && row.owner_process_alive() {
+        // Its Nightshift still runs (only its socket is gone): it would go on running the agent.
+        return Err(StoreError::OwnerUnreachable { session: row.id.clone(), pid: row.owner_pid.unwrap_or_default() });
+    }
     let session = SessionId::from(row.id.clone());
     let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
     record(EventKind::StopRequested { source: source.to_string(), kind: StopKind::User })?;
@@ -406,7 +419,12 @@ struct Pending {
     guard: crate::limits::WindowGuard,
     /// The user had held its automatic actions.
     held: bool,
+    /// Its respawn arrangement, if one was armed.
+    respawn: Option<Armed>,
 }
+
+/// Respawn as it was armed: the preset, the settings, and until when.
+type Armed = (Option<String>, crate::respawn::Settings, chrono::DateTime<chrono::Utc>);
 
 /// How far back a session's journal is read for its pending resume.
 const PENDING_LOOKBACK: usize = 5000;
@@ -415,12 +433,32 @@ const PENDING_LOOKBACK: usize = 5000;
 /// the wait (the limit over or failed, the user's stop, an end, auto-resume switched off) — a stop
 /// because Nightshift itself ended keeps it; and whether the user held the session. Rows this
 /// version cannot read are passed over.
-fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
-    let events = store.recent_events(session, PENDING_LOOKBACK).ok()?;
+fn pending_resume(store: &Store, row: &crate::store::SessionRow) -> Option<Pending> {
+    let events = store.recent_events(&row.id, PENDING_LOOKBACK).ok()?;
     let mut found = None;
     let mut held = None;
+    // The respawn arrangement: the last word on it (settings, or switched off or over) wins.
+    let mut respawn: Option<Option<Armed>> = None;
     for stored in events.iter().rev() {
         let Ok(event) = serde_json::from_str::<Event>(&stored.body) else { continue };
+        match &event.kind {
+            EventKind::RespawnSettings { preset, settings, until } if respawn.is_none() => {
+                respawn = Some(Some((preset.clone(), (**settings).clone(), *until)));
+            }
+            EventKind::Respawn {
+                action: crate::respawn::Action::Disarmed | crate::respawn::Action::Expired, ..
+            } if respawn.is_none() => {
+                respawn = Some(None);
+            }
+            // A journal without the settings (0.1.0): the row's built-in preset, from when it was armed.
+            EventKind::Respawn { action: crate::respawn::Action::Armed, .. } if respawn.is_none() => {
+                respawn = Some(row.preset.as_deref().and_then(crate::respawn::builtin).map(|settings| {
+                    let until = event.ts + chrono::Duration::from_std(settings.duration).unwrap_or_default();
+                    (row.preset.clone(), settings, until)
+                }));
+            }
+            _ => {}
+        }
         match event.kind {
             EventKind::ResumeArmed { resets_at, settings, guard, .. } if found.is_none() => {
                 found = Some((resets_at, settings, guard))
@@ -441,9 +479,15 @@ fn pending_resume(store: &Store, session: &str) -> Option<Pending> {
             EventKind::State { state, .. } if state.is_final() && found.is_none() => return None,
             _ => {}
         }
-        if found.is_some() && held.is_some() {
+        if found.is_some() && held.is_some() && respawn.is_some() {
             break;
         }
     }
-    found.map(|(resets_at, settings, guard)| Pending { resets_at, settings, guard, held: held.unwrap_or(false) })
+    found.map(|(resets_at, settings, guard)| Pending {
+        resets_at,
+        settings,
+        guard,
+        held: held.unwrap_or(false),
+        respawn: respawn.flatten(),
+    })
 }

@@ -215,3 +215,82 @@ async fn a_session_whose_owner_still_runs_is_not_started_twice() {
     sup.with_store(|s| s.adopt_session("running", std::process::id(), Some("/nonexistent/control.sock"))).unwrap();
     assert!(sup.restore_pending().is_empty(), "a live owner keeps its session");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_restored_session_is_armed_again_for_the_rest_of_its_duration() {
+    let env = common::Env::new();
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    let mut store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    let script = env.state_dir().join("agent.sh");
+    std::fs::write(&script, "echo restarted with \"$@\"; exec cat\n").unwrap();
+    let command = ["bash".to_string(), script.display().to_string()];
+    store
+        .create_session(&NewSession {
+            id: "overnight1",
+            command: &command,
+            cwd: &std::env::temp_dir().display().to_string(),
+            agent: "claude",
+            preset: Some("overnight"),
+            created: reset() - chrono::Duration::hours(1),
+            owner_pid: dead_pid(),
+            control_socket: None,
+        })
+        .unwrap();
+    let session = SessionId::from("overnight1".to_string());
+    let ts = reset() - chrono::Duration::minutes(30);
+    let mut record = |kind| store.record(&Event { ts, session: session.clone(), kind }).unwrap();
+    record(EventKind::Respawn {
+        action: nightshift::respawn::Action::Armed,
+        cycle: None,
+        reason: Some("preset overnight: idle timeout 10 s, for 480 min".into()),
+        cost_usd: None,
+    });
+    record(EventKind::state(SessionState::LimitPaused, "usage limit"));
+    let due = reset() + chrono::Duration::minutes(1);
+    record(EventKind::ResumeArmed {
+        resets_at: Some(reset()),
+        due,
+        settings: resume::Settings::default(),
+        guard: WindowGuard::default(),
+    });
+    let sup = Supervisor::new(store, Arc::new(FakeClock::new(reset() - chrono::Duration::minutes(10))));
+    let restored = sup.restore_pending();
+    assert_eq!(restored.len(), 1);
+    let options = restored[0].status().options;
+    assert!(options.respawn.is_some(), "the overnight preset's respawn is gone after the restore: {options:?}");
+    assert_eq!(options.preset.as_deref(), Some("overnight"));
+    // Armed 30 min before this 0.1.0-style journal's reset, for 8 h: 7 h 40 min are left.
+    let left = options.respawn_until.unwrap() - (reset() - chrono::Duration::minutes(10));
+    assert_eq!(left.num_minutes(), 7 * 60 + 40, "{options:?}");
+    restored[0].stop("test").await.unwrap();
+    restored[0].wait().await;
+}
+
+#[test]
+fn stop_does_not_end_a_session_whose_owner_still_runs() {
+    let env = common::Env::new();
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    let mut store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    let command = ["claude".to_string()];
+    // Its owner (this very process) runs; only its socket went with the runtime directory.
+    store
+        .create_session(&NewSession {
+            id: "running1",
+            command: &command,
+            cwd: "/tmp",
+            agent: "claude",
+            preset: None,
+            created: reset(),
+            owner_pid: std::process::id(),
+            control_socket: Some("/run/user/1000/nightshift/gone.sock"),
+        })
+        .unwrap();
+    let session = SessionId::from("running1".to_string());
+    store.record(&Event { ts: reset(), session, kind: EventKind::state(SessionState::Working, "turn") }).unwrap();
+    let row = store.session("running1").unwrap().unwrap();
+    let ended = nightshift::supervisor::end_orphan(&mut store, &FakeClock::new(reset()), &row, "nightshift stop");
+    let said = ended.unwrap_err().to_string();
+    assert!(said.contains("still runs but cannot be reached") && said.contains("kill"), "{said}");
+    let row = store.session("running1").unwrap().unwrap();
+    assert!(!row.is_final(), "a running session marked {:?} in the journal", row.state);
+}

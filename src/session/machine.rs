@@ -161,6 +161,15 @@ impl Respawn {
     fn active(&self) -> bool {
         self.cycle.phase != respawn::Phase::Finished
     }
+
+    /// What the journal keeps of the arrangement, for a restore.
+    fn settings_event(&self) -> EventKind {
+        EventKind::RespawnSettings {
+            preset: self.preset.clone(),
+            settings: Box::new(self.cycle.settings.clone()),
+            until: self.until,
+        }
+    }
 }
 
 /// Money spent, from the statusLine's cost (which starts again after `/clear`).
@@ -264,6 +273,7 @@ impl Machine {
                 reason: Some(reason),
                 cost_usd: None,
             }));
+            fx.push(Effect::Emit(r.settings_event()));
         }
         if let Some(limit) = start.paused_on {
             // Started again with `--continue`: the client has no continuation of its own armed.
@@ -310,7 +320,7 @@ impl Machine {
         let cycle = self.respawn.as_ref().and_then(|r| r.cycle.next_deadline());
         let life = self.life.next_deadline();
         let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.held);
-        [cycle, life, resume].into_iter().flatten().min()
+        [cycle, life, resume, self.guard.next_deadline()].into_iter().flatten().min()
     }
 
     /// The state last journalled.
@@ -402,6 +412,9 @@ impl Machine {
             // The cycle's last step is out: the agent's activity says where the session is now.
             self.cycling = false;
         }
+        // The respawn machine hears of the activity before anything it unblocks: a limit ending on a
+        // working agent must not let a cycle start on top of it.
+        self.drive(respawn::Input::Activity(t.to), now, fx);
         if t.to == Activity::Working {
             self.clear_limit(now, fx);
         }
@@ -425,7 +438,6 @@ impl Machine {
                 self.on_limit_menu(menu, menu_limit, now, fx);
             }
         }
-        self.drive(respawn::Input::Activity(t.to), now, fx);
     }
 
     fn on_typed(&mut self, text: String, enter: bool, source: String, now: Now, fx: &mut Vec<Effect>) {
@@ -440,6 +452,10 @@ impl Machine {
 
     fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         self.life_tick(now, fx);
+        if self.guard.next_deadline().is_some_and(|t| t <= now.mono) && self.guard.tick(now) {
+            tracing::info!("the window the reserve was kept in has reset: cycles and resumes may run again");
+            self.refresh_blocker(now, fx);
+        }
         if self.respawn.as_ref().and_then(|r| r.cycle.next_deadline()).is_some_and(|t| t <= now.mono) {
             self.drive(respawn::Input::Tick, now, fx);
             // The armed duration ended while the agent was down: nothing will start it again.

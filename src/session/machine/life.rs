@@ -156,6 +156,8 @@ impl Machine {
         self.dialog = None;
         self.state = SessionState::Running;
         self.emit(EventKind::running(pid, format!("process {pid} restarted")), fx);
+        // Nothing is typed into the new client before it is seen at its prompt.
+        self.drive(respawn::Input::Restarted, now, fx);
         self.refresh_blocker(now, fx);
     }
 
@@ -261,8 +263,10 @@ impl Machine {
     /// The working tree as the restart finds it: the wait before it, or the breaker.
     fn restart_measured(&mut self, fingerprint: Option<Fingerprint>, now: Now, fx: &mut Vec<Effect>) {
         let Life::Between { next: Next::Measuring, .. } = &self.life else { return };
-        let progress = fingerprint.is_some() && fingerprint != self.life_fingerprint;
-        if progress {
+        // A working tree that could not be measured is no proof of no progress: it does not count
+        // towards the cap (the strikes of short lives still do).
+        let progress = fingerprint.is_none() || fingerprint != self.life_fingerprint;
+        if fingerprint.is_some() && progress {
             self.life_fingerprint = fingerprint;
         }
         let (cap, ladder) = self

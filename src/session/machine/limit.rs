@@ -70,15 +70,43 @@ pub(super) struct Guard {
     fresh_window: bool,
     /// Holding resumes and respawns until the fresh window resets (`Some(None)`: no reset known).
     until: Option<Option<DateTime<Utc>>>,
+    /// While holding until a known reset, when the wall clock is looked at next.
+    next_check: Option<Instant>,
 }
+
+/// How often a guard holding until a reset looks at the wall clock.
+const GUARD_CHECK: Duration = Duration::from_secs(30);
 
 impl Guard {
     pub(super) fn new(settings: limits::WindowGuard) -> Self {
-        Self { settings, fresh_window: false, until: None }
+        Self { settings, fresh_window: false, until: None, next_check: None }
     }
 
     pub(super) fn active(&self, now: DateTime<Utc>) -> bool {
         self.until.is_some_and(|until| until.is_none_or(|t| now < t))
+    }
+
+    fn hold_until(&mut self, until: Option<DateTime<Utc>>, now: Now) {
+        self.until = Some(until);
+        self.next_check = until.map(|_| now.mono + GUARD_CHECK);
+    }
+
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.next_check
+    }
+
+    /// Time passed: the window the guard held has reset (its reserve is spent or not, the next
+    /// window is not "fresh after a limit"), or it holds on.
+    pub(super) fn tick(&mut self, now: Now) -> bool {
+        let Some(Some(until)) = self.until else { return false };
+        if now.wall < until {
+            self.next_check = Some(now.mono + GUARD_CHECK);
+            return false;
+        }
+        self.until = None;
+        self.fresh_window = false;
+        self.next_check = None;
+        true
     }
 }
 
@@ -200,7 +228,7 @@ impl Machine {
             && self.guard.until.is_none()
             && self.guard.settings.reserve_reached(sample.five_hour_pct)
         {
-            self.guard.until = Some(sample.five_hour_resets_at);
+            self.guard.hold_until(sample.five_hour_resets_at, now);
             self.emit(
                 EventKind::WindowGuard {
                     reason: format!(
@@ -257,6 +285,8 @@ impl Machine {
     /// resume is kept in the journal for the next Nightshift process. The journal leaves the session
     /// paused, not ended.
     pub(super) fn keep_resume(&mut self, exit: &Exit, fx: &mut Vec<Effect>) {
+        // The kept resume is the session's last word in the journal.
+        self.far = false;
         let Some(due) = self.limit.waiting().map(|w| w.plan.due) else { return };
         self.emit(
             EventKind::ResumeKept {
@@ -287,7 +317,7 @@ impl Machine {
         if self.guard.settings.not_tonight {
             // Not tonight: the fresh window is the user's, all of it. Cancel the client's own
             // continuation too, and hold respawn cycles from now on, whatever ends the pause.
-            self.guard.until = Some(None);
+            self.guard.hold_until(None, now);
             if timer == Timer::Maybe {
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
             }
@@ -373,8 +403,14 @@ impl Machine {
     pub(super) fn resume_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let quota = self.quota(now.wall);
         let guard = self.guard.settings;
+        let at_prompt = self.activity == Some(Activity::Idle);
         let Limit::Paused(Paused { resume: Some(waiting), limit, .. }) = &mut self.limit else { return };
         waiting.next_check = now.mono + RESUME_CHECK;
+        // A resume is typed only at the agent's prompt: never into a busy pane, a dialog, or a client
+        // just started again that has not shown its prompt yet. (Checking a resume sent goes on.)
+        if !at_prompt && waiting.plan.sent_at.is_none() && now.wall >= waiting.plan.due {
+            return;
+        }
         let due = waiting.plan.due;
         let effects = waiting.plan.tick(now.wall, quota);
         let moved = waiting.plan.due != due && waiting.plan.sent_at.is_none() && !waiting.plan.failed;

@@ -45,7 +45,7 @@ impl Machine {
             waiting_for_user: self.activity == Some(Activity::WaitingInput),
             resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             armed_until: self.respawn.as_ref().filter(|r| r.active()).map(|r| r.until),
-            cycles_blocked: self.blocked.is_some() && self.life.is_live(),
+            cycles_blocked: self.blocked.is_some(),
         };
         crate::awake::want(&facts, now.wall)
     }
@@ -53,6 +53,10 @@ impl Machine {
     /// Journals the moments the session lets the machine sleep because its next action is out of
     /// reach, and when it needs it again.
     pub(super) fn settle_awake(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if matches!(self.life, Life::Ended(_)) {
+            // Nothing more is journalled after the end (a kept resume must stay the last word).
+            return;
+        }
         let want = self.want(now);
         let far = !want.hold && want.next_action.is_some();
         if far != self.far {

@@ -250,8 +250,9 @@ fn text_limit() {
         |k| matches!(k, EventKind::LimitDetected { source: Source::Text, resets_at: Some(r), .. } if *r == reset)
     ));
     assert_eq!(sim.m.state(), SessionState::LimitPaused);
-    // Watch: the client resumes by itself; Nightshift steps in only if no turn started by the
-    // reset plus the margin.
+    sim.input(idle()); // at its prompt, under the notice
+                       // Watch: the client resumes by itself; Nightshift steps in only if no turn started by the
+                       // reset plus the margin.
     let due = sim.until(reset + chrono::Duration::seconds(60));
     sim.run(due - 1.0);
     assert!(sim.resumes().is_empty(), "nothing before the reset plus the margin");
@@ -268,6 +269,7 @@ fn data_limit() {
     let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
     let reset = wall0() + hours(1);
     sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    sim.input(idle());
     assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { source: Source::Data, kind: LimitKind::FiveHour, .. })));
     assert_eq!(sim.written().first().map(Vec::as_slice), Some(&b"\x1b"[..]), "own cancels the client's timer");
     // The data before the reset says nothing of after it: the resume goes out at the reset + margin.
@@ -284,6 +286,7 @@ fn later_reset() {
     let early = wall0() + hours(1);
     let weekly = wall0() + hours(30);
     sim.input(notice(early));
+    sim.input(idle());
     sim.input(sample(100.0, early, 100.0, weekly));
     sim.run(sim.until(early + hours(2)));
     assert!(sim.resumes().is_empty(), "no resume while the weekly window is still full");
@@ -300,6 +303,7 @@ fn limited_again_after_a_resume() {
     let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
+    sim.input(idle());
     sim.run(sim.until(reset + chrono::Duration::seconds(65)));
     assert_eq!(sim.resumes().len(), 1);
     // The notice changes to a later reset without going away first.
@@ -316,6 +320,7 @@ fn a_resume_answered_too_fast_for_a_turn_still_ends_the_limit() {
     let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
+    sim.input(idle());
     sim.input(Input::LimitNotice(None));
     assert_eq!(sim.m.state(), SessionState::LimitPaused, "the notice going away before the reset ends nothing");
     sim.input(notice(reset));
@@ -334,6 +339,7 @@ fn the_own_policy_is_not_fooled_by_the_notice_going_away_after_the_reset() {
     let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
+    sim.input(idle());
     sim.run(sim.until(reset + chrono::Duration::seconds(10)));
     sim.input(Input::LimitNotice(None));
     assert_eq!(sim.m.state(), SessionState::LimitPaused, "the client continues nothing by itself");
@@ -450,6 +456,7 @@ fn hold_and_release() {
     let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn()));
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
+    sim.input(idle());
     sim.input(Input::Configure(Change { held: Some(true), source: "the app".into(), ..Change::default() }));
     assert!(sim.has(|k| matches!(k, EventKind::Automation { change: Automation::Held, .. })));
     sim.run(sim.until(reset + hours(1)));
@@ -604,4 +611,123 @@ fn respawn_switched_on_later_arms_like_at_the_start() {
     sim.input(Input::Configure(Change { respawn: Some(Switch::On(arm)), source: "t".into(), ..Change::default() }));
     sim.run(10.0);
     assert!(sim.has(|k| matches!(k, EventKind::RespawnStep { .. })), "a cycle ran");
+}
+
+// ---- Review specs ------------------------------------------------------------------------------
+
+fn sent_steps(sim: &Sim) -> Vec<f64> {
+    sim.events()
+        .filter_map(|(t, k)| {
+            matches!(k, EventKind::RespawnStep { outcome: respawn::StepOutcome::Sent, .. }).then_some(t)
+        })
+        .collect()
+}
+
+#[test]
+fn no_cycle_into_a_client_just_started_again() {
+    // The agent dies at its idle prompt before the idle timeout is up; it is started again at 3 s.
+    let mut settings = quick_respawn();
+    settings.idle_timeout = S(10);
+    let mut sim = Sim::new(with_respawn(start(), settings)).agent(S(1), 1);
+    sim.input(idle());
+    sim.run(1.5);
+    sim.agent = Some(Agent { life: S(3600), code: 1 });
+    sim.run(12.0);
+    // The new client has shown nothing yet (no activity input since its start).
+    let spawned = sim.spawns();
+    assert_eq!(spawned.len(), 1);
+    let sent = sent_steps(&sim);
+    assert!(sent.is_empty(), "started again at {spawned:?}, never seen idle, yet prompts typed at {sent:?}");
+}
+
+#[test]
+fn no_resume_typed_into_a_client_just_started_again() {
+    // Paused on a limit with auto-resume; the agent dies after the reset and is started again.
+    let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Own), quick_respawn()));
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.input(idle());
+    let dies = sim.until(reset + chrono::Duration::seconds(59));
+    sim.run(dies);
+    sim.input(Input::Exited { exit: Exit::Code(1), last_screen: vec![] });
+    sim.run(sim.secs() + 120.0);
+    let spawned = sim.spawns();
+    let resumes = sim.resumes();
+    assert_eq!(spawned.len(), 1);
+    assert!(resumes.is_empty(), "resume at {resumes:?}, the client started at {spawned:?} and has shown nothing yet");
+}
+
+#[test]
+fn an_open_crash_loop_breaker_lets_the_machine_sleep() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(1500), 1);
+    sim.run(3600.0);
+    assert_eq!(sim.m.state(), SessionState::BreakerOpen);
+    let want = sim.m.options(sim.now()).awake;
+    assert!(!want.hold, "nothing will run until `nightshift breaker reset`, yet: {}", want.reason);
+}
+
+#[test]
+fn cycles_come_back_once_the_fresh_window_resets() {
+    let mut s = with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn());
+    s.window_guard.reserve_pct = Some(30.0);
+    let mut sim = Sim::new(s);
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.run(sim.until(reset + chrono::Duration::seconds(65)));
+    sim.input(Input::TurnSeen);
+    sim.input(working());
+    let fresh_reset = reset + hours(5);
+    sim.input(sample(71.0, fresh_reset, 31.0, wall0() + hours(90)));
+    assert!(sim.has(|k| matches!(k, EventKind::WindowGuard { .. })));
+    sim.input(idle());
+    // The guarded window resets; a new one opens with all of it free, and the agent keeps showing idle.
+    let after_reset = sim.until(fresh_reset + chrono::Duration::minutes(1));
+    sim.run(after_reset);
+    sim.input(sample(2.0, fresh_reset + hours(5), 31.0, wall0() + hours(90)));
+    sim.input(working());
+    sim.input(idle());
+    sim.run(sim.secs() + 600.0);
+    let cycles: Vec<f64> = sent_steps(&sim).into_iter().filter(|t| *t > after_reset).collect();
+    assert!(
+        !cycles.is_empty(),
+        "the reserve was of a window that has reset; still blocked: {:?}",
+        sim.m.options(sim.now()).awake
+    );
+}
+
+#[test]
+fn the_clients_own_continuation_is_not_typed_over() {
+    // Respawn and auto-resume (watch): the agent sits idle under its limit notice; at the reset the
+    // client continues by itself and the agent starts working.
+    let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn()));
+    let reset = wall0() + hours(1);
+    sim.input(working());
+    sim.input(notice(reset));
+    sim.input(idle());
+    sim.run(sim.until(reset + chrono::Duration::seconds(30)));
+    assert!(sent_steps(&sim).is_empty());
+    let at = sim.secs();
+    sim.input(working());
+    let typed: Vec<Vec<u8>> = sim
+        .log
+        .iter()
+        .filter(|(t, _)| *t >= at)
+        .filter_map(|(_, e)| if let Effect::Write { bytes, .. } = e { Some(bytes.clone()) } else { None })
+        .collect();
+    let shown: Vec<String> = typed.iter().map(|b| String::from_utf8_lossy(b).chars().take(40).collect()).collect();
+    assert!(typed.is_empty(), "typed into the agent the moment it started working: {shown:?}");
+}
+
+#[test]
+fn a_kept_resume_is_the_last_word() {
+    // A weekly reset 60 h away (the machine may sleep: `far`), then Nightshift ends.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(idle());
+    sim.input(notice(wall0() + hours(60)));
+    assert!(!sim.m.options(sim.now()).keeps_awake());
+    sim.input(Input::Stop { source: "SIGTERM to nightshift".into(), kind: StopKind::Shutdown });
+    sim.input(Input::Exited { exit: Exit::Signal { number: 1, name: "SIGHUP".into() }, last_screen: vec![] });
+    assert!(sim.has(|k| matches!(k, EventKind::ResumeKept { .. })));
+    let last = sim.events().last().map(|(_, k)| k.name());
+    assert_eq!(last, Some("resume_kept"), "the store's standing reads `kept` off the last event");
 }
