@@ -1,17 +1,20 @@
-//! The only place that runs git: what a repository says happened over a range (the digest), and a
-//! fingerprint of a working tree's content (progress, for the breakers).
+//! The only place that runs git: what a repository says happened over a range (the digest), a
+//! fingerprint of a working tree's content (progress, for the breakers), and which branch it is on
+//! (the guard; read from the repository's files, no process).
 //!
 //! Every call is blocking and may be slow on a big repository: callers on the async runtime run it
 //! with `spawn_blocking`. Nothing here writes into the user's repository state: no index, branch,
 //! stash or object of theirs changes (a fingerprint hashes into a temporary index and a temporary
 //! object directory), and no hook runs.
 
+mod branches;
 mod fingerprint;
 mod history;
 
 use std::path::Path;
 use std::process::Command;
 
+pub use branches::branches;
 pub use fingerprint::{fingerprint, Fingerprint};
 pub use history::{progress, Commit, GitProgress, Stat};
 
