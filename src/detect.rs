@@ -12,6 +12,12 @@
 //! - **Waiting for input** is a whole frame showing a dialog (a permission prompt, a question).
 //! - An agent whose screen is not read (`generic`) goes by output alone: steady output is working,
 //!   the quiet window is idle.
+//! - **The client's own word**, where it gives it (Claude Code's hooks): a submitted prompt is a turn
+//!   at once (a 0.3 s answer is a turn too); its `Stop` ends the turn as soon as a frame shows no
+//!   working signal, with no quiet window to wait out; its permission prompt is waiting for input,
+//!   with the tool and the command. The screen still decides dialogs and stays the fallback: when the
+//!   two disagree for [`DRIFT`] (a `Stop` while the screen keeps working, a screen quiet and idle with
+//!   no `Stop`), that is reported as drift once, and the screen's idle wins.
 
 use std::time::Duration;
 
@@ -57,6 +63,27 @@ pub struct Transition {
     pub verdict: Verdict,
 }
 
+/// How long the client's hooks and its screen may disagree before it is drift.
+pub const DRIFT: Duration = Duration::from_secs(5);
+
+/// What the client's hooks said of the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// A prompt was submitted then, and no `Stop` came yet.
+    Open { since: Instant },
+    /// The turn ended then (`Stop` or `StopFailure`).
+    Ended { at: Instant },
+}
+
+/// The hooks and the screen disagreed for longer than [`DRIFT`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// What the hooks said (`Stop`, `a turn open with no Stop`).
+    pub hook: String,
+    /// What the screen showed (`working`, `idle`).
+    pub screen: String,
+}
+
 #[derive(Debug)]
 pub struct Detector {
     cfg: DetectConfig,
@@ -69,6 +96,13 @@ pub struct Detector {
     /// Since when every frame has shown a working signal.
     working_since: Option<Instant>,
     last_frame: Option<Instant>,
+    /// The hooks' word on the turn, once they have spoken.
+    turn: Option<Turn>,
+    /// The client asked the user (its `Notification` hook), until the next turn.
+    asked: Option<crate::agent::Dialog>,
+    /// Drift to report, and whether this turn's was reported.
+    drift: Option<Drift>,
+    drift_reported: bool,
 }
 
 fn secs(d: Duration) -> String {
@@ -87,7 +121,37 @@ impl Detector {
             verdict: Verdict::default(),
             working_since: None,
             last_frame: None,
+            turn: None,
+            asked: None,
+            drift: None,
+            drift_reported: false,
         }
+    }
+
+    /// The client's hook says a prompt was submitted: a turn starts now.
+    pub fn on_turn_started(&mut self, now: Instant) -> Option<Transition> {
+        self.turn = Some(Turn::Open { since: now });
+        self.asked = None;
+        self.drift_reported = false;
+        self.evaluate(now)
+    }
+
+    /// The client's hook says the turn ended.
+    pub fn on_turn_ended(&mut self, now: Instant) -> Option<Transition> {
+        self.turn = Some(Turn::Ended { at: now });
+        self.drift_reported = false;
+        self.evaluate(now)
+    }
+
+    /// The client's hook says it waits for the user (a permission prompt), with what it wants.
+    pub fn on_asked(&mut self, now: Instant, dialog: crate::agent::Dialog) -> Option<Transition> {
+        self.asked = Some(dialog);
+        self.evaluate(now)
+    }
+
+    /// Drift seen since the last call.
+    pub fn take_drift(&mut self) -> Option<Drift> {
+        self.drift.take()
     }
 
     pub fn state(&self) -> Option<Activity> {
@@ -127,12 +191,20 @@ impl Detector {
         self.evaluate(now)
     }
 
-    /// When the passing of time alone could change the activity (the quiet window running out).
+    /// When the passing of time alone could change the activity (the quiet window running out, the
+    /// hooks and the screen disagreeing long enough to be drift).
     pub fn next_check(&self) -> Option<Instant> {
+        let quiet_ends = self.last_output.unwrap_or(self.started) + self.cfg.quiet;
+        match self.turn {
+            Some(_) if self.drift_reported || self.verdict.dialog.is_some() || self.asked.is_some() => {}
+            Some(Turn::Open { .. }) if self.verdict.working.is_none() => return Some(quiet_ends + DRIFT),
+            Some(Turn::Ended { at }) if self.verdict.working.is_some() => return Some(at + DRIFT),
+            _ => {}
+        }
         if self.state == Some(Activity::Idle) || self.verdict.dialog.is_some() || self.verdict.working.is_some() {
             return None;
         }
-        Some(self.last_output.unwrap_or(self.started) + self.cfg.quiet)
+        Some(quiet_ends)
     }
 
     fn streak(&self, now: Instant) -> Option<Duration> {
@@ -144,9 +216,57 @@ impl Detector {
         (length >= self.cfg.turn_streak).then_some(length)
     }
 
+    /// The verdict with the client's hooks, while they speak; `None` leaves it to the screen.
+    fn hooked(&mut self, now: Instant, quiet_for: Duration) -> Option<Option<(Activity, String)>> {
+        let turn = self.turn?;
+        if self.verdict.dialog.is_some() {
+            return None;
+        }
+        if let Some(dialog) = &self.asked {
+            let what = dialog.text.clone().unwrap_or_else(|| "the client waits for the user".into());
+            return Some(Some((Activity::WaitingInput, format!("the client's Notification hook: {what}"))));
+        }
+        match turn {
+            Turn::Open { .. } => {
+                if self.verdict.working.is_none() && quiet_for >= self.cfg.quiet + DRIFT {
+                    // Quiet and idle on screen, and no Stop: the screen wins, once said.
+                    if !self.drift_reported {
+                        self.drift_reported = true;
+                        self.drift = Some(Drift { hook: "a turn open with no Stop".into(), screen: "idle".into() });
+                    }
+                    self.turn = None;
+                    return None;
+                }
+                Some(Some((Activity::Working, "the client's UserPromptSubmit hook: a turn runs".into())))
+            }
+            Turn::Ended { at } => match &self.verdict.working {
+                None => Some(Some((
+                    Activity::Idle,
+                    "the client's Stop hook, and the screen shows no working signal".into(),
+                ))),
+                // A new run of work since the Stop that no prompt started (the client continuing by
+                // itself): the screen's rules decide from here.
+                Some(_) if self.working_since.is_some_and(|t| t > at) => {
+                    self.turn = None;
+                    None
+                }
+                Some(signal) => {
+                    if now >= at + DRIFT && !self.drift_reported {
+                        self.drift_reported = true;
+                        self.drift = Some(Drift { hook: "Stop".into(), screen: format!("working ({signal})") });
+                    }
+                    Some(None)
+                }
+            },
+        }
+    }
+
     fn evaluate(&mut self, now: Instant) -> Option<Transition> {
         let quiet_for = now.saturating_duration_since(self.last_output.unwrap_or(self.started));
-        let (to, reason) = if !self.reads_screen {
+        let hooked = if self.reads_screen { self.hooked(now, quiet_for) } else { None };
+        let (to, reason) = if let Some(verdict) = hooked {
+            verdict?
+        } else if !self.reads_screen {
             if let Some(streak) = self.streak(now) {
                 (Activity::Working, format!("steady output for {}", secs(streak)))
             } else if quiet_for >= self.cfg.quiet {
@@ -188,7 +308,18 @@ impl Detector {
             return None;
         }
         self.state = Some(to);
-        Some(Transition { to, reason, verdict: self.verdict.clone() })
+        let mut verdict = self.verdict.clone();
+        if to == Activity::WaitingInput {
+            // The hook knows the tool and the command a permission prompt is for.
+            match (&mut verdict.dialog, &self.asked) {
+                (None, Some(asked)) => verdict.dialog = Some(asked.clone()),
+                (Some(d), Some(asked)) if d.kind == crate::agent::DialogKind::Permission => {
+                    d.text.clone_from(&asked.text)
+                }
+                _ => {}
+            }
+        }
+        Some(Transition { to, reason, verdict })
     }
 }
 
@@ -217,6 +348,26 @@ impl Watcher {
     pub fn new(adapter: Adapter, cfg: DetectConfig, now: Instant) -> Self {
         let detector = Detector::new(cfg, adapter.reads_screen(), now);
         Self { adapter, detector, pending: None, limit_region: None, working_seen: false }
+    }
+
+    /// The client's hook: a prompt was submitted.
+    pub fn turn_started(&mut self, now: Instant) -> Option<Transition> {
+        self.detector.on_turn_started(now)
+    }
+
+    /// The client's hook: the turn ended.
+    pub fn turn_ended(&mut self, now: Instant) -> Option<Transition> {
+        self.detector.on_turn_ended(now)
+    }
+
+    /// The client's hook: it waits for the user.
+    pub fn asked(&mut self, now: Instant, dialog: crate::agent::Dialog) -> Option<Transition> {
+        self.detector.on_asked(now, dialog)
+    }
+
+    /// Drift between the hooks and the screen, seen since the last call.
+    pub fn take_drift(&mut self) -> Option<Drift> {
+        self.detector.take_drift()
     }
 
     pub fn state(&self) -> Option<Activity> {
@@ -415,5 +566,87 @@ mod tests {
         d.on_frame(t0, at_prompt());
         assert_eq!(d.on_tick(t0 + MS(9999)), None);
         assert_eq!(d.on_tick(t0 + MS(10_000)).unwrap().to, Activity::Idle);
+    }
+
+    #[test]
+    fn a_fast_answer_is_a_turn_when_the_client_says_so() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_frame(t0, at_prompt());
+        assert_eq!(d.on_tick(t0 + MS(2100)).map(|t| t.to), Some(Activity::Idle));
+        // A 0.3 s answer: too short for the screen's rules, a turn by the client's word.
+        let t = d.on_turn_started(t0 + MS(3000)).unwrap();
+        assert_eq!(t.to, Activity::Working);
+        assert!(t.reason.contains("UserPromptSubmit"), "{}", t.reason);
+        d.on_output(t0 + MS(3100));
+        d.on_frame(t0 + MS(3130), at_prompt());
+        let t = d.on_turn_ended(t0 + MS(3300)).unwrap();
+        assert_eq!(t.to, Activity::Idle, "no quiet window to wait out: the Stop and a frame with no working signal");
+        assert!(t.reason.contains("Stop hook"), "{}", t.reason);
+    }
+
+    #[test]
+    fn after_a_stop_idle_waits_for_the_screen_to_agree() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        d.on_output(t0 + MS(100));
+        d.on_frame(t0 + MS(130), working());
+        assert_eq!(d.on_turn_ended(t0 + MS(200)), None, "the spinner is still drawn");
+        d.on_output(t0 + MS(400));
+        let t = d.on_frame(t0 + MS(430), at_prompt()).unwrap();
+        assert_eq!(t.to, Activity::Idle);
+        assert_eq!(d.take_drift(), None);
+    }
+
+    #[test]
+    fn a_stop_while_the_screen_keeps_working_is_drift() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        d.on_frame(t0 + MS(100), working());
+        d.on_turn_ended(t0 + MS(200));
+        assert_eq!(d.next_check(), Some(t0 + MS(200) + DRIFT));
+        let mut at = t0 + MS(300);
+        while at < t0 + MS(200) + DRIFT {
+            d.on_output(at);
+            d.on_frame(at, working());
+            at += MS(200);
+        }
+        d.on_tick(t0 + MS(200) + DRIFT);
+        let drift = d.take_drift().expect("drift");
+        assert_eq!(drift.hook, "Stop");
+        assert!(drift.screen.starts_with("working"), "{drift:?}");
+        d.on_tick(t0 + MS(200) + DRIFT * 2);
+        assert_eq!(d.take_drift(), None, "said once");
+    }
+
+    #[test]
+    fn a_quiet_idle_screen_with_no_stop_is_drift_and_the_screen_wins() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        d.on_output(t0 + MS(50));
+        d.on_frame(t0 + MS(80), at_prompt());
+        assert_eq!(d.on_tick(t0 + MS(2100)), None, "the client said a turn runs: quiet alone is not idle");
+        let due = d.next_check().unwrap();
+        assert_eq!(due, t0 + MS(50) + DetectConfig::default().quiet + DRIFT);
+        let t = d.on_tick(due).unwrap();
+        assert_eq!(t.to, Activity::Idle);
+        assert_eq!(d.take_drift().unwrap().hook, "a turn open with no Stop");
+    }
+
+    #[test]
+    fn a_permission_prompt_carries_the_tool_and_command_the_hook_named() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        let asked = Dialog {
+            kind: crate::agent::DialogKind::Permission,
+            text: Some("Claude needs your permission: Bash touch x".into()),
+        };
+        let t = d.on_asked(t0 + MS(500), asked).unwrap();
+        assert_eq!(t.to, Activity::WaitingInput);
+        assert_eq!(t.verdict.dialog.unwrap().text.as_deref(), Some("Claude needs your permission: Bash touch x"));
     }
 }
