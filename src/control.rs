@@ -61,6 +61,13 @@ pub enum Request {
         token: String,
         status: serde_json::Value,
     },
+    /// A hook of a session's client: the payload as the client gave it; answered with what the hook
+    /// prints for the client.
+    Hook {
+        session: String,
+        token: String,
+        payload: serde_json::Value,
+    },
 }
 
 /// The one error shape that crosses a process boundary.
@@ -84,6 +91,9 @@ pub struct Response {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<crate::session::Options>,
+    /// For a hook: what it prints for the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<String>,
 }
 
 impl Response {
@@ -96,7 +106,15 @@ impl Response {
     }
 
     fn ok() -> Self {
-        Self { ok: true, error: None, pid: Some(std::process::id()), screen: None, message: None, options: None }
+        Self {
+            ok: true,
+            error: None,
+            pid: Some(std::process::id()),
+            screen: None,
+            message: None,
+            options: None,
+            hook: None,
+        }
     }
 
     fn error(code: &str, message: impl Into<String>) -> Self {
@@ -107,6 +125,7 @@ impl Response {
             screen: None,
             message: None,
             options: None,
+            hook: None,
         }
     }
 }
@@ -251,6 +270,12 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
                 Err(e) => Response::error("usage_refused", e.to_string()),
             };
         }
+        Request::Hook { session, token, payload } => {
+            return match supervisor.record_hook(session, token, payload).await {
+                Ok(answer) => Response { hook: answer.stdout(), ..Response::ok() },
+                Err(e) => Response::error("hook_refused", e.to_string()),
+            };
+        }
         Request::Send { session, .. }
         | Request::Stop { session, .. }
         | Request::Screen { session }
@@ -276,7 +301,7 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Configure { change, .. } => {
             handle.configure(*change).await.map(|o| Response { options: Some(o), ..Response::ok() })
         }
-        Request::Ping | Request::Usage { .. } => Ok(Response::ok()),
+        Request::Ping | Request::Usage { .. } | Request::Hook { .. } => Ok(Response::ok()),
     };
     result.unwrap_or_else(|e| Response::error("session_ended", e.to_string()))
 }

@@ -256,6 +256,28 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<String>,
     },
+    /// The client's conversation, as its hooks name it: a restart or a restore resumes this one.
+    Conversation { id: String },
+    /// The client compacted its context (`manual` or `auto`).
+    Compacted { trigger: String },
+    /// The client's hooks and its screen disagreed for seconds: `hook` is what the hooks said,
+    /// `screen` what the screen showed, and `capture` where the screen was kept (for a fixture).
+    Drift {
+        hook: String,
+        screen: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capture: Option<String>,
+    },
+    /// A handoff was asked for (the `times`th time): the context is near full.
+    HandoffAsked { times: u32 },
+    /// The agent wrote its handoff (kept in the state directory).
+    Handoff { chars: usize },
+    /// The handoff was given back to the client as context (`source`: its `SessionStart`'s).
+    HandoffGiven { source: String },
+    /// The agent did not write a handoff after `times` asks: the cycle went on without.
+    HandoffMissing { times: u32 },
+    /// The guard refused a command of an unattended session: `rule` is its kind.
+    GuardDenied { rule: String, what: String, command: String },
     /// Whether the session needs the machine awake changed (the sleep assertion's policy).
     Awake { hold: bool, reason: String },
     /// The machine was asleep (the wall clock moved this much more than the monotonic one).
@@ -337,6 +359,14 @@ impl EventKind {
             Self::ResumeArmed { .. } => "resume_armed",
             Self::ResumeKept { .. } => "resume_kept",
             Self::Awake { .. } => "awake",
+            Self::Conversation { .. } => "conversation",
+            Self::Compacted { .. } => "compacted",
+            Self::Drift { .. } => "drift",
+            Self::GuardDenied { .. } => "guard_denied",
+            Self::HandoffAsked { .. } => "handoff_asked",
+            Self::Handoff { .. } => "handoff",
+            Self::HandoffGiven { .. } => "handoff_given",
+            Self::HandoffMissing { .. } => "handoff_missing",
             Self::Suspended { .. } => "suspended",
         }
     }
@@ -423,6 +453,18 @@ impl EventKind {
                 Some(detail) => format!("{}: {detail} ({source})", change.as_str()),
                 None => format!("{} ({source})", change.as_str()),
             },
+            Self::Conversation { id } => format!("the client's conversation is {id}"),
+            Self::Compacted { trigger } => format!("the client compacted its context ({trigger})"),
+            Self::Drift { hook, screen, .. } => {
+                format!("the client's hooks and its screen disagree: the hooks said {hook}, the screen showed {screen}")
+            }
+            Self::GuardDenied { what, command, .. } => format!("the guard refused {what}: {command}"),
+            Self::HandoffAsked { times } => {
+                format!("asked the agent for a handoff (time {times}): its context is near full")
+            }
+            Self::Handoff { chars } => format!("the agent wrote its handoff ({chars} characters)"),
+            Self::HandoffGiven { source } => format!("the handoff was given back to the client ({source})"),
+            Self::HandoffMissing { times } => format!("no handoff after {times} asks: the cycle goes on without"),
             Self::Awake { hold: true, reason } => format!("keeps the machine awake: {reason}"),
             Self::Awake { hold: false, reason } => format!("lets the machine sleep: {reason}"),
             Self::Suspended { from, to } => format!("the machine slept from {} to {}", at(from), at(to)),

@@ -73,6 +73,11 @@ impl Journal {
         &self.shared.clock
     }
 
+    /// The journal's file (`None` in memory).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.shared.path.as_deref()
+    }
+
     /// Journals an event of `session`, then tells the sinks and the bus.
     pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
         let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };

@@ -15,6 +15,7 @@ pub mod detect;
 pub mod digest;
 pub mod event;
 pub mod git;
+pub mod hooks;
 pub mod journal;
 pub mod limits;
 pub mod logging;

@@ -88,6 +88,12 @@ pub struct Settings {
     /// one repeats.
     #[serde(with = "crate::clock::secs_list")]
     pub restart_backoff: Vec<Duration>,
+    /// At this much of its context in use (percent, from the statusLine), the agent is asked for a
+    /// handoff and its context reset; 0 never.
+    pub handoff_at: f64,
+    /// Refuse, through the client's hooks, the commands an unattended session must not run
+    /// (force pushes to the default branch, `rm -rf` outside the working directory, …).
+    pub guard: bool,
 }
 
 /// Settings left out of a hand-written preset are the Overnight preset's.
@@ -112,6 +118,8 @@ impl Settings {
             restart_clean_exits: false,
             max_restarts: 10,
             restart_backoff: crate::breaker::LADDER.to_vec(),
+            handoff_at: 75.0,
+            guard: false,
         }
     }
 
@@ -217,10 +225,13 @@ pub const BUILTIN_PRESETS: [(&str, &str, u64, u64, &str); 5] = [
     ("overnight", "Overnight", 10, 480, "unattended overnight runs with a full reset between cycles"),
 ];
 
-/// A built-in preset's settings.
+/// A built-in preset's settings. Overnight guards its session (nobody watches it).
 pub fn builtin(name: &str) -> Option<Settings> {
     let key = name.to_ascii_lowercase().replace("/todo", "");
-    BUILTIN_PRESETS.iter().find(|p| p.0 == key).map(|p| Settings::preset(p.2, p.3))
+    BUILTIN_PRESETS
+        .iter()
+        .find(|p| p.0 == key)
+        .map(|p| Settings { guard: p.0 == "overnight", ..Settings::preset(p.2, p.3) })
 }
 
 /// Where the cycle is.
@@ -248,6 +259,11 @@ pub struct State {
     last_user_input: Option<Instant>,
     /// Why cycles may not run now (a limit pause, an open breaker), if anything.
     blocked: Option<String>,
+    /// A cycle is asked for now, without its update step (a handoff was written already): it runs
+    /// as soon as the agent is idle, not after the idle timeout.
+    now_requested: bool,
+    /// The steps of the cycle under way.
+    cycle_steps: Vec<Step>,
 }
 
 /// What happens to the machine.
@@ -261,6 +277,9 @@ pub enum Input {
     Blocked(Option<String>),
     /// The agent was started again: nothing is known of the new one's activity yet.
     Restarted,
+    /// Run a cycle as soon as the agent is idle, without its update step (the agent has written
+    /// its handoff already).
+    CycleNow,
     /// Time passed (at the deadline the machine asked for).
     Tick,
 }
@@ -298,6 +317,8 @@ impl State {
             idle_since: None,
             last_user_input: None,
             blocked: None,
+            now_requested: false,
+            cycle_steps: Vec::new(),
         }
     }
 
@@ -321,6 +342,9 @@ impl State {
     fn ready_at(&self) -> Option<Instant> {
         if self.blocked.is_some() || self.activity != Some(Activity::Idle) {
             return None;
+        }
+        if self.now_requested {
+            return self.idle_since;
         }
         let idle_ok = self.idle_since? + self.settings.idle_timeout;
         let user_ok = self.last_user_input.map(|t| t + self.settings.user_quiet);
@@ -370,6 +394,7 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
             s.activity = None;
             s.idle_since = None;
         }
+        Input::CycleNow => s.now_requested = true,
         Input::Tick => {}
     }
     if s.phase == Phase::Finished {
@@ -395,7 +420,16 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
     match s.phase.clone() {
         Phase::Watching => {
             if s.ready_at().is_some_and(|t| now >= t) && s.guard(now).is_none() {
-                let steps = s.settings.steps();
+                let mut steps = s.settings.steps();
+                if std::mem::take(&mut s.now_requested) {
+                    steps.retain(|st| *st != Step::Update);
+                    if !steps.contains(&Step::Clear) {
+                        // The handoff is for a fresh context: the reset is the point.
+                        let at = usize::from(steps.first() == Some(&Step::Update));
+                        steps.insert(at, Step::Clear);
+                    }
+                }
+                s.cycle_steps.clone_from(&steps);
                 if let Some(&first) = steps.first() {
                     s.cycles += 1;
                     let cycle = s.cycles;
@@ -415,7 +449,7 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
                 };
             if done {
                 fx.push(Effect::StepEnded { cycle, step: current, outcome: StepOutcome::Done });
-                let steps = s.settings.steps();
+                let steps = &s.cycle_steps;
                 let next = steps.iter().position(|x| *x == current).and_then(|i| steps.get(i + 1)).copied();
                 match next {
                     Some(next) => s.phase = Phase::Pausing { cycle, next, at: now + s.settings.inter_step_delay },

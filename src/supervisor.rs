@@ -20,6 +20,9 @@ use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
 use crate::store::{NewSession, Standing, Store, StoreError};
 use crate::usage::{self, Sample};
 
+/// The longest a session may take to answer its client's hook (the hook itself gives up later).
+const HOOK_ANSWER: Duration = Duration::from_millis(1000);
+
 /// Environment variable that tells a child which Nightshift session it runs in.
 pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
 
@@ -46,6 +49,10 @@ pub struct SessionSpec {
     pub paused_on: Option<crate::limits::LimitText>,
     /// Start with every automatic action held (a restored session the user had paused).
     pub held: bool,
+    /// Refuse, through the client's hooks, commands an unattended session must not run.
+    pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
+    /// The client's conversation to resume on restarts (a restored session's).
+    pub conversation: Option<String>,
 }
 
 impl SessionSpec {
@@ -64,6 +71,8 @@ impl SessionSpec {
             window_guard: crate::limits::WindowGuard::default(),
             paused_on: None,
             held: false,
+            guard: None,
+            conversation: None,
         }
     }
 }
@@ -86,6 +95,8 @@ pub enum UsageError {
     BadToken(String),
     #[error(transparent)]
     NotAStatus(#[from] usage::NotAStatus),
+    #[error(transparent)]
+    NotAHook(#[from] crate::hooks::NotAHook),
 }
 
 /// What the exporter of one session may report, and what it last did.
@@ -102,8 +113,10 @@ pub struct Supervisor {
     sessions: Arc<Mutex<HashMap<SessionId, SessionHandle>>>,
     reporters: Arc<Mutex<HashMap<SessionId, Reporter>>>,
     control_socket: Option<PathBuf>,
-    /// The statusLine command Claude sessions are given (`/path/to/nightshift statusline`).
-    exporter: Option<String>,
+    /// The `nightshift` CLI Claude sessions run as their statusLine and hooks (a shell word).
+    cli: Option<String>,
+    /// The guard's rules, for sessions whose settings guard them.
+    guard_rules: Option<Arc<crate::hooks::guard::Rules>>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -119,13 +132,53 @@ impl Supervisor {
             sessions: Arc::new(Mutex::new(HashMap::new())),
             reporters: Arc::new(Mutex::new(HashMap::new())),
             control_socket: None,
-            exporter: None,
+            cli: None,
+            guard_rules: None,
         }
     }
 
-    /// Gives Claude sessions started from now on this statusLine exporter (a shell command line).
-    pub fn set_statusline_exporter(&mut self, command: String) {
-        self.exporter = Some(command);
+    /// Gives Claude sessions started from now on this `nightshift` CLI (a path) as their statusLine
+    /// exporter and their hooks.
+    pub fn set_cli(&mut self, path: &std::path::Path) {
+        self.cli = Some(shell_words(&[path.display().to_string()]));
+    }
+
+    /// The guard's rules, for the sessions whose settings (or spec) guard them.
+    pub fn set_guard_rules(&mut self, rules: crate::hooks::guard::Rules) {
+        self.guard_rules = Some(Arc::new(rules));
+    }
+
+    /// Checks that `token` is the one `session`'s client was given.
+    fn check_token(&self, session: &str, token: &str) -> Result<(), UsageError> {
+        let reporters = lock(&self.reporters);
+        let reporter = reporters
+            .get(&SessionId::from(session.to_string()))
+            .ok_or_else(|| UsageError::UnknownSession(session.to_string()))?;
+        if reporter.token != token {
+            return Err(UsageError::BadToken(session.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Takes a hook of `session`'s client: hands it to the session and returns its answer. A session
+    /// that cannot answer within the hook's time gets the client going on (a pass).
+    pub async fn record_hook(
+        &self,
+        session: &str,
+        token: &str,
+        payload: &serde_json::Value,
+    ) -> Result<crate::hooks::Answer, UsageError> {
+        self.check_token(session, token)?;
+        let hook = crate::hooks::Hook::from_payload(payload)?;
+        let Some(handle) = self.session(session) else { return Ok(crate::hooks::Answer::Pass) };
+        let answered = tokio::time::timeout(HOOK_ANSWER, handle.hook(hook)).await;
+        Ok(match answered {
+            Ok(Ok(answer)) => answer,
+            _ => {
+                tracing::warn!(session, "the session did not answer its client's hook in time; it goes on");
+                crate::hooks::Answer::Pass
+            }
+        })
     }
 
     /// Takes a statusLine report of `session`; journals and announces the sample when it changed.
@@ -235,7 +288,7 @@ impl Supervisor {
         let program = argv.next().unwrap_or_default();
         let mut args: Vec<String> = argv.collect();
         let agent = row.agent.parse().unwrap_or(AgentKind::Generic);
-        agent.continue_conversation(&mut args);
+        agent.continue_conversation(&mut args, pending.conversation.as_deref());
         let command =
             CommandSpec { program, args, cwd: row.cwd.clone().into(), env: Vec::new(), size: PtySize::default() };
         let line = shell_words(&command.argv());
@@ -245,6 +298,7 @@ impl Supervisor {
         spec.auto_resume = Some(pending.settings);
         spec.held = pending.held;
         spec.window_guard = pending.guard;
+        spec.conversation = pending.conversation;
         // Respawn is armed again for what is left of its duration.
         if let Some((preset, mut settings, until)) = pending.respawn {
             if let Ok(left) = (until - self.journal.now()).to_std() {
@@ -273,6 +327,9 @@ impl Supervisor {
     fn launch(&self, id: SessionId, mut spec: SessionSpec) -> Result<SessionHandle, StartError> {
         spec.command.env.push((SESSION_ENV.to_string(), id.to_string()));
         self.attach_exporter(&id, &mut spec);
+        if spec.guard.is_none() && spec.respawn.as_ref().is_some_and(|r| r.guard) {
+            spec.guard.clone_from(&self.guard_rules);
+        }
         let spawned = match pty::spawn(&spec.command) {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -295,6 +352,8 @@ impl Supervisor {
             paused_on: spec.paused_on.take(),
             held: spec.held,
             pid,
+            guard: spec.guard.take(),
+            conversation: spec.conversation.take(),
         };
         let actor = Actor {
             id: id.clone(),
@@ -305,6 +364,7 @@ impl Supervisor {
             adapter,
             detect: spec.detect,
             start,
+            state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
         };
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());
@@ -318,10 +378,11 @@ impl Supervisor {
         Ok(handle)
     }
 
-    /// For a Claude session whose command is the `claude` CLI itself: the statusLine exporter, passed
-    /// with `--settings` (never written to a file), and the secret it reports with.
+    /// For a Claude session whose command is the `claude` CLI itself: the statusLine exporter and
+    /// the hooks, passed with `--settings` (never written to a file; laid over settings the user
+    /// passed the same way), and the secret they report with.
     fn attach_exporter(&self, id: &SessionId, spec: &mut SessionSpec) {
-        let (Some(exporter), Some(socket)) = (&self.exporter, &self.control_socket) else { return };
+        let (Some(cli), Some(socket)) = (&self.cli, &self.control_socket) else { return };
         let program = std::path::Path::new(&spec.command.program).file_name().and_then(|n| n.to_str());
         if spec.agent != AgentKind::Claude || !matches!(program, Some("claude" | "claude.exe")) {
             return;
@@ -329,7 +390,23 @@ impl Supervisor {
         let token = format!("{:032x}", rand::random::<u128>());
         spec.command.env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
         spec.command.env.push((usage::TOKEN_ENV.to_string(), token.clone()));
-        spec.command.args.splice(0..0, ["--settings".to_string(), usage::settings_json(exporter)]);
+        let mut ours = usage::settings(&format!("{cli} statusline"));
+        ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"));
+        let args = &mut spec.command.args;
+        match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
+            Some(i) => {
+                let theirs = &args[i + 1];
+                let theirs: serde_json::Value = serde_json::from_str(theirs)
+                    .or_else(|_| {
+                        std::fs::read_to_string(spec.command.cwd.join(theirs))
+                            .map_err(|_| ())
+                            .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
+                    })
+                    .unwrap_or_else(|()| serde_json::json!({}));
+                args[i + 1] = crate::hooks::merge_settings(&theirs, &ours).to_string();
+            }
+            None => args.splice(0..0, ["--settings".to_string(), ours.to_string()]).for_each(drop),
+        }
         lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
     }
 
@@ -421,6 +498,8 @@ struct Pending {
     held: bool,
     /// Its respawn arrangement, if one was armed.
     respawn: Option<Armed>,
+    /// The client's conversation, as its hooks last named it.
+    conversation: Option<String>,
 }
 
 /// Respawn as it was armed: the preset, the settings, and until when.
@@ -439,9 +518,11 @@ fn pending_resume(store: &Store, row: &crate::store::SessionRow) -> Option<Pendi
     let mut held = None;
     // The respawn arrangement: the last word on it (settings, or switched off or over) wins.
     let mut respawn: Option<Option<Armed>> = None;
+    let mut conversation: Option<String> = None;
     for stored in events.iter().rev() {
         let Ok(event) = serde_json::from_str::<Event>(&stored.body) else { continue };
         match &event.kind {
+            EventKind::Conversation { id } if conversation.is_none() => conversation = Some(id.clone()),
             EventKind::RespawnSettings { preset, settings, until } if respawn.is_none() => {
                 respawn = Some(Some((preset.clone(), (**settings).clone(), *until)));
             }
@@ -479,7 +560,7 @@ fn pending_resume(store: &Store, row: &crate::store::SessionRow) -> Option<Pendi
             EventKind::State { state, .. } if state.is_final() && found.is_none() => return None,
             _ => {}
         }
-        if found.is_some() && held.is_some() && respawn.is_some() {
+        if found.is_some() && held.is_some() && respawn.is_some() && conversation.is_some() {
             break;
         }
     }
@@ -489,5 +570,6 @@ fn pending_resume(store: &Store, row: &crate::store::SessionRow) -> Option<Pendi
         guard,
         held: held.unwrap_or(false),
         respawn: respawn.flatten(),
+        conversation,
     })
 }

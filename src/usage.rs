@@ -169,8 +169,8 @@ pub fn is_ours(command: &str) -> bool {
 }
 
 /// The `--settings` JSON that makes Claude Code run the exporter.
-pub fn settings_json(exporter: &str) -> String {
-    serde_json::json!({"statusLine": {"type": "command", "command": exporter, "padding": 0}}).to_string()
+pub fn settings(exporter: &str) -> Value {
+    serde_json::json!({"statusLine": {"type": "command", "command": exporter, "padding": 0}})
 }
 
 #[cfg(test)]

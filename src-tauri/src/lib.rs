@@ -87,12 +87,11 @@ fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
     }
 }
 
-/// The statusLine exporter for Claude sessions: the `nightshift` CLI installed beside the app, or
-/// the one on PATH.
-fn exporter_command() -> String {
+/// The `nightshift` CLI Claude sessions run as their statusLine exporter and hooks: the one
+/// installed beside the app, or the one on PATH.
+fn cli_path() -> std::path::PathBuf {
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("nightshift")));
-    let cli = beside.filter(|p| p.exists()).map_or_else(|| "nightshift".to_string(), |p| p.display().to_string());
-    format!("{} statusline", nightshift::pty::shell_words(&[cli]))
+    beside.filter(|p| p.exists()).unwrap_or_else(|| "nightshift".into())
 }
 
 fn fail(message: String) -> ! {
@@ -113,12 +112,19 @@ pub fn run() {
         }
     };
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
+    match nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref()) {
+        Ok(rules) => supervisor.set_guard_rules(rules),
+        Err(e) => {
+            tracing::warn!("{e}; the guard uses its built-in rules until it is fixed");
+            supervisor.set_guard_rules(nightshift::hooks::guard::Rules::builtin());
+        }
+    }
     let socket = paths.control_socket(std::process::id());
     let control = tauri::async_runtime::block_on(async { ControlServer::bind(&socket, supervisor.clone()) });
     let control = match control {
         Ok(server) => {
             supervisor.set_control_socket(socket);
-            supervisor.set_statusline_exporter(exporter_command());
+            supervisor.set_cli(&cli_path());
             Some(server)
         }
         Err(e) => {

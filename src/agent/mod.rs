@@ -30,12 +30,30 @@ impl AgentKind {
         }
     }
 
-    /// Adds what makes the agent carry on its last conversation when it is started again (Claude's
-    /// `--continue`), unless the arguments already say so.
-    pub fn continue_conversation(self, args: &mut Vec<String>) {
-        if self == Self::Claude && !args.iter().any(|a| a == "--continue" || a == "-c") {
-            args.push("--continue".into());
+    /// Makes the agent carry on its conversation when it is started again: Claude resumes the one
+    /// named (`--resume <id>`, from its hooks), or else its directory's latest (`--continue`).
+    /// Whatever the arguments said about which conversation goes.
+    pub fn continue_conversation(self, args: &mut Vec<String>, conversation: Option<&str>) {
+        if self != Self::Claude {
+            return;
         }
+        let mut kept = Vec::with_capacity(args.len() + 2);
+        let mut it = std::mem::take(args).into_iter();
+        while let Some(arg) = it.next() {
+            match arg.as_str() {
+                "--continue" | "-c" => {}
+                "--resume" | "-r" => {
+                    it.next();
+                }
+                a if a.starts_with("--resume=") => {}
+                _ => kept.push(arg),
+            }
+        }
+        match conversation {
+            Some(id) => kept.extend(["--resume".to_string(), id.to_string()]),
+            None => kept.push("--continue".into()),
+        }
+        *args = kept;
     }
 
     /// The instructions file the agent's `/init` writes in its working directory.
@@ -86,5 +104,19 @@ mod tests {
         assert_eq!(AgentKind::infer("bash"), AgentKind::Generic);
         assert_eq!("Claude".parse::<AgentKind>().unwrap(), AgentKind::Claude);
         assert!("gpt".parse::<AgentKind>().unwrap_err().to_string().contains("claude, codex, generic"));
+    }
+
+    #[test]
+    fn a_restart_resumes_the_conversation_it_knows() {
+        let mut args: Vec<String> = ["--model", "opus", "--continue"].map(String::from).to_vec();
+        AgentKind::Claude.continue_conversation(&mut args, Some("0b2c"));
+        assert_eq!(args, ["--model", "opus", "--resume", "0b2c"]);
+        AgentKind::Claude.continue_conversation(&mut args, Some("77aa"));
+        assert_eq!(args, ["--model", "opus", "--resume", "77aa"], "the latest conversation, once");
+        AgentKind::Claude.continue_conversation(&mut args, None);
+        assert_eq!(args, ["--model", "opus", "--continue"]);
+        let mut bash: Vec<String> = ["-c", "exit 1"].map(String::from).to_vec();
+        AgentKind::Generic.continue_conversation(&mut bash, Some("x"));
+        assert_eq!(bash, ["-c", "exit 1"], "only Claude is told");
     }
 }

@@ -3,6 +3,7 @@
 mod breaker;
 mod digest;
 mod generate;
+mod hook;
 mod journal;
 mod presets;
 mod restore;
@@ -72,6 +73,9 @@ enum Command {
     /// The statusLine exporter Claude Code runs for Nightshift's sessions (reads JSON on stdin).
     #[command(hide = true)]
     Statusline(statusline::Args),
+    /// The hook Claude Code runs for Nightshift's sessions (reads the payload on stdin).
+    #[command(hide = true)]
+    Hook(hook::Args),
     /// Shell completions and man pages, for installing (`make install`, the Debian package).
     #[command(hide = true)]
     Generate(generate::Args),
@@ -92,6 +96,7 @@ pub fn main() -> ExitCode {
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Restore(args) => restore::run(cli.state_dir, args),
         Command::Statusline(args) => statusline::run(args),
+        Command::Hook(args) => hook::run(args),
         Command::Generate(args) => generate::run(args),
     };
     match result {

@@ -72,6 +72,14 @@ pub struct SettingsArgs {
     /// Seconds to wait before the first, second, … restart, comma-separated (the last repeats)
     #[arg(long, value_name = "S,S,…", value_delimiter = ',')]
     pub restart_backoff: Option<Vec<f64>>,
+    /// At this percent of its context in use, ask the agent for a handoff and reset its context (0:
+    /// never)
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub handoff_at: Option<u8>,
+    /// Refuse the commands an unattended session must not run (force pushes to the default branch,
+    /// `rm -rf` outside the working directory, …); on in the overnight preset
+    #[arg(long, value_name = "BOOL")]
+    pub guard: Option<bool>,
 }
 
 fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
@@ -115,6 +123,12 @@ impl SettingsArgs {
         }
         if let Some(v) = self.max_restarts {
             s.max_restarts = v;
+        }
+        if let Some(pct) = self.handoff_at {
+            s.handoff_at = f64::from(pct);
+        }
+        if let Some(guard) = self.guard {
+            s.guard = guard;
         }
         if let Some(list) = &self.restart_backoff {
             s.restart_backoff = list.iter().map(|v| seconds("restart-backoff", *v)).collect::<Result<_, _>>()?;

@@ -22,8 +22,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let _log = logging::init(&paths.log_dir(), Stderr::On);
     let store = Store::open(&paths.journal())?;
     let events = super::run::open_events(args.events.as_deref())?;
+    let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
     super::runtime()?.block_on(async move {
-        let (supervisor, control) = super::run::host(&paths, store, events);
+        let (supervisor, control) = super::run::host(&paths, store, events, guard);
         let restored = supervisor.restore_pending();
         if restored.is_empty() {
             println!("Nothing to restore: no session was waiting for a usage limit's reset.");

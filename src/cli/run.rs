@@ -20,7 +20,7 @@ use nightshift::event::StopKind;
 use nightshift::limits::resume::Policy;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
-use nightshift::pty::{shell_words, CommandSpec, PtySize};
+use nightshift::pty::{CommandSpec, PtySize};
 use nightshift::screen::Screen;
 use nightshift::session::SessionHandle;
 use nightshift::store::Store;
@@ -148,10 +148,14 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         spec.preset = Some(name.to_string());
         spec.respawn = Some(settings);
     }
+    let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
+    if spec.respawn.is_none() && args.respawn_settings.guard == Some(true) {
+        spec.guard = Some(Arc::new(guard.clone()));
+    }
     spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
     spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
 
-    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough))
+    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard))
 }
 
 pub(super) type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -173,14 +177,20 @@ pub(super) fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWr
 
 /// A supervisor for this process's sessions: its control socket (so `nightshift send/stop` and the
 /// app reach them), the statusLine exporter for Claude sessions, and the `--events` stream.
-pub(super) fn host(paths: &Paths, store: Store, events: Option<EventWriter>) -> (Supervisor, Option<ControlServer>) {
+pub(super) fn host(
+    paths: &Paths,
+    store: Store,
+    events: Option<EventWriter>,
+    guard: nightshift::hooks::guard::Rules,
+) -> (Supervisor, Option<ControlServer>) {
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
+    supervisor.set_guard_rules(guard);
     let socket = paths.control_socket(std::process::id());
     let control = match ControlServer::bind(&socket, supervisor.clone()) {
         Ok(server) => {
             supervisor.set_control_socket(socket);
             if let Ok(exe) = std::env::current_exe() {
-                supervisor.set_statusline_exporter(format!("{} statusline", shell_words(&[exe.display().to_string()])));
+                supervisor.set_cli(&exe);
             }
             Some(server)
         }
@@ -207,8 +217,9 @@ async fn supervise(
     mut spec: SessionSpec,
     events: Option<EventWriter>,
     passthrough: bool,
+    guard: nightshift::hooks::guard::Rules,
 ) -> anyhow::Result<ExitCode> {
-    let (supervisor, control) = host(&paths, store, events);
+    let (supervisor, control) = host(&paths, store, events, guard);
 
     // What a failing agent last showed, to tell the user when nobody watched its screen.
     let last_screen: Arc<Mutex<Option<Vec<String>>>> = Arc::default();

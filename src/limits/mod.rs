@@ -23,6 +23,8 @@ pub enum Source {
     Text,
     /// Its statusLine data: a window at 100 % with its reset ahead.
     Data,
+    /// Its `StopFailure` hook: the turn ended on a rate limit, with the client's message.
+    Hook,
     /// The journal: a session restarted with the resume it was waiting for.
     Journal,
 }
@@ -32,6 +34,7 @@ impl Source {
         match self {
             Self::Text => "text",
             Self::Data => "data",
+            Self::Hook => "hook",
             Self::Journal => "journal",
         }
     }

@@ -36,6 +36,8 @@ pub(crate) struct Actor {
     pub adapter: Adapter,
     pub detect: DetectConfig,
     pub start: Start,
+    /// Where handoffs and drift captures are kept (the state directory; `None`: nowhere).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// The agent's process as the actor holds it (its output and exit are the run loop's).
@@ -56,7 +58,8 @@ impl Actor {
     /// Starts the actor task; returns the handle and the task. The machine's first decisions (the
     /// journal's first words of the session, its options) are made before this returns.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
-        let Actor { id, command, spawned, journal, output_tap, adapter, detect, start } = self;
+        let Actor { id, command, spawned, journal, output_tap, adapter, detect, start, state_dir } = self;
+        let guard = start.guard.clone();
         let (control_tx, controls) = mpsc::channel(64);
         let (status, status_rx) =
             watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
@@ -82,6 +85,10 @@ impl Actor {
             last_exit: Exit::Code(-1),
             measured_tx,
             reply: None,
+            answer: None,
+            state_dir,
+            guard,
+            last_tool: None,
         };
         exec.apply(fx);
         let task = tokio::spawn(async move { exec.run(controls, measured).await });
@@ -108,6 +115,12 @@ struct Executor {
     measured_tx: mpsc::UnboundedSender<(Purpose, Option<crate::git::Fingerprint>)>,
     /// What the last [`Effect::Reply`] said.
     reply: Option<String>,
+    /// What the last [`Effect::Answer`] said, for the client's hook.
+    answer: Option<crate::hooks::Answer>,
+    state_dir: Option<std::path::PathBuf>,
+    guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
+    /// The tool the client last asked to run (its permission prompt names it).
+    last_tool: Option<String>,
 }
 
 impl Executor {
@@ -137,7 +150,9 @@ impl Executor {
                         p.pty.signal_group(signal);
                     }
                 }
-                Effect::Spawn => self.respawn(),
+                Effect::Spawn { conversation, prompt } => self.respawn(conversation, prompt),
+                Effect::SaveHandoff { text } => self.save_handoff(&text),
+                Effect::Answer(answer) => self.answer = Some(answer),
                 Effect::Measure { purpose, exclude } => {
                     let (dir, tx) = (self.command.cwd.clone(), self.measured_tx.clone());
                     // git on a big repository takes its time: never on the async workers.
@@ -165,10 +180,13 @@ impl Executor {
         });
     }
 
-    /// Starts the agent again, Claude with `--continue` so the conversation carries on.
-    fn respawn(&mut self) {
-        self.agent.continue_conversation(&mut self.command.args);
-        match pty::spawn(&self.command) {
+    /// Starts the agent again on its conversation (Claude: `--resume <id>`, or `--continue`), with
+    /// `prompt` to start from when there is one (a fresh handoff).
+    fn respawn(&mut self, conversation: Option<String>, prompt: Option<String>) {
+        self.agent.continue_conversation(&mut self.command.args, conversation.as_deref());
+        let mut command = self.command.clone();
+        command.args.extend(prompt);
+        match pty::spawn(&command) {
             Ok(spawned) => {
                 let pid = spawned.pty.pid();
                 self.screen = Screen::new(self.command.size);
@@ -262,6 +280,7 @@ impl Executor {
 
     fn wake(&mut self) {
         let t = self.watcher.wake(Instant::now(), &self.screen);
+        self.drift();
         if let Some(region) = self.watcher.take_limit_region() {
             let found = limits::find_limit(&region, self.journal.now(), &chrono::Local);
             self.step(Input::LimitNotice(found));
@@ -327,6 +346,81 @@ impl Executor {
                 let _ = reply.send(self.machine.options(self.now()));
             }
             Control::Stop { source, kind } => self.step(Input::Stop { source, kind }),
+            Control::Hook(hook, reply) => {
+                self.hook(hook);
+                let _ = reply.send(self.answer.take().unwrap_or_default());
+            }
+        }
+    }
+
+    /// A hook of the client: the detector hears of the turn first, then the machine decides.
+    fn hook(&mut self, hook: crate::hooks::Hook) {
+        use crate::hooks::Event;
+        let now = Instant::now();
+        let transition = match &hook.event {
+            Event::UserPromptSubmit => self.watcher.turn_started(now),
+            Event::Stop { .. } | Event::StopFailure { .. } => self.watcher.turn_ended(now),
+            Event::Notification { kind, message } if kind == "permission_prompt" => {
+                let text = match &self.last_tool {
+                    Some(tool) => format!("{message}: {tool}"),
+                    None => message.clone(),
+                };
+                let dialog = crate::agent::Dialog { kind: DialogKind::Permission, text: Some(text) };
+                self.watcher.asked(now, dialog)
+            }
+            Event::PreToolUse { tool, input } => {
+                let what = input["command"].as_str().or(input["file_path"].as_str()).unwrap_or_default();
+                self.last_tool = Some(format!("{tool} {what}").trim_end().chars().take(300).collect());
+                None
+            }
+            _ => None,
+        };
+        self.activity(transition);
+        self.drift();
+        let limit = match &hook.event {
+            Event::StopFailure { last_message: Some(message), .. } => {
+                limits::find_limit(message, self.journal.now(), &chrono::Local)
+            }
+            _ => None,
+        };
+        let facts = match (&hook.event, &self.guard) {
+            (Event::PreToolUse { input, .. }, Some(rules)) => input["command"].as_str().map(|command| {
+                let (branch, default_branch) =
+                    if rules.needs_branches(command) { crate::git::branches(&self.command.cwd) } else { (None, None) };
+                let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
+                crate::hooks::guard::Facts { cwd: self.command.cwd.clone(), home, branch, default_branch }
+            }),
+            _ => None,
+        };
+        self.step(Input::Hook { hook, limit, facts });
+    }
+
+    /// Drift between the hooks and the screen: the screen is kept for a fixture, and journalled.
+    fn drift(&mut self) {
+        let Some(drift) = self.watcher.take_drift() else { return };
+        let capture = self.state_dir.as_ref().and_then(|dir| {
+            let dir = dir.join("drift");
+            std::fs::create_dir_all(&dir).ok()?;
+            let stamp = self.journal.now().format("%Y%m%dT%H%M%S%.3fZ");
+            let base = dir.join(format!("{}-{stamp}", self.id));
+            let snap = self.screen.styled_snapshot();
+            std::fs::write(base.with_extension("txt"), snap.text()).ok()?;
+            Some(base.with_extension("txt").display().to_string())
+        });
+        tracing::warn!(session = %self.id, hook = %drift.hook, screen = %drift.screen, "the client's hooks and its screen disagree");
+        self.step(Input::Drift { drift, capture });
+    }
+
+    /// Keeps the agent's handoff in the state directory: the latest, and one per handoff.
+    fn save_handoff(&self, text: &str) {
+        let Some(dir) = &self.state_dir else { return };
+        let dir = dir.join("handoffs").join(self.id.as_str());
+        let stamp = self.journal.now().format("%Y%m%dT%H%M%SZ").to_string();
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join(format!("{stamp}.md")), text))
+            .and_then(|()| std::fs::write(dir.join("latest.md"), text));
+        if let Err(e) = written {
+            tracing::warn!(session = %self.id, "could not keep the handoff in {}: {e}", dir.display());
         }
     }
 }

@@ -11,6 +11,7 @@
 //! where it came from and the resume plan), the fresh-window guard, the user's hold, the respawn
 //! cycle, the breakers and the spend.
 
+mod hooks;
 mod life;
 mod limit;
 mod options;
@@ -65,6 +66,10 @@ pub struct Start {
     pub held: bool,
     /// The process that runs now.
     pub pid: u32,
+    /// The guard's rules, when the session is guarded (commands refused while nobody watches).
+    pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
+    /// The client's conversation, when known (a restored session): restarts resume it.
+    pub conversation: Option<String>,
 }
 
 /// What happened to the session.
@@ -116,6 +121,19 @@ pub enum Input {
         purpose: Purpose,
         fingerprint: Option<Fingerprint>,
     },
+    /// A hook of the client, answered with [`Effect::Answer`]; `limit` is what a `StopFailure`'s
+    /// message says of a usage limit, `facts` what the repository says for the guard.
+    Hook {
+        hook: crate::hooks::Hook,
+        limit: Option<LimitText>,
+        facts: Option<crate::hooks::guard::Facts>,
+    },
+    /// The client's hooks and its screen disagreed (see [`crate::detect::Drift`]); the screen as it
+    /// was is kept at `capture`.
+    Drift {
+        drift: crate::detect::Drift,
+        capture: Option<String>,
+    },
     /// Time passed (at the deadline the machine asked for, or later).
     Tick,
 }
@@ -140,13 +158,18 @@ pub enum Effect {
     Write { after: Duration, bytes: Vec<u8> },
     /// Signal the agent's process group.
     Signal(Signal),
-    /// Start the agent again (Claude carrying its conversation on with `--continue`).
-    Spawn,
+    /// Start the agent again, resuming its conversation (Claude: `--resume <id>` when its id is
+    /// known, else `--continue`).
+    Spawn { conversation: Option<String>, prompt: Option<String> },
+    /// Keep the agent's handoff in the state directory (never the repository).
+    SaveHandoff { text: String },
     /// Fingerprint the working tree without `exclude`, off the runtime, and answer with
     /// [`Input::Measured`].
     Measure { purpose: Purpose, exclude: Vec<String> },
     /// The answer to [`Input::ResetBreakers`].
     Reply(String),
+    /// The answer to [`Input::Hook`], for the client.
+    Answer(crate::hooks::Answer),
 }
 
 /// Respawn cycles as armed: the machine, the preset it came from and when it ends.
@@ -222,6 +245,16 @@ pub struct Machine {
     far: bool,
     /// The wait before the restart under way, for the journal.
     restart_wait: Option<Duration>,
+    /// The client's conversation id, from its hooks.
+    conversation: Option<String>,
+    guard_rules: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
+    handoff: hooks::Handoff,
+    /// The latest handoff the agent wrote.
+    last_handoff: Option<hooks::Written>,
+    /// The next kickstart says what the handoff holds.
+    kick_with_handoff: bool,
+    /// The context's use, as the statusLine last said.
+    context_pct: Option<f64>,
 }
 
 impl Machine {
@@ -257,6 +290,12 @@ impl Machine {
             why: None,
             far: false,
             restart_wait: None,
+            conversation: start.conversation,
+            guard_rules: start.guard,
+            handoff: hooks::Handoff::None,
+            last_handoff: None,
+            kick_with_handoff: false,
+            context_pct: None,
         };
         let mut fx = Vec::new();
         if let Some(r) = &m.respawn {
@@ -308,6 +347,10 @@ impl Machine {
             Input::Started { pid } => self.on_started(pid, now, &mut fx),
             Input::SpawnFailed { error, exit_code } => self.on_spawn_failed(error, exit_code, now, &mut fx),
             Input::Measured { purpose, fingerprint } => self.on_measured(purpose, fingerprint, now, &mut fx),
+            Input::Hook { hook, limit, facts } => self.on_hook(hook, limit, facts, now, &mut fx),
+            Input::Drift { drift, capture } => {
+                self.emit(EventKind::Drift { hook: drift.hook, screen: drift.screen, capture }, &mut fx)
+            }
             Input::Tick => self.on_tick(now, &mut fx),
         }
         self.settle_state(&mut fx);
@@ -525,6 +568,11 @@ impl Machine {
                 self.refresh_blocker(now, fx);
             }
             respawn::Effect::Send { cycle, step, text } => {
+                let text = match step {
+                    respawn::Step::Update => self.update_text(text, fx),
+                    respawn::Step::Kickstart => self.kickstart_text(text),
+                    _ => text,
+                };
                 self.type_text(text, true, fx);
                 let outcome = respawn::StepOutcome::Sent;
                 self.emit(EventKind::RespawnStep { cycle, step, outcome }, fx);

@@ -46,6 +46,8 @@ pub enum Control {
     Usage(crate::usage::Sample),
     /// Change what the session does by itself; the reply is its options after the change.
     Configure(Change, oneshot::Sender<Options>),
+    /// A hook of the session's client; the reply is what the hook answers it.
+    Hook(crate::hooks::Hook, oneshot::Sender<crate::hooks::Answer>),
 }
 
 /// A setting switched off, or on with its value.
@@ -185,6 +187,13 @@ impl SessionHandle {
     pub async fn reset_breaker(&self) -> Result<String, SessionEnded> {
         let (tx, rx) = oneshot::channel();
         self.control(Control::ResetBreaker(tx)).await?;
+        rx.await.map_err(|_| SessionEnded(self.id.clone()))
+    }
+
+    /// Hands the session a hook of its client; returns what the hook answers.
+    pub async fn hook(&self, hook: crate::hooks::Hook) -> Result<crate::hooks::Answer, SessionEnded> {
+        let (tx, rx) = oneshot::channel();
+        self.control(Control::Hook(hook, tx)).await?;
         rx.await.map_err(|_| SessionEnded(self.id.clone()))
     }
 

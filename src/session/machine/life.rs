@@ -128,7 +128,7 @@ impl Machine {
                 if self.held {
                     *next = Next::HeldBack;
                 } else {
-                    self.restart(fx);
+                    self.restart(now, fx);
                 }
             }
             _ => {}
@@ -136,7 +136,7 @@ impl Machine {
     }
 
     /// Starts the agent again.
-    fn restart(&mut self, fx: &mut Vec<Effect>) {
+    fn restart(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let reason = match self.restart_wait {
             Some(wait) => {
                 format!("the agent exited while respawn was armed; started again after {} s", wait.as_secs_f64())
@@ -147,7 +147,7 @@ impl Machine {
             EventKind::Respawn { action: respawn::Action::Restart, cycle: None, reason: Some(reason), cost_usd: None },
             fx,
         );
-        fx.push(Effect::Spawn);
+        fx.push(Effect::Spawn { conversation: self.conversation.clone(), prompt: self.restart_prompt(now) });
     }
 
     pub(super) fn on_started(&mut self, pid: u32, now: Now, fx: &mut Vec<Effect>) {

@@ -206,6 +206,7 @@ impl Machine {
 
     /// A usage sample at 100 % with its reset ahead is a limit, whatever the screen says.
     pub(super) fn on_sample(&mut self, sample: crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
+        self.context_seen(sample.context_pct);
         if let Some(cost) = sample.cost_usd {
             // A lower figure is a new count (after /clear or a restart), not money back.
             let added = match self.spend.cost {

@@ -56,6 +56,8 @@ fn start() -> Start {
         paused_on: None,
         held: false,
         pid: 100,
+        guard: None,
+        conversation: None,
     }
 }
 
@@ -149,7 +151,7 @@ impl Sim {
         let mut follow = Vec::new();
         for effect in fx {
             match &effect {
-                Effect::Spawn => follow.push(Input::Started { pid: 100 + self.lives }),
+                Effect::Spawn { .. } => follow.push(Input::Started { pid: 100 + self.lives }),
                 Effect::Measure { purpose, .. } => {
                     let fingerprint = Some(Fingerprint::from_test(&self.tree));
                     follow.push(Input::Measured { purpose: *purpose, fingerprint });
@@ -201,7 +203,7 @@ impl Sim {
     }
 
     fn spawns(&self) -> Vec<f64> {
-        self.log.iter().filter(|(_, e)| *e == Effect::Spawn).map(|(t, _)| *t).collect()
+        self.log.iter().filter(|(_, e)| matches!(e, Effect::Spawn { .. })).map(|(t, _)| *t).collect()
     }
 
     fn exits(&self) -> Vec<f64> {
@@ -730,4 +732,188 @@ fn a_kept_resume_is_the_last_word() {
     assert!(sim.has(|k| matches!(k, EventKind::ResumeKept { .. })));
     let last = sim.events().last().map(|(_, k)| k.name());
     assert_eq!(last, Some("resume_kept"), "the store's standing reads `kept` off the last event");
+}
+
+// ---- The client's hooks ------------------------------------------------------------------------
+
+fn hook(event: crate::hooks::Event) -> Input {
+    Input::Hook { hook: crate::hooks::Hook { conversation: Some("conv-1".into()), event }, limit: None, facts: None }
+}
+
+fn stop(continued: bool, message: &str) -> Input {
+    hook(crate::hooks::Event::Stop { continued, last_message: Some(message.into()) })
+}
+
+fn context(pct: f64) -> Input {
+    Input::Sample(Sample { context_pct: Some(pct), ..Sample::default() })
+}
+
+impl Sim {
+    fn answers(&self) -> Vec<crate::hooks::Answer> {
+        self.log.iter().filter_map(|(_, e)| if let Effect::Answer(a) = e { Some(a.clone()) } else { None }).collect()
+    }
+
+    fn typed(&self) -> Vec<String> {
+        self.written().iter().map(|b| String::from_utf8_lossy(b).into_owned()).filter(|t| t.len() > 1).collect()
+    }
+}
+
+const HANDOFF: &str = "Handoff: the parser is done and tested; next, wire it into the CLI; check the flaky test first.";
+
+#[test]
+fn a_restart_resumes_the_conversation_its_hooks_named() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(120), 1);
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    assert!(sim.has(|k| matches!(k, EventKind::Conversation { id } if id == "conv-1")));
+    sim.run(130.0);
+    let spawn = sim.log.iter().find_map(|(_, e)| {
+        if let Effect::Spawn { conversation, .. } = e {
+            Some(conversation.clone())
+        } else {
+            None
+        }
+    });
+    assert_eq!(spawn, Some(Some("conv-1".into())), "claude --resume conv-1, not the directory's latest");
+}
+
+#[test]
+fn a_rate_limit_the_client_reports_through_its_hook_pauses_the_session() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    let reset = wall0() + hours(2);
+    let limit = LimitText {
+        kind: LimitKind::FiveHour,
+        resets_at: Some(reset),
+        line: "You've hit your 5-hour limit · resets 2:33am (UTC)".into(),
+    };
+    sim.input(Input::Hook {
+        hook: crate::hooks::Hook {
+            conversation: None,
+            event: crate::hooks::Event::StopFailure {
+                error: "rate_limit".into(),
+                last_message: Some(limit.line.clone()),
+            },
+        },
+        limit: Some(limit),
+        facts: None,
+    });
+    assert!(sim.has(
+        |k| matches!(k, EventKind::LimitDetected { source: Source::Hook, resets_at: Some(r), .. } if *r == reset)
+    ));
+    assert_eq!(sim.m.state(), SessionState::LimitPaused);
+}
+
+#[test]
+fn the_guard_refuses_what_an_unattended_session_must_not_run() {
+    let mut s = start();
+    s.guard = Some(std::sync::Arc::new(crate::hooks::guard::Rules::builtin()));
+    let mut sim = Sim::new(s);
+    let facts = crate::hooks::guard::Facts {
+        cwd: "/w".into(),
+        home: None,
+        branch: Some("main".into()),
+        default_branch: Some("main".into()),
+    };
+    let tool = |command: &str| Input::Hook {
+        hook: crate::hooks::Hook {
+            conversation: None,
+            event: crate::hooks::Event::PreToolUse {
+                tool: "Bash".into(),
+                input: serde_json::json!({"command": command}),
+            },
+        },
+        limit: None,
+        facts: Some(facts.clone()),
+    };
+    sim.input(tool("git push --force origin main"));
+    assert!(
+        matches!(sim.answers().last(), Some(crate::hooks::Answer::Deny { reason }) if reason.contains("force push"))
+    );
+    assert!(sim.has(|k| matches!(k, EventKind::GuardDenied { rule, .. } if rule == "force_push")));
+    sim.input(tool("cargo test"));
+    assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass));
+    let mut unguarded = Sim::new(start());
+    unguarded.input(tool("git push --force origin main"));
+    assert_eq!(unguarded.answers().last(), Some(&crate::hooks::Answer::Pass), "the guard is opt-in");
+}
+
+#[test]
+fn a_handoff_is_asked_at_the_threshold_kept_and_given_back_after_the_reset() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
+    sim.input(working());
+    sim.input(context(81.0));
+    sim.input(stop(false, "Done with step 3."));
+    let asked = sim.answers().last().cloned();
+    assert!(
+        matches!(&asked, Some(crate::hooks::Answer::Block { reason }) if reason.contains("handoff") && reason.contains("81%")),
+        "{asked:?}"
+    );
+    // The model answers the block with its handoff; that Stop passes.
+    sim.input(stop(true, HANDOFF));
+    assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass));
+    assert!(sim.log.iter().any(|(_, e)| matches!(e, Effect::SaveHandoff { text } if text == HANDOFF)));
+    // At the prompt: the reset comes at once, with no update step (the handoff is written).
+    sim.input(idle());
+    sim.run(sim.secs() + 0.5);
+    assert_eq!(sim.typed().first().map(String::as_str), Some("/clear"), "{:?}", sim.typed());
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "clear".into() }));
+    let given = sim.answers().last().cloned();
+    assert!(matches!(&given, Some(crate::hooks::Answer::Context { text }) if text.contains(HANDOFF)), "{given:?}");
+    sim.run(sim.secs() + 120.0);
+    let kick = sim.typed().into_iter().find(|t| t.starts_with("Continue the work"));
+    assert!(kick.is_some_and(|k| k.contains("handoff") && k.contains("the parser is done")), "{:?}", sim.typed());
+}
+
+#[test]
+fn a_handoff_due_after_the_turn_is_asked_by_the_cycle() {
+    // The statusLine reports the context after the Stop: the cycle's update step asks instead.
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
+    sim.input(working());
+    sim.input(stop(false, "Done."));
+    sim.input(idle());
+    sim.input(context(90.0));
+    sim.run(4.0);
+    let first = sim.typed().first().cloned().unwrap_or_default();
+    assert!(first.contains("handoff for your next self"), "{first:?}");
+    sim.input(working());
+    sim.input(stop(false, HANDOFF));
+    assert!(sim.log.iter().any(|(_, e)| matches!(e, Effect::SaveHandoff { .. })));
+}
+
+#[test]
+fn an_agent_that_will_not_write_a_handoff_is_asked_three_times_then_let_go() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
+    sim.input(context(80.0));
+    sim.input(stop(false, "Done."));
+    for _ in 0..3 {
+        sim.input(stop(true, "OK."));
+    }
+    let blocks = sim.answers().iter().filter(|a| matches!(a, crate::hooks::Answer::Block { .. })).count();
+    assert_eq!(blocks, 3, "asked once, then twice more");
+    assert!(sim.has(|k| matches!(k, EventKind::HandoffMissing { times: 3 })));
+    assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass), "then it is let go");
+}
+
+#[test]
+fn a_restart_soon_after_a_handoff_starts_from_it() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(600), 1);
+    sim.input(context(80.0));
+    sim.input(stop(false, "Done."));
+    sim.input(stop(true, HANDOFF));
+    sim.run(700.0);
+    let prompt =
+        sim.log
+            .iter()
+            .find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None });
+    assert!(prompt.flatten().is_some_and(|p| p.contains(HANDOFF)), "a handoff 10 minutes old is the restart's prompt");
+    let mut later = Sim::new(with_respawn(start(), quick_respawn())).agent(S(1200), 1);
+    later.input(context(80.0));
+    later.input(stop(false, "Done."));
+    later.input(stop(true, HANDOFF));
+    later.run(1300.0);
+    let prompt =
+        later
+            .log
+            .iter()
+            .find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None });
+    assert_eq!(prompt, Some(None), "one 20 minutes old is not");
 }

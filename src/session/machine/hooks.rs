@@ -1,0 +1,209 @@
+//! What the session decides on its client's hooks: the conversation it resumes, a usage limit the
+//! client reports itself, the guard's refusals, and the handoff before the context fills (rota's):
+//! once the statusLine shows the context at the threshold, the client is asked for a handoff — at
+//! the next `Stop` (blocking it once, with a reason the model reads), or as the next respawn
+//! cycle's update step — and its answer is kept; the cycle's `/clear` follows, and `SessionStart`
+//! gives the handoff back as context. An agent that will not write one is asked twice more at most.
+
+use super::*;
+use crate::hooks::{guard, Answer, Event, Hook};
+use crate::limits::Source;
+
+/// Times a handoff is asked for before the cycle goes on without one.
+const HANDOFF_ASKS: u32 = 3;
+/// A handoff this old or newer is given to a client that starts again.
+const FRESH_HANDOFF: chrono::Duration = chrono::Duration::minutes(15);
+/// Shorter than this is not a handoff.
+const HANDOFF_MIN_CHARS: usize = 40;
+
+/// Where the session is with its handoff.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) enum Handoff {
+    #[default]
+    None,
+    /// The context passed the threshold: the next `Stop` (or update step) asks.
+    Due,
+    /// Asked `times`; the answer comes with the next `Stop`.
+    Asked { times: u32 },
+    /// Written: the cycle's `/clear` is next, then `SessionStart` gives it back.
+    Written,
+}
+
+/// What the session keeps of the latest handoff.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Written {
+    pub text: String,
+    pub at: DateTime<Utc>,
+}
+
+/// The request for a handoff: the reason of the blocked `Stop`, or the cycle's update step.
+pub fn handoff_request(context_pct: Option<f64>) -> String {
+    let full = context_pct.map(|p| format!(" (it is {}% full)", p.round())).unwrap_or_default();
+    format!(
+        "Your context will be reset soon{full}. Before it is, answer with a handoff for your next self, as your \
+         reply (not in a file): where you got to, what is next, and what to check first. It will be given back \
+         to you after the reset; keep it under 300 words."
+    )
+}
+
+impl Machine {
+    pub(super) fn on_hook(
+        &mut self,
+        hook: Hook,
+        limit: Option<LimitText>,
+        facts: Option<guard::Facts>,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        if let Some(id) = hook.conversation.filter(|id| self.conversation.as_ref() != Some(id)) {
+            self.emit(EventKind::Conversation { id: id.clone() }, fx);
+            self.conversation = Some(id);
+        }
+        let answer = match hook.event {
+            Event::SessionStart { source } => self.session_started(&source, now, fx),
+            Event::Stop { continued, last_message } => self.stopped(continued, last_message, now, fx),
+            Event::StopFailure { error, last_message } => {
+                if error == "rate_limit" && !self.limit.is_paused() {
+                    let limit = limit.unwrap_or_else(|| LimitText {
+                        kind: crate::limits::LimitKind::Unspecified,
+                        resets_at: None,
+                        line: last_message.unwrap_or_else(|| "the client reports a rate limit".into()),
+                    });
+                    self.pause(limit, Source::Hook, limit::Timer::Maybe, now, fx);
+                }
+                Answer::Pass
+            }
+            Event::PreToolUse { tool, input } => self.guarded(&tool, &input, facts.as_ref(), fx),
+            Event::PreCompact { trigger } => {
+                self.emit(EventKind::Compacted { trigger }, fx);
+                Answer::Pass
+            }
+            Event::UserPromptSubmit | Event::Notification { .. } | Event::SessionEnd { .. } | Event::Other { .. } => {
+                Answer::Pass
+            }
+        };
+        fx.push(Effect::Answer(answer));
+    }
+
+    /// The statusLine's context figure: at the threshold, a handoff is due (with respawn armed).
+    pub(super) fn context_seen(&mut self, pct: Option<f64>) {
+        self.context_pct = pct.or(self.context_pct);
+        let threshold = self.respawn.as_ref().filter(|r| r.active()).map(|r| r.cycle.settings.handoff_at);
+        let (Some(pct), Some(threshold)) = (pct, threshold) else { return };
+        if threshold > 0.0 && threshold < 100.0 && pct >= threshold && self.handoff == Handoff::None {
+            tracing::info!(pct, threshold, "the context is past the handoff threshold: a handoff is due");
+            self.handoff = Handoff::Due;
+        }
+    }
+
+    fn session_started(&mut self, source: &str, now: Now, fx: &mut Vec<Effect>) -> Answer {
+        if !matches!(source, "clear" | "startup" | "resume") {
+            return Answer::Pass;
+        }
+        // After the handoff's /clear, or a client started again soon after one was written.
+        let fresh = self.handoff == Handoff::Written
+            || self.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF);
+        if source == "clear" && self.handoff == Handoff::Written {
+            self.handoff = Handoff::None;
+        }
+        let Some(written) = self.last_handoff.as_ref().filter(|_| fresh) else { return Answer::Pass };
+        self.emit(EventKind::HandoffGiven { source: source.to_string() }, fx);
+        Answer::Context {
+            text: format!(
+                "Your handoff, written before your context was reset ({}). Start from it:\n\n{}",
+                crate::clock::format_ts(written.at),
+                written.text
+            ),
+        }
+    }
+
+    fn stopped(&mut self, continued: bool, last_message: Option<String>, now: Now, fx: &mut Vec<Effect>) -> Answer {
+        match self.handoff {
+            Handoff::Due if !self.held => {
+                self.handoff = Handoff::Asked { times: 1 };
+                self.emit(EventKind::HandoffAsked { times: 1 }, fx);
+                Answer::Block { reason: handoff_request(self.context_pct) }
+            }
+            Handoff::Asked { times } => {
+                let text = last_message.map(|t| t.trim().to_string()).unwrap_or_default();
+                if text.chars().count() >= HANDOFF_MIN_CHARS {
+                    self.handoff_written(text, now, fx);
+                    // Blocked for it: the cycle's reset comes now, without its update step.
+                    if continued {
+                        self.drive(respawn::Input::CycleNow, now, fx);
+                    }
+                    return Answer::Pass;
+                }
+                if times >= HANDOFF_ASKS {
+                    // It will not write one: the cycle goes on without (and asks no more this time).
+                    self.handoff = Handoff::None;
+                    self.emit(EventKind::HandoffMissing { times }, fx);
+                    return Answer::Pass;
+                }
+                self.handoff = Handoff::Asked { times: times + 1 };
+                self.emit(EventKind::HandoffAsked { times: times + 1 }, fx);
+                Answer::Block { reason: handoff_request(self.context_pct) }
+            }
+            _ => Answer::Pass,
+        }
+    }
+
+    fn handoff_written(&mut self, text: String, now: Now, fx: &mut Vec<Effect>) {
+        self.handoff = Handoff::Written;
+        self.kick_with_handoff = true;
+        self.emit(EventKind::Handoff { chars: text.chars().count() }, fx);
+        fx.push(Effect::SaveHandoff { text: text.clone() });
+        self.last_handoff = Some(Written { text, at: now.wall });
+    }
+
+    /// A cycle's update step while a handoff is due: it asks for the handoff instead.
+    pub(super) fn update_text(&mut self, text: String, fx: &mut Vec<Effect>) -> String {
+        if self.handoff != Handoff::Due {
+            return text;
+        }
+        self.handoff = Handoff::Asked { times: 1 };
+        self.emit(EventKind::HandoffAsked { times: 1 }, fx);
+        handoff_request(self.context_pct)
+    }
+
+    /// The kickstart after a handoff says what is in it (the client has it as context too).
+    pub(super) fn kickstart_text(&mut self, text: String) -> String {
+        if !std::mem::take(&mut self.kick_with_handoff) {
+            return text;
+        }
+        let Some(written) = &self.last_handoff else { return text };
+        let opening: String = written.text.chars().take(120).collect();
+        format!("{text}\n\nYour handoff from before the context reset is in your context; it begins: \"{opening}…\"")
+    }
+
+    /// The prompt a restarted client starts with: a fresh handoff, if there is one.
+    pub(super) fn restart_prompt(&self, now: Now) -> Option<String> {
+        let written = self.last_handoff.as_ref().filter(|h| now.wall - h.at <= FRESH_HANDOFF)?;
+        Some(format!("Continue the work from your handoff (written before you stopped):\n\n{}", written.text))
+    }
+
+    fn guarded(
+        &mut self,
+        tool: &str,
+        input: &serde_json::Value,
+        facts: Option<&guard::Facts>,
+        fx: &mut Vec<Effect>,
+    ) -> Answer {
+        let (Some(rules), Some(command)) = (&self.guard_rules, input["command"].as_str()) else { return Answer::Pass };
+        if tool != "Bash" {
+            return Answer::Pass;
+        }
+        let fallback = guard::Facts::default();
+        let Some(denial) = rules.check(command, facts.unwrap_or(&fallback)) else { return Answer::Pass };
+        tracing::info!(rule = %denial.kind, "the guard refused a command");
+        self.emit(
+            EventKind::GuardDenied {
+                rule: denial.kind.clone(),
+                what: denial.what.clone(),
+                command: command.chars().take(500).collect(),
+            },
+            fx,
+        );
+        Answer::Deny { reason: denial.reason }
+    }
+}

@@ -1,0 +1,128 @@
+//! `nightshift hook`, the command Claude Code runs for each hook of a Nightshift session: it hands
+//! the payload to the session's supervisor over its control socket and prints the answer, and it
+//! fails open — whatever goes wrong, the client carries on within two seconds.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nightshift::control::ControlServer;
+use nightshift::pty::{CommandSpec, PtySize};
+use nightshift::supervisor::SessionSpec;
+
+fn hook(env: &[(&str, &str)], payload: &str) -> (std::process::Output, Duration) {
+    let mut cmd = Command::new(common::bin());
+    cmd.arg("hook").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out, started.elapsed())
+}
+
+const PRE_TOOL_USE: &str = r#"{"session_id":"c1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"gh pr merge 7"},"cwd":"/tmp"}"#;
+
+#[test]
+fn without_a_supervisor_it_lets_the_client_go_on_at_once() {
+    let (out, took) = hook(&[], PRE_TOOL_USE);
+    assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone.sock").display().to_string();
+    let (out, _) =
+        hook(&[("NIGHTSHIFT_CONTROL", &gone), ("NIGHTSHIFT_TOKEN", "t"), ("NIGHTSHIFT_SESSION", "s")], "not json");
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+}
+
+#[test]
+fn a_supervisor_that_never_answers_costs_the_client_at_most_two_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stuck.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    // Accepts, reads nothing, answers nothing: a frozen Nightshift.
+    let _held = std::thread::spawn(move || {
+        let conns: Vec<_> = listener.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(10));
+        drop(conns);
+    });
+    let socket = path.display().to_string();
+    let (out, took) =
+        hook(&[("NIGHTSHIFT_CONTROL", &socket), ("NIGHTSHIFT_TOKEN", "t"), ("NIGHTSHIFT_SESSION", "s")], PRE_TOOL_USE);
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    assert!(took <= Duration::from_secs(2), "the hook held the client {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_answers_through_the_hook_and_only_with_its_token() {
+    let env = common::Env::new();
+    let mut sup = env.supervisor();
+    std::fs::create_dir_all(env.runtime_dir()).unwrap();
+    let socket = env.runtime_dir().join("control-hook.sock");
+    let _server = ControlServer::bind(&socket, sup.clone()).unwrap();
+    sup.set_control_socket(socket.clone());
+    sup.set_cli(&common::bin());
+    sup.set_guard_rules(nightshift::hooks::guard::Rules::builtin());
+    // A program named `claude` gets the hooks, with its session's token in its environment.
+    let fake = env.path("claude");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nprintf '%s' \"$NIGHTSHIFT_TOKEN\" > \"$0.token\"\nprintf '%s' \"$2\" > \"$0.settings\"\nexec cat\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut spec = SessionSpec::new(CommandSpec {
+        program: fake.display().to_string(),
+        args: vec![],
+        cwd: env.dir.path().to_path_buf(),
+        env: vec![],
+        size: PtySize::default(),
+    });
+    spec.guard = Some(std::sync::Arc::new(nightshift::hooks::guard::Rules::builtin()));
+    let handle = sup.start(spec).unwrap();
+    let token = common::wait_for("the token", Duration::from_secs(10), || {
+        std::fs::read_to_string(env.path("claude.token")).ok()
+    });
+    let settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("claude.settings")).unwrap()).unwrap();
+    for event in nightshift::hooks::EVENTS {
+        let command = settings["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
+        assert!(command.ends_with(" hook"), "{event}: {command}");
+    }
+    assert!(settings["statusLine"]["command"].as_str().unwrap().ends_with(" statusline"));
+
+    let session = handle.id().to_string();
+    let socket = socket.display().to_string();
+    let vars = [
+        ("NIGHTSHIFT_CONTROL", socket.as_str()),
+        ("NIGHTSHIFT_TOKEN", token.as_str()),
+        ("NIGHTSHIFT_SESSION", session.as_str()),
+    ];
+    let run = |vars: [(&'static str, String); 3]| {
+        tokio::task::spawn_blocking(move || {
+            let v: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            hook(&v, PRE_TOOL_USE)
+        })
+    };
+    let owned = vars.map(|(k, v)| (k, v.to_string()));
+    let (out, took) = run(owned.clone()).await.unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("an answer on stdout");
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(answer["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("merging a pull request"));
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let mut wrong = owned.clone();
+    wrong[1].1 = "not-its-token".into();
+    let (out, _) = run(wrong).await.unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "another session's token is refused: {out:?}");
+    let denied = sup.with_store(|s| s.recent_events(&session, 100)).unwrap();
+    assert_eq!(denied.iter().filter(|e| e.event == "guard_denied").count(), 1);
+    handle.stop("test").await.unwrap();
+    handle.wait().await;
+}
