@@ -288,7 +288,7 @@ impl Supervisor {
         let program = argv.next().unwrap_or_default();
         let mut args: Vec<String> = argv.collect();
         let agent = row.agent.parse().unwrap_or(AgentKind::Generic);
-        agent.continue_conversation(&mut args, pending.conversation.as_deref());
+        agent.continue_conversation(&program, &mut args, pending.conversation.as_deref());
         let command =
             CommandSpec { program, args, cwd: row.cwd.clone().into(), env: Vec::new(), size: PtySize::default() };
         let line = shell_words(&command.argv());

@@ -32,14 +32,20 @@ impl AgentKind {
 
     /// Makes the agent carry on its conversation when it is started again: Claude resumes the one
     /// named (`--resume <id>`, from its hooks), or else its directory's latest (`--continue`).
-    /// Whatever the arguments said about which conversation goes.
-    pub fn continue_conversation(self, args: &mut Vec<String>, conversation: Option<&str>) {
+    /// When `program` is the `claude` CLI itself, whatever its arguments said about which
+    /// conversation goes; a wrapper's arguments (`bash -c …`) are its own and stay.
+    pub fn continue_conversation(self, program: &str, args: &mut Vec<String>, conversation: Option<&str>) {
         if self != Self::Claude {
             return;
         }
         let mut kept = Vec::with_capacity(args.len() + 2);
         let mut it = std::mem::take(args).into_iter();
+        let ours = Self::infer(program) == Self::Claude;
         while let Some(arg) = it.next() {
+            if !ours {
+                kept.push(arg);
+                continue;
+            }
             match arg.as_str() {
                 "--continue" | "-c" => {}
                 "--resume" | "-r" => {
@@ -109,14 +115,22 @@ mod tests {
     #[test]
     fn a_restart_resumes_the_conversation_it_knows() {
         let mut args: Vec<String> = ["--model", "opus", "--continue"].map(String::from).to_vec();
-        AgentKind::Claude.continue_conversation(&mut args, Some("0b2c"));
+        AgentKind::Claude.continue_conversation("claude", &mut args, Some("0b2c"));
         assert_eq!(args, ["--model", "opus", "--resume", "0b2c"]);
-        AgentKind::Claude.continue_conversation(&mut args, Some("77aa"));
+        AgentKind::Claude.continue_conversation("claude", &mut args, Some("77aa"));
         assert_eq!(args, ["--model", "opus", "--resume", "77aa"], "the latest conversation, once");
-        AgentKind::Claude.continue_conversation(&mut args, None);
+        AgentKind::Claude.continue_conversation("claude", &mut args, None);
         assert_eq!(args, ["--model", "opus", "--continue"]);
         let mut bash: Vec<String> = ["-c", "exit 1"].map(String::from).to_vec();
-        AgentKind::Generic.continue_conversation(&mut bash, Some("x"));
+        AgentKind::Generic.continue_conversation("bash", &mut bash, Some("x"));
         assert_eq!(bash, ["-c", "exit 1"], "only Claude is told");
+    }
+
+    #[test]
+    fn a_claude_run_through_a_wrapper_keeps_the_wrappers_arguments() {
+        // `nightshift run --agent claude -- bash -c 'claude …'`: bash's `-c` is not Claude's.
+        let mut args: Vec<String> = ["-c", "exec claude"].map(String::from).to_vec();
+        AgentKind::Claude.continue_conversation("/usr/bin/bash", &mut args, None);
+        assert_eq!(args, ["-c", "exec claude", "--continue"]);
     }
 }

@@ -183,7 +183,7 @@ impl Executor {
     /// Starts the agent again on its conversation (Claude: `--resume <id>`, or `--continue`), with
     /// `prompt` to start from when there is one (a fresh handoff).
     fn respawn(&mut self, conversation: Option<String>, prompt: Option<String>) {
-        self.agent.continue_conversation(&mut self.command.args, conversation.as_deref());
+        self.agent.continue_conversation(&self.command.program, &mut self.command.args, conversation.as_deref());
         let mut command = self.command.clone();
         command.args.extend(prompt);
         match pty::spawn(&command) {

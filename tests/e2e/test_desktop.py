@@ -211,11 +211,17 @@ class Desktop(unittest.TestCase):
                                                                 and e["source"] == "journal"])
                 self.assertTrue(restored)
 
+                labels = []
+
                 def quit_item():
                     props = dbus_fakes.sni_properties(*item)
                     items = dbus_fakes.menu_layout(item[0], str(props["Menu"]))
+                    labels[:] = [m.label for m in items]
                     return [m for m in items if m.label.startswith("Quit (keeps 1 pending resume")]
-                found = wait("Quit saying it keeps the resume", quit_item)
+                try:
+                    found = wait("Quit saying it keeps the resume", quit_item)
+                except AssertionError as e:
+                    raise AssertionError(f"{e}; the menu: {labels}; the journal: {self.journal(session)}") from e
                 dbus_fakes.menu_click(item[0], str(dbus_fakes.sni_properties(*item)["Menu"]), found[0].id)
                 self.assertEqual(app.wait(30), 0)
             finally:
