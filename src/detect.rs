@@ -100,6 +100,8 @@ pub struct Detector {
     turn: Option<Turn>,
     /// The client asked the user (its `Notification` hook), until the next turn.
     asked: Option<crate::agent::Dialog>,
+    /// The tool the client is about to run (its `PreToolUse` hook): a permission prompt is for it.
+    tool: Option<String>,
     /// Drift to report, and whether this turn's was reported.
     drift: Option<Drift>,
     drift_reported: bool,
@@ -123,6 +125,7 @@ impl Detector {
             last_frame: None,
             turn: None,
             asked: None,
+            tool: None,
             drift: None,
             drift_reported: false,
         }
@@ -132,6 +135,7 @@ impl Detector {
     pub fn on_turn_started(&mut self, now: Instant) -> Option<Transition> {
         self.turn = Some(Turn::Open { since: now });
         self.asked = None;
+        self.tool = None;
         self.drift_reported = false;
         self.evaluate(now)
     }
@@ -139,6 +143,7 @@ impl Detector {
     /// The client's hook says the turn ended.
     pub fn on_turn_ended(&mut self, now: Instant) -> Option<Transition> {
         self.turn = Some(Turn::Ended { at: now });
+        self.tool = None;
         self.drift_reported = false;
         self.evaluate(now)
     }
@@ -147,6 +152,11 @@ impl Detector {
     pub fn on_asked(&mut self, now: Instant, dialog: crate::agent::Dialog) -> Option<Transition> {
         self.asked = Some(dialog);
         self.evaluate(now)
+    }
+
+    /// The client's hook says which tool it is about to run (`Bash: touch x`).
+    pub fn on_tool(&mut self, tool: String) {
+        self.tool = Some(tool);
     }
 
     /// Drift seen since the last call.
@@ -197,6 +207,9 @@ impl Detector {
         let quiet_ends = self.last_output.unwrap_or(self.started) + self.cfg.quiet;
         match self.turn {
             Some(_) if self.drift_reported || self.verdict.dialog.is_some() || self.asked.is_some() => {}
+            Some(Turn::Open { .. }) if self.verdict.interrupted && self.verdict.working.is_none() => {
+                return Some(quiet_ends)
+            }
             Some(Turn::Open { .. }) if self.verdict.working.is_none() => return Some(quiet_ends + DRIFT),
             Some(Turn::Ended { at }) if self.verdict.working.is_some() => return Some(at + DRIFT),
             _ => {}
@@ -228,6 +241,17 @@ impl Detector {
         }
         match turn {
             Turn::Open { .. } => {
+                if self.verdict.interrupted && self.verdict.working.is_none() {
+                    // The user interrupted the turn: the client ends it without a Stop.
+                    if quiet_for < self.cfg.quiet {
+                        return Some(None);
+                    }
+                    self.turn = Some(Turn::Ended { at: now });
+                    return Some(Some((
+                        Activity::Idle,
+                        "the screen shows the turn interrupted (the client sends no Stop then)".into(),
+                    )));
+                }
                 if self.verdict.working.is_none() && quiet_for >= self.cfg.quiet + DRIFT {
                     // Quiet and idle on screen, and no Stop: the screen wins, once said.
                     if !self.drift_reported {
@@ -311,10 +335,15 @@ impl Detector {
         let mut verdict = self.verdict.clone();
         if to == Activity::WaitingInput {
             // The hook knows the tool and the command a permission prompt is for.
-            match (&mut verdict.dialog, &self.asked) {
-                (None, Some(asked)) => verdict.dialog = Some(asked.clone()),
-                (Some(d), Some(asked)) if d.kind == crate::agent::DialogKind::Permission => {
+            match (&mut verdict.dialog, &self.asked, &self.tool) {
+                (None, Some(asked), _) => verdict.dialog = Some(asked.clone()),
+                (Some(d), Some(asked), _) if d.kind == crate::agent::DialogKind::Permission => {
                     d.text.clone_from(&asked.text)
+                }
+                // The screen saw the dialog before the client's word on it: name the tool it is for.
+                (Some(d), None, Some(tool)) if d.kind == crate::agent::DialogKind::Permission => {
+                    let question = d.text.as_deref().unwrap_or("Permission asked");
+                    d.text = Some(format!("{question} — {tool}"));
                 }
                 _ => {}
             }
@@ -363,6 +392,11 @@ impl Watcher {
     /// The client's hook: it waits for the user.
     pub fn asked(&mut self, now: Instant, dialog: crate::agent::Dialog) -> Option<Transition> {
         self.detector.on_asked(now, dialog)
+    }
+
+    /// The client's hook: the tool it is about to run.
+    pub fn tool(&mut self, tool: String) {
+        self.detector.on_tool(tool);
     }
 
     /// Drift between the hooks and the screen, seen since the last call.
@@ -430,11 +464,16 @@ mod tests {
     const MS: fn(u64) -> Duration = Duration::from_millis;
 
     fn working() -> Verdict {
-        Verdict { working: Some("the footer shows 'esc to interrupt'".into()), dialog: None, prompt: true }
+        Verdict {
+            working: Some("the footer shows 'esc to interrupt'".into()),
+            dialog: None,
+            prompt: true,
+            interrupted: false,
+        }
     }
 
     fn at_prompt() -> Verdict {
-        Verdict { working: None, dialog: None, prompt: true }
+        Verdict { working: None, dialog: None, prompt: true, interrupted: false }
     }
 
     /// Feeds output every `every` from `from` for `len`, with a frame after each chunk.
@@ -532,7 +571,7 @@ mod tests {
         let dialog = Verdict {
             working: None,
             dialog: Some(Dialog { kind: crate::agent::DialogKind::Question, text: Some("Which database?".into()) }),
-            prompt: false,
+            ..Verdict::default()
         };
         d.on_output(t0 + MS(1100));
         let tr = d.on_frame(t0 + MS(1130), dialog).unwrap();
@@ -648,5 +687,38 @@ mod tests {
         let t = d.on_asked(t0 + MS(500), asked).unwrap();
         assert_eq!(t.to, Activity::WaitingInput);
         assert_eq!(t.verdict.dialog.unwrap().text.as_deref(), Some("Claude needs your permission: Bash touch x"));
+    }
+
+    #[test]
+    fn a_turn_the_user_interrupted_is_idle_after_the_quiet_window_without_a_stop() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        d.on_output(t0 + MS(50));
+        d.on_frame(t0 + MS(80), working());
+        d.on_output(t0 + MS(1000));
+        let interrupted = Verdict { prompt: true, interrupted: true, ..Verdict::default() };
+        assert_eq!(d.on_frame(t0 + MS(1030), interrupted), None, "not before the quiet window");
+        let due = d.next_check().unwrap();
+        assert_eq!(due, t0 + MS(1000) + DetectConfig::default().quiet, "no drift wait");
+        let t = d.on_tick(due).unwrap();
+        assert_eq!(t.to, Activity::Idle);
+        assert!(t.reason.contains("interrupted"), "{}", t.reason);
+        assert_eq!(d.take_drift(), None, "an interrupt is no drift");
+    }
+
+    #[test]
+    fn a_dialog_the_screen_sees_first_names_the_tool_the_hook_announced() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        d.on_tool("Bash: touch x".into());
+        d.on_output(t0 + MS(50));
+        let dialog =
+            Dialog { kind: crate::agent::DialogKind::Permission, text: Some("Do you want to proceed?".into()) };
+        let frame = Verdict { working: None, dialog: Some(dialog), prompt: false, interrupted: false };
+        let t = d.on_frame(t0 + MS(80), frame).unwrap();
+        assert_eq!(t.to, Activity::WaitingInput);
+        assert_eq!(t.verdict.dialog.unwrap().text.as_deref(), Some("Do you want to proceed? — Bash: touch x"));
     }
 }

@@ -21,6 +21,9 @@ enum Expect {
     Dialog(&'static str),
     /// Neither a working signal nor a dialog, and no prompt either (a panel the user opened).
     Quiet,
+    /// At the prompt, right after the user interrupted the turn (the client sends no `Stop` then),
+    /// wherever the screen still shows it.
+    Interrupted,
 }
 use Expect::*;
 
@@ -47,7 +50,7 @@ const CLAUDE: &[(&str, Expect)] = &[
     ("limit/03-limit-again", AtPrompt),
     ("limit/04-after-reset-ok", AtPrompt),
     ("nightshift/permission", Dialog("permission")),
-    ("nightshift/after-permission-denied", AtPrompt),
+    ("nightshift/after-permission-denied", Interrupted),
     ("nightshift/auto-mode-check", Dialog("confirmation")),
     ("nightshift/overload-retrying", Working),
     // Idle though not empty: the dim "Resend your message to try again" placeholder.
@@ -204,14 +207,20 @@ fn check(agent: AgentKind, root: &str, table: &[(&str, Expect)]) {
         let rows: Vec<&str> = text.lines().collect();
         let title = title_of(&dir, label);
         for size in [PtySize::new(120, 40), PtySize::new(80, 24), PtySize::new(200, 50)] {
-            let verdict = adapter.classify(&render(&rows, &title, size).snapshot());
+            let snapshot = render(&rows, &title, size).snapshot();
+            let verdict = adapter.classify(&snapshot);
             let ok = match expect {
                 Working => verdict.working.is_some() && verdict.dialog.is_none(),
-                AtPrompt => verdict == Verdict { working: None, dialog: None, prompt: true },
+                AtPrompt => verdict == Verdict { working: None, dialog: None, prompt: true, interrupted: false },
                 Dialog(kind) => {
                     verdict.dialog.as_ref().is_some_and(|d| d.kind.as_str() == *kind) && verdict.working.is_none()
                 }
-                Quiet => verdict == Verdict { working: None, dialog: None, prompt: false },
+                Quiet => verdict == Verdict { working: None, dialog: None, prompt: false, interrupted: false },
+                // Squeezed into fewer rows, the interrupted line can fall off the top: then it is not seen.
+                Interrupted => {
+                    let shown = snapshot.rows.iter().any(|r| r.contains("Interrupted"));
+                    verdict == Verdict { working: None, dialog: None, prompt: true, interrupted: shown }
+                }
             };
             if !ok {
                 failures.push(format!(

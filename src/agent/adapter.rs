@@ -61,6 +61,9 @@ struct TitleFile {
 struct ComposerFile {
     prompt: Option<String>,
     rule: Option<String>,
+    /// The last row above the composer after the user interrupted a turn (the client then ends the
+    /// turn without its `Stop` hook).
+    interrupted: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -105,6 +108,7 @@ impl SignalsFile {
             composer: ComposerFile {
                 prompt: other.composer.prompt.or(self.composer.prompt),
                 rule: other.composer.rule.or(self.composer.rule),
+                interrupted: other.composer.interrupted.or(self.composer.interrupted),
             },
             working: WorkingFile {
                 spinner: other.working.spinner.or(self.working.spinner),
@@ -177,6 +181,8 @@ pub struct Verdict {
     pub dialog: Option<Dialog>,
     /// The composer (input prompt) is drawn.
     pub prompt: bool,
+    /// The last thing above the composer says the user interrupted the turn.
+    pub interrupted: bool,
 }
 
 /// The compiled signals of one agent.
@@ -190,6 +196,7 @@ pub struct Adapter {
     title_idle: Option<Regex>,
     prompt: Option<Regex>,
     rule: Option<Regex>,
+    interrupted: Option<Regex>,
     spinner: Vec<Regex>,
     rows_above: usize,
     footer: Option<Regex>,
@@ -260,6 +267,7 @@ impl Adapter {
             title_idle: opt("title.idle", &f.title.idle)?,
             prompt: opt("composer.prompt", &f.composer.prompt)?,
             rule: opt("composer.rule", &f.composer.rule)?,
+            interrupted: opt("composer.interrupted", &f.composer.interrupted)?,
             spinner: f
                 .working
                 .spinner
@@ -337,7 +345,13 @@ impl Adapter {
         if working.is_none() && self.program_state && snap.program_state.as_deref() == Some("working") {
             working = Some("the client reports state=working".to_string());
         }
-        Verdict { working, dialog, prompt: composer.is_some() }
+        let interrupted = match (composer, &self.interrupted) {
+            (Some(c), Some(re)) => {
+                rows[..c.top].iter().rev().find(|r| !r.trim().is_empty()).is_some_and(|r| re.is_match(r))
+            }
+            _ => false,
+        };
+        Verdict { working, dialog, prompt: composer.is_some(), interrupted }
     }
 
     /// The text of the screen region where this agent draws its own limit notices (empty when it

@@ -370,7 +370,9 @@ impl Executor {
             }
             Event::PreToolUse { tool, input } => {
                 let what = input["command"].as_str().or(input["file_path"].as_str()).unwrap_or_default();
-                self.last_tool = Some(format!("{tool} {what}").trim_end().chars().take(300).collect());
+                let named: String = format!("{tool}: {what}").trim_end_matches([' ', ':']).chars().take(300).collect();
+                self.watcher.tool(named.clone());
+                self.last_tool = Some(named);
                 None
             }
             _ => None,

@@ -72,7 +72,12 @@ fn with_auto_resume(mut s: Start, policy: resume::Policy) -> Start {
 }
 
 fn transition(to: Activity, dialog: Option<DialogKind>) -> Input {
-    let verdict = Verdict { working: None, dialog: dialog.map(|kind| Dialog { kind, text: None }), prompt: true };
+    let verdict = Verdict {
+        working: None,
+        dialog: dialog.map(|kind| Dialog { kind, text: None }),
+        prompt: true,
+        interrupted: false,
+    };
     Input::Activity { transition: Transition { to, reason: format!("{to:?}"), verdict }, menu: None, menu_limit: None }
 }
 
@@ -375,7 +380,12 @@ fn the_limit_state_is_not_overwritten_by_the_agent_going_idle() {
 }
 
 fn menu(stop: char, wait: char) -> Input {
-    let verdict = Verdict { working: None, dialog: Some(Dialog { kind: DialogKind::Menu, text: None }), prompt: false };
+    let verdict = Verdict {
+        working: None,
+        dialog: Some(Dialog { kind: DialogKind::Menu, text: None }),
+        prompt: false,
+        interrupted: false,
+    };
     Input::Activity {
         transition: Transition { to: Activity::WaitingInput, reason: "menu".into(), verdict },
         menu: Some(LimitMenu {
