@@ -255,6 +255,10 @@ pub struct Machine {
     kick_with_handoff: bool,
     /// The context's use, as the statusLine last said.
     context_pct: Option<f64>,
+    /// The client's hooks reach the session: its own word comes before the screen's.
+    hooks_heard: bool,
+    /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
+    notice_held: Option<(LimitText, Instant)>,
 }
 
 impl Machine {
@@ -296,6 +300,8 @@ impl Machine {
             last_handoff: None,
             kick_with_handoff: false,
             context_pct: None,
+            hooks_heard: false,
+            notice_held: None,
         };
         let mut fx = Vec::new();
         if let Some(r) = &m.respawn {
@@ -363,7 +369,8 @@ impl Machine {
         let cycle = self.respawn.as_ref().and_then(|r| r.cycle.next_deadline());
         let life = self.life.next_deadline();
         let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.held);
-        [cycle, life, resume, self.guard.next_deadline()].into_iter().flatten().min()
+        let notice = self.notice_held.as_ref().map(|(_, at)| *at);
+        [cycle, life, resume, self.guard.next_deadline(), notice].into_iter().flatten().min()
     }
 
     /// The state last journalled.
@@ -495,6 +502,7 @@ impl Machine {
 
     fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         self.life_tick(now, fx);
+        self.notice_tick(now, fx);
         if self.guard.next_deadline().is_some_and(|t| t <= now.mono) && self.guard.tick(now) {
             tracing::info!("the window the reserve was kept in has reset: cycles and resumes may run again");
             self.refresh_blocker(now, fx);

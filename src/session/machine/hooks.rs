@@ -55,6 +55,7 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
+        self.hooks_heard = true;
         if let Some(id) = hook.conversation.filter(|id| self.conversation.as_ref() != Some(id)) {
             self.emit(EventKind::Conversation { id: id.clone() }, fx);
             self.conversation = Some(id);

@@ -74,6 +74,9 @@ pub(super) struct Guard {
     next_check: Option<Instant>,
 }
 
+/// How long a limit notice on screen waits for the client's own `StopFailure` hook.
+const NOTICE_GRACE: Duration = Duration::from_millis(1500);
+
 /// How often a guard holding until a reset looks at the wall clock.
 const GUARD_CHECK: Duration = Duration::from_secs(30);
 
@@ -201,7 +204,24 @@ impl Machine {
                 return;
             }
         }
+        if self.hooks_heard {
+            // The client's own StopFailure says the same, first-hand, a moment later: wait for it.
+            if self.notice_held.is_none() {
+                self.notice_held = Some((found, now.mono + NOTICE_GRACE));
+            }
+            return;
+        }
         self.pause(found, Source::Text, Timer::Maybe, now, fx);
+    }
+
+    /// A notice held for the client's hook: when the hook did not come, the screen's word stands.
+    pub(super) fn notice_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if self.notice_held.as_ref().is_some_and(|(_, at)| *at <= now.mono) {
+            let (found, _) = self.notice_held.take().expect("held");
+            if !self.limit.is_paused() {
+                self.pause(found, Source::Text, Timer::Maybe, now, fx);
+            }
+        }
     }
 
     /// A usage sample at 100 % with its reset ahead is a limit, whatever the screen says.
@@ -336,6 +356,7 @@ impl Machine {
         let own = self.auto_resume.as_ref().is_some_and(|s| s.policy == resume::Policy::Own);
         let client_continues = timer == Timer::Maybe && !self.guard.settings.not_tonight && !own;
         self.limit = Limit::Paused(Paused { limit, source, client_continues, resume });
+        self.notice_held = None;
         self.notice_gone = false;
         self.refresh_blocker(now, fx);
     }

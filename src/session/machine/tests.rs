@@ -813,6 +813,39 @@ fn a_rate_limit_the_client_reports_through_its_hook_pauses_the_session() {
 }
 
 #[test]
+fn with_hooks_the_screens_notice_waits_a_moment_for_the_clients_own_word() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    let reset = wall0() + hours(2);
+    sim.input(notice(reset));
+    assert!(!sim.has(|k| matches!(k, EventKind::LimitDetected { .. })), "held for the hook");
+    let limit =
+        LimitText { kind: LimitKind::FiveHour, resets_at: Some(reset), line: "You've hit your 5-hour limit".into() };
+    sim.input(Input::Hook {
+        hook: crate::hooks::Hook {
+            conversation: None,
+            event: crate::hooks::Event::StopFailure {
+                error: "rate_limit".into(),
+                last_message: Some(limit.line.clone()),
+            },
+        },
+        limit: Some(limit),
+        facts: None,
+    });
+    let sources: Vec<Source> = sim
+        .events()
+        .filter_map(|(_, k)| if let EventKind::LimitDetected { source, .. } = k { Some(*source) } else { None })
+        .collect();
+    assert_eq!(sources, [Source::Hook]);
+    // No hook comes: after the grace the screen's notice stands.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    sim.input(notice(reset));
+    sim.run(2.0);
+    assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { source: Source::Text, .. })));
+}
+
+#[test]
 fn the_guard_refuses_what_an_unattended_session_must_not_run() {
     let mut s = start();
     s.guard = Some(std::sync::Arc::new(crate::hooks::guard::Rules::builtin()));
