@@ -53,6 +53,9 @@ pub struct SessionSpec {
     pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
     /// The client's conversation to resume on restarts (a restored session's).
     pub conversation: Option<String>,
+    /// Give a Claude client Nightshift's hooks (exact turns, the guard, handoffs); without them the
+    /// session is read from its screen alone. The statusLine exporter is passed either way.
+    pub hooks: bool,
 }
 
 impl SessionSpec {
@@ -73,6 +76,7 @@ impl SessionSpec {
             held: false,
             guard: None,
             conversation: None,
+            hooks: true,
         }
     }
 }
@@ -391,7 +395,9 @@ impl Supervisor {
         spec.command.env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
         spec.command.env.push((usage::TOKEN_ENV.to_string(), token.clone()));
         let mut ours = usage::settings(&format!("{cli} statusline"));
-        ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"));
+        if spec.hooks {
+            ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"));
+        }
         let args = &mut spec.command.args;
         match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
             Some(i) => {

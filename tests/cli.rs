@@ -239,6 +239,14 @@ fn unknown_sessions_and_bad_arguments_get_clear_errors() {
     let out = env.output(&["journal", "--since", "yesterday-ish"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--since"));
+    // The overnight preset guards, and the guard needs the hooks.
+    let out = env.output(&["run", "--no-hooks", "--preset", "overnight", "--", "true"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--no-hooks") && stderr.contains("--guard false"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let out = env.output(&["run", "--no-hooks", "--preset", "overnight", "--guard", "false", "--", "true"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

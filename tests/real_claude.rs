@@ -1,6 +1,10 @@
 //! The detector judged by the real Claude Code client: `nightshift run --agent claude` in a real PTY,
 //! the client talking to the project's mock API on 127.0.0.1. These take real time (a 20 s answer,
 //! a 30 s tool call); they run in parallel with each other.
+//!
+//! The detection tests read the screen alone (`--no-hooks`): the fallback for a client that sends no
+//! hooks (an older one, Codex, a generic agent) stays measured against the real client. The hooks'
+//! signals are `tests/hooks_real.rs`.
 
 mod common;
 #[path = "mock_api/mod.rs"]
@@ -12,6 +16,8 @@ use common::claude::{client, ClaudeRun, Options};
 use mock_api::MockApi;
 
 const QUIET: Duration = Duration::from_secs(2);
+/// The screen alone decides.
+const SCREEN_ONLY: &[&str] = &["--no-hooks"];
 
 fn secs(a: SystemTime, b: SystemTime) -> f64 {
     match a.duration_since(b) {
@@ -38,7 +44,11 @@ fn the_mocks_scenario_is_the_last_marker_typed() {
 async fn idle_at_the_prompt_and_a_keystroke_is_not_a_turn() {
     let Some(claude) = client() else { return };
     let mock = MockApi::start().await;
-    let run = ClaudeRun::start(&claude, &mock.base_url(), Options { cols: 80, rows: 24, ..Default::default() });
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options { cols: 80, rows: 24, run_args: SCREEN_ONLY, ..Default::default() },
+    );
     let (i, _, idle) = run.wait_state("idle", 0, Duration::from_secs(30));
     assert!(idle["reason"].as_str().unwrap().contains("prompt is ready"), "{idle}");
     run.send_keys("h");
@@ -51,7 +61,7 @@ async fn idle_at_the_prompt_and_a_keystroke_is_not_a_turn() {
 async fn a_slow_answer_is_working_all_along_and_idle_soon_after() {
     let Some(claude) = client() else { return };
     let mock = MockApi::start().await;
-    let run = ClaudeRun::start(&claude, &mock.base_url(), Options::default());
+    let run = ClaudeRun::start(&claude, &mock.base_url(), Options { run_args: SCREEN_ONLY, ..Default::default() });
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
     run.send("tell me slowly mock:slow:20", true);
     let (w, working_at, working) = run.wait_state("working", i + 1, Duration::from_secs(15));
@@ -77,6 +87,7 @@ async fn a_silent_30s_tool_call_stays_working() {
             args: &["--permission-mode", "default", "--allowedTools", "Bash"],
             cols: 160,
             rows: 48,
+            run_args: SCREEN_ONLY,
             ..Default::default()
         },
     );
@@ -97,7 +108,7 @@ async fn a_permission_prompt_is_waiting_input() {
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
-        Options { args: &["--permission-mode", "default"], ..Default::default() },
+        Options { args: &["--permission-mode", "default"], run_args: SCREEN_ONLY, ..Default::default() },
     );
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
     run.send("make a file mock:perm", true);
@@ -111,7 +122,11 @@ async fn a_permission_prompt_is_waiting_input() {
 async fn a_question_from_the_agent_is_waiting_input() {
     let Some(claude) = client() else { return };
     let mock = MockApi::start().await;
-    let run = ClaudeRun::start(&claude, &mock.base_url(), Options { cols: 100, rows: 30, ..Default::default() });
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options { cols: 100, rows: 30, run_args: SCREEN_ONLY, ..Default::default() },
+    );
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
     run.send("ask me mock:question", true);
     let (_, _, waiting) = run.wait_state("waiting_input", i + 1, Duration::from_secs(20));
@@ -126,7 +141,7 @@ async fn retrying_an_overloaded_api_is_working_and_giving_up_is_idle() {
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
-        Options { extra_env: &[("CLAUDE_CODE_MAX_RETRIES", "3")], ..Default::default() },
+        Options { extra_env: &[("CLAUDE_CODE_MAX_RETRIES", "3")], run_args: SCREEN_ONLY, ..Default::default() },
     );
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
     run.send("hi mock:overload", true);

@@ -60,6 +60,10 @@ pub struct Args {
     /// Resume the agent when a usage limit resets
     #[arg(long)]
     auto_resume: bool,
+    /// Read a Claude session from its screen alone: pass the client no hooks (no exact turns, no
+    /// guard, no handoffs; the statusLine still reports usage)
+    #[arg(long)]
+    no_hooks: bool,
     /// watch: let the client's own resume run and step in only if no turn started by the reset plus
     /// the margin; own: cancel the client's timer and resume at the reset plus the margin
     #[arg(long, value_name = "watch|own", default_value = "watch", value_parser = ["watch", "own"])]
@@ -152,6 +156,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     if spec.respawn.is_none() && args.respawn_settings.guard == Some(true) {
         spec.guard = Some(Arc::new(guard.clone()));
     }
+    let guarded = spec.guard.is_some() || spec.respawn.as_ref().is_some_and(|r| r.guard);
+    if args.no_hooks && guarded {
+        anyhow::bail!("the guard works through the client's hooks, which --no-hooks turns off; add --guard false");
+    }
+    spec.hooks = !args.no_hooks;
     spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
     spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
 

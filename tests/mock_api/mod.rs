@@ -35,6 +35,8 @@ pub struct Record {
     pub last_user: String,
     /// When the answer's last byte was handed to the connection.
     pub done_at: Option<SystemTime>,
+    /// The whole request, as JSON text (what a hook added to the conversation shows here).
+    pub body: String,
 }
 
 /// The subscription usage the mock reports in its rate-limit headers.
@@ -142,7 +144,17 @@ pub enum Scenario {
     Quote,
     /// Answering a tool result.
     AfterTool,
+    /// A short answer reporting this many cache-read tokens: the context the client shows as used.
+    Context(u64),
+    /// A Bash tool call that force-pushes `main`.
+    Push,
+    /// The answer to a request for a handoff (Nightshift's, found by its words).
+    Handoff,
 }
+
+/// What the mock answers Nightshift's request for a handoff.
+pub const HANDOFF_ANSWER: &str =
+    "Handoff (mock-handoff-7f3a): the parser is done and tested; next, wire it into the CLI; check the flaky test first.";
 
 impl Scenario {
     fn name(&self) -> String {
@@ -156,6 +168,9 @@ impl Scenario {
             Self::Overload => "overload".into(),
             Self::Quote => "quote".into(),
             Self::AfterTool => "after_tool".into(),
+            Self::Context(n) => format!("ctx:{n}"),
+            Self::Push => "push".into(),
+            Self::Handoff => "handoff".into(),
         }
     }
 }
@@ -176,6 +191,8 @@ pub fn scenario_for(text: &str) -> Scenario {
         "limit" => Scenario::Limit,
         "overload" => Scenario::Overload,
         "quote" => Scenario::Quote,
+        "ctx" => Scenario::Context(arg.unwrap_or(800_000.0) as u64),
+        "push" => Scenario::Push,
         _ => Scenario::Fast,
     }
 }
@@ -220,6 +237,7 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, bod
 async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes) -> Response {
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
     let at = SystemTime::now();
+    let full = String::from_utf8_lossy(&body).into_owned();
     let record = |scenario: &str, status: u16, last_user: String| {
         let mut log = shared.log.lock().unwrap();
         log.push(Record {
@@ -230,6 +248,7 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes) -> R
             status,
             last_user,
             done_at: None,
+            body: full.clone(),
         });
         log.len() - 1
     };
@@ -260,8 +279,21 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes) -> R
 
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let (text, tool_result) = last_user(&request);
-    let mut scenario = if tool_result {
+    // A marker typed with the message wins over a tool result it rides along with (after the user
+    // refused a tool, the client sends the refusal and the new prompt together).
+    let typed_marker = request["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_array())
+        .is_some_and(|blocks| {
+            blocks.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.contains("mock:")))
+        });
+    let mut scenario = if tool_result && typed_marker {
+        scenario_for(&text)
+    } else if tool_result {
         Scenario::AfterTool
+    } else if text.contains("handoff for your next self") {
+        Scenario::Handoff
     } else if text.contains("mock:") {
         scenario_for(&text)
     } else {
@@ -376,9 +408,10 @@ fn sse(event: &str, data: Value) -> Bytes {
 
 async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str, scenario: &Scenario) {
     let send = |b: Bytes| async move { tx.send(Ok(b)).await.is_ok() };
+    let cache_read = if let Scenario::Context(n) = scenario { *n } else { 0 };
     let start = json!({"type": "message_start", "message": {"id": "msg_mock", "type": "message", "role": "assistant",
         "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": 1200, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}}});
+        "usage": {"input_tokens": 1200, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cache_read, "output_tokens": 1}}});
     if !send(sse("message_start", start)).await {
         return;
     }
@@ -410,6 +443,14 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
                 "options": [{"label": "SQLite", "description": "Embedded, zero setup"},
                             {"label": "PostgreSQL", "description": "A server, more features"}]}]}})),
         ),
+        Scenario::Push => (
+            vec!["I'll push it.".into()],
+            Duration::from_millis(20),
+            Some(
+                json!({"name": "Bash", "input": {"command": "git push --force origin main", "description": "Force-push main"}}),
+            ),
+        ),
+        Scenario::Handoff => (vec![HANDOFF_ANSWER.to_string()], Duration::from_millis(20), None),
         Scenario::Quote => (
             [
                 "The log said: ",
@@ -456,7 +497,7 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
     send(sse(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-        "usage": {"output_tokens": 40}}),
+        "usage": {"output_tokens": 40, "cache_read_input_tokens": cache_read, "input_tokens": 1200}}),
     ))
     .await;
     send(sse("message_stop", json!({"type": "message_stop"}))).await;
