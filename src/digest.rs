@@ -92,8 +92,21 @@ pub struct SessionDigest {
     pub breaker_trips: u32,
     /// Each exit in the range: `code 3`, `SIGKILL`.
     pub exits: Vec<String>,
+    /// Each command the guard refused in the range.
+    #[serde(default)]
+    pub guard_denials: Vec<GuardDenial>,
     pub git: Option<GitProgress>,
     pub usage: Option<UsageDelta>,
+}
+
+/// A command the guard refused.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GuardDenial {
+    #[serde(with = "crate::clock::ts")]
+    pub at: DateTime<Utc>,
+    /// What it would have done (`a force push to the default branch`).
+    pub what: String,
+    pub command: String,
 }
 
 /// How the plan windows and cost moved over the range.
@@ -272,6 +285,7 @@ fn session_digest(
     let mut last_event_at = from;
     let (mut cycles, mut restarts, mut limits, mut resumes, mut trips) = (0, 0, 0, 0, 0);
     let mut exits = Vec::new();
+    let mut denials = Vec::new();
     // A stop was asked for in this life (the user's, or Nightshift's own end): its exit is no crash.
     let mut stop_asked = false;
     let mut stopped = false;
@@ -310,6 +324,9 @@ fn session_digest(
             EventKind::ResumeSent { .. } if in_range => resumes += 1,
             EventKind::LimitFailed { .. } if in_range => resume_failed = true,
             EventKind::Breaker { state: BreakerState::Open, .. } if in_range => trips += 1,
+            EventKind::GuardDenied { what, command, .. } if in_range => {
+                denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() })
+            }
             _ => {}
         }
     }
@@ -378,6 +395,7 @@ fn session_digest(
         resumes,
         breaker_trips: trips,
         exits,
+        guard_denials: denials,
         git: crate::git::progress(std::path::Path::new(&row.cwd), from, to),
         usage,
     }

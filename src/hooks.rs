@@ -9,6 +9,7 @@
 //! client carries on. Hooks given in `--settings` run beside the user's own, which stay untouched.
 
 pub mod guard;
+pub mod handoff;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -3,7 +3,9 @@
 //! Pure: the app delivers the [`Notice`]s (notify-rust) and the user switches each [`Kind`] on or
 //! off in its settings.
 
-use chrono::{DateTime, TimeZone, Utc};
+use std::collections::HashSet;
+
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::BreakerState;
@@ -22,6 +24,8 @@ pub enum Kind {
     /// A session ended.
     Finished,
     Morning,
+    /// The guard refused a command (once per kind of command per night).
+    Guard,
 }
 
 /// The per-kind switches, all on unless the user says otherwise.
@@ -34,11 +38,12 @@ pub struct Switches {
     pub breaker: bool,
     pub finished: bool,
     pub morning: bool,
+    pub guard: bool,
 }
 
 impl Default for Switches {
     fn default() -> Self {
-        Self { question: true, limit: true, resume: true, breaker: true, finished: true, morning: true }
+        Self { question: true, limit: true, resume: true, breaker: true, finished: true, morning: true, guard: true }
     }
 }
 
@@ -51,6 +56,7 @@ impl Switches {
             Kind::Breaker => self.breaker,
             Kind::Finished => self.finished,
             Kind::Morning => self.morning,
+            Kind::Guard => self.guard,
         }
     }
 }
@@ -63,6 +69,33 @@ pub struct Notice {
     pub body: String,
     /// The session a click opens.
     pub session: Option<String>,
+    /// Told once per night under this key (see [`Told`]); `None`: every time.
+    #[serde(skip)]
+    pub once: Option<String>,
+}
+
+/// The night `at` belongs to: nights turn at noon, local time, so an evening and the small hours
+/// after it are one night.
+pub fn night_of<Z: TimeZone>(at: DateTime<Utc>, local: &Z) -> NaiveDate {
+    (at.with_timezone(local) - chrono::Duration::hours(12)).date_naive()
+}
+
+/// What was told already tonight, for notices told once per night.
+#[derive(Debug, Default)]
+pub struct Told {
+    seen: HashSet<(NaiveDate, String)>,
+}
+
+impl Told {
+    /// Whether `notice`, due at `at`, is to be shown: always, unless it is told once per night and
+    /// was told already this night.
+    pub fn first<Z: TimeZone>(&mut self, notice: &Notice, at: DateTime<Utc>, local: &Z) -> bool {
+        let Some(key) = &notice.once else { return true };
+        let night = night_of(at, local);
+        // Earlier nights are never asked about again.
+        self.seen.retain(|(n, _)| *n >= night);
+        self.seen.insert((night, key.clone()))
+    }
 }
 
 fn time<Z: TimeZone>(at: DateTime<Utc>, local: &Z) -> String
@@ -78,7 +111,13 @@ pub fn for_event<Z: TimeZone>(id: &str, label: &str, kind: &EventKind, local: &Z
 where
     Z::Offset: std::fmt::Display,
 {
-    let notice = |kind: Kind, summary: String, body: String| Notice { kind, summary, body, session: Some(id.into()) };
+    let notice = |kind: Kind, summary: String, body: String| Notice {
+        kind,
+        summary,
+        body,
+        session: Some(id.into()),
+        once: None,
+    };
     match kind {
         EventKind::State { state: SessionState::WaitingInput, dialog, reason, .. } => {
             let body = dialog
@@ -114,6 +153,14 @@ where
         EventKind::State { state: SessionState::Exited | SessionState::Failed, reason, .. } => {
             Some(notice(Kind::Finished, format!("{label} finished"), reason.clone()))
         }
+        EventKind::GuardDenied { rule, what, command } => Some(Notice {
+            once: Some(format!("guard:{rule}")),
+            ..notice(
+                Kind::Guard,
+                format!("{label}: the guard refused {what}"),
+                format!("The agent was told no and carries on. The command: {command}"),
+            )
+        }),
         _ => None,
     }
 }
@@ -133,7 +180,13 @@ where
             "{n} sessions waiting for a usage limit resume when Nightshift next starts (the first was due at {first})."
         ),
     };
-    Notice { kind: Kind::Limit, summary: "Nightshift quit: pending resumes are kept".into(), body, session: None }
+    Notice {
+        kind: Kind::Limit,
+        summary: "Nightshift quit: pending resumes are kept".into(),
+        body,
+        session: None,
+        once: None,
+    }
 }
 
 /// The morning run summary's notification.
@@ -143,6 +196,7 @@ pub fn morning(headline: &str) -> Notice {
         summary: "Good morning: the night's run".into(),
         body: headline.to_string(),
         session: None,
+        once: None,
     }
 }
 
@@ -209,6 +263,31 @@ mod tests {
         assert!(n.body.contains("resumes when Nightshift next starts") && n.body.contains("14:34"), "{}", n.body);
         let n = resumes_kept(&[due, due - chrono::Duration::hours(1)], &Utc);
         assert!(n.body.starts_with("2 sessions") && n.body.contains("13:34"), "{}", n.body);
+    }
+
+    #[test]
+    fn a_guard_denial_is_told_once_per_kind_per_night() {
+        let denial = |rule: &str| EventKind::GuardDenied {
+            rule: rule.into(),
+            what: "a force push to the default branch".into(),
+            command: "git push -f origin main".into(),
+        };
+        let tz = chrono::FixedOffset::east_opt(3600).unwrap();
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        let n = for_event("s1", "api", &denial("force_push"), &tz).unwrap();
+        assert_eq!(n.kind, Kind::Guard);
+        assert!(n.summary.contains("refused a force push") && n.body.contains("git push -f origin main"), "{n:?}");
+        let mut told = Told::default();
+        assert!(told.first(&n, at("2026-11-30T22:00:00Z"), &tz), "the first of the night");
+        assert!(!told.first(&n, at("2026-12-01T03:00:00Z"), &tz), "the same kind later that night");
+        let other = for_event("s2", "web", &denial("gh_pr_merge"), &tz).unwrap();
+        assert!(told.first(&other, at("2026-12-01T03:00:00Z"), &tz), "another kind");
+        assert!(told.first(&n, at("2026-12-01T22:00:00Z"), &tz), "the next night");
+        let question = for_event("s1", "api", &EventKind::state(SessionState::WaitingInput, "x"), &tz).unwrap();
+        assert!(
+            told.first(&question, at("2026-12-01T22:01:00Z"), &tz)
+                && told.first(&question, at("2026-12-01T22:02:00Z"), &tz)
+        );
     }
 
     #[test]

@@ -128,6 +128,16 @@ fn night() -> Night {
             last_screen: None,
         },
     );
+    ev(
+        &mut store,
+        "d0000001",
+        t(3, 20),
+        EventKind::GuardDenied {
+            rule: "force_push".into(),
+            what: "a force push to the default branch".into(),
+            command: "git push --force origin main".into(),
+        },
+    );
     let sample = |pct: f64, cost: f64| Sample {
         five_hour_pct: Some(pct),
         seven_day_pct: Some(20.0),
@@ -246,6 +256,11 @@ fn every_section_and_figure_of_a_night() {
     assert_eq!(done.idle_secs, 20 * 60);
     assert_eq!(done.respawn_cycles, 2);
     assert_eq!(done.exits, ["code 0"]);
+    assert_eq!(done.guard_denials.len(), 1);
+    assert_eq!(
+        (done.guard_denials[0].at, done.guard_denials[0].command.as_str()),
+        (t(3, 20), "git push --force origin main")
+    );
     let git = done.git.as_ref().unwrap();
     let subjects: Vec<&str> = git.commits.iter().map(|c| c.subject.as_str()).collect();
     assert_eq!(subjects, ["Tidy up", "Add the tests", "Add the parser"], "only the night's commits, newest first");
@@ -288,6 +303,8 @@ fn every_section_and_figure_of_a_night() {
         "Which database?",
         "$0.70",
         "2 respawn cycle(s)",
+        "guard: refused a force push to the default branch at ",
+        ": git push --force origin main",
     ] {
         assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");
     }

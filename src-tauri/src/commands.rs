@@ -41,6 +41,17 @@ pub fn session_events(state: State<'_, AppState>, id: String) -> Result<Vec<Valu
     Ok(views(&events))
 }
 
+/// The session's latest handoff (what its agent wrote before its context was reset), if any.
+#[tauri::command]
+pub fn session_handoff(
+    state: State<'_, AppState>,
+    id: String,
+) -> Result<Option<nightshift::hooks::handoff::Kept>, UiError> {
+    let id = state.supervisor.with_store(|s| s.find_session(&id))?.id;
+    nightshift::hooks::handoff::latest(&state.paths.state_dir, &id)
+        .map_err(|e| UiError::new("handoff_unreadable", format!("the session's handoff cannot be read: {e}")))
+}
+
 /// Journal rows as the window shows them: each event with what it means (`text`).
 pub fn views(rows: &[nightshift::store::StoredEvent]) -> Vec<Value> {
     rows.iter()

@@ -158,6 +158,7 @@ pub fn run() {
         .invoke_handler(tauri::generate_handler![
             commands::list_sessions,
             commands::session_events,
+            commands::session_handoff,
             commands::session_screen,
             commands::session_options,
             commands::configure_session,

@@ -1,5 +1,6 @@
 //! Desktop notifications (org.freedesktop.Notifications through notify-rust) for the journal's
-//! events: a question, a limit, a resume, a breaker, a finished run, the morning summary.
+//! events: a question, a limit, a resume, a breaker, a finished run, a command the guard refused
+//! (once per kind per night), the morning summary.
 //!
 //! Each kind has a switch in the settings. A failure to notify is logged once (then quietly), never
 //! fatal. Clicking a notification opens its session where the desktop supports actions: one
@@ -34,6 +35,8 @@ pub struct Notifier {
     failed: AtomicBool,
     /// The latest notifications shown for a session: (notification id, session).
     shown: Mutex<VecDeque<(u32, String)>>,
+    /// What was told once per night already.
+    told: Mutex<notice::Told>,
 }
 
 impl Notifier {
@@ -93,6 +96,11 @@ pub fn on_events(app: &AppHandle, rows: &[StoredEvent]) {
         let Ok(Some(session)) = state.supervisor.with_store(|s| s.session(&row.session)) else { continue };
         let label = nightshift::overview::label(&session);
         let Some(notice) = notice::for_event(&row.session, &label, &event.kind, &chrono::Local) else { continue };
+        let mut told = state.notifier.told.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !told.first(&notice, event.ts, &chrono::Local) {
+            continue;
+        }
+        drop(told);
         let wait = match notice.kind {
             notice::Kind::Finished => FINISHED_AFTER,
             notice::Kind::Question => QUESTION_AFTER,

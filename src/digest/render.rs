@@ -57,6 +57,14 @@ fn details(s: &SessionDigest) -> Vec<String> {
         let _ = write!(activity, " · exits: {}", s.exits.join(", "));
     }
     lines.push(activity);
+    for d in &s.guard_denials {
+        lines.push(format!(
+            "guard: refused {} at {}: {}",
+            d.what,
+            d.at.with_timezone(&Local).format("%H:%M"),
+            d.command
+        ));
+    }
     if let Some(git) = &s.git {
         let mut line = format!(
             "git: {} commit(s), {} file(s) +{} −{}",

@@ -416,12 +416,7 @@ impl Executor {
     /// Keeps the agent's handoff in the state directory: the latest, and one per handoff.
     fn save_handoff(&self, text: &str) {
         let Some(dir) = &self.state_dir else { return };
-        let dir = dir.join("handoffs").join(self.id.as_str());
-        let stamp = self.journal.now().format("%Y%m%dT%H%M%SZ").to_string();
-        let written = std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(dir.join(format!("{stamp}.md")), text))
-            .and_then(|()| std::fs::write(dir.join("latest.md"), text));
-        if let Err(e) = written {
+        if let Err(e) = crate::hooks::handoff::keep(dir, self.id.as_str(), self.journal.now(), text) {
             tracing::warn!(session = %self.id, "could not keep the handoff in {}: {e}", dir.display());
         }
     }

@@ -258,7 +258,7 @@ class AppWindow(unittest.TestCase):
         self.open_view("#nav-settings", "settings")
         d.wait_for("the power status", lambda: self.text_of("#power-status"))
         self.assertIn(d.run_js("return document.getElementById('power-status').dataset.holding"), ("true", "false"))
-        for kind in ("question", "limit", "resume", "breaker", "finished", "morning"):
+        for kind in ("question", "limit", "resume", "breaker", "finished", "guard", "morning"):
             self.assertTrue(self.visible(f'label[for="notify-{kind}"]'), kind)
         # A switch turned off stays off when the settings are read again from the core.
         loaded = lambda: d.run_js("return document.getElementById('settings-view').dataset.loaded") == "true"  # noqa: E731
@@ -419,6 +419,56 @@ class AppWindow(unittest.TestCase):
             finally:
                 armed.terminate()
                 armed.wait(30)
+
+    def test_9c_guard_denials_notify_once_per_kind_and_the_handoff_shows(self):
+        d = self.driver
+        # A client named `claude` gets Nightshift's hooks; this one runs them as the real one would on
+        # three tool calls: two merges (one kind) and a release.
+        fake = Path(self.tmp.name) / "guarded" / "claude"
+        fake.parent.mkdir(parents=True, exist_ok=True)
+        fake.write_text(
+            "#!/bin/sh\n"
+            "for cmd in 'gh pr merge 7' 'gh pr merge 8' 'gh release create v1'; do\n"
+            "  printf '{\"session_id\":\"c1\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\","
+            "\"tool_input\":{\"command\":\"%s\"},\"cwd\":\"%s\"}' \"$cmd\" \"$PWD\" | \"$NS_CLI\" hook >> \"$0.answers\"\n"
+            "  echo >> \"$0.answers\"\n"
+            "done\n"
+            "exec sleep 600\n")
+        fake.chmod(0o755)
+        env = dict(self.env, NS_CLI=str(CLI))
+        with dbus_fakes.Fakes("notifications") as fakes:
+            run = subprocess.Popen([str(CLI), "run", "--events", "-", "--agent", "claude", "--guard", "true", "--",
+                                    str(fake)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+            try:
+                session = json.loads(run.stdout.readline())["session"]
+                guard = lambda r: r.get("call") == "Notify" and "the guard refused" in r.get("summary", "")  # noqa: E731
+                fakes.wait_for("notifications", lambda r: guard(r) and "publishing a release" in r["summary"],
+                               timeout=30, what="the release's notification")
+                time.sleep(1.5)
+                shown = [r for r in dbus_fakes.read_log(fakes.logs["notifications"]) if guard(r)]
+                self.assertEqual(len(shown), 2, f"one per kind: {shown}")
+                self.assertIn("merging a pull request", shown[0]["summary"])
+                self.assertIn("gh pr merge 7", shown[0]["body"])
+                answers = fake.with_name("claude.answers").read_text()
+                self.assertEqual(answers.count('"permissionDecision":"deny"'), 3, answers)
+
+                # The agent's handoff, kept in the state directory, on the session's page.
+                kept = Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "handoffs" / session / "latest.md"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text("Done: the parser. Next: the tests in tests/parse.rs. Check: cargo test.")
+                self.open_view("#nav-list", "list")
+                self.click(f'tr[data-session-id="{session}"] td.id')
+                d.wait_for("the handoff on the page", lambda: self.visible("#handoff")
+                           and "Next: the tests" in self.text_of("#handoff-text"))
+                self.assertIn("latest.md", self.text_of("#handoff-meta"))
+                journal = "\n".join(d.text(e) for e in d.find_all("#detail-events li"))
+                self.assertIn("the guard refused merging a pull request: gh pr merge 7", journal)
+                self.settle(top=True)
+                d.screenshot(ARTIFACTS / "session-handoff.png")
+                self.click("#back")
+            finally:
+                subprocess.run([str(CLI), "stop", session], env=self.env, timeout=30, capture_output=True)
+                run.wait(30)
 
     def _newest_other_than(self, known):
         ids = [self.driver.run_js("return arguments[0].dataset.sessionId", {webdriver.ELEMENT: e})

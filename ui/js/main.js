@@ -93,6 +93,7 @@ listen("journal", (e) => {
   refreshSoon();
   if (app.openId && events.some((ev) => ev.session === app.openId)) {
     if (app.view === "detail") loadEventsSoon();
+    if (app.view === "detail" && events.some((ev) => ev.session === app.openId && ev.event === "handoff")) loadHandoff();
     if (app.view === "options") loadOptionsSoon();
   }
   if (events.some((ev) => ev.event === "usage")) loadUsage();

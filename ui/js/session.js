@@ -39,6 +39,18 @@ async function loadEvents() {
 }
 const loadEventsSoon = debounce(loadEvents, 150);
 
+// What the agent wrote for its next self before its context was reset (kept by Nightshift in its
+// state directory, never in the repository).
+async function loadHandoff() {
+  const id = app.openId;
+  const handoff = await call("session_handoff", { id });
+  if (handoff === FAILED || id !== app.openId) return;
+  $("handoff").hidden = !handoff;
+  if (!handoff) return;
+  $("handoff-meta").textContent = `Written ${localTime(handoff.written)} · kept in ${handoff.path}`;
+  $("handoff-text").textContent = handoff.text;
+}
+
 async function openSession(id) {
   clearError();
   if (!app.sessions.some((s) => s.id === id)) await refresh();
@@ -48,10 +60,11 @@ async function openSession(id) {
   $("screen").hidden = true;
   $("screen-note").hidden = true;
   $("detail-events").replaceChildren();
+  $("handoff").hidden = true;
   show("detail");
   renderFacts();
   focusHeading("detail-view");
-  await Promise.all([loadEvents(), loadScreen()]);
+  await Promise.all([loadEvents(), loadScreen(), loadHandoff()]);
 }
 
 function closeSession() {
