@@ -93,6 +93,30 @@ pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
     }
 }
 
+/// logind's idle and sleep inhibitors, held while this value lives (never the display's).
+pub struct Inhibitor(#[allow(dead_code)] keepawake::KeepAwake);
+
+impl std::fmt::Debug for Inhibitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Inhibitor")
+    }
+}
+
+/// Takes the inhibitors, saying `why` to logind (blocking: a D-Bus round trip). The error says
+/// what failed, for a one-line warning: the run goes on, and the machine may sleep.
+pub fn inhibit(why: &str) -> Result<Inhibitor, String> {
+    keepawake::Builder::default()
+        .display(false)
+        .idle(true)
+        .sleep(true)
+        .reason(why)
+        .app_name("Nightshift")
+        .app_reverse_domain("dev.nightshift.app")
+        .create()
+        .map(Inhibitor)
+        .map_err(|e| format!("cannot keep the machine awake: {e}; check that systemd-logind is running"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,7 @@ pub struct Awake {
 
 #[derive(Default)]
 struct Inner {
-    lock: Option<keepawake::KeepAwake>,
+    lock: Option<nightshift::awake::Inhibitor>,
     /// Why the machine is kept awake, or why it is not.
     reason: String,
     warning: Option<String>,
@@ -107,17 +107,7 @@ async fn apply(app: &AppHandle) {
         tracing::info!("sleep assertion released: no session needs the machine awake");
     } else if !armed.is_empty() && !holding {
         let why = format!("Nightshift keeps {} session(s) running", armed.len());
-        let taken = tauri::async_runtime::spawn_blocking(move || {
-            keepawake::Builder::default()
-                .display(false)
-                .idle(true)
-                .sleep(true)
-                .reason(why)
-                .app_name("Nightshift")
-                .app_reverse_domain("dev.nightshift.app")
-                .create()
-        })
-        .await;
+        let taken = tauri::async_runtime::spawn_blocking(move || nightshift::awake::inhibit(&why)).await;
         let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match taken {
             Ok(Ok(lock)) => {
@@ -126,7 +116,7 @@ async fn apply(app: &AppHandle) {
                 inner.warning = None;
             }
             Ok(Err(e)) => {
-                let warning = format!("Cannot keep the machine awake: {e}. Check that systemd-logind is running.");
+                let warning = capitalised(&e);
                 if inner.warning.as_deref() != Some(&warning) {
                     tracing::warn!("{warning}");
                 }
@@ -167,4 +157,15 @@ pub fn start(app: AppHandle) {
             tokio::time::sleep(CHECK).await;
         }
     });
+}
+
+/// `text` as a sentence: its first letter upper-case, a full stop at the end.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    out.extend(chars);
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
 }
