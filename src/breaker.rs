@@ -1,4 +1,4 @@
-//! The two circuit breakers, unrelated to each other.
+//! The circuit breakers, unrelated to each other.
 //!
 //! - The **no-progress** breaker stops respawn cycles that achieve nothing. Progress is measured,
 //!   not self-reported: the content of the session's working tree changed between two cycles
@@ -9,7 +9,11 @@
 //!   cap (ten) with the working tree unchanged. Restarts back off on a ladder (2 s, 10 s, 30 s, 2 min,
 //!   5 min). Only an explicit reset closes it.
 //!
-//! Both are pure; the session actor feeds them and journals their changes.
+//! - The **budget** breaker stops a run that spent what the user allowed: money (the harness's or
+//!   the statusLine's own totals), tokens (input, output, cache reads and writes), or time (an outer
+//!   bound on how late a run may end). Loops and terminal sessions alike.
+//!
+//! All are pure; the session and loop machines feed them and journal their changes.
 
 use std::time::Duration;
 
@@ -41,6 +45,8 @@ pub enum BreakerKind {
     NoProgress,
     /// An agent that keeps dying, or restarts that achieve nothing.
     CrashLoop,
+    /// A run that spent what it was allowed.
+    Budget,
 }
 
 impl BreakerKind {
@@ -48,7 +54,38 @@ impl BreakerKind {
         match self {
             Self::NoProgress => "no-progress",
             Self::CrashLoop => "crash-loop",
+            Self::Budget => "budget",
         }
+    }
+}
+
+/// What a run may spend; each ceiling optional.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Budget {
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+    /// How long after its start the run may go on (wall clock: time the machine slept counts).
+    pub max_wall_clock: Option<Duration>,
+}
+
+impl Budget {
+    /// A ceiling on what is spent (money or tokens), which needs every spend measured.
+    pub fn has_spend_ceiling(&self) -> bool {
+        self.max_cost_usd.is_some() || self.max_tokens.is_some()
+    }
+
+    /// Which ceiling `cost`, `tokens` and `elapsed` crossed, said for people; `None` when none.
+    pub fn crossed(&self, cost_usd: f64, tokens: u64, elapsed: Duration) -> Option<String> {
+        if let Some(max) = self.max_cost_usd.filter(|max| cost_usd >= *max) {
+            return Some(format!("spent {} of its {}", crate::event::usd(cost_usd), crate::event::usd(max)));
+        }
+        if let Some(max) = self.max_tokens.filter(|max| tokens >= *max) {
+            return Some(format!("used {tokens} tokens of its {max}"));
+        }
+        if let Some(max) = self.max_wall_clock.filter(|max| elapsed >= *max) {
+            return Some(format!("ran its {}", humantime::format_duration(max)));
+        }
+        None
     }
 }
 
@@ -236,5 +273,21 @@ mod tests {
         let trip = b.restart(false, 10, &LADDER).unwrap_err();
         assert!(trip.reason.contains("10 restarts without progress"), "{}", trip.reason);
         assert!(b.is_open());
+    }
+
+    #[test]
+    fn the_budget_names_the_ceiling_it_crossed() {
+        let none = Budget::default();
+        assert!(!none.has_spend_ceiling());
+        assert_eq!(none.crossed(1e9, u64::MAX, Duration::MAX), None, "no ceiling, no trip");
+        let b =
+            Budget { max_cost_usd: Some(2.0), max_tokens: Some(1000), max_wall_clock: Some(Duration::from_secs(3600)) };
+        assert!(b.has_spend_ceiling());
+        assert_eq!(b.crossed(1.99, 999, Duration::from_secs(3599)), None);
+        assert_eq!(b.crossed(2.0, 0, Duration::ZERO).as_deref(), Some("spent $2.00 of its $2.00"));
+        assert_eq!(b.crossed(0.0, 1000, Duration::ZERO).as_deref(), Some("used 1000 tokens of its 1000"));
+        assert_eq!(b.crossed(0.0, 0, Duration::from_secs(3600)).as_deref(), Some("ran its 1h"));
+        let clock_only = Budget { max_wall_clock: Some(Duration::from_secs(60)), ..Budget::default() };
+        assert!(!clock_only.has_spend_ceiling(), "the clock does not depend on what a child said");
     }
 }

@@ -286,6 +286,12 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
     let Some(handle) = supervisor.session(&session) else {
         return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
     };
+    if handle.kind() == crate::store::SessionKind::Loop && matches!(request, Request::Send { .. }) {
+        return Response::error(
+            "not_a_terminal",
+            format!("session {session} is a loop: it takes no typing (end it with `nightshift loop stop {session}`)"),
+        );
+    }
     let result = match request {
         Request::Send { text, enter, .. } => {
             handle.send_text(text, enter, "nightshift send").await.map(|()| Response::ok())

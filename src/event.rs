@@ -287,6 +287,56 @@ pub enum EventKind {
         #[serde(with = "crate::clock::ts")]
         to: DateTime<Utc>,
     },
+    /// A loop started an iteration (`attempt` > 1: the same iteration again, after a failure or a
+    /// limit; `probe`: a one-character session probing for an early reset).
+    IterationStarted {
+        iteration: u32,
+        attempt: u32,
+        project: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        probe: bool,
+    },
+    /// A loop's iteration ended: how (`done`, `unfinished`, `limit`, `transient`, `failed`), what it
+    /// cost by the harness's own totals (absent: not known), and whether its project's working tree
+    /// changed.
+    IterationEnded {
+        iteration: u32,
+        attempt: u32,
+        project: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        probe: bool,
+        outcome: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
+        #[serde(default)]
+        progress: bool,
+    },
+    /// A loop checked a task off in its tasks file.
+    TaskDone { project: String, task: String },
+    /// A loop waits: for a retry, a limit's reset, or a project's back-off to end (`until` absent:
+    /// the wait ended).
+    LoopWait {
+        why: crate::loops::WaitKind,
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+        until: Option<DateTime<Utc>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        project: Option<String>,
+        detail: String,
+    },
+    /// An iteration's spend could not be measured (its stream ended before the harness's totals).
+    SpendUnknown { iteration: u32, reason: String },
     /// A breaker changed.
     Breaker { breaker: crate::breaker::BreakerKind, state: crate::breaker::BreakerState, reason: String },
     /// The agent's plan usage changed (from its statusLine data).
@@ -368,6 +418,11 @@ impl EventKind {
             Self::HandoffGiven { .. } => "handoff_given",
             Self::HandoffMissing { .. } => "handoff_missing",
             Self::Suspended { .. } => "suspended",
+            Self::IterationStarted { .. } => "iteration_started",
+            Self::IterationEnded { .. } => "iteration_ended",
+            Self::TaskDone { .. } => "task_done",
+            Self::LoopWait { .. } => "loop_wait",
+            Self::SpendUnknown { .. } => "spend_unknown",
         }
     }
 
@@ -471,6 +526,44 @@ impl EventKind {
             Self::Breaker { breaker, state, reason } => {
                 format!("{} breaker {}: {reason}", breaker.as_str(), state.as_str())
             }
+            Self::IterationStarted { iteration, attempt, project, task, probe } => {
+                if *probe {
+                    return format!("probing for an early reset of the usage limit ({project})");
+                }
+                let again = if *attempt > 1 { format!(" (attempt {attempt})") } else { String::new() };
+                match task {
+                    Some(task) => format!("iteration {iteration}{again} started in {project}: {task}"),
+                    None => format!("iteration {iteration}{again} started in {project}"),
+                }
+            }
+            Self::IterationEnded {
+                iteration, probe, outcome, detail, cost_usd, tokens, duration_ms, progress, ..
+            } => {
+                let mut text =
+                    if *probe { format!("probe: {outcome}") } else { format!("iteration {iteration} {outcome}") };
+                if let Some(detail) = detail {
+                    text.push_str(&format!(": {detail}"));
+                }
+                let cost = cost_usd.map_or_else(|| "spend unknown".to_string(), usd);
+                text.push_str(&format!(" ({cost}"));
+                if let Some(tokens) = tokens {
+                    text.push_str(&format!(", {tokens} tokens"));
+                }
+                if let Some(ms) = duration_ms {
+                    text.push_str(&format!(", {:.1} s", *ms as f64 / 1000.0));
+                }
+                if *progress {
+                    text.push_str(", the working tree changed");
+                }
+                text.push(')');
+                text
+            }
+            Self::TaskDone { task, .. } => format!("task done: {task}"),
+            Self::LoopWait { until: Some(until), detail, .. } => format!("waits until {}: {detail}", at(until)),
+            Self::LoopWait { until: None, detail, .. } => detail.clone(),
+            Self::SpendUnknown { iteration, reason } => {
+                format!("SPEND UNKNOWN for iteration {iteration}: {reason}")
+            }
             Self::Usage { sample } => {
                 let mut text = format!("usage {}", crate::usage::chip(sample, false));
                 if let Some(cost) = sample.cost_usd {
@@ -505,6 +598,16 @@ impl Event {
 
 fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {
     *guard == crate::limits::WindowGuard::default()
+}
+
+/// Dollars for people: cents, or tenths of a cent under ten cents (one headless answer can cost
+/// $0.004).
+pub fn usd(cost: f64) -> String {
+    if cost.abs() < 0.1 {
+        format!("${cost:.4}")
+    } else {
+        format!("${cost:.2}")
+    }
 }
 
 #[cfg(test)]

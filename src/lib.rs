@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod journal;
 pub mod limits;
 pub mod logging;
+pub mod loops;
 pub mod notice;
 pub mod overview;
 pub mod paths;

@@ -125,6 +125,7 @@ mod tests {
     fn row(id: &str, state: &str) -> SessionRow {
         let state = SessionState::parse(state).unwrap();
         SessionRow {
+            kind: crate::store::SessionKind::Terminal,
             id: id.into(),
             command: vec!["/usr/bin/claude".into(), "--continue".into()],
             cwd: format!("/home/me/{id}"),

@@ -123,6 +123,8 @@ fn migrations() -> Migrations<'static> {
         // When Nightshift ended while the session waited for a limit's reset and kept its resume
         // (its next state, or an adoption, clears it).
         M::up("ALTER TABLE sessions ADD COLUMN kept TEXT;"),
+        // A session is a terminal one (an agent in a PTY) or a loop of headless iterations.
+        M::up("ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'terminal';"),
     ])
 }
 
@@ -146,10 +148,29 @@ pub struct UsageRow {
     pub sample: Sample,
 }
 
+/// What kind of session: an agent in a terminal, or a loop of fresh headless iterations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionKind {
+    #[default]
+    Terminal,
+    Loop,
+}
+
+impl SessionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Terminal => "terminal",
+            Self::Loop => "loop",
+        }
+    }
+}
+
 /// A session as the journal knows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionRow {
     pub id: String,
+    pub kind: SessionKind,
     pub command: Vec<String>,
     pub cwd: String,
     pub agent: String,
@@ -267,6 +288,7 @@ fn pid_alive(pid: i64) -> bool {
 #[derive(Debug, Clone)]
 pub struct NewSession<'a> {
     pub id: &'a str,
+    pub kind: SessionKind,
     pub command: &'a [String],
     pub cwd: &'a str,
     pub agent: &'a str,
@@ -357,8 +379,8 @@ impl Store {
         let created = format_ts(s.created);
         self.conn.execute(
             "INSERT INTO sessions (id, command, cwd, agent, preset, created, state, last_event, last_event_at,
-                                   owner_pid, control_socket)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'starting', 'created', ?6, ?7, ?8)",
+                                   owner_pid, control_socket, kind)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'starting', 'created', ?6, ?7, ?8, ?9)",
             params![
                 s.id,
                 serde_json::to_string(s.command).expect("strings serialise"),
@@ -368,6 +390,7 @@ impl Store {
                 created,
                 s.owner_pid,
                 s.control_socket,
+                s.kind.as_str(),
             ],
         )?;
         Ok(())
@@ -602,7 +625,7 @@ impl Store {
 }
 
 const SESSION_SELECT: &str = "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
-        state, reason, last_event, last_event_at, owner_pid, control_socket, kept FROM sessions";
+        state, reason, last_event, last_event_at, owner_pid, control_socket, kept, kind FROM sessions";
 
 fn stored_event(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     Ok(StoredEvent { id: r.get(0)?, ts: r.get(1)?, session: r.get(2)?, event: r.get(3)?, body: r.get(4)? })
@@ -629,6 +652,7 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         owner_pid: r.get(14)?,
         control_socket: r.get(15)?,
         kept: r.get(16)?,
+        kind: if r.get::<_, String>(17)? == "loop" { SessionKind::Loop } else { SessionKind::Terminal },
     })
 }
 
@@ -641,6 +665,7 @@ mod tests {
     fn new_session<'a>(id: &'a str, command: &'a [String]) -> NewSession<'a> {
         NewSession {
             id,
+            kind: crate::store::SessionKind::Terminal,
             command,
             cwd: "/tmp",
             agent: "generic",

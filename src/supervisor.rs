@@ -248,6 +248,7 @@ impl Supervisor {
         self.journal.write(|s| {
             s.create_session(&NewSession {
                 id: id.as_str(),
+                kind: crate::store::SessionKind::Terminal,
                 command: &argv,
                 cwd: &cwd,
                 agent: spec.agent.as_str(),
@@ -260,6 +261,57 @@ impl Supervisor {
         tracing::info!(session = %id, command = ?spec.command, "starting session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
         self.launch(id, spec)
+    }
+
+    /// Records and starts a loop of headless iterations (see [`crate::loops`]).
+    pub fn start_loop(&self, spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
+        let id = SessionId::generate();
+        let argv = spec.command_line();
+        let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        self.journal.write(|s| {
+            s.create_session(&NewSession {
+                id: id.as_str(),
+                kind: crate::store::SessionKind::Loop,
+                command: &argv,
+                cwd: &cwd,
+                agent: spec.agent.as_str(),
+                preset: None,
+                created: self.journal.now(),
+                owner_pid: std::process::id(),
+                control_socket: socket.as_deref(),
+            })
+        })?;
+        let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
+        tracing::info!(session = %id, ?projects, "starting loop");
+        self.journal.emit(
+            &id,
+            EventKind::state(
+                SessionState::Starting,
+                format!("starting a loop of {} in {}", argv[0], projects.join(", ")),
+            ),
+        );
+        let (control_tx, controls) = tokio::sync::mpsc::channel(64);
+        let (status, status_rx) = tokio::sync::watch::channel(crate::session::Status {
+            state: SessionState::Starting,
+            exit: None,
+            options: crate::session::Options::default(),
+        });
+        let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Loop);
+        let actor = crate::loops::actor::LoopActor {
+            id: id.clone(),
+            spec,
+            journal: self.journal.clone(),
+            state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
+            status,
+        };
+        lock(&self.sessions).insert(id.clone(), handle.clone());
+        let sessions = Arc::clone(&self.sessions);
+        tokio::spawn(async move {
+            actor.run(controls).await;
+            lock(&sessions).remove(&id);
+        });
+        Ok(handle)
     }
 
     /// Sessions whose Nightshift died while they waited for a usage limit's reset, with auto-resume

@@ -45,6 +45,7 @@ fn session(store: &mut Store, id: &str, cwd: &Path, created: DateTime<Utc>, owne
     store
         .create_session(&NewSession {
             id,
+            kind: nightshift::store::SessionKind::Terminal,
             command: &command,
             cwd: cwd.to_str().unwrap(),
             agent: "claude",

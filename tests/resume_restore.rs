@@ -40,6 +40,7 @@ fn seed(store: &mut Store, dir: &std::path::Path, id: &str, then: Vec<EventKind>
     store
         .create_session(&NewSession {
             id,
+            kind: nightshift::store::SessionKind::Terminal,
             command: &command,
             cwd: &std::env::temp_dir().display().to_string(),
             agent: "claude",
@@ -227,6 +228,7 @@ async fn a_restored_session_is_armed_again_for_the_rest_of_its_duration() {
     store
         .create_session(&NewSession {
             id: "overnight1",
+            kind: nightshift::store::SessionKind::Terminal,
             command: &command,
             cwd: &std::env::temp_dir().display().to_string(),
             agent: "claude",
@@ -276,6 +278,7 @@ fn stop_does_not_end_a_session_whose_owner_still_runs() {
     store
         .create_session(&NewSession {
             id: "running1",
+            kind: nightshift::store::SessionKind::Terminal,
             command: &command,
             cwd: "/tmp",
             agent: "claude",

@@ -5,6 +5,8 @@ mod digest;
 mod generate;
 mod hook;
 mod journal;
+mod log;
+mod loops;
 mod presets;
 mod restore;
 mod run;
@@ -53,6 +55,10 @@ enum Command {
     Sessions(sessions::Args),
     /// Show the journal's events.
     Journal(journal::Args),
+    /// Work through tasks unattended: a fresh headless session per task, with budgets and retries.
+    Loop(loops::Args),
+    /// What a loop's iterations did, as a person reads it.
+    Log(log::Args),
     /// Type text into a running session.
     Send(send::Args),
     /// Stop a running session (SIGHUP, then SIGKILL after a grace period).
@@ -87,6 +93,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(cli.state_dir, args),
         Command::Sessions(args) => sessions::run(cli.state_dir, args),
         Command::Journal(args) => journal::run(cli.state_dir, args),
+        Command::Loop(args) => loops::run(cli.state_dir, args),
+        Command::Log(args) => log::run(cli.state_dir, args),
         Command::Send(args) => send::run(cli.state_dir, args),
         Command::Stop(args) => stop::run(cli.state_dir, args),
         Command::Screen(args) => screen::run(cli.state_dir, args),

@@ -27,6 +27,8 @@ pub enum Source {
     Hook,
     /// The journal: a session restarted with the resume it was waiting for.
     Journal,
+    /// A headless session's event stream (its typed `rate_limit_event` and errors).
+    Stream,
 }
 
 impl Source {
@@ -36,6 +38,7 @@ impl Source {
             Self::Data => "data",
             Self::Hook => "hook",
             Self::Journal => "journal",
+            Self::Stream => "stream",
         }
     }
 }

@@ -63,7 +63,7 @@ impl Actor {
         let (control_tx, controls) = mpsc::channel(64);
         let (status, status_rx) =
             watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
-        let handle = SessionHandle { id: id.clone(), control: control_tx, status: status_rx };
+        let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Terminal);
         let agent = start.agent;
         let now = Now { mono: Instant::now(), wall: journal.now() };
         let (machine, fx) = Machine::new(start, now);

@@ -145,11 +145,26 @@ pub struct SessionHandle {
     id: SessionId,
     control: mpsc::Sender<Control>,
     status: watch::Receiver<Status>,
+    kind: crate::store::SessionKind,
 }
 
 impl SessionHandle {
+    pub(crate) fn new(
+        id: SessionId,
+        control: mpsc::Sender<Control>,
+        status: watch::Receiver<Status>,
+        kind: crate::store::SessionKind,
+    ) -> Self {
+        Self { id, control, status, kind }
+    }
+
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// A terminal session, or a loop of headless iterations (which takes no typing).
+    pub fn kind(&self) -> crate::store::SessionKind {
+        self.kind
     }
 
     pub fn status(&self) -> Status {

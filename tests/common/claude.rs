@@ -74,28 +74,78 @@ impl Default for Options<'_> {
     }
 }
 
-impl ClaudeRun {
-    pub fn start(client: &Path, base_url: &str, opts: Options<'_>) -> Self {
-        let env = Env::new();
+/// A private home for the client: its config directory (onboarding done, the project trusted),
+/// and the environment that points it at the mock API.
+pub struct ClientHome {
+    pub home: PathBuf,
+    pub config: PathBuf,
+    pub workdir: PathBuf,
+    pub vars: Vec<(String, String)>,
+}
+
+impl ClientHome {
+    pub fn new(env: &Env, base_url: &str, auth: Auth, trusted: &[&Path]) -> Self {
         let home = env.path("home");
         let config = env.path("claude-config");
         let workdir = env.path("project");
         for dir in [&home, &config, &workdir] {
             std::fs::create_dir_all(dir).unwrap();
         }
-        let key = match opts.auth {
+        let key = match auth {
             Auth::Subscriber => OAUTH_TOKEN,
             Auth::ApiKey => API_KEY,
         };
+        let project = serde_json::json!({"hasTrustDialogAccepted": true,
+            "hasCompletedProjectOnboarding": true, "projectOnboardingSeenCount": 1, "allowedTools": []});
+        let mut projects = serde_json::Map::new();
+        for dir in std::iter::once(workdir.as_path()).chain(trusted.iter().copied()) {
+            projects.insert(dir.display().to_string(), project.clone());
+        }
         // Without this the first run tries onboarding against the public API host.
         let state = serde_json::json!({
             "hasCompletedOnboarding": true, "lastOnboardingVersion": "2.1.332", "lastReleaseNotesSeen": "2.1.332",
             "theme": "dark", "autoUpdates": false, "bypassPermissionsModeAccepted": true,
             "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
-            "projects": {workdir.display().to_string(): {"hasTrustDialogAccepted": true,
-                "hasCompletedProjectOnboarding": true, "projectOnboardingSeenCount": 1, "allowedTools": []}}
+            "projects": projects
         });
         std::fs::write(config.join(".claude.json"), state.to_string()).unwrap();
+        let mut vars: Vec<(String, String)> = [
+            ("HOME", home.display().to_string()),
+            ("PATH", std::env::var("PATH").unwrap_or_default()),
+            ("TERM", "xterm-256color".into()),
+            ("LANG", "C.UTF-8".into()),
+            ("CLAUDE_CONFIG_DIR", config.display().to_string()),
+            ("ANTHROPIC_BASE_URL", base_url.into()),
+            ("DISABLE_AUTOUPDATER", "1".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ("DISABLE_TELEMETRY", "1".into()),
+            ("DISABLE_ERROR_REPORTING", "1".into()),
+            ("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1".into()),
+            ("NIGHTSHIFT_STATE_DIR", env.state_dir().display().to_string()),
+            ("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir().display().to_string()),
+            ("NIGHTSHIFT_CONFIG_DIR", env.path("config").display().to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        vars.push(match auth {
+            Auth::Subscriber => ("CLAUDE_CODE_OAUTH_TOKEN".into(), key.into()),
+            Auth::ApiKey => ("ANTHROPIC_API_KEY".into(), key.into()),
+        });
+        Self { home, config, workdir, vars }
+    }
+
+    /// `cmd` with only this environment.
+    pub fn apply<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.env_clear().envs(self.vars.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl ClaudeRun {
+    pub fn start(client: &Path, base_url: &str, opts: Options<'_>) -> Self {
+        let env = Env::new();
+        let client_home = ClientHome::new(&env, base_url, opts.auth, &[]);
+        let (config, workdir) = (client_home.config.clone(), client_home.workdir.clone());
         if let Some(settings) = opts.client_settings {
             std::fs::write(config.join("settings.json"), settings).unwrap();
         }
@@ -108,29 +158,11 @@ impl ClaudeRun {
             .arg("--")
             .arg(client)
             .args(opts.args)
-            .env_clear()
-            .env("HOME", &home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("TERM", "xterm-256color")
-            .env("LANG", "C.UTF-8")
-            .env("CLAUDE_CONFIG_DIR", &config)
-            .env("ANTHROPIC_BASE_URL", base_url)
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
-            .env("NIGHTSHIFT_STATE_DIR", env.state_dir())
-            .env("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir())
-            .env("NIGHTSHIFT_CONFIG_DIR", env.path("config"))
             .current_dir(&workdir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        match opts.auth {
-            Auth::Subscriber => cmd.env("CLAUDE_CODE_OAUTH_TOKEN", key),
-            Auth::ApiKey => cmd.env("ANTHROPIC_API_KEY", key),
-        };
+        client_home.apply(&mut cmd);
         for (k, v) in opts.extra_env {
             cmd.env(k, v);
         }

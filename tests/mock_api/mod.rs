@@ -5,7 +5,7 @@
 //! answer lasting 20 s), `mock:tool:30` (a Bash tool call running `sleep 30`), `mock:perm` (a tool
 //! call that needs the user's permission in the default permission mode), `mock:question` (the
 //! AskUserQuestion tool), `mock:limit` (HTTP 429 with the unified rate-limit headers), `mock:overload`
-//! (HTTP 529). A tool result is answered with a short text. Every request is logged with when its
+//! (HTTP 529; `mock:overload:2`: for the first two requests of that prompt, then an answer). A tool result is answered with a short text. Every request is logged with when its
 //! answer's last byte was sent, which is what detection latency is measured from.
 #![allow(dead_code)]
 
@@ -62,6 +62,8 @@ struct Shared {
     default: Mutex<String>,
     /// `anthropic-ratelimit-unified-upgrade-paths`, when set.
     upgrade_paths: Mutex<Option<String>>,
+    /// How many `overload:K` answers each prompt has had.
+    overloaded: Mutex<std::collections::HashMap<String, u32>>,
 }
 
 /// A running mock; stops when dropped.
@@ -88,6 +90,7 @@ impl MockApi {
             usage: Mutex::new(Usage::default()),
             default: Mutex::new("fast".into()),
             upgrade_paths: Mutex::new(None),
+            overloaded: Mutex::new(std::collections::HashMap::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the mock API");
@@ -140,6 +143,8 @@ pub enum Scenario {
     Question,
     Limit,
     Overload,
+    /// Overloaded (529) for the first K requests of a prompt, then a fast answer.
+    OverloadFor(u32),
     /// An answer that quotes a usage-limit message.
     Quote,
     /// Answering a tool result.
@@ -166,6 +171,7 @@ impl Scenario {
             Self::Question => "question".into(),
             Self::Limit => "limit".into(),
             Self::Overload => "overload".into(),
+            Self::OverloadFor(k) => format!("overload:{k}"),
             Self::Quote => "quote".into(),
             Self::AfterTool => "after_tool".into(),
             Self::Context(n) => format!("ctx:{n}"),
@@ -189,7 +195,10 @@ pub fn scenario_for(text: &str) -> Scenario {
         "perm" => Scenario::Perm,
         "question" => Scenario::Question,
         "limit" => Scenario::Limit,
-        "overload" => Scenario::Overload,
+        "overload" => match arg {
+            Some(k) => Scenario::OverloadFor(k as u32),
+            None => Scenario::Overload,
+        },
         "quote" => Scenario::Quote,
         "ctx" => Scenario::Context(arg.unwrap_or(800_000.0) as u64),
         "push" => Scenario::Push,
@@ -299,6 +308,12 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes) -> R
     } else {
         scenario_for(&format!("mock:{}", shared.default.lock().unwrap()))
     };
+    if let Scenario::OverloadFor(k) = scenario {
+        let mut seen = shared.overloaded.lock().unwrap();
+        let n = seen.entry(text.clone()).or_insert(0);
+        *n += 1;
+        scenario = if *n <= k { Scenario::Overload } else { Scenario::Fast };
+    }
     // A limit lasts until its window resets, like the real one.
     let reset = if usage.seven_day >= 1.0 { usage.seven_day_reset } else { usage.five_hour_reset };
     if scenario == Scenario::Limit && epoch(SystemTime::now()) >= reset {

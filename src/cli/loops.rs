@@ -1,0 +1,254 @@
+//! `nightshift loop`: a fresh headless session per task until the tasks, the budget or the night
+//! run out; `nightshift loop stop|halt [LOOP]` leaves it a marker.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use nightshift::breaker::Budget;
+use nightshift::loops::machine::{Marker, Settings};
+use nightshift::loops::tasks::Source;
+use nightshift::loops::{global_marker, loop_dir, marker_name, LoopSpec, ProjectSpec};
+use nightshift::paths::Paths;
+use nightshift::AgentKind;
+
+use super::run::{host, open_events, stop_on_signals};
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Let the current iteration finish, then end (one loop, or every loop).
+    Stop(MarkerArgs),
+    /// End now, stopping the current iteration (one loop, or every loop).
+    Halt(MarkerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct MarkerArgs {
+    /// The loop (an id or a unique prefix); every loop when left out.
+    #[arg(value_name = "LOOP")]
+    session: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["prompt", "tasks"])))]
+struct RunArgs {
+    /// The harness: claude (`claude -p --output-format stream-json`) or codex (`codex exec --json`)
+    #[arg(long, value_name = "claude|codex", default_value = "claude")]
+    agent: AgentKind,
+    /// The harness's program [default: claude, or codex]
+    #[arg(long, value_name = "PATH")]
+    program: Option<String>,
+    /// The task of every iteration
+    #[arg(long, value_name = "TEXT")]
+    prompt: Option<String>,
+    /// A Markdown checklist, or one task per line: each iteration takes the first open one and
+    /// checks it off when it ends well (relative: in each project's directory)
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    tasks: Option<PathBuf>,
+    /// A project's directory; repeat it to go round several, one iteration each [default: here]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    cwd: Vec<PathBuf>,
+    /// A file listing the projects' directories, one per line (`#` for comments)
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    projects: Option<PathBuf>,
+    /// End after this many iterations (a retry is the same iteration)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_iterations: Option<u32>,
+    /// Stop once the harness's own totals reach this many dollars
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+    /// Stop once input, output and cache tokens reach this many
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// An outer bound on how late the loop may end (`8h`, `90m`); the machine's sleep counts
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    max_wall_clock: Option<Duration>,
+    /// Retries of one iteration after transient failures before giving up; 0: never give up
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_retries: u32,
+    /// The first wait before a retry; each next one doubles
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30s")]
+    retry_first: Duration,
+    /// The longest wait between retries
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5m")]
+    retry_cap: Duration,
+    /// How often a usage-limit wait probes for an early reset
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30m")]
+    probe_every: Duration,
+    /// How long after a limit's reset the iteration runs again
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
+    limit_margin: Duration,
+    /// Write every event as a JSON line to PATH (`-`: stdout)
+    #[arg(long, value_name = "PATH|-")]
+    events: Option<String>,
+    /// The harness's own flags (after `--`): model, permission mode, allowed tools
+    #[arg(last = true, value_name = "HARNESS ARGS")]
+    harness_args: Vec<String>,
+}
+
+pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Some(Action::Stop(m)) => leave_marker(state_dir, Marker::Stop, m.session),
+        Some(Action::Halt(m)) => leave_marker(state_dir, Marker::Halt, m.session),
+        None => start(state_dir, args.run),
+    }
+}
+
+fn leave_marker(state_dir: Option<PathBuf>, marker: Marker, session: Option<String>) -> anyhow::Result<ExitCode> {
+    let (paths, store) = super::open_store(state_dir)?;
+    let path = match &session {
+        Some(prefix) => {
+            let row = store.find_session(prefix)?;
+            if row.kind != nightshift::store::SessionKind::Loop {
+                anyhow::bail!("session {} is not a loop; stop it with `nightshift stop {}`", row.id, row.id);
+            }
+            if row.is_final() {
+                anyhow::bail!("loop {} has already ended", row.id);
+            }
+            loop_dir(&paths.state_dir, &row.id).join(marker_name(marker))
+        }
+        None => global_marker(&paths.state_dir, marker),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(&path, b"").with_context(|| format!("cannot write the marker {}", path.display()))?;
+    let what = match (marker, &session) {
+        (Marker::Stop, Some(_)) => "it ends after its current iteration",
+        (Marker::Halt, Some(_)) => "it ends now",
+        (Marker::Stop, None) => "every loop ends after its current iteration; remove the marker to start loops again",
+        (Marker::Halt, None) => "every loop ends now; remove the marker to start loops again",
+    };
+    println!("{}: {what}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (paths, store) = super::open_store(state_dir)?;
+    if args.agent == AgentKind::Generic {
+        anyhow::bail!("a loop runs claude or codex headless; --agent generic has no event stream to read");
+    }
+    for marker in [Marker::Stop, Marker::Halt] {
+        let path = global_marker(&paths.state_dir, marker);
+        if path.exists() {
+            anyhow::bail!(
+                "a {} marker is left over from an earlier `nightshift loop {}`; remove it to start: rm {}",
+                marker_name(marker),
+                marker_name(marker).to_lowercase(),
+                path.display()
+            );
+        }
+    }
+    let projects = projects(&args, &paths)?;
+    for value in [args.max_cost_usd].into_iter().flatten() {
+        if !(value.is_finite() && value > 0.0) {
+            anyhow::bail!("--max-cost-usd must be a positive number of dollars, not {value}");
+        }
+    }
+    let settings = Settings {
+        max_iterations: args.max_iterations,
+        budget: Budget {
+            max_cost_usd: args.max_cost_usd,
+            max_tokens: args.max_tokens,
+            max_wall_clock: args.max_wall_clock,
+        },
+        max_retries: args.max_retries,
+        retry_first: args.retry_first,
+        retry_cap: args.retry_cap,
+        probe_every: args.probe_every,
+        limit_margin: args.limit_margin,
+        ..Settings::default()
+    };
+    let program = args.program.clone().unwrap_or_else(|| args.agent.as_str().to_string());
+    let spec = LoopSpec { agent: args.agent, program, args: args.harness_args, projects, settings, env: Vec::new() };
+    let events = open_events(args.events.as_deref())?;
+    super::runtime()?.block_on(supervise(paths, store, spec, events))
+}
+
+/// The projects: each `--cwd`, the `--projects` file's, or here; with the tasks of each.
+fn projects(args: &RunArgs, paths: &Paths) -> anyhow::Result<Vec<ProjectSpec>> {
+    let here = std::env::current_dir().context("cannot read the current directory")?;
+    let mut dirs: Vec<PathBuf> = args.cwd.iter().map(|d| here.join(d)).collect();
+    if let Some(file) = &args.projects {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the projects file {}", file.display()))?;
+        let base = file.parent().map_or(here.clone(), |p| here.join(p));
+        dirs.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(|l| base.join(l)));
+    }
+    if dirs.is_empty() {
+        dirs.push(here.clone());
+    }
+    let mut projects = Vec::new();
+    for dir in dirs {
+        let dir = std::fs::canonicalize(&dir)
+            .with_context(|| format!("the project directory {} does not exist", dir.display()))?;
+        if !dir.is_dir() {
+            anyhow::bail!("{} is not a directory", dir.display());
+        }
+        if dir.starts_with(&paths.state_dir) {
+            anyhow::bail!("{} is inside Nightshift's state directory, not a project", dir.display());
+        }
+        if paths.state_dir.starts_with(&dir) {
+            eprintln!(
+                "nightshift: warning: the state directory {} is inside the project {}: its sessions could write \
+                 the loop's STOP and HALT markers",
+                paths.state_dir.display(),
+                dir.display()
+            );
+        }
+        let tasks = match (&args.prompt, &args.tasks) {
+            (Some(prompt), _) => Source::Prompt(prompt.clone()),
+            (None, Some(file)) => {
+                // Relative to each project when there are projects; to here for the one here.
+                let single = args.cwd.is_empty() && args.projects.is_none();
+                let file = if file.is_absolute() || single { here.join(file) } else { dir.join(file) };
+                nightshift::loops::tasks::read(&Source::File(file.clone()))?;
+                Source::File(file)
+            }
+            (None, None) => anyhow::bail!("say what each iteration does: --prompt TEXT or --tasks FILE"),
+        };
+        projects.push(ProjectSpec { cwd: dir, tasks });
+    }
+    Ok(projects)
+}
+
+async fn supervise(
+    paths: Paths,
+    store: nightshift::store::Store,
+    spec: LoopSpec,
+    events: Option<super::run::EventWriter>,
+) -> anyhow::Result<ExitCode> {
+    let guard = nightshift::hooks::guard::Rules::builtin();
+    let (supervisor, control) = host(&paths, store, events, guard);
+    let handle = supervisor.start_loop(spec)?;
+    eprintln!(
+        "nightshift: loop {} started; `nightshift loop stop {}` ends it after its iteration",
+        handle.id(),
+        handle.id()
+    );
+    // A loop keeps the machine awake for as long as it runs (the app does so for its own).
+    let why = format!("Nightshift loop {} is running", handle.id());
+    let inhibitor = tokio::task::spawn_blocking(move || nightshift::awake::inhibit(&why)).await?;
+    let inhibitor = match inhibitor {
+        Ok(inhibitor) => Some(inhibitor),
+        Err(e) => {
+            eprintln!("nightshift: warning: {e}; the loop goes on, but the machine may sleep");
+            None
+        }
+    };
+    stop_on_signals(std::slice::from_ref(&handle), true)?;
+    let exit = handle.wait().await;
+    drop(inhibitor);
+    drop(control);
+    Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
+}

@@ -1,0 +1,561 @@
+//! The loop's executor: runs each iteration as a headless child, reads its stream, keeps it
+//! (gzipped) in the state directory, watches the STOP and HALT markers and the tasks files, and
+//! carries out what the [`Machine`] decides.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::machine::{Effect, Input, Machine, Marker, Project, Run, Settings};
+use super::stream::{self, Reader, Report};
+use super::tasks::{self, Source};
+use crate::agent::AgentKind;
+use crate::event::{SessionId, SessionState};
+use crate::journal::Journal;
+use crate::pty::Exit;
+use crate::screen::Snapshot;
+use crate::session::machine::Now;
+use crate::session::{Control, Status};
+
+/// How often the markers, the tasks files and the deadlines are looked at.
+const POLL: Duration = Duration::from_millis(250);
+/// How long a killed iteration has between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(3);
+/// The stderr kept of an iteration (its end; the start is the least telling).
+const STDERR_KEPT: usize = 64 << 10;
+/// Readable lines of the running iteration the window's "screen" shows.
+const SHOWN_LINES: usize = 200;
+
+/// One project of a loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectSpec {
+    pub cwd: PathBuf,
+    pub tasks: Source,
+}
+
+/// A loop to run.
+#[derive(Debug, Clone)]
+pub struct LoopSpec {
+    pub agent: AgentKind,
+    /// The harness's program (`claude`, `codex`, or a path to one).
+    pub program: String,
+    /// The user's own flags for the harness (model, permission mode), after Nightshift's.
+    pub args: Vec<String>,
+    pub projects: Vec<ProjectSpec>,
+    pub settings: Settings,
+    /// Extra environment for every iteration.
+    pub env: Vec<(String, String)>,
+}
+
+impl LoopSpec {
+    /// The harness's arguments for `run`: a fresh headless session that streams its events.
+    pub fn argv(&self, run: &Run) -> Vec<String> {
+        let mut argv = vec![self.program.clone()];
+        match self.agent {
+            AgentKind::Codex => {
+                argv.extend(["exec", "--json", "--skip-git-repo-check"].map(String::from));
+                if run.probe {
+                    argv.extend(["--sandbox", "read-only"].map(String::from));
+                }
+                argv.extend(self.args.iter().cloned());
+                argv.push(run.prompt.clone());
+            }
+            AgentKind::Claude | AgentKind::Generic => {
+                argv.extend(["-p", &run.prompt, "--output-format", "stream-json", "--verbose"].map(String::from));
+                argv.extend(self.args.iter().cloned());
+                if run.probe {
+                    // A probe asks nothing of the tools and keeps nothing.
+                    argv.extend(["--tools", "", "--max-turns", "1", "--no-session-persistence"].map(String::from));
+                }
+            }
+        }
+        argv
+    }
+
+    /// The command as the journal shows it (the task's place marked).
+    pub fn command_line(&self) -> Vec<String> {
+        let run = Run { project: 0, prompt: "<task>".into(), task: None, probe: false, iteration: 0, attempt: 0 };
+        self.argv(&run)
+    }
+}
+
+/// Where a loop keeps its files: `<state>/loops/<id>/`.
+pub fn loop_dir(state_dir: &Path, id: &str) -> PathBuf {
+    state_dir.join("loops").join(id)
+}
+
+/// The markers every loop obeys: `<state>/loops/STOP` and `HALT`.
+pub fn global_marker(state_dir: &Path, marker: Marker) -> PathBuf {
+    state_dir.join("loops").join(marker_name(marker))
+}
+
+pub fn marker_name(marker: Marker) -> &'static str {
+    match marker {
+        Marker::Stop => "STOP",
+        Marker::Halt => "HALT",
+    }
+}
+
+/// The stream file of an iteration's attempt.
+pub fn stream_file(dir: &Path, iteration: u32, attempt: u32, probe: bool) -> PathBuf {
+    let kind = if probe { "probe" } else { "iteration" };
+    dir.join(format!("{kind}-{iteration:04}-{attempt}.jsonl.gz"))
+}
+
+/// What an iteration's reader task tells the actor.
+enum ChildMsg {
+    Tokens(u64),
+    Said(Vec<String>),
+    Ended(Box<Report>),
+}
+
+struct Child {
+    pid: i32,
+    msgs: mpsc::UnboundedReceiver<ChildMsg>,
+    project: usize,
+    before: Option<crate::git::Fingerprint>,
+}
+
+pub(crate) struct LoopActor {
+    pub id: SessionId,
+    pub spec: LoopSpec,
+    pub journal: Journal,
+    pub state_dir: Option<PathBuf>,
+    pub status: watch::Sender<Status>,
+}
+
+struct Exec {
+    id: SessionId,
+    spec: Arc<LoopSpec>,
+    journal: Journal,
+    dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    status: watch::Sender<Status>,
+    machine: Machine,
+    child: Option<Child>,
+    pending: Vec<Input>,
+    /// Each file project's tasks file as last read (to send only changes).
+    tasks_seen: Vec<Option<String>>,
+    /// Tasks files that could not be read last time (said once).
+    unreadable: Vec<bool>,
+    /// What the running iteration said lately, as people read it.
+    shown: std::collections::VecDeque<String>,
+    markers_seen: Vec<Marker>,
+    ended: bool,
+}
+
+impl LoopActor {
+    /// Runs the loop until it ends; `controls` are its handle's requests.
+    pub async fn run(self, mut controls: mpsc::Receiver<Control>) {
+        let LoopActor { id, spec, journal, state_dir, status } = self;
+        let projects = spec
+            .projects
+            .iter()
+            .map(|p| Project { label: p.cwd.display().to_string(), tasks_file: matches!(p.tasks, Source::File(_)) })
+            .collect();
+        let machine = Machine::new(spec.settings.clone(), projects);
+        let dir = state_dir.as_deref().map(|s| loop_dir(s, id.as_str()));
+        if let Some(dir) = &dir {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                tracing::warn!(session = %id, "cannot keep the loop's streams in {}: {e}", dir.display());
+            }
+        }
+        let n = spec.projects.len();
+        let mut exec = Exec {
+            id,
+            spec: Arc::new(spec),
+            journal,
+            dir,
+            state_dir,
+            status,
+            machine,
+            child: None,
+            pending: Vec::new(),
+            tasks_seen: vec![None; n],
+            unreadable: vec![false; n],
+            shown: Default::default(),
+            markers_seen: Vec::new(),
+            ended: false,
+        };
+        exec.step(Input::Start);
+        exec.refresh_tasks();
+        let mut poll = tokio::time::interval(POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        while !exec.ended {
+            tokio::select! {
+                control = controls.recv() => match control {
+                    Some(c) => exec.control(c),
+                    None => exec.step(Input::Marker(Marker::Halt)),
+                },
+                msg = child_msg(&mut exec.child) => exec.child_said(msg),
+                _ = poll.tick() => exec.poll(),
+            }
+        }
+        // A killed child's reader ends on its own; nothing waits on it any more.
+        tracing::info!(session = %exec.id, "loop ended");
+    }
+}
+
+async fn child_msg(child: &mut Option<Child>) -> Option<ChildMsg> {
+    match child {
+        Some(c) => c.msgs.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Exec {
+    fn now(&self) -> Now {
+        Now { mono: Instant::now(), wall: self.journal.now() }
+    }
+
+    fn step(&mut self, input: Input) {
+        self.pending.push(input);
+        while !self.pending.is_empty() {
+            let input = self.pending.remove(0);
+            let now = self.now();
+            let fx = self.machine.step(input, now);
+            self.apply(fx);
+        }
+    }
+
+    fn apply(&mut self, fx: Vec<Effect>) {
+        for effect in fx {
+            match effect {
+                Effect::Emit(kind) => {
+                    if let Some(state) = kind.new_state() {
+                        let hold = !state.is_final() && state != SessionState::LimitPaused;
+                        self.status.send_modify(|s| {
+                            s.state = state;
+                            s.options.awake = crate::awake::Want {
+                                hold,
+                                reason: if hold { "a loop runs".into() } else { "the loop waits or has ended".into() },
+                                next_action: None,
+                            };
+                        });
+                    }
+                    self.journal.emit(&self.id, kind);
+                }
+                Effect::Spawn(run) => match self.spawn(&run) {
+                    Ok(child) => self.child = Some(child),
+                    Err(error) => self.pending.push(Input::SpawnFailed { error }),
+                },
+                Effect::Kill { reason } => self.kill(&reason),
+                Effect::CheckOff { project, task } => self.check_off(project, &task),
+                Effect::End => {
+                    self.ended = true;
+                    let code = if self.machine.failed() { 1 } else { 0 };
+                    self.status.send_modify(|s| s.exit = Some(Exit::Code(code)));
+                }
+            }
+        }
+    }
+
+    fn control(&mut self, control: Control) {
+        match control {
+            Control::Stop { source, .. } => {
+                tracing::info!(session = %self.id, %source, "loop stopped");
+                self.step(Input::Marker(Marker::Halt));
+            }
+            Control::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+            }
+            Control::ResetBreaker(reply) => {
+                let _ = reply.send("a loop has no breaker to reset: start it again".into());
+            }
+            Control::Configure(_, reply) => {
+                let _ = reply.send(self.status.borrow().options.clone());
+            }
+            Control::Hook(_, reply) => {
+                let _ = reply.send(crate::hooks::Answer::Pass);
+            }
+            Control::Send { .. } | Control::Keys(_) | Control::Resize(_) | Control::Usage(_) => {}
+        }
+    }
+
+    /// What the window shows for a loop: its latest iteration as people read it.
+    fn snapshot(&self) -> Snapshot {
+        let rows: Vec<String> = if self.shown.is_empty() {
+            vec!["(no iteration has said anything yet)".to_string()]
+        } else {
+            self.shown.iter().cloned().collect()
+        };
+        let n = rows.len().min(u16::MAX as usize) as u16;
+        Snapshot {
+            rows,
+            cursor: (0, 0),
+            cursor_visible: false,
+            title: format!("loop {}", self.id),
+            size: (120, n.max(1)),
+            alternate_screen: false,
+            program_state: None,
+            styled: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self) {
+        for marker in [Marker::Halt, Marker::Stop] {
+            if !self.markers_seen.contains(&marker) && self.marker_present(marker) {
+                self.markers_seen.push(marker);
+                self.step(Input::Marker(marker));
+            }
+        }
+        self.refresh_tasks();
+        if self.machine.next_deadline().is_some_and(|d| d <= self.journal.now()) {
+            self.step(Input::Tick);
+        }
+    }
+
+    fn marker_present(&self, marker: Marker) -> bool {
+        let Some(state) = &self.state_dir else { return false };
+        let own = loop_dir(state, self.id.as_str()).join(marker_name(marker));
+        own.exists() || global_marker(state, marker).exists()
+    }
+
+    fn refresh_tasks(&mut self) {
+        for (i, p) in self.spec.clone().projects.iter().enumerate() {
+            let text = match &p.tasks {
+                Source::Prompt(prompt) => prompt.clone(),
+                Source::File(path) => match std::fs::read_to_string(path) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        // The last tasks read stand (an editor may be replacing the file).
+                        if !self.unreadable[i] {
+                            self.unreadable[i] = true;
+                            tracing::warn!(session = %self.id, "cannot read the tasks file {}: {e}", path.display());
+                        }
+                        continue;
+                    }
+                },
+            };
+            self.unreadable[i] = false;
+            if self.tasks_seen[i].as_deref() == Some(text.as_str()) {
+                continue;
+            }
+            let open = match &p.tasks {
+                Source::Prompt(prompt) => vec![prompt.clone()],
+                Source::File(_) => tasks::open_tasks(&text),
+            };
+            self.tasks_seen[i] = Some(text);
+            self.step(Input::Tasks { project: i, open });
+        }
+    }
+
+    fn check_off(&mut self, project: usize, task: &str) {
+        let Source::File(path) = &self.spec.projects[project].tasks else { return };
+        let today = self.journal.now().with_timezone(&chrono::Local).date_naive();
+        match tasks::check_off(path, task, today) {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(session = %self.id, task, "the task is no longer open in its file: not checked off")
+            }
+            Err(e) => tracing::warn!(session = %self.id, "{e}"),
+        }
+        // Read again at once: the machine must not hand the same task out twice.
+        self.tasks_seen[project] = None;
+        self.refresh_tasks();
+    }
+
+    fn spawn(&mut self, run: &Run) -> Result<Child, String> {
+        let project = &self.spec.projects[run.project];
+        let argv = self.spec.argv(run);
+        let exclude: Vec<String> = match &project.tasks {
+            Source::File(path) => {
+                path.strip_prefix(&project.cwd).ok().map(|p| p.display().to_string()).into_iter().collect()
+            }
+            Source::Prompt(_) => Vec::new(),
+        };
+        let before = if run.probe { None } else { crate::git::fingerprint(&project.cwd, &exclude) };
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir(&project.cwd)
+            .envs(self.spec.env.iter().cloned())
+            .env(crate::supervisor::SESSION_ENV, self.id.as_str())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", argv[0]))?;
+        let pid = child.id().map_or(0, |p| p as i32);
+        let (tx, msgs) = mpsc::unbounded_channel();
+        let log = self.dir.as_deref().map(|d| stream_file(d, run.iteration, run.attempt, run.probe));
+        let clock = self.journal.clock().clone();
+        self.shown.clear();
+        tokio::spawn(async move {
+            let stdout = child.stdout.take().expect("piped");
+            let stderr = child.stderr.take().expect("piped");
+            let errors = tokio::spawn(read_tail(stderr, STDERR_KEPT));
+            let reader = read_stream(stdout, log.as_deref(), &tx).await;
+            let status = child.wait().await;
+            let stderr = errors.await.unwrap_or_default();
+            if let Some(log) = &log {
+                if !stderr.is_empty() {
+                    let _ = std::fs::write(log.with_extension("").with_extension("stderr"), &stderr);
+                }
+            }
+            let code = match &status {
+                Ok(s) => s.code(),
+                Err(_) => None,
+            };
+            let report = reader.finish(code, &stderr, clock.now(), &chrono::Local);
+            let _ = tx.send(ChildMsg::Ended(Box::new(report)));
+        });
+        tracing::info!(session = %self.id, iteration = run.iteration, attempt = run.attempt, probe = run.probe, pid, "iteration started");
+        Ok(Child { pid, msgs, project: run.project, before })
+    }
+
+    fn child_said(&mut self, msg: Option<ChildMsg>) {
+        match msg {
+            Some(ChildMsg::Tokens(so_far)) => self.step(Input::Tokens { so_far }),
+            Some(ChildMsg::Said(lines)) => {
+                for line in lines {
+                    if self.shown.len() == SHOWN_LINES {
+                        self.shown.pop_front();
+                    }
+                    self.shown.push_back(line);
+                }
+            }
+            Some(ChildMsg::Ended(report)) => {
+                let child = self.child.take().expect("a running child");
+                let project = &self.spec.projects[child.project];
+                let progress = match &child.before {
+                    Some(before) => {
+                        let exclude: Vec<String> = match &project.tasks {
+                            Source::File(path) => path
+                                .strip_prefix(&project.cwd)
+                                .ok()
+                                .map(|p| p.display().to_string())
+                                .into_iter()
+                                .collect(),
+                            Source::Prompt(_) => Vec::new(),
+                        };
+                        crate::git::fingerprint(&project.cwd, &exclude).is_some_and(|after| after != *before)
+                    }
+                    None => false,
+                };
+                self.step(Input::Ended { report, progress });
+            }
+            None => {
+                // The reader task went away without a word (it panicked): the iteration is lost.
+                if self.child.take().is_some() {
+                    let report = Reader::new().finish(None, "", self.journal.now(), &chrono::Local);
+                    self.step(Input::Ended { report: Box::new(report), progress: false });
+                }
+            }
+        }
+    }
+
+    fn kill(&mut self, reason: &str) {
+        let Some(child) = &self.child else { return };
+        let pid = child.pid;
+        tracing::info!(session = %self.id, pid, reason, "stopping the running iteration");
+        if pid <= 0 {
+            return;
+        }
+        let group = nix::unistd::Pid::from_raw(pid);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
+        tokio::spawn(async move {
+            tokio::time::sleep(KILL_GRACE).await;
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        });
+        if self.machine.is_ended() {
+            // Nothing waits for its end any more.
+            self.child = None;
+        }
+    }
+}
+
+/// Reads an iteration's stdout: every byte into the gzipped log, each line into a [`Reader`];
+/// lines longer than [`stream::MAX_LINE`] are dropped (and counted).
+async fn read_stream(
+    mut stdout: tokio::process::ChildStdout,
+    log: Option<&Path>,
+    tx: &mpsc::UnboundedSender<ChildMsg>,
+) -> Reader {
+    let mut reader = Reader::new();
+    let mut gz = log.and_then(|path| {
+        std::fs::File::create(path)
+            .map(|f| flate2::write::GzEncoder::new(f, flate2::Compression::fast()))
+            .map_err(|e| tracing::warn!("cannot keep the iteration's stream in {}: {e}", path.display()))
+            .ok()
+    });
+    let mut buf = vec![0u8; 64 << 10];
+    let mut line: Vec<u8> = Vec::new();
+    let mut skipping = false;
+    let mut tokens = 0;
+    loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if let Some(gz) = &mut gz {
+            if gz.write_all(&buf[..n]).is_err() {
+                tracing::warn!("the iteration's stream log stopped: the disk refused a write");
+            }
+        }
+        let mut rest = &buf[..n];
+        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+            if skipping {
+                skipping = false;
+                reader.dropped_line();
+            } else {
+                line.extend_from_slice(&rest[..nl]);
+                let text = String::from_utf8_lossy(&line);
+                reader.line(&text);
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+                    let said = stream::readable(&v);
+                    if !said.is_empty() {
+                        let _ = tx.send(ChildMsg::Said(said));
+                    }
+                }
+                line.clear();
+            }
+            rest = &rest[nl + 1..];
+            if reader.tokens_so_far() != tokens {
+                tokens = reader.tokens_so_far();
+                let _ = tx.send(ChildMsg::Tokens(tokens));
+            }
+        }
+        if !skipping {
+            line.extend_from_slice(rest);
+            if line.len() > stream::MAX_LINE {
+                line.clear();
+                skipping = true;
+            }
+        }
+    }
+    if skipping {
+        reader.dropped_line();
+    } else if !line.is_empty() {
+        reader.line(&String::from_utf8_lossy(&line));
+    }
+    if let Some(gz) = gz {
+        let _ = gz.finish();
+    }
+    reader
+}
+
+/// The last `keep` bytes of a stream, as text.
+async fn read_tail(mut from: tokio::process::ChildStderr, keep: usize) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 16 << 10];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > 2 * keep {
+            kept.drain(..kept.len() - keep);
+        }
+    }
+    if kept.len() > keep {
+        kept.drain(..kept.len() - keep);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}

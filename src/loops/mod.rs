@@ -1,0 +1,18 @@
+//! Headless task loops: each iteration a fresh headless agent session on one task (`claude -p
+//! --output-format stream-json`), so context never rots and a killed session costs one iteration,
+//! not the night. A loop is a session of its own kind in the same supervisor, journal, tray and
+//! digest as the terminal ones.
+//!
+//! (`loop` is a Rust keyword, hence `loops`.)
+//!
+//! - [`tasks`]: where the tasks come from (a prompt, a checklist file) and checking them off;
+//! - [`stream`]: reading an iteration's event stream into how it ended and what it spent;
+//! - [`machine`]: every decision of a loop, pure, in virtual time.
+
+pub(crate) mod actor;
+pub mod machine;
+pub mod stream;
+pub mod tasks;
+
+pub use actor::{global_marker, loop_dir, marker_name, stream_file, LoopSpec, ProjectSpec};
+pub use machine::WaitKind;
