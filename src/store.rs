@@ -558,6 +558,8 @@ impl Store {
                         context_pct: r.get(6)?,
                         cost_usd: r.get(7)?,
                         model: r.get(8)?,
+                        // Not kept: the budget reads them live.
+                        tokens: None,
                     },
                 })
             })?

@@ -56,6 +56,8 @@ pub struct SessionSpec {
     /// Give a Claude client Nightshift's hooks (exact turns, the guard, handoffs); without them the
     /// session is read from its screen alone. The statusLine exporter is passed either way.
     pub hooks: bool,
+    /// What the session may spend before its agent is stopped.
+    pub budget: crate::breaker::Budget,
 }
 
 impl SessionSpec {
@@ -77,6 +79,7 @@ impl SessionSpec {
             guard: None,
             conversation: None,
             hooks: true,
+            budget: crate::breaker::Budget::default(),
         }
     }
 }
@@ -410,6 +413,7 @@ impl Supervisor {
             pid,
             guard: spec.guard.take(),
             conversation: spec.conversation.take(),
+            budget: spec.budget,
         };
         let actor = Actor {
             id: id.clone(),

@@ -35,6 +35,9 @@ pub struct Sample {
     pub cost_usd: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The session's input and output tokens so far (the statusLine's totals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +70,13 @@ impl Sample {
             context_pct: pct(&v["context_window"]["used_percentage"]),
             cost_usd: v["cost"]["total_cost_usd"].as_f64().filter(|c| c.is_finite() && *c >= 0.0),
             model: v["model"]["display_name"].as_str().map(|m| m.chars().take(60).collect()),
+            tokens: match (
+                v["context_window"]["total_input_tokens"].as_u64(),
+                v["context_window"]["total_output_tokens"].as_u64(),
+            ) {
+                (None, None) => None,
+                (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
+            },
         };
         if sample == Sample::default() {
             return Err(NotAStatus("none of the usage fields are there".into()));

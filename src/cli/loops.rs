@@ -237,15 +237,7 @@ async fn supervise(
         handle.id()
     );
     // A loop keeps the machine awake for as long as it runs (the app does so for its own).
-    let why = format!("Nightshift loop {} is running", handle.id());
-    let inhibitor = tokio::task::spawn_blocking(move || nightshift::awake::inhibit(&why)).await?;
-    let inhibitor = match inhibitor {
-        Ok(inhibitor) => Some(inhibitor),
-        Err(e) => {
-            eprintln!("nightshift: warning: {e}; the loop goes on, but the machine may sleep");
-            None
-        }
-    };
+    let inhibitor = super::run::hold_awake(format!("Nightshift loop {} is running", handle.id())).await;
     stop_on_signals(std::slice::from_ref(&handle), true)?;
     let exit = handle.wait().await;
     drop(inhibitor);

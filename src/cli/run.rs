@@ -64,6 +64,16 @@ pub struct Args {
     /// guard, no handoffs; the statusLine still reports usage)
     #[arg(long)]
     no_hooks: bool,
+    /// Stop the agent once the statusLine's cost reaches this many dollars (across /clear and
+    /// restarts)
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
+    /// Stop the agent once the statusLine's input and output tokens reach this many
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Stop the agent this long after the start (`8h`); the machine's sleep counts
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    max_wall_clock: Option<Duration>,
     /// watch: let the client's own resume run and step in only if no turn started by the reset plus
     /// the margin; own: cancel the client's timer and resume at the reset plus the margin
     #[arg(long, value_name = "watch|own", default_value = "watch", value_parser = ["watch", "own"])]
@@ -161,10 +171,19 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the guard works through the client's hooks, which --no-hooks turns off; add --guard false");
     }
     spec.hooks = !args.no_hooks;
+    if let Some(cost) = args.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
+        anyhow::bail!("--max-cost-usd must be a positive number of dollars, not {cost}");
+    }
+    spec.budget = nightshift::breaker::Budget {
+        max_cost_usd: args.max_cost_usd,
+        max_tokens: args.max_tokens,
+        max_wall_clock: args.max_wall_clock,
+    };
+    let keeps_awake = spec.respawn.is_some() || spec.auto_resume.is_some();
     spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
     spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
 
-    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard))
+    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, keeps_awake))
 }
 
 pub(super) type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -227,6 +246,7 @@ async fn supervise(
     events: Option<EventWriter>,
     passthrough: bool,
     guard: nightshift::hooks::guard::Rules,
+    keeps_awake: bool,
 ) -> anyhow::Result<ExitCode> {
     let (supervisor, control) = host(&paths, store, events, guard);
 
@@ -252,9 +272,14 @@ async fn supervise(
         Err(e) => return Err(e.into()),
     };
 
+    // An armed run keeps the machine awake while it runs (the app does so for its own sessions);
+    // asked before the terminal goes raw, so a warning prints as a line.
+    let inhibitor =
+        if keeps_awake { hold_awake(format!("Nightshift session {} is armed", handle.id())).await } else { None };
     let terminal = if passthrough { Some(Passthrough::start(&handle, tap_rx, size)?) } else { None };
     forward_signals(&handle, passthrough)?;
     let exit = handle.wait().await;
+    drop(inhibitor);
     if let Some(terminal) = terminal {
         terminal.finish().await;
     }
@@ -268,6 +293,18 @@ async fn supervise(
         }
     }
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
+}
+
+/// logind's inhibitors for a headless run, or a one-line warning (the run goes on without).
+pub(super) async fn hold_awake(why: String) -> Option<nightshift::awake::Inhibitor> {
+    match tokio::task::spawn_blocking(move || nightshift::awake::inhibit(&why)).await {
+        Ok(Ok(inhibitor)) => Some(inhibitor),
+        Ok(Err(e)) => {
+            eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 /// Stops the session when Nightshift itself is told to stop (and forwards window size changes).

@@ -70,6 +70,9 @@ pub struct Start {
     pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
     /// The client's conversation, when known (a restored session): restarts resume it.
     pub conversation: Option<String>,
+    /// What the session may spend (the statusLine's cost and tokens, and time): crossing it stops
+    /// the agent.
+    pub budget: crate::breaker::Budget,
 }
 
 /// What happened to the session.
@@ -204,6 +207,9 @@ struct Spend {
     spent: Option<f64>,
     /// `spent` when the current cycle started.
     cycle_start: Option<f64>,
+    /// Tokens as the statusLine last reported them, and all of them since the start.
+    tokens: Option<u64>,
+    tokens_spent: u64,
 }
 
 /// One session's whole decision state.
@@ -259,6 +265,10 @@ pub struct Machine {
     hooks_heard: bool,
     /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
     notice_held: Option<(LimitText, Instant)>,
+    budget: crate::breaker::Budget,
+    /// When the budget's time started.
+    budget_from: Now,
+    budget_tripped: bool,
 }
 
 impl Machine {
@@ -302,6 +312,9 @@ impl Machine {
             context_pct: None,
             hooks_heard: false,
             notice_held: None,
+            budget: start.budget,
+            budget_from: now,
+            budget_tripped: false,
         };
         let mut fx = Vec::new();
         if let Some(r) = &m.respawn {
@@ -370,7 +383,34 @@ impl Machine {
         let life = self.life.next_deadline();
         let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.held);
         let notice = self.notice_held.as_ref().map(|(_, at)| *at);
-        [cycle, life, resume, self.guard.next_deadline(), notice].into_iter().flatten().min()
+        let budget = self
+            .budget
+            .max_wall_clock
+            .filter(|_| !self.budget_tripped && self.life.is_live())
+            .map(|max| self.budget_from.mono + max);
+        [cycle, life, resume, self.guard.next_deadline(), notice, budget].into_iter().flatten().min()
+    }
+
+    /// The budget: a crossing opens the budget breaker and stops the agent (no restart follows).
+    pub(super) fn check_budget(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if self.budget_tripped {
+            return;
+        }
+        // The time the machine slept counts: the bound is on how late the run may go on.
+        let elapsed = (now.wall - self.budget_from.wall).to_std().unwrap_or_default();
+        let elapsed = elapsed.max(now.mono.saturating_duration_since(self.budget_from.mono));
+        let cost = self.spend.spent.unwrap_or(0.0);
+        let Some(why) = self.budget.crossed(cost, self.spend.tokens_spent, elapsed) else { return };
+        self.budget_tripped = true;
+        self.emit(
+            EventKind::Breaker {
+                breaker: crate::breaker::BreakerKind::Budget,
+                state: crate::breaker::BreakerState::Open,
+                reason: why.clone(),
+            },
+            fx,
+        );
+        self.on_stop(format!("its budget: {why}"), StopKind::User, now, fx);
     }
 
     /// The state last journalled.
@@ -501,6 +541,7 @@ impl Machine {
     }
 
     fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        self.check_budget(now, fx);
         self.life_tick(now, fx);
         self.notice_tick(now, fx);
         if self.guard.next_deadline().is_some_and(|t| t <= now.mono) && self.guard.tick(now) {

@@ -236,6 +236,15 @@ impl Machine {
             self.spend.spent = Some(self.spend.spent.unwrap_or(0.0) + added);
             self.spend.cost = Some(cost);
         }
+        if let Some(tokens) = sample.tokens {
+            let added = match self.spend.tokens {
+                Some(before) if tokens >= before => tokens - before,
+                _ => tokens,
+            };
+            self.spend.tokens_spent += added;
+            self.spend.tokens = Some(tokens);
+        }
+        self.check_budget(now, fx);
         let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
             reset.filter(|r| *r > now.wall && pct.is_some_and(|p| p >= 100.0))
         };

@@ -58,6 +58,7 @@ fn start() -> Start {
         pid: 100,
         guard: None,
         conversation: None,
+        budget: crate::breaker::Budget::default(),
     }
 }
 
@@ -959,4 +960,50 @@ fn a_restart_soon_after_a_handoff_starts_from_it() {
             .iter()
             .find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None });
     assert_eq!(prompt, Some(None), "one 20 minutes old is not");
+}
+
+// ---- The budget --------------------------------------------------------------------------------
+
+fn spent(cost: f64, tokens: u64) -> Input {
+    Input::Sample(Sample { cost_usd: Some(cost), tokens: Some(tokens), ..Sample::default() })
+}
+
+#[test]
+fn a_terminal_session_over_its_budget_is_stopped_and_not_restarted() {
+    let mut s = with_respawn(start(), quick_respawn());
+    s.budget = crate::breaker::Budget { max_cost_usd: Some(1.0), ..crate::breaker::Budget::default() };
+    let mut sim = Sim::new(s);
+    sim.input(spent(0.6, 1000));
+    // /clear starts the statusLine's count again: the money spent before still counts.
+    sim.input(spent(0.3, 500));
+    assert!(sim.opened().is_none(), "$0.90 of $1.00");
+    sim.input(spent(0.45, 800));
+    let (_, breaker, reason) = sim.opened().expect("the budget breaker");
+    assert_eq!((breaker, reason.as_str()), (BreakerKind::Budget, "spent $1.05 of its $1.00"));
+    assert!(sim.log.iter().any(|(_, e)| *e == Effect::Signal(Signal::SIGHUP)), "the agent is stopped");
+    sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
+    sim.run(600.0);
+    assert!(sim.spawns().is_empty(), "a budget stop is the user's stop: no restart");
+    assert!(sim.m.ended().is_some());
+}
+
+#[test]
+fn the_token_and_time_ceilings_of_a_terminal_session() {
+    let mut s = start();
+    s.budget = crate::breaker::Budget { max_tokens: Some(10_000), ..crate::breaker::Budget::default() };
+    let mut sim = Sim::new(s);
+    sim.input(spent(0.1, 9_000));
+    assert!(sim.opened().is_none());
+    sim.input(spent(0.1, 10_001));
+    assert_eq!(sim.opened().unwrap().2, "used 10001 tokens of its 10000");
+
+    let mut s = start();
+    s.budget = crate::breaker::Budget { max_wall_clock: Some(S(3600)), ..crate::breaker::Budget::default() };
+    let mut sim = Sim::new(s);
+    sim.run(1800.0);
+    assert!(sim.opened().is_none());
+    // The machine sleeps through the rest: the bound is on the wall clock, checked when it wakes.
+    sim.sleep(hours(2));
+    sim.input(Input::Tick);
+    assert_eq!(sim.opened().unwrap().2, "ran its 1h");
 }
