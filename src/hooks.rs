@@ -8,6 +8,7 @@
 //! socket) or within [`HOOK_TIMEOUT`] (a socket that does not answer), printing nothing, and the
 //! client carries on. Hooks given in `--settings` run beside the user's own, which stay untouched.
 
+pub mod codex;
 pub mod guard;
 pub mod handoff;
 
