@@ -58,6 +58,11 @@ impl Notification {
     pub fn turn_complete(&self) -> bool {
         self.kind == TURN_COMPLETE
     }
+
+    /// What the session hears of a completed turn of its conversation (whose id it records).
+    pub fn into_hook(self) -> super::Hook {
+        super::Hook { conversation: self.thread, event: super::Event::TurnComplete { last_message: self.last_message } }
+    }
 }
 
 /// Thread ids are UUIDs; nothing else is looked up in the file system or put on a command line.
