@@ -60,8 +60,8 @@ pub struct Args {
     /// Resume the agent when a usage limit resets
     #[arg(long)]
     auto_resume: bool,
-    /// Read a Claude session from its screen alone: pass the client no hooks (no exact turns, no
-    /// guard, no handoffs; the statusLine still reports usage)
+    /// Read a session from its screen alone: pass Claude no hooks (no exact turns, no guard, no
+    /// handoffs; the statusLine still reports usage) and Codex no notify (no exact turn ends)
     #[arg(long)]
     no_hooks: bool,
     /// watch: let the client's own resume run and step in only if no turn started by the reset plus
