@@ -103,29 +103,23 @@ impl CodexRun {
         std::fs::write(home.path().join("config.toml"), config).unwrap();
 
         let events = env.path("events.jsonl");
-        let mut cmd = Command::new(super::bin());
+        let mut cmd = nightshift(&env, home.path());
         cmd.args(["run", "--agent", "codex", "--events", events.to_str().unwrap(), "--cols", "120", "--rows", "40"])
             .args(opts.run_args)
             .arg("--")
             .arg(client)
             .arg("--no-daemon")
-            .args(opts.args)
-            .env_clear()
-            .env("HOME", &user_home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("TERM", "xterm-256color")
-            .env("LANG", "C.UTF-8")
-            .env("CODEX_HOME", home.path())
-            .env("OPENAI_API_KEY", API_KEY)
-            .env("NIGHTSHIFT_STATE_DIR", env.state_dir())
-            .env("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir())
-            .env("NIGHTSHIFT_CONFIG_DIR", env.path("config"))
-            .current_dir(&workdir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .args(opts.args);
         let child = cmd.spawn().expect("start nightshift run");
         Self { env, home, child, events, workdir }
+    }
+
+    /// `nightshift ARGS` in this run's environment (its homes, state and runtime directories), in
+    /// the project, detached from any terminal, its stderr piped.
+    pub fn nightshift(&self, args: &[&str]) -> Command {
+        let mut cmd = nightshift(&self.env, self.home.path());
+        cmd.args(args);
+        cmd
     }
 
     pub fn config_path(&self) -> PathBuf {
@@ -237,6 +231,31 @@ impl CodexRun {
         let _ = self.child.kill();
         self.child.wait().ok()
     }
+}
+
+fn nightshift(env: &Env, codex_home: &Path) -> Command {
+    let mut cmd = Command::new(super::bin());
+    cmd.env_clear()
+        .env("HOME", env.path("home"))
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TERM", "xterm-256color")
+        .env("LANG", "C.UTF-8")
+        .env("CODEX_HOME", codex_home)
+        .env("OPENAI_API_KEY", API_KEY)
+        .env("NIGHTSHIFT_STATE_DIR", env.state_dir())
+        .env("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir())
+        .env("NIGHTSHIFT_CONFIG_DIR", env.path("config"))
+        .current_dir(env.path("project"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// The command line of a live process.
+pub fn argv(pid: u64) -> Vec<String> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    cmdline.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
 }
 
 impl Drop for CodexRun {
