@@ -9,6 +9,11 @@ PYTHON ?= /usr/bin/python3
 CLAUDE_VERSION := 2.1.332
 CLAUDE_DIR := .cache/claude-code
 CLAUDE_BIN := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+# The real Codex CLI the tests drive (offline, against the project's mock Responses API). Its native
+# binary comes in the optional package @openai/codex-linux-x64, which npm installs beside it.
+CODEX_VERSION := 0.171.0
+CODEX_DIR := .cache/codex
+CODEX_BIN := $(CODEX_DIR)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 
 # Building the tray app (WebKitGTK + the tray library).
 BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
@@ -31,7 +36,7 @@ DEB_VERSION := $(VERSION)$(if $(GIT_HASH),+git$(shell git rev-list --count HEAD)
 # Checking what is installed: desktop-file-validate, man, and the three shells with completions.
 INSTALL_TEST_PKGS := desktop-file-utils man-db groff-base bash-completion zsh fish
 
-.PHONY: run release test test-core test-app test-install test-deb install uninstall build-release build-debug deb deps deps-test claude-client lint fmt bench clean help
+.PHONY: run release test test-core test-app test-install test-deb install uninstall build-release build-debug deb deps deps-test claude-client codex-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
@@ -55,13 +60,13 @@ run: deps
 release: deps
 	$(RELEASE_BUILD)
 
-test: deps deps-test claude-client test-core test-app test-install
+test: deps deps-test claude-client codex-client test-core test-app test-install
 
 # The core and the CLI: real PTYs, the real binary. Builds no GUI library, and checks it stays so.
 test-core:
 	@if $(CARGO) tree --locked -p nightshift -e normal,build --prefix none | grep -qiE '^(tauri|wry|gtk|webkit)'; then \
 	  echo "the core package depends on a GUI library; it must stay GUI-free" >&2; exit 1; fi
-	NIGHTSHIFT_REQUIRE_CLAUDE=1 $(CARGO) test --locked
+	NIGHTSHIFT_REQUIRE_CLAUDE=1 NIGHTSHIFT_REQUIRE_CODEX=1 $(CARGO) test --locked
 
 # The tray app: its unit tests, then the real window under Xvfb through WebKitWebDriver.
 test-app:
@@ -118,6 +123,15 @@ $(CLAUDE_BIN):
 	@# A cautious npm may skip the postinstall that puts the native binary in place.
 	@[ -x $(CLAUDE_BIN) ] && $(CLAUDE_BIN) --version | grep -q $(CLAUDE_VERSION) || (cd $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code && node install.cjs)
 	$(CLAUDE_BIN) --version
+
+# The pinned Codex CLI from npm, into the project's cache (a native musl binary, about 420 MB).
+codex-client: $(CODEX_BIN)
+$(CODEX_BIN):
+	@command -v npm >/dev/null || { echo "npm is needed to install the Codex CLI for the tests (apt-get install npm)" >&2; exit 1; }
+	mkdir -p $(CODEX_DIR)
+	cd $(CODEX_DIR) && npm install --no-audit --no-fund --loglevel=error @openai/codex@$(CODEX_VERSION)
+	@$(CODEX_BIN) --version | grep -q '$(CODEX_VERSION)' || { echo "$(CODEX_BIN) is not Codex $(CODEX_VERSION) (is @openai/codex-linux-x64 installed?)" >&2; exit 1; }
+	$(CODEX_BIN) --version
 
 lint:
 	$(CARGO) fmt --all -- --check

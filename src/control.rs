@@ -68,6 +68,15 @@ pub enum Request {
         token: String,
         payload: serde_json::Value,
     },
+    /// Codex's notify of a session: the payload Codex gave it, and whether Codex keeps a rollout
+    /// file of its thread (only the conversation's thread has one).
+    Notify {
+        session: String,
+        token: String,
+        payload: serde_json::Value,
+        #[serde(default)]
+        rollout: bool,
+    },
 }
 
 /// The one error shape that crosses a process boundary.
@@ -276,6 +285,12 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
                 Err(e) => Response::error("hook_refused", e.to_string()),
             };
         }
+        Request::Notify { session, token, payload, rollout } => {
+            return match supervisor.record_notify(session, token, payload, *rollout).await {
+                Ok(()) => Response::ok(),
+                Err(e) => Response::error("notify_refused", e.to_string()),
+            };
+        }
         Request::Send { session, .. }
         | Request::Stop { session, .. }
         | Request::Screen { session }
@@ -307,7 +322,7 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Configure { change, .. } => {
             handle.configure(*change).await.map(|o| Response { options: Some(o), ..Response::ok() })
         }
-        Request::Ping | Request::Usage { .. } | Request::Hook { .. } => Ok(Response::ok()),
+        Request::Ping | Request::Usage { .. } | Request::Hook { .. } | Request::Notify { .. } => Ok(Response::ok()),
     };
     result.unwrap_or_else(|e| Response::error("session_ended", e.to_string()))
 }

@@ -18,6 +18,8 @@
 //!   with the tool and the command. The screen still decides dialogs and stays the fallback: when the
 //!   two disagree for [`DRIFT`] (a `Stop` while the screen keeps working, a screen quiet and idle with
 //!   no `Stop`), that is reported as drift once, and the screen's idle wins.
+//! - Codex's `notify` says only that a turn completed (nothing when it starts): it ends the turn
+//!   like a `Stop`, and the screen's rules start the next one.
 
 use std::time::Duration;
 
@@ -71,8 +73,34 @@ pub const DRIFT: Duration = Duration::from_secs(5);
 enum Turn {
     /// A prompt was submitted then, and no `Stop` came yet.
     Open { since: Instant },
-    /// The turn ended then (`Stop` or `StopFailure`).
-    Ended { at: Instant },
+    /// The turn ended then.
+    Ended { at: Instant, by: TurnEnd },
+}
+
+/// Who said a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// Claude Code's `Stop` or `StopFailure` hook.
+    Stop,
+    /// Codex's notify (`agent-turn-complete`).
+    Notify,
+}
+
+impl TurnEnd {
+    /// The signal's name, as the client spells it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Stop => "Stop",
+            Self::Notify => crate::hooks::codex::TURN_COMPLETE,
+        }
+    }
+
+    fn said(self) -> &'static str {
+        match self {
+            Self::Stop => "the client's Stop hook",
+            Self::Notify => "Codex's notify (agent-turn-complete)",
+        }
+    }
 }
 
 /// The hooks and the screen disagreed for longer than [`DRIFT`].
@@ -140,9 +168,9 @@ impl Detector {
         self.evaluate(now)
     }
 
-    /// The client's hook says the turn ended.
-    pub fn on_turn_ended(&mut self, now: Instant) -> Option<Transition> {
-        self.turn = Some(Turn::Ended { at: now });
+    /// The client says the turn ended (its `Stop` hook, Codex's notify).
+    pub fn on_turn_ended(&mut self, now: Instant, by: TurnEnd) -> Option<Transition> {
+        self.turn = Some(Turn::Ended { at: now, by });
         self.tool = None;
         self.drift_reported = false;
         self.evaluate(now)
@@ -211,7 +239,7 @@ impl Detector {
                 return Some(quiet_ends)
             }
             Some(Turn::Open { .. }) if self.verdict.working.is_none() => return Some(quiet_ends + DRIFT),
-            Some(Turn::Ended { at }) if self.verdict.working.is_some() => return Some(at + DRIFT),
+            Some(Turn::Ended { at, .. }) if self.verdict.working.is_some() => return Some(at + DRIFT),
             _ => {}
         }
         if self.state == Some(Activity::Idle) || self.verdict.dialog.is_some() || self.verdict.working.is_some() {
@@ -246,7 +274,7 @@ impl Detector {
                     if quiet_for < self.cfg.quiet {
                         return Some(None);
                     }
-                    self.turn = Some(Turn::Ended { at: now });
+                    self.turn = Some(Turn::Ended { at: now, by: TurnEnd::Stop });
                     return Some(Some((
                         Activity::Idle,
                         "the screen shows the turn interrupted (the client sends no Stop then)".into(),
@@ -263,11 +291,8 @@ impl Detector {
                 }
                 Some(Some((Activity::Working, "the client's UserPromptSubmit hook: a turn runs".into())))
             }
-            Turn::Ended { at } => match &self.verdict.working {
-                None => Some(Some((
-                    Activity::Idle,
-                    "the client's Stop hook, and the screen shows no working signal".into(),
-                ))),
+            Turn::Ended { at, by } => match &self.verdict.working {
+                None => Some(Some((Activity::Idle, format!("{}, and the screen shows no working signal", by.said())))),
                 // A new run of work since the Stop that no prompt started (the client continuing by
                 // itself): the screen's rules decide from here.
                 Some(_) if self.working_since.is_some_and(|t| t > at) => {
@@ -277,7 +302,7 @@ impl Detector {
                 Some(signal) => {
                     if now >= at + DRIFT && !self.drift_reported {
                         self.drift_reported = true;
-                        self.drift = Some(Drift { hook: "Stop".into(), screen: format!("working ({signal})") });
+                        self.drift = Some(Drift { hook: by.name().into(), screen: format!("working ({signal})") });
                     }
                     Some(None)
                 }
@@ -384,9 +409,9 @@ impl Watcher {
         self.detector.on_turn_started(now)
     }
 
-    /// The client's hook: the turn ended.
-    pub fn turn_ended(&mut self, now: Instant) -> Option<Transition> {
-        self.detector.on_turn_ended(now)
+    /// The client: the turn ended.
+    pub fn turn_ended(&mut self, now: Instant, by: TurnEnd) -> Option<Transition> {
+        self.detector.on_turn_ended(now, by)
     }
 
     /// The client's hook: it waits for the user.
@@ -619,7 +644,7 @@ mod tests {
         assert!(t.reason.contains("UserPromptSubmit"), "{}", t.reason);
         d.on_output(t0 + MS(3100));
         d.on_frame(t0 + MS(3130), at_prompt());
-        let t = d.on_turn_ended(t0 + MS(3300)).unwrap();
+        let t = d.on_turn_ended(t0 + MS(3300), TurnEnd::Stop).unwrap();
         assert_eq!(t.to, Activity::Idle, "no quiet window to wait out: the Stop and a frame with no working signal");
         assert!(t.reason.contains("Stop hook"), "{}", t.reason);
     }
@@ -631,11 +656,48 @@ mod tests {
         d.on_turn_started(t0);
         d.on_output(t0 + MS(100));
         d.on_frame(t0 + MS(130), working());
-        assert_eq!(d.on_turn_ended(t0 + MS(200)), None, "the spinner is still drawn");
+        assert_eq!(d.on_turn_ended(t0 + MS(200), TurnEnd::Stop), None, "the spinner is still drawn");
         d.on_output(t0 + MS(400));
         let t = d.on_frame(t0 + MS(430), at_prompt()).unwrap();
         assert_eq!(t.to, Activity::Idle);
         assert_eq!(d.take_drift(), None);
+    }
+
+    #[test]
+    fn codex_notify_ends_a_turn_the_screen_started_and_the_screen_starts_the_next() {
+        // Codex says nothing when a turn starts, and notifies when it completed: streaming, its
+        // screen's working signal is the title spinner and its program state.
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_frame(t0, at_prompt());
+        d.on_tick(t0 + MS(2000)).unwrap();
+        let turn = run(&mut d, t0, MS(3000), MS(3000), MS(100), &working());
+        assert_eq!(turn.first().map(|(_, t)| t.to), Some(Activity::Working));
+        assert_eq!(d.on_turn_ended(t0 + MS(6050), TurnEnd::Notify), None, "the frame still says working");
+        d.on_output(t0 + MS(6060));
+        let t = d.on_frame(t0 + MS(6090), at_prompt()).expect("idle with the first frame that agrees");
+        assert_eq!(t.to, Activity::Idle);
+        assert!(t.reason.contains("Codex's notify"), "{}", t.reason);
+        assert_eq!(d.take_drift(), None);
+        // The next turn: no word from Codex until it ends, so the screen's rules decide.
+        let next = run(&mut d, t0, MS(8000), MS(1000), MS(100), &working());
+        assert_eq!(next.first().map(|(_, t)| t.to), Some(Activity::Working), "{next:?}");
+    }
+
+    #[test]
+    fn a_notify_while_codex_keeps_working_is_drift_named_after_it() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        run(&mut d, t0, MS(0), MS(1000), MS(100), &working());
+        d.on_turn_ended(t0 + MS(1050), TurnEnd::Notify);
+        let mut at = t0 + MS(1100);
+        while at <= t0 + MS(1050) + DRIFT {
+            d.on_output(at);
+            d.on_frame(at, working());
+            at += MS(200);
+        }
+        d.on_tick(t0 + MS(1050) + DRIFT);
+        assert_eq!(d.take_drift().map(|d| d.hook), Some("agent-turn-complete".to_string()));
     }
 
     #[test]
@@ -644,7 +706,7 @@ mod tests {
         let mut d = Detector::new(DetectConfig::default(), true, t0);
         d.on_turn_started(t0);
         d.on_frame(t0 + MS(100), working());
-        d.on_turn_ended(t0 + MS(200));
+        d.on_turn_ended(t0 + MS(200), TurnEnd::Stop);
         assert_eq!(d.next_check(), Some(t0 + MS(200) + DRIFT));
         let mut at = t0 + MS(300);
         while at < t0 + MS(200) + DRIFT {

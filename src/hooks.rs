@@ -8,6 +8,7 @@
 //! socket) or within [`HOOK_TIMEOUT`] (a socket that does not answer), printing nothing, and the
 //! client carries on. Hooks given in `--settings` run beside the user's own, which stay untouched.
 
+pub mod codex;
 pub mod guard;
 pub mod handoff;
 
@@ -56,6 +57,9 @@ pub enum Event {
     PreCompact { trigger: String },
     /// The client is ending.
     SessionEnd { reason: String },
+    /// Codex's notify: a turn completed. (Codex says nothing of a turn that failed, a usage limit
+    /// included, or that the user interrupted.)
+    TurnComplete { last_message: Option<String> },
     /// An event of a newer client.
     Other { name: String },
 }
@@ -108,6 +112,7 @@ impl Hook {
             Event::PreToolUse { .. } => "PreToolUse",
             Event::PreCompact { .. } => "PreCompact",
             Event::SessionEnd { .. } => "SessionEnd",
+            Event::TurnComplete { .. } => codex::TURN_COMPLETE,
             Event::Other { name } => name,
         }
     }

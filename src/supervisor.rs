@@ -104,6 +104,8 @@ pub enum UsageError {
     NotAStatus(#[from] usage::NotAStatus),
     #[error(transparent)]
     NotAHook(#[from] crate::hooks::NotAHook),
+    #[error(transparent)]
+    NotANotification(#[from] crate::hooks::codex::NotANotification),
 }
 
 /// What the exporter of one session may report, and what it last did.
@@ -120,8 +122,9 @@ pub struct Supervisor {
     sessions: Arc<Mutex<HashMap<SessionId, SessionHandle>>>,
     reporters: Arc<Mutex<HashMap<SessionId, Reporter>>>,
     control_socket: Option<PathBuf>,
-    /// The `nightshift` CLI Claude sessions run as their statusLine and hooks (a shell word).
-    cli: Option<String>,
+    /// The `nightshift` CLI that Claude sessions run as their statusLine and hooks, and Codex
+    /// sessions as their notify.
+    cli: Option<PathBuf>,
     /// The guard's rules, for sessions whose settings guard them.
     guard_rules: Option<Arc<crate::hooks::guard::Rules>>,
 }
@@ -145,9 +148,9 @@ impl Supervisor {
     }
 
     /// Gives Claude sessions started from now on this `nightshift` CLI (a path) as their statusLine
-    /// exporter and their hooks.
+    /// exporter and their hooks, and Codex sessions as their notify.
     pub fn set_cli(&mut self, path: &std::path::Path) {
-        self.cli = Some(shell_words(&[path.display().to_string()]));
+        self.cli = Some(path.to_path_buf());
     }
 
     /// The guard's rules, for the sessions whose settings (or spec) guard them.
@@ -186,6 +189,34 @@ impl Supervisor {
                 crate::hooks::Answer::Pass
             }
         })
+    }
+
+    /// Takes Codex's notify of `session`: a completed turn of its conversation goes to the session
+    /// as the client's word. `rollout` says whether Codex keeps a rollout file of the payload's
+    /// thread; without one the thread is not the conversation (it names a new thread) and nothing
+    /// is said.
+    pub async fn record_notify(
+        &self,
+        session: &str,
+        token: &str,
+        payload: &serde_json::Value,
+        rollout: bool,
+    ) -> Result<(), UsageError> {
+        self.check_token(session, token)?;
+        let notification = crate::hooks::codex::Notification::from_payload(payload)?;
+        if !notification.turn_complete() {
+            tracing::debug!(session, kind = %notification.kind, "a Codex notification of a kind Nightshift does not read");
+            return Ok(());
+        }
+        if !rollout {
+            tracing::debug!(session, thread = ?notification.thread, "Codex notified for a thread it keeps no rollout of (a thread's title): not the conversation");
+            return Ok(());
+        }
+        let Some(handle) = self.session(session) else { return Ok(()) };
+        if tokio::time::timeout(HOOK_ANSWER, handle.hook(notification.into_hook())).await.is_err() {
+            tracing::warn!(session, "the session did not take Codex's notify in time");
+        }
+        Ok(())
     }
 
     /// Takes a statusLine report of `session`; journals and announces the sample when it changed.
@@ -440,16 +471,31 @@ impl Supervisor {
 
     /// For a Claude session whose command is the `claude` CLI itself: the statusLine exporter and
     /// the hooks, passed with `--settings` (never written to a file; laid over settings the user
-    /// passed the same way), and the secret they report with.
+    /// passed the same way). For a Codex session whose command is the `codex` CLI: its notify,
+    /// passed with `-c notify=[…]` (never written to its config.toml; the user's own notify runs
+    /// after ours). And the secret they report with.
     fn attach_exporter(&self, id: &SessionId, spec: &mut SessionSpec) {
-        let (Some(cli), Some(socket)) = (&self.cli, &self.control_socket) else { return };
+        let (Some(cli_path), Some(socket)) = (&self.cli, &self.control_socket) else { return };
         let program = std::path::Path::new(&spec.command.program).file_name().and_then(|n| n.to_str());
-        if spec.agent != AgentKind::Claude || !matches!(program, Some("claude" | "claude.exe")) {
+        let claude = spec.agent == AgentKind::Claude && matches!(program, Some("claude" | "claude.exe"));
+        // Codex has no statusLine: without its notify there is nothing to pass.
+        let codex = spec.agent == AgentKind::Codex && program == Some("codex") && spec.hooks;
+        if !claude && !codex {
             return;
         }
         let token = format!("{:032x}", rand::random::<u128>());
         spec.command.env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
         spec.command.env.push((usage::TOKEN_ENV.to_string(), token.clone()));
+        if codex {
+            let home = crate::hooks::codex::home(
+                child_env(&spec.command, "CODEX_HOME"),
+                child_env(&spec.command, "HOME").map(PathBuf::from),
+            );
+            crate::hooks::codex::attach(&mut spec.command.args, cli_path, home.as_deref());
+            lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
+            return;
+        }
+        let cli = shell_words(&[cli_path.display().to_string()]);
         let mut ours = usage::settings(&format!("{cli} statusline"));
         if spec.hooks {
             ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"));
@@ -518,6 +564,14 @@ impl Supervisor {
     /// The live sessions waiting for a usage limit's reset with a resume pending, and when it is due.
     pub fn pending_resumes(&self) -> Vec<(SessionId, chrono::DateTime<chrono::Utc>)> {
         self.sessions().iter().filter_map(|h| h.status().options.resume_due.map(|due| (h.id().clone(), due))).collect()
+    }
+}
+
+/// A variable as the child will see it: set for it, or else inherited from this process.
+fn child_env(command: &CommandSpec, key: &str) -> Option<std::ffi::OsString> {
+    match command.env.iter().rev().find(|(k, _)| k == key) {
+        Some((_, v)) => Some(v.into()),
+        None => std::env::var_os(key),
     }
 }
 

@@ -24,15 +24,21 @@ pub struct Args {}
 pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let mut input = Vec::new();
     let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut input);
-    if let Some(out) = serde_json::from_slice::<Value>(&input).ok().and_then(ask) {
+    let answer = serde_json::from_slice::<Value>(&input)
+        .ok()
+        .and_then(|payload| forward(|session, token| Request::Hook { session, token, payload }))
+        .and_then(|r| r.hook);
+    if let Some(out) = answer {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The supervisor's answer for the client, or `None` (nothing to say, or nobody to ask).
-fn ask(payload: Value) -> Option<String> {
+/// Sends the request `make` builds from the session's id and token to the supervising process
+/// named in the environment, and returns its answer; `None` when there is nobody to ask or no
+/// answer within [`HOOK_TIMEOUT`].
+pub(super) fn forward(make: impl FnOnce(String, String) -> Request) -> Option<Response> {
     let socket = std::env::var_os(CONTROL_ENV)?;
     let token = std::env::var(TOKEN_ENV).ok()?;
     let session = std::env::var(SESSION_ENV).ok()?;
@@ -40,11 +46,11 @@ fn ask(payload: Value) -> Option<String> {
     let left = || HOOK_TIMEOUT.checked_sub(started.elapsed()).filter(|d| !d.is_zero());
     let mut stream = UnixStream::connect(socket).ok()?;
     stream.set_write_timeout(left()).ok()?;
-    let mut line = serde_json::to_vec(&Request::Hook { session, token, payload }).ok()?;
+    let mut line = serde_json::to_vec(&make(session, token)).ok()?;
     line.push(b'\n');
     stream.write_all(&line).ok()?;
     stream.set_read_timeout(left()).ok()?;
     let mut answer = String::new();
     BufReader::new(stream).read_line(&mut answer).ok()?;
-    serde_json::from_str::<Response>(&answer).ok()?.hook
+    serde_json::from_str::<Response>(&answer).ok()
 }

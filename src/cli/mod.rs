@@ -7,6 +7,7 @@ mod hook;
 mod journal;
 mod log;
 mod loops;
+mod notify;
 mod presets;
 mod restore;
 mod run;
@@ -82,6 +83,9 @@ enum Command {
     /// The hook Claude Code runs for Nightshift's sessions (reads the payload on stdin).
     #[command(hide = true)]
     Hook(hook::Args),
+    /// The notify program Codex runs for Nightshift's sessions (the payload is the last argument).
+    #[command(hide = true)]
+    Notify(notify::Args),
     /// Shell completions and man pages, for installing (`make install`, the Debian package).
     #[command(hide = true)]
     Generate(generate::Args),
@@ -105,6 +109,7 @@ pub fn main() -> ExitCode {
         Command::Restore(args) => restore::run(cli.state_dir, args),
         Command::Statusline(args) => statusline::run(args),
         Command::Hook(args) => hook::run(args),
+        Command::Notify(args) => notify::run(args),
         Command::Generate(args) => generate::run(args),
     };
     match result {

@@ -60,8 +60,8 @@ pub struct Args {
     /// Resume the agent when a usage limit resets
     #[arg(long)]
     auto_resume: bool,
-    /// Read a Claude session from its screen alone: pass the client no hooks (no exact turns, no
-    /// guard, no handoffs; the statusLine still reports usage)
+    /// Read a session from its screen alone: pass Claude no hooks (no exact turns, no guard, no
+    /// handoffs; the statusLine still reports usage) and Codex no notify (no exact turn ends)
     #[arg(long)]
     no_hooks: bool,
     /// Stop the agent once the statusLine's cost reaches this many dollars (across /clear and

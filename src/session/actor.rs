@@ -14,7 +14,7 @@ use tokio::time::{sleep_until, Instant};
 use super::machine::{Effect, Input, Machine, Now, Purpose, Start};
 use super::{Control, Options, SessionHandle, Status};
 use crate::agent::{Adapter, AgentKind, DialogKind};
-use crate::detect::{DetectConfig, Transition, Watcher};
+use crate::detect::{DetectConfig, Transition, TurnEnd, Watcher};
 use crate::event::{SessionId, SessionState, StopKind};
 use crate::journal::Journal;
 use crate::limits;
@@ -359,7 +359,8 @@ impl Executor {
         let now = Instant::now();
         let transition = match &hook.event {
             Event::UserPromptSubmit => self.watcher.turn_started(now),
-            Event::Stop { .. } | Event::StopFailure { .. } => self.watcher.turn_ended(now),
+            Event::Stop { .. } | Event::StopFailure { .. } => self.watcher.turn_ended(now, TurnEnd::Stop),
+            Event::TurnComplete { .. } => self.watcher.turn_ended(now, TurnEnd::Notify),
             Event::Notification { kind, message } if kind == "permission_prompt" => {
                 let text = match &self.last_tool {
                     Some(tool) => format!("{message}: {tool}"),

@@ -261,7 +261,7 @@ pub struct Machine {
     kick_with_handoff: bool,
     /// The context's use, as the statusLine last said.
     context_pct: Option<f64>,
-    /// The client's hooks reach the session: its own word comes before the screen's.
+    /// Claude's hooks reach the session: its own word on a limit comes before the screen's.
     hooks_heard: bool,
     /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
     notice_held: Option<(LimitText, Instant)>,

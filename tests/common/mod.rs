@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod claude;
+pub mod codex;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

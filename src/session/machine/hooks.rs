@@ -1,5 +1,6 @@
-//! What the session decides on its client's hooks: the conversation it resumes, a usage limit the
-//! client reports itself, the guard's refusals, and the handoff before the context fills (rota's):
+//! What the session decides on its client's hooks: the conversation it resumes (Codex's notify
+//! names it too), a usage limit the client reports itself, the guard's refusals, and the handoff
+//! before the context fills (rota's):
 //! once the statusLine shows the context at the threshold, the client is asked for a handoff — at
 //! the next `Stop` (blocking it once, with a reason the model reads), or as the next respawn
 //! cycle's update step — and its answer is kept; the cycle's `/clear` follows, and `SessionStart`
@@ -55,7 +56,10 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        self.hooks_heard = true;
+        // Claude's hooks report limits too (StopFailure); Codex's notify says only that turns end.
+        if !matches!(hook.event, Event::TurnComplete { .. }) {
+            self.hooks_heard = true;
+        }
         if let Some(id) = hook.conversation.filter(|id| self.conversation.as_ref() != Some(id)) {
             self.emit(EventKind::Conversation { id: id.clone() }, fx);
             self.conversation = Some(id);
@@ -79,9 +83,11 @@ impl Machine {
                 self.emit(EventKind::Compacted { trigger }, fx);
                 Answer::Pass
             }
-            Event::UserPromptSubmit | Event::Notification { .. } | Event::SessionEnd { .. } | Event::Other { .. } => {
-                Answer::Pass
-            }
+            Event::UserPromptSubmit
+            | Event::Notification { .. }
+            | Event::SessionEnd { .. }
+            | Event::TurnComplete { .. }
+            | Event::Other { .. } => Answer::Pass,
         };
         fx.push(Effect::Answer(answer));
     }

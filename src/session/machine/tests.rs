@@ -788,6 +788,24 @@ fn a_restart_resumes_the_conversation_its_hooks_named() {
 }
 
 #[test]
+fn codex_notify_names_the_conversation_and_a_limit_on_its_screen_pauses_at_once() {
+    let mut s = with_auto_resume(with_respawn(start(), quick_respawn()), resume::Policy::Watch);
+    s.agent = AgentKind::Codex;
+    let mut sim = Sim::new(s);
+    sim.input(working());
+    sim.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Done.".into()) }));
+    sim.input(idle());
+    assert!(sim.has(|k| matches!(k, EventKind::Conversation { id } if id == "conv-1")));
+    assert!(sim.answers().iter().all(|a| *a == crate::hooks::Answer::Pass), "Codex reads no answer");
+    // Codex says nothing of a limit through notify: its screen's notice is the word, not held for
+    // a hook that will never come.
+    sim.input(working());
+    sim.input(notice(wall0() + hours(2)));
+    assert_eq!(sim.m.state(), SessionState::LimitPaused);
+    assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { source: Source::Text, .. })));
+}
+
+#[test]
 fn a_rate_limit_the_client_reports_through_its_hook_pauses_the_session() {
     let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
     let reset = wall0() + hours(2);
