@@ -6,10 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use nightshift::breaker::Budget;
 use nightshift::loops::machine::{Marker, Settings};
-use nightshift::loops::tasks::Source;
-use nightshift::loops::{global_marker, loop_dir, marker_name, LoopSpec, ProjectSpec};
+use nightshift::loops::{global_marker, loop_dir, marker_name, LoopRequest, LoopSpec};
 use nightshift::paths::Paths;
 use nightshift::AgentKind;
 
@@ -135,91 +133,40 @@ fn leave_marker(state_dir: Option<PathBuf>, marker: Marker, session: Option<Stri
 
 fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> {
     let (paths, store) = super::open_store(state_dir)?;
-    if args.agent == AgentKind::Generic {
-        anyhow::bail!("a loop runs claude or codex headless; --agent generic has no event stream to read");
+    let here = std::env::current_dir().context("cannot read the current directory")?;
+    let mut cwd = args.cwd.clone();
+    if let Some(file) = &args.projects {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the projects file {}", file.display()))?;
+        let base = file.parent().map_or(here.clone(), |p| here.join(p));
+        cwd.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(|l| base.join(l)));
     }
-    for marker in [Marker::Stop, Marker::Halt] {
-        let path = global_marker(&paths.state_dir, marker);
-        if path.exists() {
-            anyhow::bail!(
-                "a {} marker is left over from an earlier `nightshift loop {}`; remove it to start: rm {}",
-                marker_name(marker),
-                marker_name(marker).to_lowercase(),
-                path.display()
-            );
-        }
-    }
-    let projects = projects(&args, &paths)?;
-    for value in [args.max_cost_usd].into_iter().flatten() {
-        if !(value.is_finite() && value > 0.0) {
-            anyhow::bail!("--max-cost-usd must be a positive number of dollars, not {value}");
-        }
-    }
-    let settings = Settings {
+    let request = LoopRequest {
+        agent: Some(args.agent),
+        program: args.program,
+        prompt: args.prompt,
+        tasks: args.tasks,
+        cwd,
         max_iterations: args.max_iterations,
-        budget: Budget {
-            max_cost_usd: args.max_cost_usd,
-            max_tokens: args.max_tokens,
-            max_wall_clock: args.max_wall_clock,
-        },
+        max_cost_usd: args.max_cost_usd,
+        max_tokens: args.max_tokens,
+        max_wall_clock_secs: args.max_wall_clock.map(|d| d.as_secs_f64()),
+        harness_args: args.harness_args,
+    };
+    let (mut spec, warnings) = request.plan(&here, &paths.state_dir)?;
+    for warning in warnings {
+        eprintln!("nightshift: warning: {warning}");
+    }
+    spec.settings = Settings {
         max_retries: args.max_retries,
         retry_first: args.retry_first,
         retry_cap: args.retry_cap,
         probe_every: args.probe_every,
         limit_margin: args.limit_margin,
-        ..Settings::default()
+        ..spec.settings
     };
-    let program = args.program.clone().unwrap_or_else(|| args.agent.as_str().to_string());
-    let spec = LoopSpec { agent: args.agent, program, args: args.harness_args, projects, settings, env: Vec::new() };
     let events = open_events(args.events.as_deref())?;
     super::runtime()?.block_on(supervise(paths, store, spec, events))
-}
-
-/// The projects: each `--cwd`, the `--projects` file's, or here; with the tasks of each.
-fn projects(args: &RunArgs, paths: &Paths) -> anyhow::Result<Vec<ProjectSpec>> {
-    let here = std::env::current_dir().context("cannot read the current directory")?;
-    let mut dirs: Vec<PathBuf> = args.cwd.iter().map(|d| here.join(d)).collect();
-    if let Some(file) = &args.projects {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read the projects file {}", file.display()))?;
-        let base = file.parent().map_or(here.clone(), |p| here.join(p));
-        dirs.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(|l| base.join(l)));
-    }
-    if dirs.is_empty() {
-        dirs.push(here.clone());
-    }
-    let mut projects = Vec::new();
-    for dir in dirs {
-        let dir = std::fs::canonicalize(&dir)
-            .with_context(|| format!("the project directory {} does not exist", dir.display()))?;
-        if !dir.is_dir() {
-            anyhow::bail!("{} is not a directory", dir.display());
-        }
-        if dir.starts_with(&paths.state_dir) {
-            anyhow::bail!("{} is inside Nightshift's state directory, not a project", dir.display());
-        }
-        if paths.state_dir.starts_with(&dir) {
-            eprintln!(
-                "nightshift: warning: the state directory {} is inside the project {}: its sessions could write \
-                 the loop's STOP and HALT markers",
-                paths.state_dir.display(),
-                dir.display()
-            );
-        }
-        let tasks = match (&args.prompt, &args.tasks) {
-            (Some(prompt), _) => Source::Prompt(prompt.clone()),
-            (None, Some(file)) => {
-                // Relative to each project when there are projects; to here for the one here.
-                let single = args.cwd.is_empty() && args.projects.is_none();
-                let file = if file.is_absolute() || single { here.join(file) } else { dir.join(file) };
-                nightshift::loops::tasks::read(&Source::File(file.clone()))?;
-                Source::File(file)
-            }
-            (None, None) => anyhow::bail!("say what each iteration does: --prompt TEXT or --tasks FILE"),
-        };
-        projects.push(ProjectSpec { cwd: dir, tasks });
-    }
-    Ok(projects)
 }
 
 async fn supervise(

@@ -583,7 +583,12 @@ impl Machine {
             }
         }
         reason.push(')');
-        self.show(SessionState::Exited, reason, fx);
+        self.shown = Some(SessionState::Exited);
+        let mut ended = EventKind::state(SessionState::Exited, reason);
+        if let EventKind::State { exit_code, .. } = &mut ended {
+            *exit_code = Some(i32::from(self.failed));
+        }
+        self.emit(ended, fx);
         fx.push(Effect::End);
     }
 

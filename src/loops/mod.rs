@@ -7,12 +7,15 @@
 //!
 //! - [`tasks`]: where the tasks come from (a prompt, a checklist file) and checking them off;
 //! - [`stream`]: reading an iteration's event stream into how it ended and what it spent;
-//! - [`machine`]: every decision of a loop, pure, in virtual time.
+//! - [`machine`]: every decision of a loop, pure, in virtual time;
+//! - [`request`]: a loop as asked for (the CLI's flags, the window's form), checked.
 
 pub(crate) mod actor;
 pub mod machine;
+pub mod request;
 pub mod stream;
 pub mod tasks;
 
 pub use actor::{global_marker, loop_dir, marker_name, stream_file, LoopSpec, ProjectSpec};
 pub use machine::WaitKind;
+pub use request::{leftover_marker, LoopError, LoopRequest};

@@ -1,0 +1,168 @@
+//! A loop as a person asks for one (`nightshift loop`'s flags, the window's New session form), checked
+//! and turned into a [`LoopSpec`]: every error is one line naming the problem and the fix.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::actor::{global_marker, marker_name, LoopSpec, ProjectSpec};
+use super::machine::{Marker, Settings};
+use super::tasks::{self, Source};
+use crate::agent::AgentKind;
+use crate::breaker::Budget;
+
+/// What is asked for; everything but the task optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoopRequest {
+    /// `claude` (default) or `codex`.
+    pub agent: Option<AgentKind>,
+    /// The harness's program, when not the agent's usual one.
+    pub program: Option<String>,
+    /// The task of every iteration…
+    pub prompt: Option<String>,
+    /// …or a tasks file (relative: in each project's directory, or here for a single project).
+    pub tasks: Option<PathBuf>,
+    /// The projects' directories (here when empty).
+    pub cwd: Vec<PathBuf>,
+    pub max_iterations: Option<u32>,
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+    /// Seconds.
+    pub max_wall_clock_secs: Option<f64>,
+    /// The harness's own flags.
+    pub harness_args: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum LoopError {
+    #[error("say what each iteration does: a prompt (--prompt TEXT) or a tasks file (--tasks FILE), not both")]
+    NoTask,
+    #[error("a loop runs claude or codex headless; {0} has no event stream to read")]
+    Agent(String),
+    #[error("the project directory {0} does not exist")]
+    NoProject(PathBuf),
+    #[error("{0} is inside Nightshift's state directory, not a project")]
+    InState(PathBuf),
+    #[error("{0}")]
+    Tasks(String),
+    #[error("{what} must be a positive number, not {value}")]
+    Number { what: &'static str, value: String },
+    #[error("a {marker} marker is left over from an earlier `nightshift loop {verb}`; remove it to start: rm {path}")]
+    Leftover { marker: &'static str, verb: String, path: PathBuf },
+}
+
+/// A marker for every loop left in `state_dir`: reported at a start, never obeyed silently.
+pub fn leftover_marker(state_dir: &Path) -> Result<(), LoopError> {
+    for marker in [Marker::Stop, Marker::Halt] {
+        let path = global_marker(state_dir, marker);
+        if path.exists() {
+            let name = marker_name(marker);
+            return Err(LoopError::Leftover { marker: name, verb: name.to_lowercase(), path });
+        }
+    }
+    Ok(())
+}
+
+impl LoopRequest {
+    /// The loop to run, from `here`; and warnings to show (the run goes on).
+    pub fn plan(&self, here: &Path, state_dir: &Path) -> Result<(LoopSpec, Vec<String>), LoopError> {
+        let agent = self.agent.unwrap_or(AgentKind::Claude);
+        if agent == AgentKind::Generic {
+            return Err(LoopError::Agent("--agent generic".into()));
+        }
+        leftover_marker(state_dir)?;
+        let positive = |what: &'static str, value: Option<f64>| match value {
+            Some(v) if !(v.is_finite() && v > 0.0) => Err(LoopError::Number { what, value: v.to_string() }),
+            _ => Ok(()),
+        };
+        positive("--max-cost-usd", self.max_cost_usd)?;
+        positive("--max-wall-clock", self.max_wall_clock_secs)?;
+        if self.max_iterations == Some(0) {
+            return Err(LoopError::Number { what: "--max-iterations", value: "0".into() });
+        }
+        let task = match (&self.prompt, &self.tasks) {
+            (Some(p), None) if !p.trim().is_empty() => Err(p.clone()),
+            (None, Some(f)) => Ok(f.clone()),
+            _ => return Err(LoopError::NoTask),
+        };
+        let dirs: Vec<PathBuf> = if self.cwd.is_empty() { vec![here.to_path_buf()] } else { self.cwd.clone() };
+        let mut warnings = Vec::new();
+        let mut projects = Vec::new();
+        for dir in dirs {
+            let dir = std::fs::canonicalize(here.join(&dir)).map_err(|_| LoopError::NoProject(here.join(&dir)))?;
+            if !dir.is_dir() {
+                return Err(LoopError::NoProject(dir));
+            }
+            if dir.starts_with(state_dir) {
+                return Err(LoopError::InState(dir));
+            }
+            if state_dir.starts_with(&dir) {
+                warnings.push(format!(
+                    "the state directory {} is inside the project {}: its sessions could write the loop's STOP and HALT markers",
+                    state_dir.display(),
+                    dir.display()
+                ));
+            }
+            let tasks = match &task {
+                Err(prompt) => Source::Prompt(prompt.clone()),
+                Ok(file) => {
+                    let file = if file.is_absolute() || self.cwd.is_empty() { here.join(file) } else { dir.join(file) };
+                    tasks::read(&Source::File(file.clone())).map_err(|e| LoopError::Tasks(e.to_string()))?;
+                    Source::File(file)
+                }
+            };
+            projects.push(ProjectSpec { cwd: dir, tasks });
+        }
+        let settings = Settings {
+            max_iterations: self.max_iterations,
+            budget: Budget {
+                max_cost_usd: self.max_cost_usd,
+                max_tokens: self.max_tokens,
+                max_wall_clock: self.max_wall_clock_secs.map(Duration::from_secs_f64),
+            },
+            ..Settings::default()
+        };
+        let program =
+            self.program.clone().filter(|p| !p.trim().is_empty()).unwrap_or_else(|| agent.as_str().to_string());
+        let spec = LoopSpec { agent, program, args: self.harness_args.clone(), projects, settings, env: Vec::new() };
+        Ok((spec, warnings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_becomes_a_loop_or_a_one_line_error() {
+        let state = tempfile::tempdir().unwrap();
+        let here = tempfile::tempdir().unwrap();
+        std::fs::write(here.path().join("TASKS.md"), "- [ ] one\n").unwrap();
+        let ask = LoopRequest { tasks: Some("TASKS.md".into()), max_cost_usd: Some(5.0), ..LoopRequest::default() };
+        let (spec, warnings) = ask.plan(here.path(), state.path()).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(spec.program, "claude");
+        assert_eq!(spec.projects[0].tasks, Source::File(here.path().join("TASKS.md")));
+        assert_eq!(spec.settings.budget.max_cost_usd, Some(5.0));
+
+        let both = LoopRequest { prompt: Some("x".into()), tasks: Some("TASKS.md".into()), ..LoopRequest::default() };
+        assert_eq!(both.plan(here.path(), state.path()).unwrap_err(), LoopError::NoTask);
+        let missing = LoopRequest { tasks: Some("NOPE.md".into()), ..LoopRequest::default() };
+        assert!(missing.plan(here.path(), state.path()).unwrap_err().to_string().contains("NOPE.md"));
+        let nowhere =
+            LoopRequest { prompt: Some("x".into()), cwd: vec!["/no/such/dir".into()], ..LoopRequest::default() };
+        assert_eq!(nowhere.plan(here.path(), state.path()).unwrap_err(), LoopError::NoProject("/no/such/dir".into()));
+        let free = LoopRequest { prompt: Some("x".into()), max_cost_usd: Some(-1.0), ..LoopRequest::default() };
+        assert!(free.plan(here.path(), state.path()).unwrap_err().to_string().starts_with("--max-cost-usd must be"));
+
+        std::fs::create_dir_all(state.path().join("loops")).unwrap();
+        std::fs::write(state.path().join("loops/HALT"), "").unwrap();
+        let err = ask.plan(here.path(), state.path()).unwrap_err().to_string();
+        assert!(
+            err.starts_with("a HALT marker is left over from an earlier `nightshift loop halt`; remove it"),
+            "{err}"
+        );
+    }
+}
