@@ -95,8 +95,30 @@ pub struct SessionDigest {
     /// Each command the guard refused in the range.
     #[serde(default)]
     pub guard_denials: Vec<GuardDenial>,
+    /// A loop's: each iteration that ended in the range (probes left out).
+    #[serde(default)]
+    pub iterations: Vec<IterationLine>,
+    /// A loop's: the tasks it checked off in the range.
+    #[serde(default)]
+    pub tasks_done: Vec<String>,
+    /// A loop's: what its iterations and probes cost by the harness's own totals (the known ones).
+    #[serde(default)]
+    pub loop_cost_usd: f64,
     pub git: Option<GitProgress>,
     pub usage: Option<UsageDelta>,
+}
+
+/// One iteration of a loop.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IterationLine {
+    pub iteration: u32,
+    pub attempt: u32,
+    pub task: Option<String>,
+    /// `done`, `unfinished`, `limit`, `transient`, `failed`.
+    pub outcome: String,
+    /// `None`: not known.
+    pub cost_usd: Option<f64>,
+    pub project: String,
 }
 
 /// A command the guard refused.
@@ -203,7 +225,9 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
         limit_pauses: sessions.iter().map(|s| s.limits_hit).sum(),
         respawn_cycles: sessions.iter().map(|s| s.respawn_cycles).sum(),
         // A float sum starts from -0.0: with nothing to add it would print as "$-0.00".
-        cost_usd: sessions.iter().filter_map(|s| s.usage.as_ref()).map(|u| u.cost_usd).sum::<f64>() + 0.0,
+        cost_usd: sessions.iter().filter_map(|s| s.usage.as_ref()).map(|u| u.cost_usd).sum::<f64>()
+            + sessions.iter().map(|s| s.loop_cost_usd).sum::<f64>()
+            + 0.0,
     };
     Ok(Digest { from, to, sessions, informational, totals })
 }
@@ -286,6 +310,9 @@ fn session_digest(
     let (mut cycles, mut restarts, mut limits, mut resumes, mut trips) = (0, 0, 0, 0, 0);
     let mut exits = Vec::new();
     let mut denials = Vec::new();
+    let mut iterations = Vec::new();
+    let mut tasks_done = Vec::new();
+    let mut loop_cost = 0.0;
     // A stop was asked for in this life (the user's, or Nightshift's own end): its exit is no crash.
     let mut stop_asked = false;
     let mut stopped = false;
@@ -327,6 +354,23 @@ fn session_digest(
             EventKind::GuardDenied { what, command, .. } if in_range => {
                 denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() })
             }
+            EventKind::IterationEnded { iteration, attempt, task, probe, outcome, cost_usd, project, .. }
+                if in_range =>
+            {
+                loop_cost += cost_usd.unwrap_or(0.0);
+                if *probe {
+                    continue;
+                }
+                iterations.push(IterationLine {
+                    iteration: *iteration,
+                    attempt: *attempt,
+                    task: task.clone(),
+                    outcome: outcome.clone(),
+                    cost_usd: *cost_usd,
+                    project: project.clone(),
+                })
+            }
+            EventKind::TaskDone { task, .. } if in_range => tasks_done.push(task.clone()),
             _ => {}
         }
     }
@@ -396,6 +440,9 @@ fn session_digest(
         breaker_trips: trips,
         exits,
         guard_denials: denials,
+        iterations,
+        tasks_done,
+        loop_cost_usd: loop_cost,
         git: crate::git::progress(std::path::Path::new(&row.cwd), from, to),
         usage,
     }

@@ -216,6 +216,57 @@ fn night() -> Night {
         },
     );
 
+    // A loop: two tasks done, one iteration retried after a blip, then every task done at 03:30.
+    store
+        .create_session(&NewSession {
+            id: "l0000008",
+            kind: nightshift::store::SessionKind::Loop,
+            command: &["claude".to_string(), "-p".to_string(), "<task>".to_string()],
+            cwd: plain.to_str().unwrap(),
+            agent: "claude",
+            preset: None,
+            created: t(1, 0),
+            owner_pid: me,
+            control_socket: None,
+        })
+        .unwrap();
+    state(&mut store, "l0000008", t(1, 0), SessionState::Working);
+    let ended =
+        |iteration: u32, attempt: u32, task: &str, outcome: &str, cost: Option<f64>| EventKind::IterationEnded {
+            iteration,
+            attempt,
+            project: plain.display().to_string(),
+            task: Some(task.into()),
+            probe: false,
+            outcome: outcome.into(),
+            detail: None,
+            cost_usd: cost,
+            tokens: None,
+            duration_ms: None,
+            conversation: None,
+            progress: true,
+        };
+    ev(&mut store, "l0000008", t(1, 30), ended(1, 1, "write the parser", "done", Some(0.42)));
+    ev(&mut store, "l0000008", t(1, 30), EventKind::TaskDone { project: "p".into(), task: "write the parser".into() });
+    ev(&mut store, "l0000008", t(2, 0), ended(2, 1, "test it", "transient", None));
+    ev(&mut store, "l0000008", t(3, 0), ended(2, 2, "test it", "done", Some(0.3)));
+    ev(&mut store, "l0000008", t(3, 0), EventKind::TaskDone { project: "p".into(), task: "test it".into() });
+    ev(
+        &mut store,
+        "l0000008",
+        t(3, 30),
+        EventKind::State {
+            state: SessionState::Exited,
+            reason: "every task is done".into(),
+            pid: None,
+            exit_code: Some(0),
+            signal: None,
+            error: None,
+            dialog: None,
+            last_screen: None,
+        },
+    );
+
     // Before the range entirely: not in the digest.
     session(&mut store, "o0000007", &plain, t(13, 0), me);
     state(&mut store, "o0000007", t(13, 0), SessionState::Running);
@@ -245,7 +296,9 @@ fn every_section_and_figure_of_a_night() {
     let mut needs = ids(Section::NeedsYou);
     needs.sort();
     assert_eq!(needs, ["c0000006", "k0000005", "q0000002"]);
-    assert_eq!(ids(Section::Done), ["d0000001"]);
+    let mut done = ids(Section::Done);
+    done.sort();
+    assert_eq!(done, ["d0000001", "l0000008"]);
     assert_eq!(ids(Section::StillRunning), ["r0000004"]);
     assert_eq!(ids(Section::Idle), ["i0000003"]);
     assert!(!d.sessions.iter().any(|s| s.id == "o0000007"), "a session over before the range is left out");
@@ -288,10 +341,16 @@ fn every_section_and_figure_of_a_night() {
     assert_eq!(get("c0000006").breaker_trips, 1);
     assert!(get("r0000004").git.is_none(), "no repository, no git figures");
 
-    assert_eq!(d.totals.sessions, 6);
+    let l = get("l0000008");
+    assert_eq!(l.iterations.len(), 3);
+    assert_eq!(l.tasks_done, ["write the parser", "test it"]);
+    assert_eq!(l.iterations[1].cost_usd, None, "the blip's spend was not known");
+
+    assert_eq!(d.totals.sessions, 7);
     assert_eq!(d.totals.commits, 3);
     assert_eq!(d.totals.needs_you, 3);
-    assert_eq!(d.headline(), "6 sessions · 3 commits · 3 needs you");
+    assert_eq!(d.headline(), "7 sessions · 3 commits · 3 needs you");
+    assert!((d.totals.cost_usd - 1.42).abs() < 1e-9, "the loop's spend counts: {}", d.totals.cost_usd);
 
     let text = digest::render(&d, Format::Text);
     for needle in [
@@ -306,6 +365,8 @@ fn every_section_and_figure_of_a_night() {
         "2 respawn cycle(s)",
         "guard: refused a force push to the default branch at ",
         ": git push --force origin main",
+        "loop: 3 iteration(s), 2 task(s) done, $0.72 and some not measured",
+        "  #2 (try 2) done $0.30: test it",
     ] {
         assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");
     }
@@ -317,7 +378,7 @@ fn every_section_and_figure_of_a_night() {
     }
     let json: serde_json::Value = serde_json::from_str(&digest::render(&d, Format::Json)).unwrap();
     assert_eq!(json["totals"]["commits"], 3);
-    assert_eq!(json["sessions"].as_array().unwrap().len(), 6);
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 7);
     let back: digest::Digest = serde_json::from_value(json).unwrap();
     assert_eq!(back.headline(), d.headline());
 }

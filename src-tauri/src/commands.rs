@@ -211,6 +211,50 @@ pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: Ne
     Ok(Started { id: handle.id().to_string() })
 }
 
+/// The New session form, for a loop.
+#[derive(Debug, Deserialize)]
+pub struct NewLoop {
+    pub cwd: String,
+    pub agent: Option<String>,
+    pub tasks: Option<String>,
+    pub prompt: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub max_cost_usd: Option<f64>,
+    #[serde(default)]
+    pub harness_args: String,
+}
+
+#[tauri::command]
+pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLoop) -> Result<Started, UiError> {
+    let cwd = PathBuf::from(expand_home(request.cwd.trim(), std::env::var("HOME").ok().as_deref()));
+    if !cwd.is_absolute() {
+        return Err(UiError::new("bad_cwd", format!("{}: give the full path of the directory", cwd.display())));
+    }
+    let agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
+        Some(name) => Some(name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?),
+        None => None,
+    };
+    let harness_args = shlex::split(request.harness_args.trim())
+        .ok_or_else(|| UiError::new("bad_args", "the agent's flags have an unclosed quote; close it and try again"))?;
+    let ask = nightshift::loops::LoopRequest {
+        agent,
+        tasks: request.tasks.filter(|t| !t.trim().is_empty()).map(|t| PathBuf::from(t.trim())),
+        prompt: request.prompt.filter(|p| !p.trim().is_empty()),
+        max_iterations: request.max_iterations,
+        max_cost_usd: request.max_cost_usd,
+        harness_args,
+        ..nightshift::loops::LoopRequest::default()
+    };
+    let (spec, warnings) =
+        ask.plan(&cwd, &state.paths.state_dir).map_err(|e| UiError::new("bad_loop", e.to_string()))?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
+    crate::awake::recheck(&app);
+    Ok(Started { id: handle.id().to_string() })
+}
+
 #[derive(Debug, Serialize)]
 pub struct PresetView {
     pub name: String,

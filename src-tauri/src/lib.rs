@@ -166,6 +166,7 @@ pub fn run() {
             commands::stop_session,
             commands::send_text,
             commands::new_session,
+            commands::new_loop,
             commands::presets,
             commands::save_preset,
             commands::delete_preset,

@@ -57,6 +57,23 @@ fn details(s: &SessionDigest) -> Vec<String> {
         let _ = write!(activity, " · exits: {}", s.exits.join(", "));
     }
     lines.push(activity);
+    if !s.iterations.is_empty() {
+        let mut cost = crate::event::usd(s.loop_cost_usd);
+        if s.iterations.iter().any(|i| i.cost_usd.is_none()) {
+            cost.push_str(" and some not measured");
+        }
+        lines.push(format!("loop: {} iteration(s), {} task(s) done, {cost}", s.iterations.len(), s.tasks_done.len()));
+        let shown = s.iterations.len().saturating_sub(10);
+        if shown > 0 {
+            lines.push(format!("  … {shown} earlier iteration(s)"));
+        }
+        for i in &s.iterations[shown..] {
+            let cost = i.cost_usd.map_or_else(|| "spend unknown".to_string(), crate::event::usd);
+            let attempt = if i.attempt > 1 { format!(" (try {})", i.attempt) } else { String::new() };
+            let task = i.task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
+            lines.push(format!("  #{}{attempt} {} {cost}{task}", i.iteration, i.outcome));
+        }
+    }
     for d in &s.guard_denials {
         lines.push(format!(
             "guard: refused {} at {}: {}",

@@ -6,6 +6,7 @@ written to tests/artifacts/.
 """
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,8 +31,15 @@ class AppWindow(unittest.TestCase):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         cls.tmp = tempfile.TemporaryDirectory()
         base = Path(cls.tmp.name)
+        # A `claude` on the PATH that answers like `claude -p --output-format stream-json` (for loops).
+        bin_dir = base / "bin"
+        bin_dir.mkdir()
+        stream = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "headless" / "stream-json-fast.jsonl"
+        (bin_dir / "claude").write_text(f"#!/bin/sh\nsleep 1\ncat {stream}\n")
+        (bin_dir / "claude").chmod(0o755)
         # No logind here: the sleep assertion must fail as a warning, never a crash.
-        cls.env = isolated_env(base, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}")
+        cls.env = isolated_env(base, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}",
+                               PATH=f"{bin_dir}:{os.environ['PATH']}")
         # A session that ran and ended before the app started: the journal is the app's source.
         out = subprocess.run([str(CLI), "run", "--events", "-", "--", "bash", "-c", "echo hi; exit 3"],
                              env=cls.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
@@ -228,6 +236,36 @@ class AppWindow(unittest.TestCase):
             "stop requested (the app)" in d.text(e) for e in d.find_all("#detail-events li")))
         self.assertTrue(self.visible("#screen-note") or self.visible("#screen"))
         self.click("#back")
+
+    def test_5b_a_loop_started_from_the_new_session_page(self):
+        d = self.driver
+        project = Path(self.tmp.name) / "loop-project"
+        project.mkdir(exist_ok=True)
+        self.open_view("#nav-new", "new")
+        self.click("#new-kind-loop")
+        d.wait_for("the loop's fields", lambda: self.visible("#new-prompt") and not self.visible("#new-command"))
+        self.fill("#new-cwd", str(project))
+        self.fill("#new-prompt", "tidy up the docs")
+        self.fill("#new-max-iterations", "2")
+        self.click('#new-agent option[value="claude"]')
+        self.assertEqual(self.text_of("#new-submit"), "Start loop")
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "new-loop.png")
+        self.click("#new-submit")
+        d.wait_for("the loop's page", lambda: self.visible("#detail-view") and self.text_of("#detail-title"))
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.assertTrue(self.visible("#iterations") and not self.visible("#send-form"), "a loop takes no typing")
+        rows = d.wait_for("two iterations listed", lambda: len(d.find_all("#iterations-table tbody tr")) == 2
+                          and d.find_all("#iterations-table tbody tr"), timeout=40)
+        self.assertIn("done", d.text(rows[0]))
+        self.assertIn("$0.02", d.text(rows[0]))
+        d.wait_for("the loop to end", lambda: self.text_of("#detail-state") == "exited (0)", timeout=20)
+        journal = "\n".join(d.text(e) for e in d.find_all("#detail-events li"))
+        self.assertIn("ran its 2 iteration(s)", journal)
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "session-loop.png")
+        self.click("#back")
+        d.wait_for("the list", lambda: self.visible("#list-view"))
 
     def test_6_digest_morning_settings_and_usage(self):
         d = self.driver

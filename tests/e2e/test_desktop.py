@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dbus_fakes  # noqa: E402
-from apptest import APP, CAPTURES, CLI, isolated_env, require_binaries  # noqa: E402
+from apptest import APP, CAPTURES, CLI, ROOT, isolated_env, require_binaries  # noqa: E402
 from x11 import X11  # noqa: E402
 
 
@@ -235,6 +235,32 @@ class Desktop(unittest.TestCase):
         self.assertEqual(len(kept), 2, "kept again at the Quit")
         listed = subprocess.run([str(CLI), "sessions"], env=self.env, capture_output=True, text=True, timeout=30).stdout
         self.assertIn("resume kept", next(line for line in listed.splitlines() if line.startswith(session)))
+
+    def test_7_a_headless_loop_holds_its_own_sleep_inhibitor_until_it_ends(self):
+        # A harness that answers like `claude -p --output-format stream-json` after a few seconds.
+        stream = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "headless" / "stream-json-fast.jsonl"
+        harness = Path(self.tmp.name) / "fake-claude"
+        harness.write_text(f"#!/bin/sh\nsleep 3\ncat {stream}\n")
+        harness.chmod(0o755)
+        work = Path(self.tmp.name) / "loop-project"
+        work.mkdir(exist_ok=True)
+        loop = subprocess.Popen([str(CLI), "loop", "--program", str(harness), "--prompt", "tidy up",
+                                 "--max-iterations", "2", "--cwd", str(work), "--events", "-"],
+                                env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.runs.append(loop)
+        session = json.loads(loop.stdout.readline())["session"]
+        ours = lambda: [r for r in self.fakes.records("login1")  # noqa: E731
+                        if r.get("call") == "Inhibit" and session in r.get("why", "")]
+        locks = wait("the loop's own Inhibit", lambda: ours() if {r["what"] for r in ours()} >= {"idle", "sleep"}
+                     else None, timeout=30)
+        self.assertTrue(all(r["who"] == "Nightshift" and r["mode"] == "block" for r in locks), locks)
+        ids = {r["id"] for r in locks}
+        self.assertEqual(loop.wait(60), 0, loop.stderr.read())
+        released = wait("the loop's locks released", lambda: {
+            r["id"] for r in self.fakes.records("login1") if r.get("event") == "released"} >= ids or None)
+        self.assertTrue(released)
+
 
 
 if __name__ == "__main__":

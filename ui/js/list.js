@@ -7,10 +7,11 @@ function renderList() {
     ? document.activeElement.dataset.sessionId : undefined;
   body.replaceChildren();
   for (const s of app.sessions) {
-    const row = el("tr", { "data-session-id": s.id, "data-state": s.shown_state, tabIndex: 0, title: s.command_line },
+    const row = el("tr", { "data-session-id": s.id, "data-state": s.shown_state, "data-kind": s.kind, tabIndex: 0,
+      title: s.command_line },
       el("td", { class: "id" }, s.id),
       el("td", {}, el("span", { class: `badge ${stateClass(s)}`, "data-state": s.shown_state }, s.shown_state)),
-      el("td", { class: "wide" }, s.agent),
+      el("td", { class: "wide" }, s.kind === "loop" ? `${s.agent} loop` : s.agent),
       el("td", { class: "cwd", title: s.cwd }, s.cwd),
       el("td", { class: "wide", title: localTime(s.created) }, ago(s.created)),
       el("td", { class: "wide", title: localTime(s.last_event_at) }, `${s.last_event} · ${ago(s.last_event_at)}`),

@@ -48,6 +48,7 @@ $("pause-all").addEventListener("click", pauseAll);
 $("resume-all").addEventListener("click", resumeAll);
 
 $("new-form").addEventListener("submit", submitNew);
+for (const radio of document.querySelectorAll('#new-form input[name="kind"]')) radio.addEventListener("change", showNewKind);
 $("new-cancel").addEventListener("click", () => show("list"));
 
 $("options-tab-respawn").addEventListener("click", () => selectOptionsTab("respawn"));

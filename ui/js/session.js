@@ -19,7 +19,15 @@ function renderFacts() {
   $("stop-session").disabled = !isLive(s);
   $("send-submit").disabled = !isLive(s);
   $("send-text").disabled = !isLive(s);
-  const facts = [["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd],
+  // A loop takes no typing and has no respawn options; its screen is what its iteration says.
+  const loop = s.kind === "loop";
+  $("send-form").hidden = loop;
+  $("send-hint").hidden = loop;
+  $("open-options").hidden = loop;
+  $("iterations").hidden = !loop;
+  $("screen-heading").textContent = loop ? "The running iteration" : "Screen";
+  const facts = [["Kind", loop ? "loop (a fresh headless session per task)" : "terminal"],
+    ["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd],
     ["Started", localTime(s.created)], ["Ended", s.ended ? localTime(s.ended) : "—"], ["Reason", s.reason || "—"]];
   if (s.error) facts.push(["Error", s.error]);
   $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
@@ -36,6 +44,21 @@ async function loadEvents() {
     el("li", { "data-event": ev.event, "data-action": ev.action },
       el("time", { dateTime: ev.ts, title: localTime(ev.ts) }, new Date(ev.ts).toLocaleTimeString()), " ", describe(ev))));
   if (atBottom) list.scrollTop = list.scrollHeight;
+  renderIterations(events);
+}
+
+// A loop's iterations, one row each (a retried one shows its last attempt), newest last.
+function renderIterations(events) {
+  const ended = events.filter((ev) => ev.event === "iteration_ended" && !ev.probe);
+  const money = (c) => (c === undefined || c === null ? "unknown" : c < 0.1 ? `$${c.toFixed(4)}` : `$${c.toFixed(2)}`);
+  const rows = ended.map((ev) => el("tr", { "data-iteration": ev.iteration, "data-outcome": ev.outcome },
+    el("td", {}, `${ev.iteration}${ev.attempt > 1 ? ` (try ${ev.attempt})` : ""}`),
+    el("td", {}, ev.task || "—"),
+    el("td", { title: ev.detail || "" }, ev.outcome),
+    el("td", {}, money(ev.cost_usd)),
+    el("td", {}, ev.tokens === undefined ? "—" : String(ev.tokens)),
+    el("td", {}, ev.project)));
+  $("iterations-table").tBodies[0].replaceChildren(...rows);
 }
 const loadEventsSoon = debounce(loadEvents, 150);
 

@@ -8,30 +8,59 @@ async function prepareNewForm() {
   clearError();
   if (await loadPresets()) fillPresetSelect($("new-preset"), { offLabel: "Off" });
   if (!$("new-cwd").value) $("new-cwd").value = localStorage.getItem("nightshift.cwd") || "";
-  $("new-command").focus();
+  showNewKind();
+  $(newKind() === "loop" ? "new-tasks" : "new-command").focus();
+}
+
+function newKind() {
+  return $("new-kind-loop").checked ? "loop" : "terminal";
+}
+
+// Shows the fields of the kind chosen (a terminal session or a loop).
+function showNewKind() {
+  const kind = newKind();
+  for (const node of document.querySelectorAll("#new-form [data-kind]")) node.hidden = node.dataset.kind !== kind;
+  $("new-submit").textContent = kind === "loop" ? "Start loop" : "Start session";
 }
 
 async function submitNew(ev) {
   ev.preventDefault();
   clearError();
-  for (const id of ["new-command", "new-cwd"]) $(id).removeAttribute("aria-invalid");
+  for (const id of ["new-command", "new-cwd", "new-tasks"]) $(id).removeAttribute("aria-invalid");
+  const kind = newKind();
   const command = $("new-command").value.trim();
   const cwd = $("new-cwd").value.trim();
-  if (!command || !cwd) {
-    const missing = !command ? "new-command" : "new-cwd";
-    $(missing).setAttribute("aria-invalid", "true");
-    $(missing).focus();
-    showError({ code: "missing", message: !command ? "Enter the command to run." : "Enter the folder the agent works in." });
+  const tasks = $("new-tasks").value.trim();
+  const prompt = $("new-prompt").value.trim();
+  const missing = !cwd ? ["new-cwd", "Enter the folder the agent works in."]
+    : kind === "terminal" && !command ? ["new-command", "Enter the command to run."]
+    : kind === "loop" && !tasks && !prompt ? ["new-tasks", "Give a tasks file, or a prompt for every iteration."]
+    : null;
+  if (missing) {
+    $(missing[0]).setAttribute("aria-invalid", "true");
+    $(missing[0]).focus();
+    showError({ code: "missing", message: missing[1] });
     return;
   }
-  const request = {
-    command, cwd,
-    agent: $("new-agent").value || null,
-    preset: $("new-preset").value || null,
-    auto_resume: $("new-auto-resume").checked,
-  };
   $("new-submit").disabled = true;
-  const made = await call("new_session", { request });
+  let made;
+  if (kind === "loop") {
+    const number = (id) => ($(id).value.trim() ? Number($(id).value) : null);
+    const request = {
+      cwd, agent: $("new-agent").value || null, tasks: tasks || null, prompt: tasks ? null : prompt,
+      max_iterations: number("new-max-iterations"), max_cost_usd: number("new-max-cost"),
+      harness_args: $("new-harness-args").value.trim(),
+    };
+    made = await call("new_loop", { request });
+  } else {
+    const request = {
+      command, cwd,
+      agent: $("new-agent").value || null,
+      preset: $("new-preset").value || null,
+      auto_resume: $("new-auto-resume").checked,
+    };
+    made = await call("new_session", { request });
+  }
   $("new-submit").disabled = false;
   if (made === FAILED) return;
   localStorage.setItem("nightshift.cwd", cwd);
