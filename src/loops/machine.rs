@@ -166,6 +166,8 @@ pub struct Machine {
     /// Transient failures of the current iteration so far.
     retries: u32,
     cost_usd: f64,
+    /// Some iteration reported its cost.
+    costed: bool,
     tokens: u64,
     /// The running session's tokens so far (from its stream, before its total).
     running_tokens: u64,
@@ -190,6 +192,7 @@ impl Machine {
             wait: Wait::None,
             retries: 0,
             cost_usd: 0.0,
+            costed: false,
             tokens: 0,
             running_tokens: 0,
             started: None,
@@ -335,6 +338,7 @@ impl Machine {
         self.running_tokens = 0;
         let known = report.spend.cost_usd.is_some() || report.spend.tokens.is_some();
         self.cost_usd += report.spend.cost_usd.unwrap_or(0.0);
+        self.costed |= report.spend.cost_usd.is_some();
         self.tokens += report.spend.tokens.unwrap_or(0);
         let label = self.projects[run.project].label.clone();
         let detail = match &report.outcome {
@@ -379,6 +383,23 @@ impl Machine {
                 return;
             }
         }
+        // A finished iteration's work counts whatever comes next (a halt, a crossed ceiling).
+        let worked = matches!(report.outcome, Outcome::Done | Outcome::Unfinished { .. }) && !run.probe;
+        let settled = worked && matches!(report.outcome, Outcome::Done) && run.task.is_some();
+        if worked {
+            self.retries = 0;
+            if settled {
+                let task = run.task.clone().expect("a task");
+                fx.push(Effect::CheckOff { project: run.project, task: task.clone() });
+                self.emit(EventKind::TaskDone { project: label.clone(), task: task.clone() }, fx);
+                if let Some(open) = self.state[run.project].open.as_mut() {
+                    if let Some(i) = open.iter().position(|t| *t == task) {
+                        open.remove(i);
+                    }
+                }
+            }
+            self.finished += 1;
+        }
         if self.stop == Some(Marker::Halt) {
             self.finish("ended by its halt marker".into(), now, fx);
             return;
@@ -398,23 +419,7 @@ impl Machine {
                     self.wait = Wait::Retry { run: waiting, until: now.wall };
                 }
             }
-            Outcome::Done | Outcome::Unfinished { .. } => {
-                self.retries = 0;
-                let done = matches!(report.outcome, Outcome::Done);
-                let settled = done && run.task.is_some();
-                if settled {
-                    let task = run.task.clone().expect("a task");
-                    fx.push(Effect::CheckOff { project: run.project, task: task.clone() });
-                    self.emit(EventKind::TaskDone { project: label.clone(), task: task.clone() }, fx);
-                    if let Some(open) = self.state[run.project].open.as_mut() {
-                        if let Some(i) = open.iter().position(|t| *t == task) {
-                            open.remove(i);
-                        }
-                    }
-                }
-                self.finished += 1;
-                self.settle(run.project, settled || progress, now, fx);
-            }
+            Outcome::Done | Outcome::Unfinished { .. } => self.settle(run.project, settled || progress, now, fx),
             Outcome::Transient { reason } => self.retry(run, reason, now, fx),
             Outcome::Limit { resets_at, message } => self.limited(run, resets_at, message, now, fx),
             Outcome::Failed { reason } => {
@@ -572,8 +577,9 @@ impl Machine {
         self.ended = true;
         self.wait = Wait::None;
         let (cost, tokens) = self.spent();
-        let mut reason =
-            format!("{reason} ({} iteration(s), {}, {tokens} tokens", self.finished, crate::event::usd(cost));
+        // A harness that never reports a cost (Codex) is told in tokens alone.
+        let cost = if self.costed { format!("{}, ", crate::event::usd(cost)) } else { String::new() };
+        let mut reason = format!("{reason} ({} iteration(s), {cost}{tokens} tokens", self.finished);
         if let Some(started) = self.started {
             let wall = (now.wall - started.wall).to_std().unwrap_or_default();
             let mono = now.mono.saturating_duration_since(started.mono);

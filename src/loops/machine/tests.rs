@@ -182,6 +182,32 @@ fn the_cost_ceiling_stops_after_the_iteration_that_crossed_it() {
 }
 
 #[test]
+fn the_iteration_that_crosses_a_ceiling_still_has_its_task_checked_off_and_counted() {
+    let budget = Budget { max_tokens: Some(2_000), ..Budget::default() };
+    let mut sim = Sim::new(Settings { budget, ..Settings::default() }, &[("api", true)]);
+    sim.tasks(0, &["one", "two", "three"]);
+    // Codex's way: tokens, no cost.
+    let codex = |tokens| Input::Ended {
+        report: Box::new(Report {
+            outcome: Outcome::Done,
+            spend: Spend { cost_usd: None, tokens: Some(tokens) },
+            conversation: None,
+            result: None,
+            duration_ms: None,
+            complete: true,
+        }),
+        progress: true,
+    };
+    sim.input(codex(1_240));
+    assert_eq!(sim.running().unwrap().task.as_deref(), Some("two"));
+    let fx = sim.input(codex(1_240));
+    assert!(fx.contains(&Effect::CheckOff { project: 0, task: "two".into() }), "its work is done: {fx:?}");
+    assert!(sim.m.is_ended());
+    let (_, reason) = sim.last_state().unwrap();
+    assert!(reason.ends_with("(2 iteration(s), 2480 tokens)"), "both counted, no cost made up: {reason}");
+}
+
+#[test]
 fn a_token_ceiling_crossed_mid_iteration_stops_it_at_once() {
     let budget = Budget { max_tokens: Some(10_000), ..Budget::default() };
     let mut sim = Sim::new(Settings { budget, ..Settings::default() }, &[("api", false)]);
