@@ -116,8 +116,11 @@ pub struct IterationLine {
     pub task: Option<String>,
     /// `done`, `unfinished`, `limit`, `transient`, `failed`.
     pub outcome: String,
-    /// `None`: not known.
+    /// `None`: not known (or, for Codex, never reported).
     pub cost_usd: Option<f64>,
+    /// `None`: not known.
+    #[serde(default)]
+    pub tokens: Option<u64>,
     pub project: String,
 }
 
@@ -354,9 +357,9 @@ fn session_digest(
             EventKind::GuardDenied { what, command, .. } if in_range => {
                 denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() })
             }
-            EventKind::IterationEnded { iteration, attempt, task, probe, outcome, cost_usd, project, .. }
-                if in_range =>
-            {
+            EventKind::IterationEnded {
+                iteration, attempt, task, probe, outcome, cost_usd, tokens, project, ..
+            } if in_range => {
                 loop_cost += cost_usd.unwrap_or(0.0);
                 if *probe {
                     continue;
@@ -367,6 +370,7 @@ fn session_digest(
                     task: task.clone(),
                     outcome: outcome.clone(),
                     cost_usd: *cost_usd,
+                    tokens: *tokens,
                     project: project.clone(),
                 })
             }

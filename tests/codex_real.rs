@@ -176,3 +176,124 @@ async fn a_session_restored_after_its_nightshift_ended_resumes_the_same_conversa
     assert!(status.success(), "{status:?}");
     assert_eq!(run.survivors(), vec![], "no Codex process outlives the restored session");
 }
+
+/// `nightshift loop --agent codex ARGS` with a private `CODEX_HOME`, to its end: its exit code,
+/// stderr and journal events.
+fn codex_loop(codex: &std::path::Path, mock: &MockResponses, tasks: &str, args: &[&str]) -> CodexLoop {
+    let env = common::Env::new();
+    let home = tempfile::Builder::new().prefix("codex-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let project = env.path("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(env.path("home")).unwrap();
+    std::fs::write(home.path().join("config.toml"), common::codex::config_toml(&mock.base_url(), &project)).unwrap();
+    std::fs::write(project.join("TASKS.md"), tasks).unwrap();
+    let events = env.path("events.jsonl");
+    let mut cmd = common::codex::nightshift(&env, home.path());
+    cmd.args(["loop", "--agent", "codex", "--program", codex.to_str().unwrap()])
+        .args(["--events", events.to_str().unwrap()])
+        .args(args);
+    let out = cmd.output().unwrap();
+    CodexLoop {
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        events: common::read_events(&events),
+        env,
+        home,
+        project,
+    }
+}
+
+struct CodexLoop {
+    code: Option<i32>,
+    stderr: String,
+    events: Vec<serde_json::Value>,
+    env: common::Env,
+    home: tempfile::TempDir,
+    project: std::path::PathBuf,
+}
+
+impl CodexLoop {
+    fn named(&self, name: &str) -> Vec<&serde_json::Value> {
+        self.events.iter().filter(|e| e["event"] == name).collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_exec_json_runs_each_task_to_the_end_in_a_fresh_thread() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    let l = codex_loop(&codex, &mock, "- [ ] task-one mock:fast\n- [ ] task-two mock:fast\n", &["--tasks", "TASKS.md"]);
+    assert_eq!(l.code, Some(0), "{}\n{:#?}", l.stderr, l.events);
+    assert_eq!(
+        std::fs::read_to_string(l.project.join("TASKS.md")).unwrap(),
+        "- [x] task-one mock:fast\n- [x] task-two mock:fast\n"
+    );
+    let ended = l.named("iteration_ended");
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    for e in &ended {
+        assert_eq!(e["outcome"], "done", "{e}");
+        assert_eq!(e["tokens"], 1240, "the turn's own usage: {e}");
+        assert!(e["cost_usd"].is_null(), "Codex reports no cost, and none is made up: {e}");
+    }
+    let threads: std::collections::HashSet<&str> = ended.iter().filter_map(|e| e["conversation"].as_str()).collect();
+    assert_eq!(threads.len(), 2, "a thread per task: {ended:?}");
+    // Each task's request carries its own task alone.
+    for task in ["task-one", "task-two"] {
+        let turn = mock.turns().into_iter().find(|r| r.last_user.contains(task)).expect(task);
+        let mentions = turn.messages.iter().filter(|(role, t)| role == "user" && t.contains("task-")).count();
+        assert_eq!(mentions, 1, "{task}: {:?}", turn.messages);
+        assert_eq!(
+            turn.thread.as_deref(),
+            ended
+                .iter()
+                .find(|e| e["task"].as_str().unwrap_or("").contains(task))
+                .and_then(|e| e["conversation"].as_str())
+        );
+    }
+    // The iteration's own sandbox lets it work: `exec` alone is read-only.
+    let started = l.named("iteration_started");
+    assert_eq!(started.len(), 2);
+
+    let session = l.events[0]["session"].as_str().unwrap().to_string();
+    let log = common::codex::nightshift(&l.env, l.home.path())
+        .args(["log", &session, "--iteration", "2"])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(log.status.success(), "{}", String::from_utf8_lossy(&log.stderr));
+    assert!(text.contains("task-two") && !text.contains("task-one"), "{text}");
+    assert!(text.contains("  Hello from the mock server.") && text.contains("= done, 1240 tokens"), "{text}");
+    let survivors = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("environ")).ok())
+        .filter(|env| env.split(|b| *b == 0).any(|v| v == format!("CODEX_HOME={}", l.home.path().display()).as_bytes()))
+        .count();
+    assert_eq!(survivors, 0, "no Codex process outlives its iteration");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_loop_keeps_its_token_ceiling_and_refuses_a_cost_one() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    // Each turn uses 1240 tokens: the second crosses 2000.
+    let l = codex_loop(&codex, &mock, "", &["--prompt", "improve it mock:fast", "--max-tokens", "2000"]);
+    assert_eq!(l.code, Some(0), "{}", l.stderr);
+    assert_eq!(l.named("iteration_ended").len(), 2, "{:#?}", l.events);
+    let tripped = l.named("breaker");
+    assert_eq!(tripped.len(), 1, "{tripped:?}");
+    assert_eq!(tripped[0]["breaker"], "budget");
+    let end = l.named("state").last().copied().unwrap();
+    assert_eq!(
+        end["reason"], "stopped by its budget: used 2480 tokens of its 2000 (2 iteration(s), 2480 tokens)",
+        "told in tokens, with no made-up cost"
+    );
+
+    let refused = codex_loop(&codex, &mock, "", &["--prompt", "x", "--max-cost-usd", "1"]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert_eq!(
+        refused.stderr.trim(),
+        "nightshift: codex exec reports tokens but no cost, so --max-cost-usd cannot be kept; cap the loop with --max-tokens"
+    );
+}

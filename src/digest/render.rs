@@ -58,17 +58,29 @@ fn details(s: &SessionDigest) -> Vec<String> {
     }
     lines.push(activity);
     if !s.iterations.is_empty() {
-        let mut cost = crate::event::usd(s.loop_cost_usd);
-        if s.iterations.iter().any(|i| i.cost_usd.is_none()) {
-            cost.push_str(" and some not measured");
-        }
+        // Codex reports tokens and no cost: its loops are told in tokens.
+        let cost = if s.iterations.iter().any(|i| i.cost_usd.is_some()) {
+            let mut cost = crate::event::usd(s.loop_cost_usd);
+            if s.iterations.iter().any(|i| i.cost_usd.is_none()) {
+                cost.push_str(" and some not measured");
+            }
+            cost
+        } else {
+            let tokens: u64 = s.iterations.iter().filter_map(|i| i.tokens).sum();
+            let unknown = if s.iterations.iter().any(|i| i.tokens.is_none()) { " and some not measured" } else { "" };
+            format!("{tokens} tokens{unknown}, no cost reported")
+        };
         lines.push(format!("loop: {} iteration(s), {} task(s) done, {cost}", s.iterations.len(), s.tasks_done.len()));
         let shown = s.iterations.len().saturating_sub(10);
         if shown > 0 {
             lines.push(format!("  … {shown} earlier iteration(s)"));
         }
         for i in &s.iterations[shown..] {
-            let cost = i.cost_usd.map_or_else(|| "spend unknown".to_string(), crate::event::usd);
+            let cost = match (i.cost_usd, i.tokens) {
+                (Some(usd), _) => crate::event::usd(usd),
+                (None, Some(tokens)) => format!("{tokens} tokens"),
+                (None, None) => "spend unknown".to_string(),
+            };
             let attempt = if i.attempt > 1 { format!(" (try {})", i.attempt) } else { String::new() };
             let task = i.task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
             lines.push(format!("  #{}{attempt} {} {cost}{task}", i.iteration, i.outcome));

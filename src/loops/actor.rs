@@ -60,8 +60,18 @@ impl LoopSpec {
         match self.agent {
             AgentKind::Codex => {
                 argv.extend(["exec", "--json", "--skip-git-repo-check"].map(String::from));
-                if run.probe {
-                    argv.extend(["--sandbox", "read-only"].map(String::from));
+                // `exec` is read-only unless told otherwise, which would leave every task undone;
+                // a probe touches nothing. The user's own sandbox choice wins (the client refuses
+                // the flag twice).
+                let theirs = self.args.iter().any(|a| {
+                    matches!(
+                        a.as_str(),
+                        "-s" | "--sandbox" | "--full-auto" | "--dangerously-bypass-approvals-and-sandbox"
+                    ) || a.starts_with("--sandbox=")
+                });
+                if !theirs {
+                    let mode = if run.probe { "read-only" } else { "workspace-write" };
+                    argv.extend(["--sandbox", mode].map(String::from));
                 }
                 argv.extend(self.args.iter().cloned());
                 argv.push(run.prompt.clone());
@@ -386,12 +396,13 @@ impl Exec {
         let (tx, msgs) = mpsc::unbounded_channel();
         let log = self.dir.as_deref().map(|d| stream_file(d, run.iteration, run.attempt, run.probe));
         let clock = self.journal.clock().clone();
+        let agent = self.spec.agent;
         self.shown.clear();
         tokio::spawn(async move {
             let stdout = child.stdout.take().expect("piped");
             let stderr = child.stderr.take().expect("piped");
             let errors = tokio::spawn(read_tail(stderr, STDERR_KEPT));
-            let reader = read_stream(stdout, log.as_deref(), &tx).await;
+            let reader = read_stream(agent, stdout, log.as_deref(), &tx).await;
             let status = child.wait().await;
             let stderr = errors.await.unwrap_or_default();
             if let Some(log) = &log {
@@ -444,7 +455,7 @@ impl Exec {
             None => {
                 // The reader task went away without a word (it panicked): the iteration is lost.
                 if self.child.take().is_some() {
-                    let report = Reader::new().finish(None, "", self.journal.now(), &chrono::Local);
+                    let report = Reader::new(self.spec.agent).finish(None, "", self.journal.now(), &chrono::Local);
                     self.step(Input::Ended { report: Box::new(report), progress: false });
                 }
             }
@@ -474,11 +485,12 @@ impl Exec {
 /// Reads an iteration's stdout: every byte into the gzipped log, each line into a [`Reader`];
 /// lines longer than [`stream::MAX_LINE`] are dropped (and counted).
 async fn read_stream(
+    agent: AgentKind,
     mut stdout: tokio::process::ChildStdout,
     log: Option<&Path>,
     tx: &mpsc::UnboundedSender<ChildMsg>,
 ) -> Reader {
-    let mut reader = Reader::new();
+    let mut reader = Reader::new(agent);
     let mut gz = log.and_then(|path| {
         std::fs::File::create(path)
             .map(|f| flate2::write::GzEncoder::new(f, flate2::Compression::fast()))
@@ -558,4 +570,46 @@ async fn read_tail(mut from: tokio::process::ChildStderr, keep: usize) -> String
         kept.drain(..kept.len() - keep);
     }
     String::from_utf8_lossy(&kept).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(agent: AgentKind, args: &[&str]) -> LoopSpec {
+        LoopSpec {
+            agent,
+            program: agent.as_str().into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            projects: Vec::new(),
+            settings: Settings::default(),
+            env: Vec::new(),
+        }
+    }
+
+    fn run(probe: bool) -> Run {
+        Run { project: 0, prompt: "do it".into(), task: None, probe, iteration: 1, attempt: 0 }
+    }
+
+    #[test]
+    fn codex_may_write_its_workspace_unless_the_user_chose_a_sandbox_and_a_probe_never() {
+        let plain = spec(AgentKind::Codex, &["-m", "gpt-5"]);
+        assert_eq!(
+            plain.argv(&run(false)).join(" "),
+            "codex exec --json --skip-git-repo-check --sandbox workspace-write -m gpt-5 do it"
+        );
+        assert!(plain.argv(&run(true)).join(" ").contains("--sandbox read-only -m gpt-5"));
+        let theirs = spec(AgentKind::Codex, &["--sandbox", "danger-full-access"]);
+        assert_eq!(theirs.argv(&run(false)).iter().filter(|a| *a == "--sandbox").count(), 1);
+    }
+
+    #[test]
+    fn claude_gets_its_stream_and_a_probe_gets_no_tools() {
+        let claude = spec(AgentKind::Claude, &["--model", "opus"]);
+        assert_eq!(
+            claude.argv(&run(false)).join(" "),
+            "claude -p do it --output-format stream-json --verbose --model opus"
+        );
+        assert!(claude.argv(&run(true)).join(" ").ends_with("--tools  --max-turns 1 --no-session-persistence"));
+    }
 }

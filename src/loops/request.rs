@@ -41,6 +41,8 @@ pub enum LoopError {
     NoTask,
     #[error("a loop runs claude or codex headless; {0} has no event stream to read")]
     Agent(String),
+    #[error("codex exec reports tokens but no cost, so --max-cost-usd cannot be kept; cap the loop with --max-tokens")]
+    CodexCost,
     #[error("the project directory {0} does not exist")]
     NoProject(PathBuf),
     #[error("{0} is inside Nightshift's state directory, not a project")]
@@ -71,6 +73,9 @@ impl LoopRequest {
         let agent = self.agent.unwrap_or(AgentKind::Claude);
         if agent == AgentKind::Generic {
             return Err(LoopError::Agent("--agent generic".into()));
+        }
+        if agent == AgentKind::Codex && self.max_cost_usd.is_some() {
+            return Err(LoopError::CodexCost);
         }
         leftover_marker(state_dir)?;
         let positive = |what: &'static str, value: Option<f64>| match value {
@@ -154,6 +159,13 @@ mod tests {
         let nowhere =
             LoopRequest { prompt: Some("x".into()), cwd: vec!["/no/such/dir".into()], ..LoopRequest::default() };
         assert_eq!(nowhere.plan(here.path(), state.path()).unwrap_err(), LoopError::NoProject("/no/such/dir".into()));
+        let codex = LoopRequest {
+            prompt: Some("x".into()),
+            agent: Some(AgentKind::Codex),
+            max_cost_usd: Some(1.0),
+            ..LoopRequest::default()
+        };
+        assert_eq!(codex.plan(here.path(), state.path()).unwrap_err(), LoopError::CodexCost);
         let free = LoopRequest { prompt: Some("x".into()), max_cost_usd: Some(-1.0), ..LoopRequest::default() };
         assert!(free.plan(here.path(), state.path()).unwrap_err().to_string().starts_with("--max-cost-usd must be"));
 

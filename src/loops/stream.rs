@@ -1,5 +1,7 @@
 //! Reading a headless iteration's event stream: what the harness itself said, in typed fields.
 //!
+//! Two harnesses, two dialects (their event types do not overlap, so one [`readable`] serves both):
+//!
 //! Claude Code's `-p --output-format stream-json --verbose` writes one JSON object per line:
 //! `system/init` (the conversation id), `system/api_retry`, `rate_limit_event`, `assistant`, `user`,
 //! `result` (`total_cost_usd`, `usage`, `duration_ms`, `is_error`, `terminal_reason`,
@@ -8,7 +10,14 @@
 //! tool result quoting "usage limit" or "API Error: 500" — is never a limit and never a blip. A
 //! stream with no final `result` (cut short by a huge line, a killed child) has spend *unknown*,
 //! never zero.
+//!
+//! Codex's `exec --json` (measured on 0.171.0, `tests/fixtures/codex/0.171.0/exec`): `thread.started`
+//! (the conversation id), `turn.started`, `item.started|updated|completed` (an `agent_message`, a
+//! `command_execution`, a `file_change`, … or an `error` item, which is a warning), `error` (its
+//! retries: `Reconnecting... 2/5 (…)`), and the turn's end, `turn.completed` with its `usage` or
+//! `turn.failed` with the error's message. Codex reports no cost, only tokens.
 
+use crate::agent::AgentKind;
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -75,6 +84,8 @@ pub const MAX_LINE: usize = 8 << 20;
 /// Reads one iteration's stream, line by line.
 #[derive(Debug, Default)]
 pub struct Reader {
+    /// Codex's dialect (else Claude Code's).
+    codex: bool,
     conversation: Option<String>,
     /// Tokens of the answers so far (the assistant events' usage), for a ceiling checked mid-way.
     tokens_so_far: u64,
@@ -84,13 +95,18 @@ pub struct Reader {
     /// and its text.
     assistant_error: Option<(String, String)>,
     result: Option<Value>,
+    /// Codex: the turn's end (`turn.completed` or `turn.failed`).
+    turn_end: Option<Value>,
+    /// Codex: items of the model's own (a message, a command, an edit) were completed.
+    answered: bool,
     dropped_lines: usize,
     bad_lines: usize,
 }
 
 impl Reader {
-    pub fn new() -> Self {
-        Self::default()
+    /// A reader of `agent`'s stream: Codex's `exec --json`, else Claude Code's `stream-json`.
+    pub fn new(agent: AgentKind) -> Self {
+        Self { codex: agent == AgentKind::Codex, ..Self::default() }
     }
 
     /// One line of the stream (without its newline). Not JSON, or not an event: ignored.
@@ -122,6 +138,12 @@ impl Reader {
                 }
             }
             Some("result") => self.result = Some(v),
+            Some("thread.started") => self.conversation = v["thread_id"].as_str().map(str::to_string),
+            Some("item.completed") if v["item"]["type"] != "error" => self.answered = true,
+            // The turn's totals come with its end, not before: nothing to check mid-way (and
+            // cutting a finished turn short would lose its end).
+            Some("turn.completed") => self.turn_end = Some(v),
+            Some("turn.failed") => self.turn_end = Some(v),
             _ => {}
         }
     }
@@ -144,6 +166,9 @@ impl Reader {
     /// a signal ended it) and its stderr. `now` and `local` read a reset the message gives only as
     /// a clock time.
     pub fn finish<Z: TimeZone>(self, code: Option<i32>, stderr: &str, now: DateTime<Utc>, local: &Z) -> Report {
+        if self.codex {
+            return self.finish_codex(code, stderr, now, local);
+        }
         let complete = self.result.is_some();
         let result = self.result.unwrap_or(Value::Null);
         let spend = if complete {
@@ -216,6 +241,85 @@ impl Reader {
     }
 }
 
+impl Reader {
+    fn finish_codex<Z: TimeZone>(self, code: Option<i32>, stderr: &str, now: DateTime<Utc>, local: &Z) -> Report {
+        let end = self.turn_end.unwrap_or(Value::Null);
+        let complete = !end.is_null();
+        let failed = end["type"] == "turn.failed";
+        let spend = match codex_tokens(&end["usage"]) {
+            Some(tokens) => Spend { cost_usd: None, tokens: Some(tokens) },
+            // A turn that failed before the model produced anything used nothing: its every
+            // request was refused. One that failed after work had begun spent an unknown amount.
+            None if failed && !self.answered => Spend { cost_usd: None, tokens: Some(0) },
+            None => Spend::default(),
+        };
+        let message = end["error"]["message"].as_str().unwrap_or("no message").to_string();
+        let outcome = if failed {
+            codex_failure(message, now, local)
+        } else if complete && code.unwrap_or(0) == 0 {
+            Outcome::Done
+        } else if complete {
+            Outcome::Unfinished { reason: format!("the harness exited with code {code:?} after its turn ended") }
+        } else {
+            let how = match code {
+                Some(c) => format!("exited with code {c}"),
+                None => "was killed".to_string(),
+            };
+            let last =
+                stderr.lines().rev().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("Reading additional"));
+            let cut = if self.dropped_lines > 0 { " (its stream was cut short by an over-long line)" } else { "" };
+            Outcome::Transient {
+                reason: match last {
+                    Some(last) => format!("the harness {how} before its turn ended{cut}: {last}"),
+                    None => format!("the harness {how} before its turn ended{cut}"),
+                },
+            }
+        };
+        Report { outcome, spend, conversation: self.conversation, result: None, duration_ms: None, complete }
+    }
+}
+
+/// How a Codex turn that failed ended, from its own error message (the final `turn.failed`, never
+/// the agent's words): `unexpected status 401 Unauthorized: …`, the API's error body as JSON, the
+/// plan's `You’ve hit your usage limit. Try again at 2:02 PM.`, or its wording for a 5xx.
+fn codex_failure<Z: TimeZone>(message: String, now: DateTime<Utc>, local: &Z) -> Outcome {
+    if is_limit_message(&message) {
+        let resets_at = crate::limits::find_limit(&message, now, local).and_then(|l| l.resets_at);
+        return Outcome::Limit { resets_at, message };
+    }
+    let status = message
+        .strip_prefix("unexpected status ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse::<u16>().ok());
+    let body_type =
+        serde_json::from_str::<Value>(&message).ok().and_then(|v| v["error"]["type"].as_str().map(str::to_string));
+    let lower = message.to_lowercase();
+    const TRANSIENT: [&str; 7] = [
+        "high demand",
+        "stream disconnected",
+        "exceeded retry limit",
+        "error sending request",
+        "connection refused",
+        "timed out",
+        "server_error",
+    ];
+    match (status, body_type.as_deref()) {
+        (Some(s), _) if s >= 500 || s == 429 || s == 408 => Outcome::Transient { reason: message },
+        (Some(_), _) | (None, Some("invalid_request_error" | "authentication_error" | "permission_error")) => {
+            Outcome::Failed { reason: message }
+        }
+        _ if TRANSIENT.iter().any(|t| lower.contains(t)) => Outcome::Transient { reason: message },
+        _ => Outcome::Unfinished { reason: format!("the turn failed: {message}") },
+    }
+}
+
+/// A Codex `usage`: input (its cached part included, as the Responses API counts it) and output
+/// (reasoning included).
+fn codex_tokens(usage: &Value) -> Option<u64> {
+    let input = usage["input_tokens"].as_u64()?;
+    Some(input + usage["output_tokens"].as_u64().unwrap_or(0))
+}
+
 /// One stream event as a person reads it: the agent's words, the tools it called (`→ Bash: ls`) and
 /// what came back (`← 12 lines`), the end (`= done, $0.02`). Nothing for events people skip.
 pub fn readable(v: &Value) -> Vec<String> {
@@ -270,6 +374,43 @@ pub fn readable(v: &Value) -> Vec<String> {
                     out.push(format!("← {lines} line(s){error}: {first}"));
                 }
             }
+        }
+        Some("thread.started") => out.push(format!("· thread {}", v["thread_id"].as_str().unwrap_or("?"))),
+        Some("item.completed") => {
+            let item = &v["item"];
+            match item["type"].as_str() {
+                Some("agent_message") => {
+                    out.extend(item["text"].as_str().unwrap_or_default().lines().map(|l| format!("  {l}")))
+                }
+                Some("command_execution") => {
+                    let command: String = item["command"].as_str().unwrap_or_default().chars().take(200).collect();
+                    out.push(format!("→ shell: {command}"));
+                    let output = item["aggregated_output"].as_str().unwrap_or_default();
+                    let first: String = output.lines().next().unwrap_or_default().chars().take(120).collect();
+                    out.push(format!("← exit {}, {} line(s): {first}", item["exit_code"], output.lines().count()));
+                }
+                Some("file_change") => {
+                    let paths: Vec<&str> =
+                        item["changes"].as_array().into_iter().flatten().filter_map(|c| c["path"].as_str()).collect();
+                    out.push(format!("→ edit: {}", paths.join(", ")));
+                }
+                Some("mcp_tool_call") => out.push(format!(
+                    "→ {}: {}",
+                    item["server"].as_str().unwrap_or("mcp"),
+                    item["tool"].as_str().unwrap_or("tool")
+                )),
+                Some("web_search") => out.push(format!("→ search: {}", item["query"].as_str().unwrap_or_default())),
+                Some("error") => out.push(format!("· warning: {}", item["message"].as_str().unwrap_or_default())),
+                _ => {}
+            }
+        }
+        Some("error") => out.push(format!("· {}", v["message"].as_str().unwrap_or("error"))),
+        Some("turn.completed") => {
+            let tokens = codex_tokens(&v["usage"]).map_or_else(|| "tokens unknown".into(), |t| format!("{t} tokens"));
+            out.push(format!("= done, {tokens}"));
+        }
+        Some("turn.failed") => {
+            out.push(format!("= failed: {}", v["error"]["message"].as_str().unwrap_or("no message")))
         }
         Some("result") => {
             let cost = v["total_cost_usd"].as_f64().map_or_else(|| "spend unknown".into(), crate::event::usd);
@@ -326,7 +467,11 @@ mod tests {
     }
 
     fn read(stream: &str, code: Option<i32>, stderr: &str) -> Report {
-        let mut r = Reader::new();
+        read_as(AgentKind::Claude, stream, code, stderr)
+    }
+
+    fn read_as(agent: AgentKind, stream: &str, code: Option<i32>, stderr: &str) -> Report {
+        let mut r = Reader::new(agent);
         for line in stream.lines() {
             r.line(line);
         }
@@ -377,7 +522,7 @@ mod tests {
     fn a_stream_cut_short_has_unknown_spend_never_zero() {
         let fast = fixture("stream-json-fast.jsonl");
         let cut: Vec<&str> = fast.lines().filter(|l| !l.contains(r#""type":"result""#)).collect();
-        let mut r = Reader::new();
+        let mut r = Reader::new(AgentKind::Claude);
         for l in &cut {
             r.line(l);
         }
@@ -411,5 +556,69 @@ mod tests {
         let report = read(result, Some(1), "");
         assert!(matches!(report.outcome, Outcome::Unfinished { .. }), "{report:?}");
         assert_eq!(report.spend.cost_usd, Some(0.5));
+    }
+
+    fn codex(name: &str) -> String {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/codex/0.171.0/exec");
+        std::fs::read_to_string(format!("{dir}/exec-json-{name}.jsonl")).unwrap()
+    }
+
+    #[test]
+    fn a_codex_turn_that_completed_is_done_with_its_tokens_and_no_cost() {
+        let report = read_as(AgentKind::Codex, &codex("fast"), Some(0), "Reading additional input from stdin...\n");
+        assert_eq!(report.outcome, Outcome::Done, "the model-metadata warning item is not a failure");
+        assert_eq!(report.spend, Spend { cost_usd: None, tokens: Some(1240) });
+        assert_eq!(report.conversation.as_deref(), Some("01a231b4-9a83-7ce0-9ace-37849d1eae57"));
+    }
+
+    #[test]
+    fn a_codex_limit_waits_for_the_time_its_message_gives() {
+        let now: DateTime<Utc> = "2026-12-01T13:50:00Z".parse().unwrap();
+        let mut r = Reader::new(AgentKind::Codex);
+        codex("limit").lines().for_each(|l| r.line(l));
+        let report = r.finish(Some(1), "", now, &Utc);
+        let Outcome::Limit { resets_at, message } = &report.outcome else { panic!("{report:?}") };
+        assert_eq!(resets_at.map(|t| t.to_rfc3339()), Some("2026-12-01T14:04:00+00:00".into()), "{message}");
+        assert_eq!(report.spend.tokens, Some(0), "a turn refused before any answer used nothing");
+    }
+
+    #[test]
+    fn a_codex_server_error_is_transient_and_a_rejected_request_stops() {
+        let report = read_as(AgentKind::Codex, &codex("500"), Some(1), "");
+        assert!(
+            matches!(report.outcome, Outcome::Transient { ref reason } if reason.contains("high demand")),
+            "{report:?}"
+        );
+        let report = read_as(AgentKind::Codex, &codex("401"), Some(1), "");
+        assert!(matches!(report.outcome, Outcome::Failed { ref reason } if reason.contains("401")), "{report:?}");
+        let report = read_as(AgentKind::Codex, &codex("400"), Some(1), "");
+        assert!(
+            matches!(report.outcome, Outcome::Failed { ref reason } if reason.contains("invalid_request")),
+            "{report:?}"
+        );
+    }
+
+    #[test]
+    fn a_codex_answer_quoting_a_limit_is_done_and_a_cut_stream_has_unknown_spend() {
+        let quoted =
+            codex("fast").replace("Hello from the mock server.", "You’ve hit your usage limit. Try again at 2:02 PM.");
+        assert_eq!(read_as(AgentKind::Codex, &quoted, Some(0), "").outcome, Outcome::Done);
+        let cut: String =
+            codex("fast").lines().filter(|l| !l.contains("turn.completed")).map(|l| format!("{l}\n")).collect();
+        let report = read_as(AgentKind::Codex, &cut, None, "");
+        assert_eq!(report.spend, Spend::default());
+        assert!(
+            matches!(report.outcome, Outcome::Transient { ref reason } if reason.contains("was killed")),
+            "{report:?}"
+        );
+    }
+
+    #[test]
+    fn codex_events_read_as_a_person_reads_them() {
+        let said: Vec<String> =
+            codex("fast").lines().flat_map(|l| readable(&serde_json::from_str(l).unwrap())).collect();
+        assert!(said.iter().any(|l| l.starts_with("· thread 01a231b4-9a83")), "{said:?}");
+        assert!(said.iter().any(|l| l == "  Hello from the mock server. This is a short answer."), "{said:?}");
+        assert_eq!(said.last().map(String::as_str), Some("= done, 1240 tokens"));
     }
 }

@@ -233,7 +233,9 @@ impl CodexRun {
     }
 }
 
-fn nightshift(env: &Env, codex_home: &Path) -> Command {
+/// `nightshift` with a test's directories, `codex_home` as its `CODEX_HOME` and the mock's key, in
+/// the project, its stderr piped.
+pub fn nightshift(env: &Env, codex_home: &Path) -> Command {
     let mut cmd = Command::new(super::bin());
     cmd.env_clear()
         .env("HOME", env.path("home"))

@@ -128,6 +128,8 @@ pub enum Scenario {
     Fast,
     Slow(Duration),
     Limit,
+    /// Every request answered with this HTTP status and an error body (`mock:status:500`).
+    Status(u16),
 }
 
 impl Scenario {
@@ -136,6 +138,7 @@ impl Scenario {
             Self::Fast => "fast".into(),
             Self::Slow(d) => format!("slow:{}", d.as_secs()),
             Self::Limit => "limit".into(),
+            Self::Status(code) => format!("status:{code}"),
         }
     }
 }
@@ -151,6 +154,7 @@ pub fn scenario_for(text: &str) -> Option<Scenario> {
     Some(match name {
         "slow" => Scenario::Slow(Duration::from_secs_f64(arg.unwrap_or(20.0))),
         "limit" => Scenario::Limit,
+        "status" => Scenario::Status(arg.map_or(500, |a| a as u16)),
         _ => Scenario::Fast,
     })
 }
@@ -244,6 +248,14 @@ async fn handle(
         let i = record(&scenario.name(), 429);
         mark_done(&shared, i);
         return limit_response(reset);
+    }
+    if let Scenario::Status(code) = scenario {
+        let i = record(&scenario.name(), code);
+        mark_done(&shared, i);
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let kind = if code >= 500 { "server_error" } else { "invalid_request_error" };
+        let error = json!({"error": {"type": kind, "message": format!("mock: HTTP {code}")}});
+        return (status, axum::Json(error)).into_response();
     }
     let i = record(&scenario.name(), 200);
     let model = request["model"].as_str().unwrap_or("gpt-5-codex").to_string();
@@ -370,5 +382,6 @@ mod tests {
         assert_eq!(scenario_for("mock:fast then mock:slow:3"), Some(Scenario::Slow(Duration::from_secs(3))));
         assert_eq!(scenario_for("mock:limit go"), Some(Scenario::Limit));
         assert_eq!(scenario_for("nothing here"), None);
+        assert_eq!(scenario_for("fail mock:status:503"), Some(Scenario::Status(503)));
     }
 }
