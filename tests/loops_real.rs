@@ -274,6 +274,7 @@ async fn stop_during_a_limit_wait_ends_the_loop_within_a_second() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (code, stderr) = l.finish(Duration::from_secs(10));
     let took = asked.elapsed();
+    eprintln!("the loop ended {took:?} after `nightshift loop stop` in its limit wait");
     assert_eq!(code, 0, "{stderr}");
     assert!(took <= Duration::from_millis(1500), "ended {took:?} after the STOP (the marker is read every 250 ms)");
     let last = l.named("state").pop().unwrap();
