@@ -67,6 +67,8 @@ const CLAUDE: &[(&str, Expect)] = &[
     ("nightshift/weekly-menu-wait-due", AtPrompt),
     ("nightshift/weekly-menu-wait-fired", AtPrompt),
     ("nightshift/tool-silent-t5s", Working),
+    // A folder not trusted yet: the first-start question, drawn from the top of the screen.
+    ("nightshift/trust-first-start", Dialog("trust")),
     ("question/01-question", Dialog("question")),
     ("question/02-question-later", Dialog("question")),
     ("statusline/01-idle-with-statusline", AtPrompt),

@@ -25,6 +25,8 @@ pub enum AdapterError {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SignalsFile {
+    /// The client version these signals were checked against (`nightshift doctor` compares).
+    verified: Option<String>,
     screen: Option<bool>,
     program_state: Option<bool>,
     #[serde(default)]
@@ -95,6 +97,7 @@ impl SignalsFile {
     /// `other`'s keys win.
     fn merge(self, other: SignalsFile) -> SignalsFile {
         SignalsFile {
+            verified: other.verified.or(self.verified),
             screen: other.screen.or(self.screen),
             program_state: other.program_state.or(self.program_state),
             launch: LaunchFile {
@@ -189,6 +192,7 @@ pub struct Verdict {
 #[derive(Debug, Clone)]
 pub struct Adapter {
     pub kind: AgentKind,
+    verified: Option<String>,
     launch: Option<(String, Vec<String>)>,
     screen: bool,
     program_state: bool,
@@ -260,6 +264,7 @@ impl Adapter {
         let opt = |key: &str, p: &Option<String>| p.as_deref().map(|p| re(key, p)).transpose();
         Ok(Self {
             kind,
+            verified: f.verified,
             launch: f.launch.program.map(|p| (p, f.launch.args.unwrap_or_default())),
             screen: f.screen.unwrap_or(true),
             program_state: f.program_state.unwrap_or(false),
@@ -301,6 +306,11 @@ impl Adapter {
                 }
             },
         })
+    }
+
+    /// The client version the signals were verified on, when the file says.
+    pub fn verified(&self) -> Option<&str> {
+        self.verified.as_deref()
     }
 
     /// The command that starts this agent when none is given.
@@ -422,11 +432,15 @@ impl Adapter {
     fn find_dialog(&self, rows: &[String], composer: Option<Composer>) -> Option<Dialog> {
         // A client draws its dialogs in place of the composer: with a ruled composer on screen, text
         // above it is transcript, whatever it says.
+        // Otherwise the rows at the bottom of what is drawn: a dialog drawn from the top of a tall
+        // terminal (a first start's trust question) leaves blank rows below it, which count for
+        // nothing.
+        let end = rows.iter().rposition(|r| !r.trim().is_empty()).map_or(0, |i| i + 1);
         let from = match (composer, &self.rule) {
             (Some(c), Some(_)) => c.top + 1,
-            _ => rows.len().saturating_sub(DIALOG_ROWS),
+            _ => end.saturating_sub(DIALOG_ROWS),
         };
-        let region = &rows[from.min(rows.len())..];
+        let region = &rows[from.min(end)..end];
         for (kind, re) in &self.dialogs {
             if let Some(at) = region.iter().position(|r| re.is_match(r)) {
                 let text = region[..=at]
@@ -478,5 +492,21 @@ mod tests {
         std::fs::write(dir.path().join("claude.toml"), "[working]\nfootre = 'x'\n").unwrap();
         let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
         assert!(err.contains("footre"), "{err}");
+    }
+
+    #[test]
+    fn a_dialog_drawn_from_the_top_of_a_tall_screen_is_read_whole() {
+        // Claude Code's first-start trust question in a 120x40 terminal: drawn from the top, its
+        // rows above the blank bottom half (the capture the doctor's probe kept).
+        let text = include_str!("../../tests/fixtures/claude-code/2.1.332/nightshift/trust-first-start.txt");
+        let mut screen = crate::screen::Screen::new(crate::pty::PtySize::new(120, 40));
+        let mut bytes = b"\x1b[2J".to_vec();
+        for (i, row) in text.lines().enumerate() {
+            bytes.extend(format!("\x1b[{};1H{row}", i + 1).into_bytes());
+        }
+        screen.feed(&bytes);
+        let verdict = Adapter::builtin(AgentKind::Claude).classify(&screen.snapshot());
+        let dialog = verdict.dialog.expect("a dialog");
+        assert_eq!(dialog.kind, DialogKind::Trust, "{dialog:?}");
     }
 }
