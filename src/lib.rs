@@ -13,6 +13,7 @@ pub mod config;
 pub mod control;
 pub mod detect;
 pub mod digest;
+pub mod doctor;
 pub mod event;
 pub mod git;
 pub mod hooks;

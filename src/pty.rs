@@ -319,7 +319,7 @@ fn wait_for(pid: u32) -> Exit {
 
 /// Finds the file that `program` names: a path (relative to `cwd`) when it contains a slash,
 /// otherwise the first match in `PATH`.
-fn resolve_program(program: &str, cwd: &Path, path_var: Option<&std::ffi::OsStr>) -> Result<PathBuf, SpawnError> {
+pub fn resolve_program(program: &str, cwd: &Path, path_var: Option<&std::ffi::OsStr>) -> Result<PathBuf, SpawnError> {
     if program.is_empty() {
         return Err(SpawnError::NotFound { program: program.into() });
     }

@@ -2,6 +2,7 @@
 
 mod breaker;
 mod digest;
+mod doctor;
 mod generate;
 mod hook;
 mod journal;
@@ -66,6 +67,9 @@ enum Command {
     Stop(stop::Args),
     /// What happened over a range: what needs you, what got done, what it cost.
     Digest(digest::Args),
+    /// Is this machine ready for a night? Checks the agents, their login, the working directories,
+    /// the state directory, the desktop and the power; exit 1 on any FAIL.
+    Doctor(doctor::Args),
     /// The respawn presets: list, show, save your own, delete.
     Presets(presets::Args),
     /// Circuit breakers: `nightshift breaker reset SESSION`.
@@ -104,6 +108,7 @@ pub fn main() -> ExitCode {
         Command::Screen(args) => screen::run(cli.state_dir, args),
         Command::Presets(args) => presets::run(cli.state_dir, args),
         Command::Digest(args) => digest::run(cli.state_dir, args),
+        Command::Doctor(args) => doctor::run(cli.state_dir, args),
         Command::Breaker(args) => breaker::run(cli.state_dir, args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Restore(args) => restore::run(cli.state_dir, args),
