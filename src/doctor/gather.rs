@@ -501,7 +501,17 @@ fn desktop() -> Vec<Check> {
 fn power() -> (Option<bool>, Option<String>) {
     let Some(conn) = bus(true) else { return (None, None) };
     let property = |dest: &str, path: &str, iface: &str, name: &str| -> Option<zbus::zvariant::OwnedValue> {
-        let proxy = zbus::blocking::Proxy::new(&conn, dest.to_string(), path.to_string(), iface.to_string()).ok()?;
+        // One property read each: no cache (it would first fetch every property and watch them).
+        let proxy: zbus::blocking::Proxy<'_> = zbus::blocking::proxy::Builder::new(&conn)
+            .destination(dest.to_string())
+            .ok()?
+            .path(path.to_string())
+            .ok()?
+            .interface(iface.to_string())
+            .ok()?
+            .cache_properties(zbus::proxy::CacheProperties::No)
+            .build()
+            .ok()?;
         proxy.get_property::<zbus::zvariant::OwnedValue>(name).ok()
     };
     let upower = |name: &str| {

@@ -6,6 +6,11 @@ talk to something the test can watch and drive:
                  to play the user clicking a notification's action
   login1         org.freedesktop.login1.Manager's Inhibit/ListInhibitors, on a private system bus
   watcher        org.kde.StatusNotifierWatcher on the session bus, where the tray item registers
+  upower         org.freedesktop.UPower's OnBattery and LidIsPresent, on the private system bus
+                 (on battery when NIGHTSHIFT_FAKE_ON_BATTERY=1)
+
+login1 also answers the Manager's HandleLidSwitch properties (`suspend` on battery, `ignore` on AC,
+as a stock laptop's logind.conf).
 
 Each fake runs as its own process: `python3 dbus_fakes.py <fake> --log FILE` owns its bus name,
 prints `ready`, and appends one JSON object per observed call or event to FILE, one per line.
@@ -41,6 +46,8 @@ LOGIN1 = "org.freedesktop.login1"
 LOGIN1_PATH = "/org/freedesktop/login1"
 LOGIN1_MANAGER = "org.freedesktop.login1.Manager"
 WATCHER = "org.kde.StatusNotifierWatcher"
+UPOWER = "org.freedesktop.UPower"
+UPOWER_PATH = "/org/freedesktop/UPower"
 WATCHER_PATH = "/StatusNotifierWatcher"
 SNI = "org.kde.StatusNotifierItem"
 DBUSMENU = "com.canonical.dbusmenu"
@@ -204,6 +211,53 @@ class Login1(dbus.service.Object):
         self.log(call="ListInhibitors")
         return list(self.held.values())
 
+    PROPERTIES = {"HandleLidSwitch": dbus.String("suspend"), "HandleLidSwitchExternalPower": dbus.String("ignore"),
+                  "HandleLidSwitchDocked": dbus.String("ignore")}
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="ss", out_signature="v")
+    def Get(self, interface, name):
+        if interface != LOGIN1_MANAGER or name not in self.PROPERTIES:
+            raise _error("org.freedesktop.DBus.Error.UnknownProperty", f"no property {name}")
+        self.log(call="Get", name=str(name))
+        return self.PROPERTIES[name]
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, interface):
+        if interface != LOGIN1_MANAGER:
+            raise _error("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {interface}")
+        self.log(call="GetAll")
+        return self.PROPERTIES
+
+
+class UPower(dbus.service.Object):
+    """UPower's daemon object: whether the machine runs on battery and has a lid."""
+
+    BUS_NAME, PATH = UPOWER, UPOWER_PATH
+
+    def __init__(self, bus, log):
+        super().__init__(bus, self.PATH)
+        self.log = log
+        self.on_battery = os.environ.get("NIGHTSHIFT_FAKE_ON_BATTERY") == "1"
+
+    def _properties(self):
+        return {"OnBattery": dbus.Boolean(self.on_battery), "LidIsPresent": dbus.Boolean(True),
+                "DaemonVersion": dbus.String("1.90.2")}
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="ss", out_signature="v")
+    def Get(self, interface, name):
+        props = self._properties()
+        if interface != UPOWER or name not in props:
+            raise _error("org.freedesktop.DBus.Error.UnknownProperty", f"no property {name}")
+        self.log(call="Get", name=str(name))
+        return props[name]
+
+    @dbus.service.method(dbus.PROPERTIES_IFACE, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, interface):
+        if interface != UPOWER:
+            raise _error("org.freedesktop.DBus.Error.UnknownInterface", f"no interface {interface}")
+        self.log(call="GetAll")
+        return self._properties()
+
 
 class Watcher(dbus.service.Object):
     """The StatusNotifierWatcher a desktop's panel runs: tray items register here; a registration
@@ -289,7 +343,8 @@ class Watcher(dbus.service.Object):
         return self._properties()
 
 
-FAKES = {"notifications": (Notifications, "session"), "login1": (Login1, "system"), "watcher": (Watcher, "session")}
+FAKES = {"notifications": (Notifications, "session"), "login1": (Login1, "system"), "watcher": (Watcher, "session"),
+         "upower": (UPower, "system")}
 
 
 def serve(which, log_path):

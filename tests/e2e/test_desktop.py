@@ -10,6 +10,7 @@ reaches them through their control sockets, as it does on a real desktop.
 """
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -49,7 +50,9 @@ class Desktop(unittest.TestCase):
         require_binaries()
         cls.tmp = tempfile.TemporaryDirectory()
         base = Path(cls.tmp.name)
-        cls.fakes = dbus_fakes.Fakes("watcher", "notifications", "login1").__enter__()
+        # The fake UPower reports a laptop on battery (its lid set to suspend by the fake logind).
+        os.environ["NIGHTSHIFT_FAKE_ON_BATTERY"] = "1"
+        cls.fakes = dbus_fakes.Fakes("watcher", "notifications", "login1", "upower").__enter__()
         cls.env = cls.fakes.env(isolated_env(base, NO_AT_BRIDGE="1"))
         cls.app_log = open(base / "app.log", "wb")
         cls.app = subprocess.Popen([str(APP)], env=cls.env, stdin=subprocess.DEVNULL,
@@ -261,6 +264,43 @@ class Desktop(unittest.TestCase):
             r["id"] for r in self.fakes.records("login1") if r.get("event") == "released"} >= ids or None)
         self.assertTrue(released)
 
+
+    def doctor(self, env):
+        out = subprocess.run([str(CLI), "doctor", "--json", "--no-probe", "--agent", "claude",
+                              "--cwd", self.tmp.name], env=env, capture_output=True, text=True, timeout=60)
+        report = json.loads(out.stdout)
+        self.assertEqual(out.returncode, 0 if report["ok"] else 1, out.stderr)
+        return {c["id"]: c for c in report["checks"]}
+
+    def test_8_doctor_reads_the_desktop_and_the_power_from_their_buses(self):
+        checks = self.doctor(self.env)
+        for id in ["desktop.display", "desktop.tray", "desktop.notifications", "desktop.logind"]:
+            self.assertEqual(checks[id]["status"], "pass", checks[id])
+        self.assertEqual((checks["power.ac"]["status"], checks["power.ac"]["detail"]), ("warn", "on battery"))
+        lid = checks["power.lid"]
+        self.assertEqual(lid["status"], "warn", lid)
+        self.assertIn("closing the lid will suspend the machine", lid["detail"])
+        self.assertIn("HandleLidSwitch=ignore", lid["remedy"])
+        asked = {r.get("name") for r in self.fakes.records("upower") if r.get("call") == "Get"}
+        self.assertTrue({"OnBattery", "LidIsPresent"} <= asked, asked)
+
+        # The same desktop with none of them: an empty session bus and no system bus at all.
+        empty = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+                                 stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        try:
+            address = empty.stdout.readline().strip()
+            bare = dict(self.env, DBUS_SESSION_BUS_ADDRESS=address,
+                        DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={self.tmp.name}/no-system-bus")
+            checks = self.doctor(bare)
+        finally:
+            empty.terminate()
+            empty.wait(10)
+            empty.stdout.close()
+        for id in ["desktop.tray", "desktop.notifications", "desktop.logind"]:
+            self.assertEqual(checks[id]["status"], "warn", checks[id])
+            self.assertTrue(checks[id]["remedy"], checks[id])
+        self.assertIn("UPower is not running", checks["power.ac"]["detail"])
+        self.assertNotIn("power.lid", checks)
 
 
 if __name__ == "__main__":
