@@ -37,6 +37,8 @@ pub struct Notifier {
     shown: Mutex<VecDeque<(u32, String)>>,
     /// What was told once per night already.
     told: Mutex<notice::Told>,
+    /// The one thread that hands notifications to the desktop, in the journal's order.
+    queue: Mutex<Option<std::sync::mpsc::Sender<(AppHandle, Notice)>>>,
 }
 
 impl Notifier {
@@ -136,34 +138,52 @@ pub fn show(app: &AppHandle, notice: Notice) {
     if !allowed {
         return;
     }
-    let app = app.clone();
-    // Showing is a blocking D-Bus call: off the async threads.
-    std::thread::spawn(move || {
-        let mut n = notify_rust::Notification::new();
-        n.appname("Nightshift").summary(&notice.summary).body(&notice.body).icon("dev.nightshift.app");
-        if notice.session.is_some() {
-            n.action("default", "Open");
-        }
-        match n.show() {
-            Ok(handle) => {
-                let state = app.state::<AppState>();
-                if state.notifier.failed.swap(false, Ordering::Relaxed) {
-                    tracing::info!("desktop notifications work again");
+    // Showing is a blocking D-Bus call: off the async threads, on one thread so that two events
+    // of one journal batch are shown in their order.
+    let mut queue = state.notifier.queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sender = queue.get_or_insert_with(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<(AppHandle, Notice)>();
+        std::thread::Builder::new()
+            .name("notifications".into())
+            .spawn(move || {
+                for (app, notice) in rx {
+                    deliver(&app, notice);
                 }
-                if let Some(session) = notice.session {
-                    state.notifier.remember(handle.id(), session);
-                }
-            }
-            Err(e) => {
-                let state = app.state::<AppState>();
-                if state.notifier.failed.swap(true, Ordering::Relaxed) {
-                    tracing::debug!("notification not shown: {e}");
-                } else {
-                    tracing::warn!("cannot show desktop notifications ({e}); the journal still has every event");
-                }
-            }
-        }
+            })
+            .expect("a thread for notifications");
+        tx
     });
+    if sender.send((app.clone(), notice)).is_err() {
+        tracing::warn!("the notification thread is gone; the journal still has every event");
+        *queue = None;
+    }
+}
+
+fn deliver(app: &AppHandle, notice: Notice) {
+    let mut n = notify_rust::Notification::new();
+    n.appname("Nightshift").summary(&notice.summary).body(&notice.body).icon("dev.nightshift.app");
+    if notice.session.is_some() {
+        n.action("default", "Open");
+    }
+    match n.show() {
+        Ok(handle) => {
+            let state = app.state::<AppState>();
+            if state.notifier.failed.swap(false, Ordering::Relaxed) {
+                tracing::info!("desktop notifications work again");
+            }
+            if let Some(session) = notice.session {
+                state.notifier.remember(handle.id(), session);
+            }
+        }
+        Err(e) => {
+            let state = app.state::<AppState>();
+            if state.notifier.failed.swap(true, Ordering::Relaxed) {
+                tracing::debug!("notification not shown: {e}");
+            } else {
+                tracing::warn!("cannot show desktop notifications ({e}); the journal still has every event");
+            }
+        }
+    }
 }
 
 /// Says, as the app quits, that the resumes sessions wait for are kept for the next start. Waits
