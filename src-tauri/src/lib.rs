@@ -19,7 +19,6 @@ use nightshift::clock::SystemClock;
 use nightshift::config::Config;
 use nightshift::control::ControlServer;
 use nightshift::logging::{self, Stderr};
-use nightshift::overview::Overview;
 use nightshift::paths::Paths;
 use nightshift::store::Store;
 use nightshift::Supervisor;
@@ -33,7 +32,7 @@ pub struct AppState {
     pub notifier: notify::Notifier,
     pub awake: awake::Awake,
     /// What the tray shows now.
-    shown: Mutex<Option<Overview>>,
+    shown: Mutex<Option<tray::Shown>>,
     /// Kept for the life of the app; dropping it removes the socket.
     _control: Mutex<Option<ControlServer>>,
 }
@@ -167,6 +166,7 @@ pub fn run() {
             commands::send_text,
             commands::new_session,
             commands::new_loop,
+            commands::doctor,
             commands::presets,
             commands::save_preset,
             commands::delete_preset,

@@ -24,7 +24,12 @@ fn icon(glance: Glance) -> &'static [u8] {
     }
 }
 
-fn menu(app: &AppHandle, o: &Overview) -> tauri::Result<Menu<tauri::Wry>> {
+/// What the tray shows: the sessions at a glance, and what Quit would do with pending resumes
+/// (which can change while the overview does not: a restored session's resume is armed after it
+/// is listed).
+pub type Shown = (Overview, String);
+
+fn menu(app: &AppHandle, (o, quit): &Shown) -> tauri::Result<Menu<tauri::Wry>> {
     let menu = Menu::new(app)?;
     for (i, line) in o.tooltip.lines().enumerate() {
         menu.append(&MenuItem::with_id(app, format!("status:{i}"), line, false, None::<&str>)?)?;
@@ -37,39 +42,41 @@ fn menu(app: &AppHandle, o: &Overview) -> tauri::Result<Menu<tauri::Wry>> {
         menu.append(&PredefinedMenuItem::separator(app)?)?;
     }
     menu.append(&MenuItem::with_id(app, "new", "New session…", true, None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, "ready", "Ready for tonight?", true, None::<&str>)?)?;
     menu.append(&MenuItem::with_id(app, "pause", "Pause all", !o.entries.is_empty(), None::<&str>)?)?;
     menu.append(&MenuItem::with_id(app, "resume", "Resume all", !o.entries.is_empty(), None::<&str>)?)?;
     menu.append(&PredefinedMenuItem::separator(app)?)?;
     menu.append(&MenuItem::with_id(app, "open", "Open Nightshift", true, None::<&str>)?)?;
-    menu.append(&MenuItem::with_id(app, "quit", quit_label(app), true, None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, "quit", quit, true, None::<&str>)?)?;
     Ok(menu)
 }
 
-fn current(app: &AppHandle) -> Overview {
+fn current(app: &AppHandle) -> Shown {
     let state = app.state::<AppState>();
     let (rows, usage) = state
         .supervisor
         .with_store(|s| (s.sessions().unwrap_or_default(), s.latest_limits().ok().flatten().map(|u| u.sample)));
-    overview::overview(&rows, usage.as_ref())
+    (overview::overview(&rows, usage.as_ref()), quit_label(app))
 }
 
-fn apply(app: &AppHandle, tray: &TrayIcon, o: &Overview) -> tauri::Result<()> {
-    tray.set_menu(Some(menu(app, o)?))?;
+fn apply(app: &AppHandle, tray: &TrayIcon, shown: &Shown) -> tauri::Result<()> {
+    let o = &shown.0;
+    tray.set_menu(Some(menu(app, shown)?))?;
     tray.set_icon(Some(Image::from_bytes(icon(o.glance))?))?;
     tray.set_tooltip(Some(&o.tooltip))?;
     Ok(())
 }
 
 pub fn create(app: &AppHandle) -> tauri::Result<()> {
-    let o = current(app);
+    let shown = current(app);
     let tray = TrayIconBuilder::with_id(TRAY_ID)
-        .icon(Image::from_bytes(icon(o.glance))?)
-        .tooltip(&o.tooltip)
-        .menu(&menu(app, &o)?)
+        .icon(Image::from_bytes(icon(shown.0.glance))?)
+        .tooltip(&shown.0.tooltip)
+        .menu(&menu(app, &shown)?)
         .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
         .build(app)?;
     drop(tray);
-    *app.state::<AppState>().shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(o);
+    *app.state::<AppState>().shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(shown);
     Ok(())
 }
 
@@ -92,6 +99,7 @@ fn on_menu(app: &AppHandle, id: &str) {
     match id {
         "open" => crate::show_main(app),
         "new" => crate::show_view(app, "new-session"),
+        "ready" => crate::show_view(app, "ready"),
         "pause" | "resume" => {
             let app = app.clone();
             let held = id == "pause";
