@@ -255,6 +255,43 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
     Ok(Started { id: handle.id().to_string() })
 }
 
+/// What the "Ready for tonight?" panel and the New session page ask the doctor.
+#[derive(Debug, Default, Deserialize)]
+pub struct DoctorAsk {
+    /// The agents; empty: Claude, and Codex when installed.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// The working directories; empty: the home directory.
+    #[serde(default)]
+    pub cwds: Vec<String>,
+    /// Start each agent's CLI for the drift probe (a few seconds each).
+    #[serde(default)]
+    pub probe: bool,
+}
+
+/// The doctor's checks, as `nightshift doctor --json` gives them.
+#[tauri::command]
+pub async fn doctor(state: State<'_, AppState>, ask: DoctorAsk) -> Result<nightshift::doctor::Report, UiError> {
+    let home = std::env::var("HOME").ok();
+    let mut agents = Vec::new();
+    for name in ask.agents.iter().filter(|a| !a.is_empty()) {
+        agents.push(name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?);
+    }
+    let cwds: Vec<PathBuf> = ask
+        .cwds
+        .iter()
+        .map(|c| c.trim())
+        .filter(|c| !c.is_empty())
+        .map(|c| PathBuf::from(expand_home(c, home.as_deref())))
+        .collect();
+    let here = home.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+    let opts = nightshift::doctor::Options { agents, cwds, agent_args: Vec::new(), no_probe: !ask.probe };
+    let paths = state.paths.clone();
+    tauri::async_runtime::spawn_blocking(move || nightshift::doctor::run(&paths, &here, &opts))
+        .await
+        .map_err(|e| UiError::new("doctor_failed", format!("the checks could not run: {e}")))
+}
+
 #[derive(Debug, Serialize)]
 pub struct PresetView {
     pub name: String,

@@ -267,6 +267,44 @@ class AppWindow(unittest.TestCase):
         self.click("#back")
         d.wait_for("the list", lambda: self.visible("#list-view"))
 
+    def test_5c_ready_for_tonight_checks_and_the_new_page_warns_first(self):
+        d = self.driver
+        plain = Path(self.tmp.name) / "not-a-repo"
+        plain.mkdir(exist_ok=True)
+        set_value = ("const e = document.querySelector(arguments[0]); e.value = arguments[1];"
+                     " e.dispatchEvent(new Event('change'))")
+        # The New session page: the folder's WARNs show before the start, which stays possible.
+        self.open_view("#nav-new", "new")
+        self.click("#new-kind-terminal")
+        self.click('#new-agent option[value="claude"]')
+        d.run_js(set_value, "#new-cwd", str(plain))
+        item = d.wait_for("the folder's warning", lambda: [
+            d.text(e) for e in d.find_all("#new-ready-list li") if "not a git repository" in d.text(e)], timeout=30)
+        self.assertIn("WARN", item[0])
+        self.assertTrue(self.visible("#new-ready"))
+        self.assertTrue(d.run_js("return !document.getElementById('new-submit').disabled"), "nothing is blocked")
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "new-ready.png")
+
+        self.open_view("#nav-ready", "ready")
+        d.run_js(set_value, "#ready-cwd", str(plain))
+        self.click("#ready-run")
+        summary = d.wait_for("the checks", lambda: (lambda t: t if t and t != "Checking…" else None)(
+            self.text_of("#ready-summary")), timeout=60)
+        self.assertRegex(summary, r"^(Not ready|Ready)")
+        listed = d.run_js("return [...document.querySelectorAll('#ready-list li')]"
+                          ".map(e => [e.dataset.id, e.dataset.status, e.textContent])")
+        rows = {i: (status, text) for i, status, text in listed}
+        self.assertEqual(rows["cwd.0.git"][0], "warn", rows)
+        self.assertIn("git init", rows["cwd.0.git"][1])
+        self.assertEqual(rows["state.writable"][0], "pass", rows)
+        self.assertIn("harness.claude.path", rows)
+        statuses = [status for _, status, _ in listed]
+        self.assertEqual(statuses, sorted(statuses, key=["fail", "warn", "pass"].index), "problems first")
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "ready.png")
+
     def test_6_digest_morning_settings_and_usage(self):
         d = self.driver
         self.open_view("#nav-digest", "digest")

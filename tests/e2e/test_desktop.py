@@ -109,7 +109,7 @@ class Desktop(unittest.TestCase):
         self.assertTrue(str(props.get("IconName", "")).endswith(".png"), props)
         type(self).idle_icon = Path(str(props["IconName"])).read_bytes()
         labels = wait("the menu", self.labels)
-        for wanted in ("Nightshift — no sessions running", "New session…", "Pause all", "Resume all",
+        for wanted in ("Nightshift — no sessions running", "New session…", "Ready for tonight?", "Pause all", "Resume all",
                        "Open Nightshift", "Quit"):
             self.assertIn(wanted, labels)
 

@@ -6,7 +6,7 @@
 
 // ---------------------------------------------------------------- views
 
-const VIEWS = ["list", "new", "detail", "options", "digest", "morning", "settings"];
+const VIEWS = ["list", "new", "detail", "options", "digest", "morning", "ready", "settings"];
 
 function show(name) {
   if (name !== app.view) $("notice").hidden = true;  // a notice is about the view it was shown in
@@ -23,6 +23,7 @@ function show(name) {
   if (name === "digest") loadDigest();
   if (name === "morning") loadMorning();
   if (name === "settings") loadSettings();
+  if (name === "ready") prepareReady();
 }
 
 function focusHeading(section) {
@@ -50,6 +51,10 @@ $("resume-all").addEventListener("click", resumeAll);
 $("new-form").addEventListener("submit", submitNew);
 for (const radio of document.querySelectorAll('#new-form input[name="kind"]')) radio.addEventListener("change", showNewKind);
 $("new-cancel").addEventListener("click", () => show("list"));
+$("new-cwd").addEventListener("change", checkNewSession);
+$("new-agent").addEventListener("change", checkNewSession);
+$("ready-run").addEventListener("click", runReady);
+$("ready-cwd").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); runReady(); } });
 
 $("options-tab-respawn").addEventListener("click", () => selectOptionsTab("respawn"));
 $("options-tab-session").addEventListener("click", () => selectOptionsTab("session"));
@@ -102,7 +107,8 @@ listen("journal", (e) => {
 const loadOptionsSoon = debounce(loadOptions, 200);
 listen("open-session", async (e) => { clearError(); await refresh(); openSession(String(e.payload)); });
 listen("show-view", (e) => {
-  const name = { "new-session": "new", digest: "digest", morning: "morning", settings: "settings", sessions: "list" }[e.payload];
+  const name = { "new-session": "new", digest: "digest", morning: "morning", settings: "settings", sessions: "list",
+                 ready: "ready" }[e.payload];
   if (name) { clearError(); show(name); focusHeading(`${name}-view`); }
 });
 listen("morning", (e) => {

@@ -9,6 +9,7 @@ async function prepareNewForm() {
   if (await loadPresets()) fillPresetSelect($("new-preset"), { offLabel: "Off" });
   if (!$("new-cwd").value) $("new-cwd").value = localStorage.getItem("nightshift.cwd") || "";
   showNewKind();
+  checkNewSession();
   $(newKind() === "loop" ? "new-tasks" : "new-command").focus();
 }
 

@@ -1,0 +1,51 @@
+// "Ready for tonight?": the doctor's checks (the same as `nightshift doctor`), as a view of their
+// own and, on the New session page, the WARNs and FAILs for the agent and folder about to start.
+"use strict";
+
+function checkItem(c) {
+  const badge = el("span", { class: `badge check-${c.status}` }, c.status.toUpperCase());
+  const text = el("span", { class: "check-text" }, `${c.subject}: ${c.detail}`);
+  const remedy = c.remedy ? el("span", { class: "check-remedy" }, c.remedy) : null;
+  return el("li", { "data-id": c.id, "data-status": c.status }, badge, " ", text, remedy ? el("br") : null, remedy);
+}
+
+async function runReady() {
+  const cwds = $("ready-cwd").value.trim().split(/\s+/).filter(Boolean);
+  localStorage.setItem("nightshift.ready.cwd", $("ready-cwd").value.trim());
+  $("ready-run").disabled = true;
+  $("ready-summary").textContent = "Checking…";
+  $("ready-list").replaceChildren();
+  const report = await call("doctor", { ask: { cwds, probe: true } });
+  $("ready-run").disabled = false;
+  if (report === FAILED) { $("ready-summary").textContent = ""; return; }
+  const { pass, warn, fail } = report.counts;
+  $("ready-summary").textContent = fail ? `Not ready: ${fail} to fix, ${warn} warning(s), ${pass} fine.`
+    : warn ? `Ready, with ${warn} warning(s) (${pass} fine).` : `Ready for tonight: all ${pass} checks pass.`;
+  $("ready-summary").dataset.ok = String(report.ok);
+  // The problems first, the passes after.
+  const order = { fail: 0, warn: 1, pass: 2 };
+  const checks = [...report.checks].sort((a, b) => order[a.status] - order[b.status]);
+  $("ready-list").replaceChildren(...checks.map(checkItem));
+}
+
+function prepareReady() {
+  if (!$("ready-cwd").value) {
+    $("ready-cwd").value = localStorage.getItem("nightshift.ready.cwd") || localStorage.getItem("nightshift.cwd") || "";
+  }
+  runReady();
+}
+
+// The New session page: what would stall this agent in this folder (no probe: it stays quick).
+let newReadyAsked = 0;
+async function checkNewSession() {
+  const cwd = $("new-cwd").value.trim();
+  if (!cwd) { $("new-ready").hidden = true; return; }
+  const asked = ++newReadyAsked;
+  const agent = $("new-agent").value || "claude";
+  const report = await call("doctor", { ask: { agents: [agent], cwds: [cwd], probe: false } }, { quietCodes: ["bad_agent"] });
+  if (asked !== newReadyAsked || report === FAILED || report[FAILED]) return;
+  // Only what this start depends on: the agent, the folder, the state directory and the power.
+  const relevant = report.checks.filter((c) => c.status !== "pass" && /^(harness|cwd|state|power)\./.test(c.id));
+  $("new-ready-list").replaceChildren(...relevant.map(checkItem));
+  $("new-ready").hidden = relevant.length === 0;
+}
