@@ -24,6 +24,7 @@ pub mod loops;
 pub mod notice;
 pub mod overview;
 pub mod paths;
+pub mod plan;
 pub mod power;
 pub mod pty;
 pub mod respawn;

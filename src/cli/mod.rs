@@ -9,6 +9,7 @@ mod journal;
 mod log;
 mod loops;
 mod notify;
+mod plan;
 mod presets;
 mod restore;
 mod run;
@@ -70,6 +71,9 @@ enum Command {
     /// Is this machine ready for a night? Checks the agents, their login, the working directories,
     /// the state directory, the desktop and the power; exit 1 on any FAIL.
     Doctor(doctor::Args),
+    /// The rest of the night: when the usage windows fill and reset, the limit waits and resumes,
+    /// the expected spend, and when work is expected to stop.
+    Plan(plan::Args),
     /// The respawn presets: list, show, save your own, delete.
     Presets(presets::Args),
     /// Circuit breakers: `nightshift breaker reset SESSION`.
@@ -109,6 +113,7 @@ pub fn main() -> ExitCode {
         Command::Presets(args) => presets::run(cli.state_dir, args),
         Command::Digest(args) => digest::run(cli.state_dir, args),
         Command::Doctor(args) => doctor::run(cli.state_dir, args),
+        Command::Plan(args) => plan::run(cli.state_dir, args),
         Command::Breaker(args) => breaker::run(cli.state_dir, args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Restore(args) => restore::run(cli.state_dir, args),

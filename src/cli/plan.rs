@@ -1,0 +1,36 @@
+//! `nightshift plan`: what the rest of the night should look like, from the usage windows' burn
+//! over the last hours of work and the sessions still armed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chrono::{Local, NaiveTime};
+use nightshift::clock::{Clock, SystemClock};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The plan as JSON
+    #[arg(long)]
+    json: bool,
+    /// The end of the night, local time [default: 08:00]
+    #[arg(long, value_name = "HH:MM", default_value = "08:00", value_parser = parse_time)]
+    until: NaiveTime,
+}
+
+fn parse_time(s: &str) -> Result<NaiveTime, String> {
+    NaiveTime::parse_from_str(s, "%H:%M")
+        .map_err(|_| format!("`{s}` is not a time of day; write it as HH:MM, e.g. 08:00"))
+}
+
+pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    let (_, store) = super::open_store(state_dir)?;
+    let now = SystemClock.now();
+    let until = nightshift::plan::next_local(now, args.until, &Local);
+    let plan = nightshift::plan::from_store(&store, now, until)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+    } else {
+        print!("{}", plan.text(&Local));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,293 @@
+//! The night plan: from the usage samples' burn over the last hours of work and the sessions still
+//! armed, when each usage window is expected to fill and reset, the limit waits and resumes that
+//! means, the expected spend, and what time work is expected to stop. A pure forecast: the samples,
+//! the clock and the end of the night in, a [`Plan`] out.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::usage::Sample;
+
+/// How far back the burn is measured.
+pub const LOOKBACK: Duration = Duration::hours(3);
+/// A burn needs readings this far apart to mean anything.
+const MIN_SPAN: Duration = Duration::minutes(10);
+const FIVE_HOURS: Duration = Duration::hours(5);
+
+/// One usage window's forecast.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Window {
+    /// `5h` or `7d`.
+    pub name: &'static str,
+    pub used_pct: Option<f64>,
+    #[serde(with = "crate::clock::opt_ts")]
+    pub resets_at: Option<DateTime<Utc>>,
+    /// Percentage points per hour over the last hours of work; `None`: too few readings.
+    pub burn_pct_per_hour: Option<f64>,
+    /// When it reaches 100 % at that burn, if before it resets.
+    #[serde(with = "crate::clock::opt_ts")]
+    pub full_at: Option<DateTime<Utc>>,
+}
+
+/// A wait for a usage limit's reset.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Wait {
+    pub window: &'static str,
+    #[serde(with = "crate::clock::ts")]
+    pub from: DateTime<Utc>,
+    #[serde(with = "crate::clock::ts")]
+    pub until: DateTime<Utc>,
+    /// Work goes on after it (a resume); `false`: it outlasts the night.
+    pub resumes: bool,
+}
+
+/// The forecast for the rest of the night.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    #[serde(with = "crate::clock::ts")]
+    pub now: DateTime<Utc>,
+    /// The end of the night (the morning).
+    #[serde(with = "crate::clock::ts")]
+    pub until: DateTime<Utc>,
+    /// Sessions still armed (not ended).
+    pub armed: usize,
+    /// Usage readings in the lookback.
+    pub samples: usize,
+    pub five_hour: Window,
+    pub seven_day: Window,
+    pub waits: Vec<Wait>,
+    pub resumes: usize,
+    /// When work is expected to stop (the morning, or a window that runs out before it).
+    #[serde(with = "crate::clock::ts")]
+    pub stops_at: DateTime<Utc>,
+    pub stops_why: String,
+    /// Dollars an hour of work over the lookback, from the sessions' own totals.
+    pub cost_per_hour: Option<f64>,
+    /// Expected spend until work stops (working time only).
+    pub expected_usd: Option<f64>,
+}
+
+/// A window's reading: when, how full, and when that window resets.
+type Point = (DateTime<Utc>, f64, Option<DateTime<Utc>>);
+/// Which window of a sample: its percentage and its reset.
+type Reading = fn(&Sample) -> (Option<f64>, Option<DateTime<Utc>>);
+
+/// The burn of one window: readings of its current window (same reset) in the lookback.
+fn burn(points: &[Point]) -> Option<f64> {
+    let last = points.last()?;
+    let same: Vec<_> = points.iter().filter(|p| p.2 == last.2).collect();
+    let first = same.first()?;
+    let span = last.0 - first.0;
+    if span < MIN_SPAN {
+        return None;
+    }
+    Some(((last.1 - first.1) / (span.num_seconds() as f64 / 3600.0)).max(0.0))
+}
+
+fn window(name: &'static str, points: &[Point], now: DateTime<Utc>) -> Window {
+    let last = points.last();
+    let used = last.map(|p| p.1);
+    let resets_at = last.and_then(|p| p.2);
+    let rate = burn(points);
+    let full_at = match (used, rate) {
+        (Some(u), Some(r)) if r > 0.0 => {
+            let at = now + Duration::seconds(((100.0 - u).max(0.0) / r * 3600.0) as i64);
+            resets_at.is_none_or(|reset| at < reset).then_some(at)
+        }
+        _ => None,
+    };
+    Window { name, used_pct: used, resets_at, burn_pct_per_hour: rate, full_at }
+}
+
+/// The plan at `now` until `until`, from `samples` (each with its session and time) and the number
+/// of sessions still armed.
+pub fn forecast(
+    samples: &[(String, DateTime<Utc>, Sample)],
+    armed: usize,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Plan {
+    let recent: Vec<&(String, DateTime<Utc>, Sample)> =
+        samples.iter().filter(|(_, at, _)| *at >= now - LOOKBACK && *at <= now).collect();
+    let points = |f: Reading| {
+        let mut v: Vec<Point> = recent.iter().filter_map(|(_, at, s)| f(s).0.map(|p| (*at, p, f(s).1))).collect();
+        v.sort_by_key(|p| p.0);
+        v
+    };
+    let five = window("5h", &points(|s| (s.five_hour_pct, s.five_hour_resets_at)), now);
+    let seven = window("7d", &points(|s| (s.seven_day_pct, s.seven_day_resets_at)), now);
+
+    // The 7-day window first: running out stops the night.
+    let mut stops_at = until;
+    let mut stops_why = "the morning".to_string();
+    let mut waits = Vec::new();
+    if armed == 0 {
+        stops_at = now;
+        stops_why = "no session is armed".into();
+    } else if let Some(full) = seven.full_at.filter(|f| *f < until) {
+        stops_at = full;
+        stops_why = "the 7-day window runs out".into();
+        waits.push(Wait {
+            window: "7d",
+            from: full,
+            until: seven.resets_at.unwrap_or(until).max(until),
+            resumes: false,
+        });
+    }
+
+    // The 5-hour window: fill, wait for the reset, start again at zero, until work stops.
+    if let (Some(mut used), Some(rate)) =
+        (five.used_pct.filter(|_| armed > 0), five.burn_pct_per_hour.filter(|r| *r > 0.0))
+    {
+        let mut t = now;
+        let mut reset = five.resets_at;
+        while t < stops_at {
+            let full = t + Duration::seconds(((100.0 - used).max(0.0) / rate * 3600.0) as i64);
+            match reset {
+                Some(r) if r <= full => {
+                    t = r;
+                    used = 0.0;
+                    reset = Some(r + FIVE_HOURS);
+                }
+                _ if full >= stops_at => break,
+                _ => {
+                    let back = reset.unwrap_or(full + FIVE_HOURS);
+                    waits.push(Wait { window: "5h", from: full, until: back, resumes: back < stops_at });
+                    t = back;
+                    used = 0.0;
+                    reset = Some(back + FIVE_HOURS);
+                }
+            }
+        }
+    }
+    waits.sort_by_key(|w| w.from);
+    let resumes = waits.iter().filter(|w| w.resumes).count();
+
+    let cost_per_hour = cost_rate(&recent);
+    let waiting: Duration =
+        waits.iter().map(|w| w.until.min(stops_at) - w.from.max(now)).filter(|d| *d > Duration::zero()).sum();
+    let working = ((stops_at - now) - waiting).max(Duration::zero());
+    let expected_usd = cost_per_hour.map(|r| r * working.num_seconds() as f64 / 3600.0);
+    Plan {
+        now,
+        until,
+        armed,
+        samples: recent.len(),
+        five_hour: five,
+        seven_day: seven,
+        waits,
+        resumes,
+        stops_at,
+        stops_why,
+        cost_per_hour,
+        expected_usd,
+    }
+}
+
+/// Dollars an hour: each session's own cost total grew by so much over its readings' span.
+fn cost_rate(recent: &[&(String, DateTime<Utc>, Sample)]) -> Option<f64> {
+    let mut sessions: std::collections::BTreeMap<&str, Vec<(DateTime<Utc>, f64)>> = Default::default();
+    for (session, at, s) in recent {
+        if let Some(c) = s.cost_usd {
+            sessions.entry(session.as_str()).or_default().push((*at, c));
+        }
+    }
+    let (mut spent, mut from, mut to) = (0.0, None::<DateTime<Utc>>, None::<DateTime<Utc>>);
+    for points in sessions.values_mut() {
+        points.sort_by_key(|p| p.0);
+        let (first, last) = (points.first()?, points.last()?);
+        spent += (last.1 - first.1).max(0.0);
+        from = Some(from.map_or(first.0, |f| f.min(first.0)));
+        to = Some(to.map_or(last.0, |t| t.max(last.0)));
+    }
+    let span = to? - from?;
+    (span >= MIN_SPAN).then(|| spent / (span.num_seconds() as f64 / 3600.0))
+}
+
+impl Plan {
+    /// The plan as a person reads it, times in `tz`.
+    pub fn text<Z: chrono::TimeZone>(&self, tz: &Z) -> String
+    where
+        Z::Offset: std::fmt::Display,
+    {
+        let at = |t: DateTime<Utc>| t.with_timezone(tz).format("%H:%M").to_string();
+        let day = |t: DateTime<Utc>| t.with_timezone(tz).format("%a %H:%M").to_string();
+        let mut out =
+            vec![format!("Now {} · until {} · {} session(s) armed", at(self.now), at(self.until), self.armed)];
+        if self.samples == 0 {
+            out.push(
+                "No usage readings in the last 3 hours: the windows' burn is unknown (a Claude session's statusLine gives them as it works)."
+                    .into(),
+            );
+        }
+        for w in [&self.five_hour, &self.seven_day] {
+            let label = if w.name == "5h" { "5-hour window" } else { "7-day window" };
+            let used = w.used_pct.map_or("unknown".into(), |u| format!("{u:.0} % used"));
+            let burn = w.burn_pct_per_hour.map_or("burn unknown".into(), |b| format!("burning {b:.1} %/h"));
+            let reset = w
+                .resets_at
+                .map(|r| format!(", resets {}", if w.name == "5h" { at(r) } else { day(r) }))
+                .unwrap_or_default();
+            let full = match w.full_at {
+                Some(f) if f < self.until => format!(" → full at {}", at(f)),
+                Some(_) | None if w.burn_pct_per_hour.is_some() => " → lasts the night".into(),
+                _ => String::new(),
+            };
+            out.push(format!("{label}: {used}, {burn}{full}{reset}"));
+        }
+        if self.waits.is_empty() {
+            out.push("Limit waits: none expected".into());
+        } else {
+            let waits: Vec<String> = self
+                .waits
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{}–{} ({})",
+                        at(w.from),
+                        at(w.until),
+                        if w.resumes { "then a resume" } else { "past the morning" }
+                    )
+                })
+                .collect();
+            out.push(format!("Limit waits: {} → {} resume(s)", waits.join(", "), self.resumes));
+        }
+        out.push(match (self.expected_usd, self.cost_per_hour) {
+            (Some(usd), Some(rate)) => format!(
+                "Expected spend: about {} (at {}/h over the last 3 hours)",
+                crate::event::usd(usd),
+                crate::event::usd(rate)
+            ),
+            _ => "Expected spend: unknown (no cost readings in the last 3 hours)".into(),
+        });
+        out.push(format!("Work is expected to stop at {}: {}", at(self.stops_at), self.stops_why));
+        out.join("\n") + "\n"
+    }
+}
+
+/// The next `at` (local time in `tz`) after `now`: the morning the night runs to.
+pub fn next_local<Z: chrono::TimeZone>(now: DateTime<Utc>, at: chrono::NaiveTime, tz: &Z) -> DateTime<Utc> {
+    let local = now.with_timezone(tz);
+    let today = local.date_naive().and_time(at);
+    let pick = |d: chrono::NaiveDateTime| tz.from_local_datetime(&d).earliest().map(|t| t.with_timezone(&Utc));
+    match pick(today).filter(|t| *t > now) {
+        Some(t) => t,
+        None => pick(today + Duration::days(1)).unwrap_or(now + Duration::days(1)),
+    }
+}
+
+/// The plan from the journal: its usage readings of the lookback and the sessions not ended.
+pub fn from_store(
+    store: &crate::store::Store,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Plan, crate::store::StoreError> {
+    let rows = store.usage(None, Some(now - LOOKBACK))?;
+    let samples: Vec<(String, DateTime<Utc>, Sample)> =
+        rows.into_iter().filter_map(|r| Some((r.session, r.ts.parse::<DateTime<Utc>>().ok()?, r.sample))).collect();
+    let armed = store.sessions()?.iter().filter(|s| !s.is_final()).count();
+    Ok(forecast(&samples, armed, now, until))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,102 @@
+use super::*;
+
+fn t(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+fn sample(five: f64, five_reset: &str, seven: f64, seven_reset: &str, cost: Option<f64>) -> Sample {
+    Sample {
+        five_hour_pct: Some(five),
+        five_hour_resets_at: Some(t(five_reset)),
+        seven_day_pct: Some(seven),
+        seven_day_resets_at: Some(t(seven_reset)),
+        cost_usd: cost,
+        ..Sample::default()
+    }
+}
+
+const NOW: &str = "2026-12-02T00:30:00Z";
+const MORNING: &str = "2026-12-02T08:00:00Z";
+const WEEK: &str = "2026-12-04T09:00:00Z";
+
+#[test]
+fn a_window_that_fills_at_0210_waits_for_its_0400_reset_then_fills_again() {
+    let reset = "2026-12-02T04:00:00Z";
+    let samples = vec![
+        ("a".to_string(), t("2026-12-01T23:30:00Z"), sample(20.0, reset, 40.0, WEEK, Some(1.0))),
+        ("a".to_string(), t("2026-12-02T00:00:00Z"), sample(35.0, reset, 40.5, WEEK, Some(1.3))),
+        ("a".to_string(), t(NOW), sample(50.0, reset, 41.0, WEEK, Some(1.6))),
+    ];
+    let plan = forecast(&samples, 1, t(NOW), t(MORNING));
+    assert_eq!(plan.five_hour.burn_pct_per_hour, Some(30.0));
+    assert_eq!(plan.five_hour.full_at, Some(t("2026-12-02T02:10:00Z")));
+    let waits: Vec<(DateTime<Utc>, DateTime<Utc>, bool)> =
+        plan.waits.iter().map(|w| (w.from, w.until, w.resumes)).collect();
+    assert_eq!(
+        waits,
+        [
+            (t("2026-12-02T02:10:00Z"), t("2026-12-02T04:00:00Z"), true),
+            // From zero at 04:00, 30 %/h: full at 07:20, and its reset (09:00) is past the morning.
+            (t("2026-12-02T07:20:00Z"), t("2026-12-02T09:00:00Z"), false),
+        ]
+    );
+    assert_eq!(plan.resumes, 1);
+    assert_eq!((plan.stops_at, plan.stops_why.as_str()), (t(MORNING), "the morning"));
+    assert_eq!(plan.seven_day.full_at, None, "41 % at 1 %/h lasts the night");
+    // $0.60 an hour; 7.5 h to the morning less 1 h 50 min and 40 min of waits = 5 h of work.
+    assert!((plan.cost_per_hour.unwrap() - 0.6).abs() < 1e-9, "{:?}", plan.cost_per_hour);
+    assert!((plan.expected_usd.unwrap() - 3.0).abs() < 1e-9, "{:?}", plan.expected_usd);
+    let text = plan.text(&Utc);
+    assert!(text.contains("5-hour window: 50 % used, burning 30.0 %/h → full at 02:10, resets 04:00"), "{text}");
+    assert!(
+        text.contains("Limit waits: 02:10–04:00 (then a resume), 07:20–09:00 (past the morning) → 1 resume(s)"),
+        "{text}"
+    );
+    assert!(text.contains("Expected spend: about $3.00"), "{text}");
+}
+
+#[test]
+fn a_seven_day_window_that_runs_out_before_morning_stops_the_night() {
+    let samples = vec![
+        ("a".to_string(), t("2026-12-01T23:30:00Z"), sample(10.0, "2026-12-02T03:00:00Z", 94.0, WEEK, None)),
+        ("a".to_string(), t(NOW), sample(15.0, "2026-12-02T03:00:00Z", 96.0, WEEK, None)),
+    ];
+    let plan = forecast(&samples, 2, t(NOW), t(MORNING));
+    assert_eq!(plan.seven_day.full_at, Some(t("2026-12-02T02:30:00Z")));
+    assert_eq!((plan.stops_at, plan.stops_why.as_str()), (t("2026-12-02T02:30:00Z"), "the 7-day window runs out"));
+    assert_eq!(plan.waits.len(), 1, "{:?}", plan.waits);
+    assert_eq!((plan.waits[0].window, plan.waits[0].until, plan.waits[0].resumes), ("7d", t(WEEK), false));
+    assert_eq!(plan.resumes, 0);
+    assert_eq!(plan.expected_usd, None, "no cost readings");
+    assert!(plan.text(&Utc).contains("Work is expected to stop at 02:30: the 7-day window runs out"));
+}
+
+#[test]
+fn no_samples_says_so_and_nothing_armed_stops_now() {
+    let plan = forecast(&[], 1, t(NOW), t(MORNING));
+    assert_eq!(plan.samples, 0);
+    assert_eq!((plan.five_hour.used_pct, plan.five_hour.burn_pct_per_hour), (None, None));
+    assert!(plan.waits.is_empty());
+    assert_eq!(plan.stops_at, t(MORNING));
+    let text = plan.text(&Utc);
+    assert!(text.contains("No usage readings in the last 3 hours"), "{text}");
+    assert!(text.contains("5-hour window: unknown, burn unknown"), "{text}");
+
+    let samples = vec![("a".to_string(), t(NOW), sample(99.0, "2026-12-02T01:00:00Z", 50.0, WEEK, None))];
+    let idle = forecast(&samples, 0, t(NOW), t(MORNING));
+    assert_eq!((idle.stops_at, idle.stops_why.as_str()), (t(NOW), "no session is armed"));
+    assert!(idle.waits.is_empty());
+}
+
+#[test]
+fn readings_of_an_earlier_window_or_too_close_together_make_no_burn() {
+    let samples = vec![
+        // The window before the last reset: not this one's burn.
+        ("a".to_string(), t("2026-12-01T23:00:00Z"), sample(90.0, "2026-12-01T23:30:00Z", 40.0, WEEK, None)),
+        ("a".to_string(), t("2026-12-02T00:25:00Z"), sample(5.0, "2026-12-02T04:30:00Z", 40.0, WEEK, None)),
+        ("a".to_string(), t(NOW), sample(6.0, "2026-12-02T04:30:00Z", 40.0, WEEK, None)),
+    ];
+    let plan = forecast(&samples, 1, t(NOW), t(MORNING));
+    assert_eq!(plan.five_hour.burn_pct_per_hour, None, "5 minutes of one window is too little");
+    assert_eq!(plan.seven_day.burn_pct_per_hour, Some(0.0));
+}

@@ -1,0 +1,73 @@
+//! `nightshift plan` over a real journal: an armed session whose 5-hour window burns toward its
+//! reset, as text and as JSON; and a journal with no readings, which says so.
+
+mod common;
+
+use chrono::{Duration, DurationRound, Utc};
+use common::Env;
+use nightshift::store::{NewSession, Store};
+use nightshift::usage::Sample;
+
+#[test]
+fn the_plan_reads_the_journals_burn_and_says_when_the_window_fills() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    let mut store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    let now = Utc::now().duration_trunc(Duration::seconds(1)).unwrap();
+    let command = vec!["claude".to_string()];
+    store
+        .create_session(&NewSession {
+            id: "p0000001",
+            kind: nightshift::store::SessionKind::Terminal,
+            command: &command,
+            cwd: "/tmp",
+            agent: "claude",
+            preset: Some("overnight"),
+            created: now - Duration::hours(2),
+            owner_pid: std::process::id(),
+            control_socket: None,
+        })
+        .unwrap();
+    // 20 %/h over the last hour: 60 % now, full in 2 h, an hour before the window resets.
+    let reset = now + Duration::hours(3);
+    for (ago, pct, cost) in [(60, 40.0, 1.0), (30, 50.0, 1.25), (0, 60.0, 1.5)] {
+        let sample = Sample {
+            five_hour_pct: Some(pct),
+            five_hour_resets_at: Some(reset),
+            seven_day_pct: Some(30.0),
+            seven_day_resets_at: Some(now + Duration::days(3)),
+            cost_usd: Some(cost),
+            ..Sample::default()
+        };
+        store.record_usage("p0000001", now - Duration::minutes(ago), &sample).unwrap();
+    }
+    drop(store);
+
+    // The night ends 12 hours from now, whatever the time of day the test runs at.
+    let until = (chrono::Local::now() + Duration::hours(12)).format("%H:%M").to_string();
+    let out = env.output(&["plan", "--json", "--until", &until]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["armed"], 1);
+    assert_eq!(plan["samples"], 3);
+    assert_eq!(plan["five_hour"]["burn_pct_per_hour"], 20.0);
+    let full = chrono::DateTime::parse_from_rfc3339(plan["five_hour"]["full_at"].as_str().unwrap()).unwrap();
+    let expected = plan["now"].as_str().unwrap().parse::<chrono::DateTime<Utc>>().unwrap() + Duration::hours(2);
+    assert!((full.with_timezone(&Utc) - expected).num_seconds().abs() <= 1, "{full} vs {expected}");
+    let wait = &plan["waits"][0];
+    assert_eq!(wait["window"], "5h");
+    assert_eq!(wait["until"].as_str().unwrap().parse::<chrono::DateTime<Utc>>().unwrap(), reset);
+    assert!((plan["cost_per_hour"].as_f64().unwrap() - 0.5).abs() < 1e-9, "{plan}");
+
+    let text = env.stdout(&["plan", "--until", &until]);
+    assert!(text.contains("5-hour window: 60 % used, burning 20.0 %/h → full at"), "{text}");
+    assert!(text.contains("Limit waits: "), "{text}");
+
+    let empty = Env::new();
+    let text = empty.stdout(&["plan"]);
+    assert!(text.contains("No usage readings in the last 3 hours"), "{text}");
+    assert!(text.contains("no session is armed"), "{text}");
+    let bad = empty.output(&["plan", "--until", "8am"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("write it as HH:MM, e.g. 08:00"));
+}
