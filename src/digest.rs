@@ -8,6 +8,7 @@
 
 mod morning;
 mod render;
+pub mod timeline;
 mod usage;
 
 use std::collections::BTreeMap;

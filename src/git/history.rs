@@ -106,3 +106,22 @@ mod tests {
         assert_eq!(shortstat(""), Stat::default());
     }
 }
+
+/// The commits made in `[from, to)` in the repository at `dir` (any branch's, newest first), with
+/// their commit times, for marks on a timeline.
+pub fn commits_between(dir: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<(DateTime<Utc>, Commit)> {
+    let since = format!("--since=@{}", from.timestamp());
+    let until = format!("--until=@{}", to.timestamp());
+    let Some(out) = git(dir, &["log", "--all", "--no-merges", "--format=%H%x09%ct%x09%s", &since, &until]) else {
+        return Vec::new();
+    };
+    out.lines()
+        .filter_map(|line| {
+            let mut cols = line.splitn(3, '\t');
+            let hash = cols.next()?.to_string();
+            let at = DateTime::from_timestamp(cols.next()?.parse().ok()?, 0)?;
+            let subject = cols.next().unwrap_or_default().to_string();
+            (at >= from && at < to).then_some((at, Commit { hash, subject }))
+        })
+        .collect()
+}

@@ -1,0 +1,200 @@
+//! The night as a picture: for each session over a range, its states as bands (working, idle,
+//! waiting for you, limit waits, respawning, a breaker open) and its events as marks (respawn
+//! cycles, restarts, breaker trips, resumes, commits), with the usage windows' fill beneath. The
+//! window draws it; every band's start and end is a state event's time, clipped to the range.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::breaker::BreakerState;
+use crate::event::{Event, EventKind, SessionState};
+use crate::respawn::Action;
+use crate::store::{EventQuery, Store, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Band {
+    /// The session state's name (`working`, `idle`, `waiting_input`, `limit_paused`, …).
+    pub state: String,
+    #[serde(with = "crate::clock::ts")]
+    pub from: DateTime<Utc>,
+    #[serde(with = "crate::clock::ts")]
+    pub to: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mark {
+    /// `cycle`, `restart`, `breaker`, `resume`, `commit`.
+    pub kind: &'static str,
+    #[serde(with = "crate::clock::ts")]
+    pub at: DateTime<Utc>,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Lane {
+    pub session: String,
+    pub label: String,
+    pub bands: Vec<Band>,
+    pub marks: Vec<Mark>,
+}
+
+/// A usage reading beneath the lanes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fill {
+    #[serde(with = "crate::clock::ts")]
+    pub at: DateTime<Utc>,
+    pub five_hour_pct: Option<f64>,
+    pub seven_day_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timeline {
+    #[serde(with = "crate::clock::ts")]
+    pub from: DateTime<Utc>,
+    #[serde(with = "crate::clock::ts")]
+    pub to: DateTime<Utc>,
+    pub lanes: Vec<Lane>,
+    pub usage: Vec<Fill>,
+}
+
+/// One session's lane over `[from, to)` from its events (oldest first).
+pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>, to: DateTime<Utc>) -> Lane {
+    let mut bands: Vec<Band> = Vec::new();
+    let mut marks = Vec::new();
+    let mut open: Option<(SessionState, DateTime<Utc>)> = None;
+    let close = |open: &mut Option<(SessionState, DateTime<Utc>)>, at: DateTime<Utc>, bands: &mut Vec<Band>| {
+        if let Some((state, since)) = open.take() {
+            let (a, b) = (since.max(from), at.min(to));
+            if a < b {
+                bands.push(Band { state: state.as_str().to_string(), from: a, to: b });
+            }
+        }
+    };
+    for e in events {
+        if e.ts >= to {
+            break;
+        }
+        match &e.kind {
+            EventKind::State { state, .. } => {
+                close(&mut open, e.ts, &mut bands);
+                if !state.is_final() {
+                    open = Some((*state, e.ts));
+                }
+            }
+            kind if e.ts >= from => {
+                let mark = match kind {
+                    EventKind::Respawn { action: Action::CycleStarted, cycle, .. } => {
+                        Some(("cycle", format!("respawn cycle {}", cycle.map_or("?".into(), |c| c.to_string()))))
+                    }
+                    EventKind::Respawn { action: Action::Restart, reason, .. } => {
+                        Some(("restart", reason.clone().unwrap_or_else(|| "restarted".into())))
+                    }
+                    EventKind::Breaker { state: BreakerState::Open, reason, .. } => Some(("breaker", reason.clone())),
+                    EventKind::ResumeSent { .. } => Some(("resume", "resumed after the limit".to_string())),
+                    _ => None,
+                };
+                if let Some((kind, text)) = mark {
+                    marks.push(Mark { kind, at: e.ts, text });
+                }
+            }
+            _ => {}
+        }
+    }
+    close(&mut open, to, &mut bands);
+    Lane { session: session.to_string(), label, bands, marks }
+}
+
+/// The timeline of every session that overlaps `[from, to)`, with its repository's commits.
+pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Timeline, StoreError> {
+    let mut lanes = Vec::new();
+    let mut dirs_seen = std::collections::HashSet::new();
+    for row in store.sessions()? {
+        let created = super::parse_ts(&row.created).unwrap_or(to);
+        let ended = row.ended.as_deref().and_then(super::parse_ts);
+        if created >= to || ended.is_some_and(|e| e < from) {
+            continue;
+        }
+        let events: Vec<Event> = store
+            .events(&EventQuery { session: Some(row.id.clone()), ..Default::default() })?
+            .iter()
+            .filter_map(|e| serde_json::from_str(&e.body).ok())
+            .collect();
+        let mut lane = lane(&row.id, crate::overview::label(&row), &events, from, to);
+        // A repository shared by sessions: its commits on the first one's lane.
+        if dirs_seen.insert(row.cwd.clone()) {
+            for (at, commit) in crate::git::commits_between(std::path::Path::new(&row.cwd), from, to) {
+                let short: String = commit.hash.chars().take(8).collect();
+                lane.marks.push(Mark { kind: "commit", at, text: format!("{short} {}", commit.subject) });
+            }
+        }
+        lane.marks.sort_by_key(|m| m.at);
+        if !lane.bands.is_empty() || !lane.marks.is_empty() {
+            lanes.push(lane);
+        }
+    }
+    let usage = store
+        .usage(None, Some(from))?
+        .into_iter()
+        .filter_map(|r| {
+            let at = super::parse_ts(&r.ts)?;
+            (at < to).then_some(Fill {
+                at,
+                five_hour_pct: r.sample.five_hour_pct,
+                seven_day_pct: r.sample.seven_day_pct,
+            })
+        })
+        .collect();
+    Ok(Timeline { from, to, lanes, usage })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(hm: &str) -> DateTime<Utc> {
+        let day = if hm < "12:00" { "2026-12-02" } else { "2026-12-01" };
+        format!("{day}T{hm}:00Z").parse().unwrap()
+    }
+
+    fn state(hm: &str, s: SessionState) -> Event {
+        Event { ts: at(hm), session: String::from("s1").into(), kind: EventKind::state(s, "because") }
+    }
+
+    #[test]
+    fn bands_run_from_one_state_event_to_the_next_clipped_to_the_range() {
+        let events = vec![
+            state("22:00", SessionState::Running),
+            state("22:05", SessionState::Working),
+            state("22:30", SessionState::Idle),
+            Event {
+                ts: at("22:31"),
+                session: String::from("s1").into(),
+                kind: EventKind::Respawn { action: Action::CycleStarted, cycle: Some(1), reason: None, cost_usd: None },
+            },
+            state("23:00", SessionState::LimitPaused),
+            state("01:00", SessionState::Working),
+            state("02:00", SessionState::Exited),
+        ];
+        let lane = lane("s1", "api · claude".into(), &events, at("22:10"), at("01:30"));
+        let bands: Vec<(&str, DateTime<Utc>, DateTime<Utc>)> =
+            lane.bands.iter().map(|b| (b.state.as_str(), b.from, b.to)).collect();
+        assert_eq!(
+            bands,
+            [
+                ("working", at("22:10"), at("22:30")),
+                ("idle", at("22:30"), at("23:00")),
+                ("limit_paused", at("23:00"), at("01:00")),
+                ("working", at("01:00"), at("01:30")),
+            ]
+        );
+        assert_eq!(lane.marks.len(), 1);
+        assert_eq!(
+            (lane.marks[0].kind, lane.marks[0].at, lane.marks[0].text.as_str()),
+            ("cycle", at("22:31"), "respawn cycle 1")
+        );
+
+        // An exit ends the lane: nothing after it.
+        let whole = super::lane("s1", "api".into(), &events, at("21:00"), at("03:00"));
+        assert_eq!(whole.bands.last().map(|b| (b.state.as_str(), b.to)), Some(("working", at("02:00"))));
+    }
+}
