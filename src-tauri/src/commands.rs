@@ -255,6 +255,16 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
     Ok(Started { id: handle.id().to_string() })
 }
 
+/// The rest of the night's forecast (`nightshift plan`), to the next 08:00.
+#[tauri::command]
+pub fn plan(state: State<'_, AppState>) -> Result<Value, UiError> {
+    let now = state.supervisor.clock().now();
+    let morning = chrono::NaiveTime::from_hms_opt(8, 0, 0).expect("08:00");
+    let until = nightshift::plan::next_local(now, morning, &chrono::Local);
+    let plan = state.supervisor.with_store(|s| nightshift::plan::from_store(s, now, until))?;
+    Ok(json!({ "text": plan.text(&chrono::Local), "plan": plan }))
+}
+
 /// What the "Ready for tonight?" panel and the New session page ask the doctor.
 #[derive(Debug, Default, Deserialize)]
 pub struct DoctorAsk {
@@ -373,12 +383,13 @@ fn digest_of(supervisor: &nightshift::Supervisor, range: &str, mark_viewed: bool
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
             .map(|t| t.with_timezone(&chrono::Utc));
         let (from, to) = range.bounds(now, last_viewed);
-        digest::build(s, from, to)
+        Ok((digest::build(s, from, to)?, digest::timeline::build(s, from, to)?))
     })?;
+    let (d, timeline) = d;
     if mark_viewed {
         supervisor.with_store(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
     }
-    Ok(json!({ "text": digest::render(&d, Format::Text), "digest": d }))
+    Ok(json!({ "text": digest::render(&d, Format::Text), "digest": d, "timeline": timeline }))
 }
 
 #[tauri::command]
@@ -386,11 +397,17 @@ pub fn morning(state: State<'_, AppState>) -> Result<Value, UiError> {
     let Some(summary) = state.supervisor.with_store(|s| s.latest_summary())? else { return Ok(Value::Null) };
     let text = serde_json::from_str::<digest::Digest>(&summary.body)
         .map_or_else(|_| summary.headline.clone(), |d| digest::render(&d, Format::Text));
+    let range = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok().map(|t| t.with_timezone(&chrono::Utc));
+    let timeline = match (range(&summary.from_ts), range(&summary.to_ts)) {
+        (Some(from), Some(to)) => Some(state.supervisor.with_store(|s| digest::timeline::build(s, from, to))?),
+        _ => None,
+    };
     Ok(json!({
         "scheduled_for": summary.scheduled_for,
         "created_at": summary.created_at,
         "headline": summary.headline,
         "text": text,
+        "timeline": timeline,
     }))
 }
 

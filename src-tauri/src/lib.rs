@@ -167,6 +167,7 @@ pub fn run() {
             commands::new_session,
             commands::new_loop,
             commands::doctor,
+            commands::plan,
             commands::presets,
             commands::save_preset,
             commands::delete_preset,

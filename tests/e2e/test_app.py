@@ -301,9 +301,40 @@ class AppWindow(unittest.TestCase):
         self.assertIn("harness.claude.path", rows)
         statuses = [status for _, status, _ in listed]
         self.assertEqual(statuses, sorted(statuses, key=["fail", "warn", "pass"].index), "problems first")
+        plan = d.wait_for("tonight's plan", lambda: self.text_of("#plan-text"))
+        self.assertIn("Work is expected to stop at", plan)
+        self.assertTrue(d.find_all("#plan-timeline svg"), "the plan is drawn")
         self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
         self.settle(top=True)
         d.screenshot(ARTIFACTS / "ready.png")
+
+    def check_timeline(self, figure):
+        """Every band of the drawn timeline starts at a state event of its session with that state (or at
+        the range's start) and ends at the session's next state event (or at the range's end)."""
+        d = self.driver
+        d.wait_for("the timeline", lambda: self.visible(figure) and d.find_all(f"{figure} rect.band"))
+        svg_range = d.run_js("const s = document.querySelector(arguments[0] + ' svg');"
+                             " return [s.dataset.from, s.dataset.to]", figure)
+        bands = d.run_js("return [...document.querySelectorAll(arguments[0] + ' rect.band')]"
+                         ".map(r => [r.dataset.session, r.dataset.state, r.dataset.from, r.dataset.to])", figure)
+        self.assertTrue(bands)
+        by_session = {}
+        for session, state, start, end in bands:
+            by_session.setdefault(session, []).append((state, start, end))
+        for session, drawn in by_session.items():
+            out = subprocess.run([str(CLI), "journal", "--session", session, "--json"], env=self.env,
+                                 capture_output=True, text=True, timeout=30)
+            states = [(e["ts"], e["state"]) for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "state"]
+            expected = []
+            for i, (ts, state) in enumerate(states):
+                if state in ("exited", "failed"):
+                    continue
+                end = states[i + 1][0] if i + 1 < len(states) else svg_range[1]
+                start, end = max(ts, svg_range[0]), min(end, svg_range[1])
+                if start < end:
+                    expected.append((state, start, end))
+            self.assertEqual(drawn, expected, f"session {session}")
+        self.settle(top=True)
 
     def test_6_digest_morning_settings_and_usage(self):
         d = self.driver
@@ -316,6 +347,7 @@ class AppWindow(unittest.TestCase):
             "return document.getElementById('digest-text').dataset.range === '24h' &&"
             " document.querySelector('#digest-totals [data-total=sessions]').textContent"))
         self.assertRegex(sessions, r"^[1-9]\d* sessions?$")
+        self.check_timeline("#digest-timeline")
         self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
         self.click("#digest-mark")
         d.wait_for("the digest marked as read", lambda: "Marked as read" in self.text_of("#notice-text"))

@@ -28,10 +28,18 @@ async function runReady() {
   $("ready-list").replaceChildren(...checks.map(checkItem));
 }
 
+async function loadPlan() {
+  const got = await call("plan");
+  if (got === FAILED) return;
+  drawPlan($("plan-timeline"), got.plan);
+  $("plan-text").textContent = got.text;
+}
+
 function prepareReady() {
   if (!$("ready-cwd").value) {
     $("ready-cwd").value = localStorage.getItem("nightshift.ready.cwd") || localStorage.getItem("nightshift.cwd") || "";
   }
+  loadPlan();
   runReady();
 }
 

@@ -147,6 +147,7 @@ async function loadDigest(markViewed = false) {
   if (t.cost_usd) items.push(["cost_usd", `$${t.cost_usd.toFixed(2)}`]);
   $("digest-totals").replaceChildren(...items.map(([k, v]) =>
     el("li", { "data-total": k, class: k === "needs_you" && t.needs_you ? "attention" : "" }, v)));
+  drawTimeline($("digest-timeline"), got.timeline);
   $("digest-text").textContent = got.text || "Nothing happened in this range.";
   $("digest-text").dataset.range = range;
   if (markViewed) notice("Marked as read. “Since you last looked” now starts from here.");
@@ -161,6 +162,7 @@ async function loadMorning() {
   if (!m) return;
   $("morning-headline").textContent = m.headline;
   $("morning-meta").textContent = `For the night up to ${localTime(m.scheduled_for)} · written ${localTime(m.created_at)}`;
+  drawTimeline($("morning-timeline"), m.timeline);
   $("morning-text").textContent = m.text;
 }
 
