@@ -92,21 +92,6 @@ pub fn progress(dir: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> Option<Gi
     Some(GitProgress { commits, committed, uncommitted, untracked, at_risk })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shortstat_lines_are_read() {
-        assert_eq!(
-            shortstat(" 3 files changed, 10 insertions(+), 2 deletions(-)\n"),
-            Stat { files: 3, insertions: 10, deletions: 2 }
-        );
-        assert_eq!(shortstat(" 1 file changed, 1 deletion(-)"), Stat { files: 1, insertions: 0, deletions: 1 });
-        assert_eq!(shortstat(""), Stat::default());
-    }
-}
-
 /// The commits made in `[from, to)` in the repository at `dir` (any branch's, newest first), with
 /// their commit times, for marks on a timeline.
 pub fn commits_between(dir: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<(DateTime<Utc>, Commit)> {
@@ -124,4 +109,19 @@ pub fn commits_between(dir: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> Ve
             (at >= from && at < to).then_some((at, Commit { hash, subject }))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortstat_lines_are_read() {
+        assert_eq!(
+            shortstat(" 3 files changed, 10 insertions(+), 2 deletions(-)\n"),
+            Stat { files: 3, insertions: 10, deletions: 2 }
+        );
+        assert_eq!(shortstat(" 1 file changed, 1 deletion(-)"), Stat { files: 1, insertions: 0, deletions: 1 });
+        assert_eq!(shortstat(""), Stat::default());
+    }
 }
