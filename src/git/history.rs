@@ -124,4 +124,32 @@ mod tests {
         assert_eq!(shortstat(" 1 file changed, 1 deletion(-)"), Stat { files: 1, insertions: 0, deletions: 1 });
         assert_eq!(shortstat(""), Stat::default());
     }
+
+    #[test]
+    fn commits_in_a_range_come_with_their_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str], date: &str| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_COMMITTER_DATE", date)
+                .env("GIT_AUTHOR_DATE", date)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"], "2026-12-01T20:00:00Z");
+        git(&["commit", "-q", "--allow-empty", "-m", "before the night"], "2026-12-01T20:00:00Z");
+        git(&["commit", "-q", "--allow-empty", "-m", "parser done"], "2026-12-02T01:15:00Z");
+        let from: DateTime<Utc> = "2026-12-01T22:00:00Z".parse().unwrap();
+        let to: DateTime<Utc> = "2026-12-02T08:00:00Z".parse().unwrap();
+        let found = commits_between(dir.path(), from, to);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "2026-12-02T01:15:00Z".parse::<DateTime<Utc>>().unwrap());
+        assert_eq!(found[0].1.subject, "parser done");
+        assert!(commits_between(&dir.path().join("nope"), from, to).is_empty());
+    }
 }
