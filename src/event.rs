@@ -278,6 +278,11 @@ pub enum EventKind {
     HandoffMissing { times: u32 },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
+    /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
+    /// the user's index, branch and files untouched.
+    Salvaged { repo: String, reference: String, commit: String, files: usize, bytes: u64, reason: String },
+    /// Salvage was not done in `repo`, and why (a rebase under way, conflicts, git failed).
+    SalvageSkipped { repo: String, why: String, reason: String },
     /// Whether the session needs the machine awake changed (the sleep assertion's policy).
     Awake { hold: bool, reason: String },
     /// The machine was asleep (the wall clock moved this much more than the monotonic one).
@@ -413,6 +418,8 @@ impl EventKind {
             Self::Compacted { .. } => "compacted",
             Self::Drift { .. } => "drift",
             Self::GuardDenied { .. } => "guard_denied",
+            Self::Salvaged { .. } => "salvaged",
+            Self::SalvageSkipped { .. } => "salvage_skipped",
             Self::HandoffAsked { .. } => "handoff_asked",
             Self::Handoff { .. } => "handoff",
             Self::HandoffGiven { .. } => "handoff_given",
@@ -514,6 +521,12 @@ impl EventKind {
                 format!("the client's hooks and its screen disagree: the hooks said {hook}, the screen showed {screen}")
             }
             Self::GuardDenied { what, command, .. } => format!("the guard refused {what}: {command}"),
+            Self::Salvaged { repo, reference, files, bytes, reason, .. } => format!(
+                "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
+                 `nightshift salvage show` shows them",
+                crate::event::bytes(*bytes)
+            ),
+            Self::SalvageSkipped { repo, why, reason } => format!("did not salvage {repo} ({reason}): {why}"),
             Self::HandoffAsked { times } => {
                 format!("asked the agent for a handoff (time {times}): its context is near full")
             }
@@ -602,6 +615,15 @@ fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {
 
 /// Dollars for people: cents, or tenths of a cent under ten cents (one headless answer can cost
 /// $0.004).
+/// A size as people read it: `812 B`, `14.2 KB`, `3.1 MB`.
+pub fn bytes(n: u64) -> String {
+    match n {
+        n if n < 1024 => format!("{n} B"),
+        n if n < 1024 * 1024 => format!("{:.1} KB", n as f64 / 1024.0),
+        n => format!("{:.1} MB", n as f64 / (1024.0 * 1024.0)),
+    }
+}
+
 pub fn usd(cost: f64) -> String {
     if cost.abs() < 0.1 {
         format!("${cost:.4}")

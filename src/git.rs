@@ -10,6 +10,7 @@
 mod branches;
 mod fingerprint;
 mod history;
+pub mod salvage;
 
 use std::path::Path;
 use std::process::Command;
