@@ -13,6 +13,7 @@ mod plan;
 mod presets;
 mod restore;
 mod run;
+mod salvage;
 mod screen;
 mod send;
 mod sessions;
@@ -78,6 +79,8 @@ enum Command {
     Presets(presets::Args),
     /// Circuit breakers: `nightshift breaker reset SESSION`.
     Breaker(breaker::Args),
+    /// The uncommitted work kept when a session's life ended badly: list, show, restore.
+    Salvage(salvage::Args),
     /// Print what a running session shows now.
     Screen(screen::Args),
     /// Show the plan usage (5-hour and 7-day windows) and the last 24 hours.
@@ -110,6 +113,7 @@ pub fn main() -> ExitCode {
         Command::Send(args) => send::run(cli.state_dir, args),
         Command::Stop(args) => stop::run(cli.state_dir, args),
         Command::Screen(args) => screen::run(cli.state_dir, args),
+        Command::Salvage(args) => salvage::run(cli.state_dir, args),
         Command::Presets(args) => presets::run(cli.state_dir, args),
         Command::Digest(args) => digest::run(cli.state_dir, args),
         Command::Doctor(args) => doctor::run(cli.state_dir, args),

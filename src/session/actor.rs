@@ -89,6 +89,7 @@ impl Actor {
             state_dir,
             guard,
             last_tool: None,
+            salvages: Vec::new(),
         };
         exec.apply(fx);
         let task = tokio::spawn(async move { exec.run(controls, measured).await });
@@ -121,6 +122,8 @@ struct Executor {
     guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
     /// The tool the client last asked to run (its permission prompt names it).
     last_tool: Option<String>,
+    /// Salvages under way: waited for before the session's end is reported.
+    salvages: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Executor {
@@ -161,6 +164,10 @@ impl Executor {
                     });
                 }
                 Effect::Reply(text) => self.reply = Some(text),
+                Effect::Salvage { reason } => {
+                    let (dir, journal, id) = (self.command.cwd.clone(), self.journal.clone(), self.id.clone());
+                    self.salvages.push(tokio::task::spawn_blocking(move || salvage(&dir, &id, &reason, &journal)));
+                }
             }
         }
         self.publish();
@@ -254,6 +261,10 @@ impl Executor {
                     Some(control) => self.control(control),
                 },
             }
+        }
+        // The last life's work is kept before anyone hears the session ended (a `run` exits then).
+        for salvage in std::mem::take(&mut self.salvages) {
+            let _ = salvage.await;
         }
         let mut options = self.machine.options(self.now());
         options.respawn_active = false;
@@ -434,5 +445,34 @@ async fn exited(exit: &mut Option<tokio::sync::oneshot::Receiver<Exit>>) -> Exit
     match exit {
         Some(rx) => rx.await.unwrap_or(Exit::Code(-1)),
         None => std::future::pending().await,
+    }
+}
+
+/// Keeps the uncommitted work of every repository of `dir` for `session`, and journals it.
+fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, journal: &Journal) {
+    use crate::event::EventKind;
+    use crate::git::salvage::{self, Outcome};
+    for repo in salvage::repos(dir) {
+        let message = format!("WIP salvage of session {session}: {reason} (unreviewed, may not build)");
+        let shown = repo.display().to_string();
+        match salvage::snapshot(&repo, session.as_str(), &message) {
+            Outcome::Saved(s) => {
+                journal.emit(
+                    session,
+                    EventKind::Salvaged {
+                        repo: shown,
+                        reference: s.reference,
+                        commit: s.commit,
+                        files: s.files.len(),
+                        bytes: s.bytes,
+                        reason: reason.to_string(),
+                    },
+                );
+            }
+            Outcome::Clean => {}
+            Outcome::Refused(why) => {
+                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason: reason.to_string() });
+            }
+        }
     }
 }

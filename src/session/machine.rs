@@ -173,6 +173,9 @@ pub enum Effect {
     Reply(String),
     /// The answer to [`Input::Hook`], for the client.
     Answer(crate::hooks::Answer),
+    /// Keep the working tree's uncommitted work under a salvage ref (`git::salvage`), off the
+    /// runtime, and journal what was kept or why not; done before the session's end is reported.
+    Salvage { reason: String },
 }
 
 /// Respawn cycles as armed: the machine, the preset it came from and when it ends.
@@ -617,6 +620,10 @@ impl Machine {
                 self.refresh_blocker(now, fx);
             }
             respawn::Effect::Send { cycle, step, text } => {
+                if step == respawn::Step::Clear {
+                    // The cycle's /clear forgets the agent's context: its uncommitted work is kept first.
+                    fx.push(Effect::Salvage { reason: format!("before respawn cycle {cycle}'s /clear") });
+                }
                 let text = match step {
                     respawn::Step::Update => self.update_text(text, fx),
                     respawn::Step::Kickstart => self.kickstart_text(text),

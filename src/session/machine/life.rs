@@ -188,6 +188,12 @@ impl Machine {
             fx.push(Effect::Signal(Signal::SIGKILL));
         }
         self.cycling = false;
+        // A life that ends badly or is stopped may leave work nobody committed: keep it.
+        match &stopping {
+            Some(Stopping { source, .. }) => fx.push(Effect::Salvage { reason: format!("stopped ({source})") }),
+            None if exit != Exit::Code(0) => fx.push(Effect::Salvage { reason: format!("the agent {exit}") }),
+            None => {}
+        }
         if let Some(Stopping { source, kind, .. }) = stopping {
             if kind == StopKind::Shutdown && self.keeps_resume() {
                 self.keep_resume(&exit, fx);

@@ -1025,3 +1025,40 @@ fn the_token_and_time_ceilings_of_a_terminal_session() {
     sim.input(Input::Tick);
     assert_eq!(sim.opened().unwrap().2, "ran its 1h");
 }
+
+fn salvages(sim: &Sim) -> Vec<String> {
+    sim.log
+        .iter()
+        .filter_map(|(_, e)| if let Effect::Salvage { reason } = e { Some(reason.clone()) } else { None })
+        .collect()
+}
+
+#[test]
+fn a_life_that_ends_badly_or_is_stopped_is_salvaged_and_a_clean_exit_is_not() {
+    let mut crashed = Sim::new(start()).agent(S(30), 1);
+    crashed.run(60.0);
+    assert_eq!(salvages(&crashed), ["the agent exited with code 1"]);
+
+    let mut clean = Sim::new(start()).agent(S(30), 0);
+    clean.run(60.0);
+    assert!(salvages(&clean).is_empty(), "the agent's own end");
+
+    let mut stopped = Sim::new(start());
+    stopped.input(Input::Stop { source: "nightshift stop".into(), kind: StopKind::User });
+    stopped.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    assert_eq!(salvages(&stopped), ["stopped (nightshift stop)"]);
+}
+
+#[test]
+fn a_cycle_salvages_before_its_clear() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
+    sim.input(working());
+    sim.input(idle());
+    sim.run(600.0);
+    let clear =
+        sim.log.iter().position(|(_, e)| matches!(e, Effect::Write { bytes, .. } if bytes.starts_with(b"/clear")));
+    let salvage = sim.log.iter().position(|(_, e)| matches!(e, Effect::Salvage { .. }));
+    let (Some(clear), Some(salvage)) = (clear, salvage) else { panic!("a /clear and a salvage: {:?}", salvages(&sim)) };
+    assert!(salvage < clear, "the snapshot is taken before the /clear is typed");
+    assert_eq!(salvages(&sim)[0], "before respawn cycle 1's /clear");
+}

@@ -1,0 +1,164 @@
+//! Salvage against real repositories and the real binary: an agent leaves modified, new and deleted
+//! files and is killed; the snapshot ref holds exactly that tree while the user's status, index
+//! file, HEAD and branch are as they were; nothing during a rebase (journalled why); a restore into
+//! the working tree and onto a branch round-trip.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{read_events, wait_for, Env};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What the user's repository state is: status, the index file's bytes, HEAD, the branch, stashes.
+fn state(dir: &Path) -> (String, Vec<u8>, String, String, String) {
+    (
+        git(dir, &["status", "--porcelain=v2", "--untracked-files=all"]),
+        std::fs::read(dir.join(".git/index")).unwrap(),
+        git(dir, &["rev-parse", "HEAD"]),
+        git(dir, &["symbolic-ref", "HEAD"]),
+        git(dir, &["stash", "list"]),
+    )
+}
+
+fn repo(env: &Env) -> std::path::PathBuf {
+    let dir = env.path("project");
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q"]);
+    std::fs::write(dir.join("keep.txt"), "kept\n").unwrap();
+    std::fs::write(dir.join("edit.txt"), "before\n").unwrap();
+    std::fs::write(dir.join("gone.txt"), "to be deleted\n").unwrap();
+    std::fs::write(dir.join(".gitignore"), "*.log\n").unwrap();
+    git(&dir, &["add", "."]);
+    git(&dir, &["commit", "-qm", "start"]);
+    dir
+}
+
+/// `nightshift run` of a fake agent that changes the tree, then waits to be killed.
+fn run_agent(env: &Env, dir: &Path, script: &str) -> (std::process::Child, std::path::PathBuf) {
+    let events = env.path("events.jsonl");
+    let child = env
+        .cmd(&["run", "--events", events.to_str().unwrap(), "--cwd", dir.to_str().unwrap(), "--", "bash", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, events)
+}
+
+fn kill_agent(events: &Path) {
+    let pid = wait_for("the agent", Duration::from_secs(10), || {
+        read_events(events).iter().find(|e| e["state"] == "running").and_then(|e| e["pid"].as_i64())
+    });
+    wait_for("the agent's changes", Duration::from_secs(10), || {
+        read_events(events).iter().any(|e| e["state"] == "idle" || e["state"] == "working").then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+}
+
+const CHANGES: &str = "printf 'after\\n' > edit.txt; rm gone.txt; mkdir -p new; printf 'new\\n' > new/file.txt; \
+                       printf 'noise\\n' > debug.log; echo changed; exec sleep 600";
+
+#[test]
+fn a_killed_agents_work_is_kept_exactly_and_the_users_state_is_untouched() {
+    let env = Env::new();
+    let dir = repo(&env);
+    let (mut child, events) = run_agent(&env, &dir, CHANGES);
+    wait_for("the edit", Duration::from_secs(10), || {
+        (std::fs::read_to_string(dir.join("edit.txt")).ok()? == "after\n").then_some(())
+    });
+    let before = state(&dir);
+    kill_agent(&events);
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let all = read_events(&events);
+    let saved = all.iter().find(|e| e["event"] == "salvaged").unwrap_or_else(|| panic!("{all:#?}"));
+    assert_eq!(saved["reference"], format!("refs/nightshift/salvage/{}/1", saved["session"].as_str().unwrap()));
+    assert_eq!(saved["files"], 3, "{saved}");
+    assert!(saved["reason"].as_str().unwrap().contains("killed by SIGKILL"), "{saved}");
+    assert_eq!(state(&dir), before, "status, index, HEAD, branch and stash as they were");
+
+    // The ref holds exactly the working tree: the edit, the new file, not the deleted or ignored one.
+    let reference = saved["reference"].as_str().unwrap();
+    let files = git(&dir, &["ls-tree", "-r", "--name-only", reference]);
+    assert_eq!(files.lines().collect::<Vec<_>>(), [".gitignore", "edit.txt", "keep.txt", "new/file.txt"]);
+    assert_eq!(git(&dir, &["show", &format!("{reference}:edit.txt")]), "after\n");
+    assert_eq!(git(&dir, &["rev-parse", &format!("{reference}^")]), git(&dir, &["rev-parse", "HEAD"]));
+    assert!(git(&dir, &["log", "-1", "--format=%s", reference]).starts_with("WIP salvage of session"));
+
+    // The CLI lists and shows it.
+    let listed = env.stdout(&["salvage", "list"]);
+    assert!(
+        listed.contains("3 file(s)") && listed.contains("    A new/file.txt") && listed.contains("    D gone.txt"),
+        "{listed}"
+    );
+    let session = saved["session"].as_str().unwrap();
+    let shown = env.stdout(&["salvage", "show", session]);
+    assert!(shown.contains("-before") && shown.contains("+after"), "{shown}");
+
+    // Restore: never over changes; into a clean tree it brings the work back; onto a branch too.
+    let refused = env.output(&["salvage", "restore", session]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("has changes of its own"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    git(&dir, &["checkout", "--", "."]);
+    git(&dir, &["clean", "-fdq"]);
+    let restored = env.output(&["salvage", "restore", &format!("{session}/1")]);
+    assert!(restored.status.success(), "{}", String::from_utf8_lossy(&restored.stderr));
+    assert_eq!(std::fs::read_to_string(dir.join("edit.txt")).unwrap(), "after\n");
+    assert_eq!(std::fs::read_to_string(dir.join("new/file.txt")).unwrap(), "new\n");
+    assert!(!dir.join("gone.txt").exists());
+    let branch = env.output(&["salvage", "restore", session, "--branch", "night-work"]);
+    assert!(branch.status.success(), "{}", String::from_utf8_lossy(&branch.stderr));
+    assert_eq!(git(&dir, &["rev-parse", "night-work"]), git(&dir, &["rev-parse", reference]));
+    assert_eq!(git(&dir, &["symbolic-ref", "HEAD"]).trim(), "refs/heads/main", "the current branch stays");
+}
+
+#[test]
+fn nothing_is_salvaged_during_a_rebase_and_the_journal_says_why() {
+    let env = Env::new();
+    let dir = repo(&env);
+    git(&dir, &["checkout", "-qb", "topic"]);
+    std::fs::write(dir.join("edit.txt"), "topic\n").unwrap();
+    git(&dir, &["commit", "-qam", "topic"]);
+    git(&dir, &["checkout", "-q", "main"]);
+    std::fs::write(dir.join("edit.txt"), "main\n").unwrap();
+    git(&dir, &["commit", "-qam", "main"]);
+    git(&dir, &["checkout", "-q", "topic"]);
+    let out = Command::new("git").args(["rebase", "main"]).current_dir(&dir).output().unwrap();
+    assert!(!out.status.success(), "the rebase stops on its conflict");
+    let (mut child, events) = run_agent(&env, &dir, "echo working; exec sleep 600");
+    kill_agent(&events);
+    child.wait().unwrap();
+    let all = read_events(&events);
+    assert!(!all.iter().any(|e| e["event"] == "salvaged"), "{all:#?}");
+    let skipped = all.iter().find(|e| e["event"] == "salvage_skipped").unwrap_or_else(|| panic!("{all:#?}"));
+    assert_eq!(skipped["why"], "a rebase is in progress");
+    assert_eq!(git(&dir, &["for-each-ref", "refs/nightshift/"]), "");
+}
