@@ -106,6 +106,9 @@ pub struct SessionDigest {
     #[serde(default)]
     pub loop_cost_usd: f64,
     pub git: Option<GitProgress>,
+    /// Whether the range's commits reached a remote.
+    #[serde(default)]
+    pub delivery: Option<crate::git::Delivery>,
     pub usage: Option<UsageDelta>,
 }
 
@@ -314,6 +317,7 @@ fn session_digest(
     let (mut cycles, mut restarts, mut limits, mut resumes, mut trips) = (0, 0, 0, 0, 0);
     let mut exits = Vec::new();
     let mut denials = Vec::new();
+    let mut salvaged = Vec::new();
     let mut iterations = Vec::new();
     let mut tasks_done = Vec::new();
     let mut loop_cost = 0.0;
@@ -357,6 +361,15 @@ fn session_digest(
             EventKind::Breaker { state: BreakerState::Open, .. } if in_range => trips += 1,
             EventKind::GuardDenied { what, command, .. } if in_range => {
                 denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() })
+            }
+            EventKind::Salvaged { repo, reference, files, bytes, .. } if in_range => {
+                let n = reference.rsplit('/').next().unwrap_or("1").to_string();
+                salvaged.push(format!(
+                    "work kept by salvage: {files} uncommitted file(s) ({}) of {repo} as {reference}; \
+                     look: nightshift salvage show {}/{n}",
+                    crate::event::bytes(*bytes),
+                    row.id
+                ));
             }
             EventKind::IterationEnded {
                 iteration, attempt, task, probe, outcome, cost_usd, tokens, project, ..
@@ -412,6 +425,11 @@ fn session_digest(
     if state == SessionState::Failed {
         needs.push(format!("failed to start: {}", row.error.clone().unwrap_or_default()));
     }
+    needs.extend(salvaged);
+    let delivery = crate::git::delivery(std::path::Path::new(&row.cwd), from);
+    if let Some(line) = delivery.as_ref().and_then(crate::git::Delivery::needs_you) {
+        needs.push(format!("{line}; look: git -C {} log --branches --not --remotes", row.cwd));
+    }
     let crashed = state == SessionState::Exited
         && !stopped
         && (row.exit_code.is_some_and(|c| c != 0) || row.exit_signal.is_some());
@@ -449,6 +467,7 @@ fn session_digest(
         tasks_done,
         loop_cost_usd: loop_cost,
         git: crate::git::progress(std::path::Path::new(&row.cwd), from, to),
+        delivery,
         usage,
     }
 }

@@ -17,7 +17,7 @@ use std::process::Command;
 
 pub use branches::branches;
 pub use fingerprint::{fingerprint, Fingerprint};
-pub use history::{commits_between, progress, Commit, GitProgress, Stat};
+pub use history::{commits_between, delivery, progress, Commit, Delivery, GitProgress, Stat};
 
 /// Runs `git ARGS` in `dir` with `env` added; its standard output when it succeeded.
 fn run(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Option<String> {

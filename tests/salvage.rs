@@ -162,3 +162,53 @@ fn nothing_is_salvaged_during_a_rebase_and_the_journal_says_why() {
     assert_eq!(skipped["why"], "a rebase is in progress");
     assert_eq!(git(&dir, &["for-each-ref", "refs/nightshift/"]), "");
 }
+
+#[test]
+fn the_digest_says_what_needs_you_the_snapshot_the_unpushed_commit_and_a_remote_that_moved() {
+    let env = Env::new();
+    let dir = repo(&env);
+    let bare = env.path("remote.git");
+    git(env.dir.path(), &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    git(&dir, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    git(&dir, &["push", "-q", "-u", "origin", "main"]);
+    // Someone else pushes meanwhile; this clone has fetched it.
+    let other = env.path("other");
+    git(env.dir.path(), &["clone", "-q", bare.to_str().unwrap(), other.to_str().unwrap()]);
+    std::fs::write(other.join("theirs.txt"), "theirs\n").unwrap();
+    git(&other, &["add", "theirs.txt"]);
+    git(&other, &["commit", "-qm", "theirs"]);
+    git(&other, &["push", "-q", "origin", "main"]);
+    git(&dir, &["fetch", "-q"]);
+
+    let (child, events) = run_agent(
+        &env,
+        &dir,
+        "git -c user.name=a -c user.email=a@a commit -qm 'tonight: the parser' --allow-empty; \
+         printf 'after\\n' > edit.txt; echo done; exec sleep 600",
+    );
+    kill_agent(&events);
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("nightshift: kept 1 uncommitted file(s)"), "the run says what it kept: {said}");
+    assert!(said.contains("nightshift: 1 commit(s) from tonight on no remote branch"), "and the delivery: {said}");
+    let session = read_events(&events)[0]["session"].as_str().unwrap().to_string();
+    let digest = env.stdout(&["digest", "--range", "1h", "--format", "json"]);
+    let d: serde_json::Value = serde_json::from_str(&digest).unwrap();
+    let ours = d["sessions"].as_array().unwrap().iter().find(|s| s["id"] == session.as_str()).unwrap();
+    assert_eq!(ours["section"], "needs_you", "{ours:#}");
+    let needs: Vec<&str> = ours["needs_you"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    let kept = needs
+        .iter()
+        .find(|n| n.starts_with("work kept by salvage: 1 uncommitted file(s)"))
+        .unwrap_or_else(|| panic!("{needs:?}"));
+    assert!(kept.ends_with(&format!("look: nightshift salvage show {session}/1")), "{kept}");
+    let delivery = needs.iter().find(|n| n.contains("on no remote branch")).unwrap_or_else(|| panic!("{needs:?}"));
+    assert!(
+        delivery.starts_with(
+            "1 commit(s) from tonight on no remote branch; origin/main moved: 1 commit(s) there the branch lacks"
+        ),
+        "{delivery}"
+    );
+    assert_eq!(ours["delivery"]["ahead"], 1);
+    assert_eq!(ours["delivery"]["unpushed"][0]["subject"], "tonight: the parser");
+}

@@ -263,6 +263,16 @@ async fn supervise(
         spec.output_tap = Some(tap_tx);
     }
     let size = spec.command.size;
+    let cwd = spec.command.cwd.clone();
+    let started = chrono::Utc::now();
+    // What the run kept by salvage, said at its end.
+    let kept: Arc<Mutex<Vec<String>>> = Arc::default();
+    let keep = Arc::clone(&kept);
+    supervisor.add_sink(Box::new(move |event| {
+        if let nightshift::EventKind::Salvaged { .. } = &event.kind {
+            keep.lock().unwrap_or_else(|p| p.into_inner()).push(event.kind.describe(&chrono::Local));
+        }
+    }));
     let handle = match supervisor.start(spec) {
         Ok(handle) => handle,
         Err(StartError::Spawn { session, error }) => {
@@ -291,6 +301,14 @@ async fn supervise(
                 eprintln!("  {row}");
             }
         }
+    }
+    for line in kept.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        eprintln!("nightshift: {line}");
+    }
+    // The delivery check: the run's commits that reached no remote, an upstream that moved.
+    let delivery = tokio::task::spawn_blocking(move || nightshift::git::delivery(&cwd, started)).await.ok().flatten();
+    if let Some(line) = delivery.as_ref().and_then(nightshift::git::Delivery::needs_you) {
+        eprintln!("nightshift: {line}");
     }
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
 }

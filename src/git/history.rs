@@ -111,6 +111,64 @@ pub fn commits_between(dir: &Path, from: DateTime<Utc>, to: DateTime<Utc>) -> Ve
         .collect()
 }
 
+/// Whether the night's commits reached a remote, from what git already knows (no network call).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub branch: Option<String>,
+    /// The branch's upstream (`origin/main`), when it has one.
+    pub upstream: Option<String>,
+    /// Commits on the branch that its upstream lacks, and the other way round.
+    pub ahead: u32,
+    pub behind: u32,
+    /// Commits made since the range's start that are on no remote branch, newest first.
+    pub unpushed: Vec<Commit>,
+    /// The repository has a remote at all.
+    pub has_remote: bool,
+}
+
+impl Delivery {
+    /// Something the user should do before trusting the night's work is safe.
+    pub fn needs_you(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        // A repository with no remote at all is the user's choice: nothing to push to.
+        if !self.unpushed.is_empty() && self.has_remote {
+            parts.push(format!("{} commit(s) from tonight on no remote branch", self.unpushed.len()));
+        }
+        if self.behind > 0 {
+            let upstream = self.upstream.as_deref().unwrap_or("its upstream");
+            parts.push(format!("{upstream} moved: {} commit(s) there the branch lacks", self.behind));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// The delivery of the repository at `dir` for commits made since `from`; `None` outside a repository.
+pub fn delivery(dir: &Path, from: DateTime<Utc>) -> Option<Delivery> {
+    git(dir, &["rev-parse", "--verify", "-q", "HEAD"])?;
+    let branch = git(dir, &["symbolic-ref", "-q", "--short", "HEAD"]).map(|b| b.trim().to_string());
+    let upstream =
+        git(dir, &["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"]).map(|u| u.trim().to_string());
+    let (ahead, behind) = upstream
+        .as_ref()
+        .and_then(|_| git(dir, &["rev-list", "--left-right", "--count", "HEAD...@{upstream}"]))
+        .and_then(|counts| {
+            let mut it = counts.split_whitespace().map(|n| n.parse::<u32>().ok());
+            Some((it.next()??, it.next()??))
+        })
+        .unwrap_or((0, 0));
+    let has_remote = git(dir, &["remote"]).is_some_and(|r| !r.trim().is_empty());
+    let since = format!("--since=@{}", from.timestamp());
+    let unpushed = git(dir, &["log", "--format=%H%x09%s", &since, "HEAD", "--not", "--remotes"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (hash, subject) = l.split_once('\t')?;
+            Some(Commit { hash: hash.to_string(), subject: subject.to_string() })
+        })
+        .collect();
+    Some(Delivery { branch, upstream, ahead, behind, unpushed, has_remote })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
