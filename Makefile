@@ -18,7 +18,7 @@ CODEX_BIN := $(CODEX_DIR)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unk
 # Building the tray app (WebKitGTK + the tray library).
 BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
 # Running it headless and driving its window in tests.
-TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib python3-dbus python3-gi
+TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib python3-dbus python3-gi asciinema
 
 # `make install`: PREFIX (default ~/.local; `sudo make install PREFIX=/usr/local` after `make release`),
 # DESTDIR for staging. PROFILE=debug installs the debug build instead (the install test does).
@@ -66,7 +66,7 @@ test: deps deps-test claude-client codex-client test-core test-app test-install
 test-core:
 	@if $(CARGO) tree --locked -p nightshift -e normal,build --prefix none | grep -qiE '^(tauri|wry|gtk|webkit)'; then \
 	  echo "the core package depends on a GUI library; it must stay GUI-free" >&2; exit 1; fi
-	NIGHTSHIFT_REQUIRE_CLAUDE=1 NIGHTSHIFT_REQUIRE_CODEX=1 $(CARGO) test --locked
+	NIGHTSHIFT_REQUIRE_CLAUDE=1 NIGHTSHIFT_REQUIRE_CODEX=1 NIGHTSHIFT_REQUIRE_ASCIINEMA=1 $(CARGO) test --locked
 
 # The tray app: its unit tests, then the real window under Xvfb through WebKitWebDriver.
 test-app:

@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::Read;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{read_events, wait_for, Env};
+use common::{on_a_terminal, read_events, wait_for, Env};
 
 const ESC: char = '\x1b';
 
@@ -24,34 +23,6 @@ fn seeded() -> (Env, String) {
         nightshift::usage::Sample { five_hour_pct: Some(35.0), seven_day_pct: Some(90.0), ..Default::default() };
     store.record_usage(&session, chrono::Utc::now(), &sample).unwrap();
     (env, session)
-}
-
-/// Runs the command on a pseudo-terminal and returns all it printed.
-fn on_a_terminal(mut cmd: portable_pty::CommandBuilder) -> String {
-    let pair = portable_pty::native_pty_system().openpty(portable_pty::PtySize::default()).unwrap();
-    let mut child = pair
-        .slave
-        .spawn_command({
-            cmd.env("TERM", "xterm-256color");
-            cmd
-        })
-        .unwrap();
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let read = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        // EIO once the child has gone and the slave is closed: that is the end.
-        while let Ok(n @ 1..) = reader.read(&mut buf) {
-            out.extend_from_slice(&buf[..n]);
-        }
-        out
-    });
-    let status = wait_for("the command on the terminal", Duration::from_secs(20), || child.try_wait().unwrap());
-    drop(pair.master);
-    let out = String::from_utf8_lossy(&read.join().unwrap()).into_owned();
-    assert!(status.success(), "{out}");
-    out
 }
 
 fn terminal_cmd(env: &Env, args: &[&str], no_color: Option<&str>) -> portable_pty::CommandBuilder {

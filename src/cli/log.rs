@@ -1,5 +1,7 @@
-//! `nightshift log LOOP [--iteration N]`: what a loop's iterations did, read back from the streams
-//! it kept, as a person reads them: the agent's words, the tools it called and what came back.
+//! `nightshift log SESSION`: what a session did. A loop's iterations are read back from the streams
+//! it kept, as a person reads them: the agent's words, the tools it called and what came back
+//! (`--iteration N`). A terminal session's lives from their recordings: what the screen showed,
+//! scrolled (`--life N`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -12,19 +14,46 @@ use nightshift::{Event, EventKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The loop (an id or a unique prefix)
-    #[arg(value_name = "LOOP")]
+    /// The session or loop (an id or a unique prefix)
+    #[arg(value_name = "SESSION")]
     session: String,
-    /// Only this iteration (its every attempt)
+    /// A loop's: only this iteration (its every attempt)
     #[arg(long, value_name = "N")]
     iteration: Option<u32>,
+    /// A terminal session's: only this life (the agent's first run is life 1, each restart one more)
+    #[arg(long, value_name = "N")]
+    life: Option<u32>,
+}
+
+/// A terminal session's recorded lives, as text.
+fn lives(state_dir: &std::path::Path, id: &str, only: Option<u32>) -> anyhow::Result<ExitCode> {
+    let lives = nightshift::record::lives(state_dir, id);
+    let chosen: Vec<_> = lives.iter().filter(|(n, _)| only.is_none_or(|o| o == *n)).collect();
+    if chosen.is_empty() {
+        match only {
+            Some(n) => anyhow::bail!("session {id} has no recorded life {n} ({} recorded)", lives.len()),
+            None => println!("session {id} has no recording (sessions record from this version on)"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    for (n, path) in chosen {
+        writeln!(out, "── life {n} — {}", path.display())?;
+        let text = nightshift::record::text(path).with_context(|| format!("cannot read {}", path.display()))?;
+        out.write_all(text.as_bytes())?;
+        writeln!(out)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (paths, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
     if row.kind != SessionKind::Loop {
-        anyhow::bail!("session {} is not a loop; `nightshift screen {}` shows a terminal session", row.id, row.id);
+        if args.iteration.is_some() {
+            anyhow::bail!("session {} is not a loop; a terminal session has lives: --life N", row.id);
+        }
+        return lives(&paths.state_dir, &row.id, args.life);
     }
     let dir = loop_dir(&paths.state_dir, &row.id);
     let events = store.events(&EventQuery { session: Some(row.id.clone()), ..EventQuery::default() })?;

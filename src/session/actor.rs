@@ -90,7 +90,9 @@ impl Actor {
             guard,
             last_tool: None,
             salvages: Vec::new(),
+            recorder: None,
         };
+        exec.record_life();
         exec.apply(fx);
         let task = tokio::spawn(async move { exec.run(controls, measured).await });
         (handle, task)
@@ -124,6 +126,8 @@ struct Executor {
     last_tool: Option<String>,
     /// Salvages under way: waited for before the session's end is reported.
     salvages: Vec<tokio::task::JoinHandle<()>>,
+    /// The running life's recording (its output only), when there is a state directory.
+    recorder: Option<crate::record::Recorder>,
 }
 
 impl Executor {
@@ -200,6 +204,7 @@ impl Executor {
                 self.watcher = Watcher::new(self.adapter.clone(), self.detect, Instant::now());
                 self.process = Some(Process { pty: spawned.pty, output_open: true, exited: None });
                 self.streams = Some(Streams { output: spawned.output, exit: spawned.exit });
+                self.record_life();
                 self.step(Input::Started { pid });
             }
             Err(error) => {
@@ -278,8 +283,19 @@ impl Executor {
         });
     }
 
+    /// Starts recording the life that just started.
+    fn record_life(&mut self) {
+        let size = self.command.size;
+        self.recorder = self.state_dir.as_deref().and_then(|dir| {
+            crate::record::Recorder::start(dir, self.id.as_str(), size.cols, size.rows, crate::record::SESSION_CAP)
+        });
+    }
+
     fn output(&mut self, bytes: Vec<u8>) {
         self.screen.feed(&bytes);
+        if let Some(recorder) = &mut self.recorder {
+            recorder.output(&bytes);
+        }
         if let Some(tap) = &self.output_tap {
             let _ = tap.send(bytes);
         }
@@ -328,6 +344,8 @@ impl Executor {
         let last_screen =
             self.screen.snapshot().last_rows(LAST_SCREEN_ROWS).iter().map(|r| r.trim_end().to_string()).collect();
         self.last_exit = exit.clone();
+        // The life's recording ends with it.
+        self.recorder = None;
         self.step(Input::Exited { exit, last_screen });
         // The machine's last word to the process group (SIGKILL after a stop) is said: let it go.
         self.process = None;
@@ -339,6 +357,9 @@ impl Executor {
             Control::Keys(bytes) => self.step(Input::Keys(bytes)),
             Control::Resize(size) => {
                 self.screen.resize(size);
+                if let Some(recorder) = &mut self.recorder {
+                    recorder.resize(size.cols, size.rows);
+                }
                 self.command.size = size;
                 if let Some(Err(e)) = self.process.as_ref().map(|p| p.pty.resize(size)) {
                     tracing::warn!(session = %self.id, "resize failed: {e}");

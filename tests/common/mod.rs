@@ -94,3 +94,31 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>
 pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path).map(|t| json_lines(&t)).unwrap_or_default()
 }
+
+/// Runs the command on a pseudo-terminal and returns all it printed.
+pub fn on_a_terminal(mut cmd: portable_pty::CommandBuilder) -> String {
+    let pair = portable_pty::native_pty_system().openpty(portable_pty::PtySize::default()).unwrap();
+    let mut child = pair
+        .slave
+        .spawn_command({
+            cmd.env("TERM", "xterm-256color");
+            cmd
+        })
+        .unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let read = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        // EIO once the child has gone and the slave is closed: that is the end.
+        while let Ok(n @ 1..) = std::io::Read::read(&mut reader, &mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    });
+    let status = wait_for("the command on the terminal", Duration::from_secs(20), || child.try_wait().unwrap());
+    drop(pair.master);
+    let out = String::from_utf8_lossy(&read.join().unwrap()).into_owned();
+    assert!(status.success(), "{out}");
+    out
+}

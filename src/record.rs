@@ -1,0 +1,284 @@
+//! What the agent did, kept: every life's terminal output with its timing, as an asciicast (v2)
+//! gzipped in `<state>/recordings/<session>/life-NNN.cast.gz`. Output only — what is typed into the
+//! session is never recorded, so secrets typed there are not either. A session's recordings stop at
+//! a size cap (a marker says so), and recordings older than a set number of days are removed when
+//! a new one starts.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use flate2::write::GzEncoder;
+
+/// The uncompressed size a session's recordings may reach.
+pub const SESSION_CAP: u64 = 64 << 20;
+/// Recordings older than this are removed.
+pub const KEEP_DAYS: u64 = 14;
+/// How often the compressed stream is flushed to disk (a killed Nightshift loses at most this).
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// `<state>/recordings/<session>/`.
+pub fn dir(state_dir: &Path, session: &str) -> PathBuf {
+    state_dir.join("recordings").join(session)
+}
+
+/// The recording of life `n` (from 1).
+pub fn life_file(state_dir: &Path, session: &str, n: u32) -> PathBuf {
+    dir(state_dir, session).join(format!("life-{n:03}.cast.gz"))
+}
+
+/// The lives recorded for `session`, in order.
+pub fn lives(state_dir: &Path, session: &str) -> Vec<(u32, PathBuf)> {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir(state_dir, session))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let n = name.strip_prefix("life-")?.strip_suffix(".cast.gz")?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Removes the sessions' recordings last written more than `days` ago.
+pub fn prune(state_dir: &Path, days: u64, now: SystemTime) {
+    let Ok(entries) = std::fs::read_dir(state_dir.join("recordings")) else { return };
+    let limit = Duration::from_secs(days * 86_400);
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age > limit);
+        if old {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// One life's recording, written as the output comes.
+pub struct Recorder {
+    out: Option<GzEncoder<std::fs::File>>,
+    started: Instant,
+    last_flush: Instant,
+    /// Bytes of an unfinished UTF-8 sequence, kept for the next chunk.
+    carry: Vec<u8>,
+    /// Uncompressed bytes written for the session so far (earlier lives included).
+    written: u64,
+    cap: u64,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder").field("written", &self.written).finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Starts the recording of the session's next life in a `cols`×`rows` terminal; `None` when it
+    /// cannot be written (a warning is logged and the session goes on).
+    pub fn start(state_dir: &Path, session: &str, cols: u16, rows: u16, cap: u64) -> Option<Self> {
+        prune(state_dir, KEEP_DAYS, SystemTime::now());
+        let dir = dir(state_dir, session);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::warn!("cannot record the session in {}: {e}", dir.display());
+            return None;
+        }
+        let earlier = lives(state_dir, session);
+        let written = earlier.iter().filter_map(|(_, p)| std::fs::metadata(p).ok()).map(|m| m.len()).sum::<u64>();
+        let n = earlier.last().map_or(1, |(n, _)| n + 1);
+        let path = life_file(state_dir, session, n);
+        let file = match std::fs::File::create(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!("cannot record the session in {}: {e}", path.display());
+                return None;
+            }
+        };
+        let mut out = GzEncoder::new(file, flate2::Compression::fast());
+        let timestamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let header = serde_json::json!({
+            "version": 2, "width": cols, "height": rows, "timestamp": timestamp,
+            "env": {"TERM": "xterm-256color"}, "title": format!("Nightshift session {session}, life {n}"),
+        });
+        let line = format!("{header}\n");
+        let ok = out.write_all(line.as_bytes()).is_ok();
+        let now = Instant::now();
+        // An earlier life's compressed size stands in for its share of the cap (it is smaller).
+        let mut rec = Self { out: ok.then_some(out), started: now, last_flush: now, carry: Vec::new(), written, cap };
+        rec.written += line.len() as u64;
+        Some(rec)
+    }
+
+    fn event(&mut self, kind: &str, data: &str) {
+        let Some(out) = &mut self.out else { return };
+        let t = self.started.elapsed().as_secs_f64();
+        let line = format!("[{t:.6}, \"{kind}\", {}]\n", serde_json::Value::String(data.to_string()));
+        if self.written + line.len() as u64 > self.cap {
+            let note = format!("[{t:.6}, \"m\", \"the session's recording cap ({} MB) is reached\"]\n", self.cap >> 20);
+            let _ = out.write_all(note.as_bytes());
+            self.finish();
+            return;
+        }
+        if out.write_all(line.as_bytes()).is_err() {
+            tracing::warn!("the session's recording stopped: the disk refused a write");
+            self.out = None;
+            return;
+        }
+        self.written += line.len() as u64;
+        if self.last_flush.elapsed() >= FLUSH_EVERY {
+            let _ = out.flush();
+            self.last_flush = Instant::now();
+        }
+    }
+
+    /// Output of the agent.
+    pub fn output(&mut self, bytes: &[u8]) {
+        let mut chunk = std::mem::take(&mut self.carry);
+        chunk.extend_from_slice(bytes);
+        // An incomplete UTF-8 sequence at the end waits for the rest.
+        let cut = match std::str::from_utf8(&chunk) {
+            Ok(_) => chunk.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => chunk.len(),
+        };
+        self.carry = chunk.split_off(cut);
+        if !chunk.is_empty() {
+            self.event("o", &String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// The terminal was resized.
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.event("r", &format!("{cols}x{rows}"));
+    }
+
+    /// Ends the recording (also on drop).
+    pub fn finish(&mut self) {
+        if let Some(out) = self.out.take() {
+            if let Err(e) = out.finish() {
+                tracing::warn!("the session's recording could not be finished: {e}");
+            }
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// A recording as text: what its screen showed, scrolled off lines first, then the last screen.
+pub fn text(path: &Path) -> std::io::Result<String> {
+    use std::io::BufRead as _;
+    let file = std::fs::File::open(path)?;
+    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
+    let mut parser: Option<vt100::Parser> = None;
+    // A recording cut short (a killed Nightshift) ends where its last whole line does.
+    for line in reader.split(b'\n').map_while(Result::ok) {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else { continue };
+        match (&mut parser, &v) {
+            (None, serde_json::Value::Object(h)) => {
+                let size = |k: &str, or: u16| {
+                    let n = h.get(k).and_then(|x| x.as_u64()).map_or(or, |n| n.clamp(1, 1000) as u16);
+                    std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN)
+                };
+                parser = Some(vt100::Parser::new(size("height", 24), size("width", 80), 100_000));
+            }
+            (Some(p), serde_json::Value::Array(e)) => {
+                match (e.get(1).and_then(|k| k.as_str()), e.get(2).and_then(|d| d.as_str())) {
+                    (Some("o"), Some(data)) => p.process(data.as_bytes()),
+                    (Some("r"), Some(size)) => {
+                        let parsed = size.split_once('x').and_then(|(c, r)| {
+                            Some((c.parse::<std::num::NonZeroU16>().ok()?, r.parse::<std::num::NonZeroU16>().ok()?))
+                        });
+                        if let Some((c, r)) = parsed {
+                            p.screen_mut().set_size(r, c);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(mut parser) = parser else { return Ok(String::new()) };
+    let (rows, cols) = parser.screen().size();
+    let (rows, cols) = (rows.get(), cols.get());
+    parser.screen_mut().set_scrollback(usize::MAX);
+    let scrolled = parser.screen().scrollback();
+    let mut out = Vec::new();
+    for offset in (1..=scrolled).rev() {
+        parser.screen_mut().set_scrollback(offset);
+        out.extend(parser.screen().rows(0, cols).next());
+    }
+    parser.screen_mut().set_scrollback(0);
+    out.extend(parser.screen().rows(0, cols).take(rows as usize));
+    while out.last().is_some_and(|r| r.trim().is_empty()) {
+        out.pop();
+    }
+    Ok(out.iter().map(|r| r.trim_end()).collect::<Vec<_>>().join("\n") + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(state: &Path, chunks: &[&[u8]], cap: u64) -> PathBuf {
+        let mut rec = Recorder::start(state, "s1", 40, 5, cap).unwrap();
+        for c in chunks {
+            rec.output(c);
+        }
+        rec.finish();
+        lives(state, "s1").last().unwrap().1.clone()
+    }
+
+    #[test]
+    fn a_life_is_an_asciicast_with_its_utf8_whole_and_reads_back_as_text() {
+        let state = tempfile::tempdir().unwrap();
+        // "é" split across two chunks; eight lines through a five-row screen scroll three off.
+        let path =
+            recorded(state.path(), &[b"caf\xc3", b"\xa9\r\n", b"2\r\n3\r\n4\r\n5\r\n6\r\n7\r\nlast"], SESSION_CAP);
+        let raw = flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap());
+        let lines: Vec<serde_json::Value> = std::io::BufRead::lines(std::io::BufReader::new(raw))
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        assert_eq!(
+            (lines[0]["version"].as_u64(), lines[0]["width"].as_u64(), lines[0]["height"].as_u64()),
+            (Some(2), Some(40), Some(5))
+        );
+        assert_eq!(lines[1][1], "o");
+        assert_eq!(
+            (lines[1][2].as_str(), lines[2][2].as_str()),
+            (Some("caf"), Some("é\r\n")),
+            "é is whole in one event"
+        );
+        assert_eq!(text(&path).unwrap(), "café\n2\n3\n4\n5\n6\n7\nlast\n");
+        assert_eq!(lives(state.path(), "s1").iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn the_cap_stops_a_recording_with_a_marker_and_old_recordings_are_pruned() {
+        let state = tempfile::tempdir().unwrap();
+        let big = vec![b'x'; 4096];
+        let chunks: Vec<&[u8]> = (0..100).map(|_| big.as_slice()).collect();
+        let path = recorded(state.path(), &chunks, 64 * 1024);
+        let raw = flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap());
+        let lines: Vec<String> = std::io::BufRead::lines(std::io::BufReader::new(raw)).map(Result::unwrap).collect();
+        let size: usize = lines.iter().map(|l| l.len() + 1).sum();
+        assert!(size <= 64 * 1024 + 200, "{size}");
+        assert!(lines.last().unwrap().contains("recording cap"), "{:?}", lines.last());
+        assert!(lines.len() < 20);
+
+        let old = SystemTime::now() + Duration::from_secs((KEEP_DAYS + 1) * 86_400);
+        prune(state.path(), KEEP_DAYS, SystemTime::now());
+        assert!(dir(state.path(), "s1").exists(), "recent ones stay");
+        prune(state.path(), KEEP_DAYS, old);
+        assert!(!dir(state.path(), "s1").exists(), "old ones go");
+    }
+}
