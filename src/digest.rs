@@ -109,6 +109,9 @@ pub struct SessionDigest {
     /// Whether the range's commits reached a remote.
     #[serde(default)]
     pub delivery: Option<crate::git::Delivery>,
+    /// Its recordings, and the command that shows them.
+    #[serde(default)]
+    pub recording: Option<String>,
     pub usage: Option<UsageDelta>,
 }
 
@@ -213,7 +216,13 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
             .filter_map(|e| serde_json::from_str(&e.body).ok())
             .collect();
         let usage = usage_delta(store, &row.id, from, to)?;
-        let digest = session_digest(&row, &events, from, to, usage);
+        let mut digest = session_digest(&row, &events, from, to, usage);
+        // Where to see what it did: its recorded lives, read by `nightshift log`.
+        let state_dir = store.path().and_then(|p| p.parent());
+        let lives = state_dir.map(|d| crate::record::lives(d, &row.id)).unwrap_or_default();
+        if !lives.is_empty() {
+            digest.recording = Some(format!("{} life(s) recorded; see them: nightshift log {}", lives.len(), row.id));
+        }
         if digest.limits_hit > 0 {
             informational.push(format!(
                 "{}: {} usage-limit pause(s), {} resume(s)",
@@ -468,6 +477,7 @@ fn session_digest(
         loop_cost_usd: loop_cost,
         git: crate::git::progress(std::path::Path::new(&row.cwd), from, to),
         delivery,
+        recording: None,
         usage,
     }
 }

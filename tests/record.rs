@@ -39,6 +39,9 @@ fn a_life_is_recorded_plays_in_asciinema_and_reads_back_as_text() {
     assert!(!none.status.success());
     assert!(String::from_utf8_lossy(&none.stderr).contains("has no recorded life 2 (1 recorded)"));
 
+    let digest = env.stdout(&["digest", "--range", "1h"]);
+    assert!(digest.contains(&format!("recording: 1 life(s) recorded; see them: nightshift log {session}")), "{digest}");
+
     // The real player: `asciinema cat` replays the output (it reads plain files: unzip first).
     let Ok(which) = Command::new("sh").args(["-c", "command -v asciinema"]).output() else { return };
     if !which.status.success() {

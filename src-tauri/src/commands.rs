@@ -52,6 +52,24 @@ pub fn session_handoff(
         .map_err(|e| UiError::new("handoff_unreadable", format!("the session's handoff cannot be read: {e}")))
 }
 
+/// A session's recorded lives, and one of them (the last unless `life` says) as text.
+#[tauri::command]
+pub async fn session_lives(state: State<'_, AppState>, id: String, life: Option<u32>) -> Result<Value, UiError> {
+    let id = state.supervisor.with_store(|s| s.find_session(&id))?.id;
+    let dir = state.paths.state_dir.clone();
+    tauri::async_runtime::spawn_blocking(move || {
+        let lives = nightshift::record::lives(&dir, &id);
+        let Some((n, file)) = lives.iter().find(|(n, _)| Some(*n) == life).or(lives.last()).cloned() else {
+            return Err(UiError::new("no_recording", format!("session {id} has no recording")));
+        };
+        let text = nightshift::record::text(&file)
+            .map_err(|e| UiError::new("recording_unreadable", format!("{}: {e}", file.display())))?;
+        Ok(json!({ "lives": lives.iter().map(|(n, _)| n).collect::<Vec<_>>(), "life": n, "file": file, "text": text }))
+    })
+    .await
+    .map_err(|e| UiError::new("recording_unreadable", format!("the recording could not be read: {e}")))?
+}
+
 /// Journal rows as the window shows them: each event with what it means (`text`).
 pub fn views(rows: &[nightshift::store::StoredEvent]) -> Vec<Value> {
     rows.iter()

@@ -117,6 +117,9 @@ fn details(s: &SessionDigest) -> Vec<String> {
             lines.push(format!("  … and {} more", git.commits.len() - 10));
         }
     }
+    if let Some(r) = &s.recording {
+        lines.push(format!("recording: {r}"));
+    }
     if let Some(u) = &s.usage {
         let pct = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) => format!("{}% → {}%", a.round(), b.round()),

@@ -235,6 +235,15 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the stop in the journal", lambda: any(
             "stop requested (the app)" in d.text(e) for e in d.find_all("#detail-events li")))
         self.assertTrue(self.visible("#screen-note") or self.visible("#screen"))
+        # What it did: its life, recorded, read back on its page (opened again, as in the morning).
+        self.click("#back")
+        self.click(f'tr[data-session-id="{session}"] td.id')
+        life = d.wait_for("the recorded life", lambda: self.visible("#lives") and self.text_of("#life-text"))
+        self.assertIn("step 1\n", life)
+        self.assertIn("step 40", life)
+        self.assertIn("Life 1 of 1", self.text_of("#life-meta"))
+        self.settle()
+        d.screenshot(ARTIFACTS / "session-life.png")
         self.click("#back")
 
     def test_5b_a_loop_started_from_the_new_session_page(self):

@@ -54,6 +54,7 @@ $("new-cancel").addEventListener("click", () => show("list"));
 $("new-cwd").addEventListener("change", checkNewSession);
 $("new-agent").addEventListener("change", checkNewSession);
 $("ready-run").addEventListener("click", runReady);
+$("life-pick").addEventListener("change", () => loadLives(Number($("life-pick").value)));
 $("ready-cwd").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); runReady(); } });
 
 $("options-tab-respawn").addEventListener("click", () => selectOptionsTab("respawn"));

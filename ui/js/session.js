@@ -84,10 +84,24 @@ async function openSession(id) {
   $("screen-note").hidden = true;
   $("detail-events").replaceChildren();
   $("handoff").hidden = true;
+  $("lives").hidden = true;
   show("detail");
   renderFacts();
   focusHeading("detail-view");
-  await Promise.all([loadEvents(), loadScreen(), loadHandoff()]);
+  await Promise.all([loadEvents(), loadScreen(), loadHandoff(), loadLives()]);
+}
+
+// The session's recorded lives: what each one's screen showed, scrolled.
+async function loadLives(pick) {
+  const id = app.openId;
+  const got = await call("session_lives", { id, life: pick ?? null }, { quietCodes: ["no_recording"] });
+  if (got === FAILED || got[FAILED] || app.openId !== id || !got.lives.length) return;
+  const select = $("life-pick");
+  select.replaceChildren(...got.lives.map((n) => el("option", { value: String(n) }, `life ${n}`)));
+  select.value = String(got.life);
+  $("life-meta").textContent = `Life ${got.life} of ${got.lives.length}: every line the screen showed, the last screen at the end. Kept in ${got.file}.`;
+  $("life-text").textContent = got.text;
+  $("lives").hidden = false;
 }
 
 function closeSession() {
