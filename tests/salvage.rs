@@ -212,3 +212,38 @@ fn the_digest_says_what_needs_you_the_snapshot_the_unpushed_commit_and_a_remote_
     assert_eq!(ours["delivery"]["ahead"], 1);
     assert_eq!(ours["delivery"]["unpushed"][0]["subject"], "tonight: the parser");
 }
+
+#[test]
+fn a_loop_keeps_the_work_its_iterations_left_uncommitted_when_it_ends() {
+    let env = Env::new();
+    let dir = repo(&env);
+    let stream = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/2.1.332/headless/stream-json-fast.jsonl");
+    let harness = env.path("fake-claude");
+    std::fs::write(&harness, format!("#!/bin/sh\nprintf 'draft\\n' > notes.md\ncat {}\n", stream.display())).unwrap();
+    std::fs::set_permissions(&harness, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let events = env.path("loop.jsonl");
+    let before = state(&dir);
+    let out = env.output(&[
+        "loop",
+        "--program",
+        harness.to_str().unwrap(),
+        "--prompt",
+        "write notes",
+        "--max-iterations",
+        "1",
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let all = read_events(&events);
+    let saved = all.iter().find(|e| e["event"] == "salvaged").unwrap_or_else(|| panic!("{all:#?}"));
+    assert_eq!((saved["files"].as_u64(), saved["reason"].as_str()), (Some(1), Some("the loop ended")));
+    let reference = saved["reference"].as_str().unwrap();
+    assert_eq!(git(&dir, &["show", &format!("{reference}:notes.md")]), "draft\n");
+    let (status, index, head, branch, stash) = state(&dir);
+    assert_eq!((index, head, branch, stash), (before.1, before.2, before.3, before.4), "index, HEAD, branch, stash");
+    assert!(status.contains("notes.md"), "the file itself stays where the agent left it");
+}

@@ -258,6 +258,10 @@ impl Exec {
                 Effect::Kill { reason } => self.kill(&reason),
                 Effect::CheckOff { project, task } => self.check_off(project, &task),
                 Effect::End => {
+                    // Work the iterations left uncommitted is kept before the loop says it ended.
+                    for project in &self.spec.projects {
+                        crate::session::salvage(&project.cwd, &self.id, "the loop ended", &self.journal);
+                    }
                     self.ended = true;
                     let code = if self.machine.failed() { 1 } else { 0 };
                     self.status.send_modify(|s| s.exit = Some(Exit::Code(code)));

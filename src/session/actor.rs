@@ -470,7 +470,8 @@ async fn exited(exit: &mut Option<tokio::sync::oneshot::Receiver<Exit>>) -> Exit
 }
 
 /// Keeps the uncommitted work of every repository of `dir` for `session`, and journals it.
-fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, journal: &Journal) {
+/// Blocking (git): off the async workers, or where the end waits for it anyway.
+pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, journal: &Journal) {
     use crate::event::EventKind;
     use crate::git::salvage::{self, Outcome};
     for repo in salvage::repos(dir) {

@@ -5,6 +5,7 @@
 //! the stop deadline, and reports what happened through the supervisor's emitter.
 
 mod actor;
+pub(crate) use actor::salvage;
 pub mod machine;
 
 use std::time::Duration;
