@@ -189,6 +189,49 @@ async fn the_guard_refuses_a_force_push_and_it_never_runs() {
     assert_eq!(git(&remote, &["rev-parse", "main"]), pushed, "the remote never moved: the push did not run");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_clients_edits_are_salvaged_when_it_is_killed_and_the_users_state_is_untouched() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options { args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash"], ..Default::default() },
+    );
+    let repo = &run.workdir;
+    git(repo, &["init", "-q", "-b", "main"]);
+    for (file, text) in [("edit.txt", "before\n"), ("gone.txt", "old\n"), ("keep.txt", "kept\n")] {
+        std::fs::write(repo.join(file), text).unwrap();
+    }
+    git(repo, &["add", "."]);
+    git(repo, &["commit", "-qm", "start"]);
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("tidy the files mock:edit", true);
+    run.wait_state("idle", i + 1, Duration::from_secs(30));
+    assert_eq!(std::fs::read_to_string(repo.join("edit.txt")).unwrap(), "after\n", "the client ran the edit");
+    let before = (
+        git(repo, &["status", "--porcelain=v2", "--untracked-files=all"]),
+        std::fs::read(repo.join(".git/index")).unwrap(),
+        git(repo, &["rev-parse", "HEAD"]),
+        git(repo, &["symbolic-ref", "HEAD"]),
+    );
+    let pid = run.events().iter().find(|e| e["state"] == "running").and_then(|e| e["pid"].as_i64()).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let saved = wait_for("the salvage", Duration::from_secs(20), || {
+        run.events().into_iter().find(|e| e["event"] == "salvaged")
+    });
+    let reference = saved["reference"].as_str().unwrap();
+    let files = git(repo, &["diff-tree", "-r", "--name-status", "--no-commit-id", "HEAD", reference]);
+    assert_eq!(files, "M\tedit.txt\nD\tgone.txt\nA\tnew/file.txt", "exactly the client's changes");
+    let after = (
+        git(repo, &["status", "--porcelain=v2", "--untracked-files=all"]),
+        std::fs::read(repo.join(".git/index")).unwrap(),
+        git(repo, &["rev-parse", "HEAD"]),
+        git(repo, &["symbolic-ref", "HEAD"]),
+    );
+    assert_eq!(after, before, "status, index, HEAD and branch as they were");
+}
+
 /// In place of the supervisor's socket: one that forwards the CLI's requests and holds every hook
 /// without an answer, as a frozen Nightshift would.
 fn freeze_hooks(socket: &Path) -> std::path::PathBuf {

@@ -4,7 +4,7 @@
 //! message, so a test picks what happens by what it types: `mock:fast`, `mock:slow:20` (a streamed
 //! answer lasting 20 s), `mock:tool:30` (a Bash tool call running `sleep 30`), `mock:perm` (a tool
 //! call that needs the user's permission in the default permission mode), `mock:question` (the
-//! AskUserQuestion tool), `mock:limit` (HTTP 429 with the unified rate-limit headers), `mock:overload`
+//! AskUserQuestion tool), `mock:edit` (a Bash call that edits, adds and deletes files), `mock:limit` (HTTP 429 with the unified rate-limit headers), `mock:overload`
 //! (HTTP 529; `mock:overload:2`: for the first two requests of that prompt, then an answer). A tool result is answered with a short text. Every request is logged with when its
 //! answer's last byte was sent, which is what detection latency is measured from.
 #![allow(dead_code)]
@@ -153,6 +153,8 @@ pub enum Scenario {
     Context(u64),
     /// A Bash tool call that force-pushes `main`.
     Push,
+    /// A Bash tool call that edits, creates and deletes files (`mock:edit`).
+    Edit,
     /// The answer to a request for a handoff (Nightshift's, found by its words).
     Handoff,
 }
@@ -176,6 +178,7 @@ impl Scenario {
             Self::AfterTool => "after_tool".into(),
             Self::Context(n) => format!("ctx:{n}"),
             Self::Push => "push".into(),
+            Self::Edit => "edit".into(),
             Self::Handoff => "handoff".into(),
         }
     }
@@ -192,6 +195,7 @@ pub fn scenario_for(text: &str) -> Scenario {
     match name {
         "slow" => Scenario::Slow(Duration::from_secs_f64(arg.unwrap_or(20.0))),
         "tool" => Scenario::Tool(arg.unwrap_or(30.0) as u64),
+        "edit" => Scenario::Edit,
         "perm" => Scenario::Perm,
         "question" => Scenario::Question,
         "limit" => Scenario::Limit,
@@ -464,6 +468,13 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
             Some(
                 json!({"name": "Bash", "input": {"command": "git push --force origin main", "description": "Force-push main"}}),
             ),
+        ),
+        Scenario::Edit => (
+            vec!["I'll change the files.".into()],
+            Duration::from_millis(20),
+            Some(json!({"name": "Bash", "input": {
+                "command": "printf 'after\\n' > edit.txt && rm gone.txt && mkdir -p new && printf 'new\\n' > new/file.txt",
+                "description": "Edit, add and delete files"}})),
         ),
         Scenario::Handoff => (vec![HANDOFF_ANSWER.to_string()], Duration::from_millis(20), None),
         Scenario::Quote => (
