@@ -147,3 +147,12 @@ bench: claude-client
 clean:
 	$(CARGO) clean
 	rm -rf tests/artifacts
+
+# Reliability (CONTRIBUTING.md, "Reliability"): the fuzz targets, each FUZZ_SECONDS (default 60) with
+# one worker (nightly Rust and cargo-fuzz), and their seeds rebuilt from the real captures.
+.PHONY: fuzz fuzz-seeds
+fuzz:
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) scripts/fuzz
+
+fuzz-seeds:
+	scripts/fuzz-seeds

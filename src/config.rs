@@ -110,11 +110,15 @@ impl Config {
         })
     }
 
+    /// The configuration as `save` writes it.
+    pub fn to_text(&self) -> Result<String, String> {
+        toml::to_string_pretty(self).map_err(|e| e.to_string())
+    }
+
     pub fn save(&self, dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
         let dir = dir.ok_or(ConfigError::NoDir)?;
         let path = Self::path(dir);
-        let text = toml::to_string_pretty(self)
-            .map_err(|e| ConfigError::Invalid { path: path.clone(), message: e.to_string() })?;
+        let text = self.to_text().map_err(|message| ConfigError::Invalid { path: path.clone(), message })?;
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let tmp = dir.join(".config.toml.tmp");
