@@ -61,6 +61,14 @@ pub enum StoreError {
     OwnerUnreachable { session: String, pid: i64 },
 }
 
+/// Usage older than this is thinned to one sample (and one `usage` event) per session per ten
+/// minutes: the usage report reads the last 24 hours hour by hour, the digest a night's first and
+/// last values and its cost's rises. A chatty statusLine (a sample every few seconds) would
+/// otherwise grow the journal by megabytes a night, forever.
+const USAGE_IN_FULL: chrono::Duration = chrono::Duration::hours(24);
+/// Thinning runs once every this many samples.
+const THIN_EVERY: i64 = 500;
+
 /// How long a connection waits for another process's write to finish, and an opening process for
 /// another one's migration.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -554,7 +562,41 @@ impl Store {
                 s.model,
             ],
         )?;
+        if self.conn.last_insert_rowid() % THIN_EVERY == 0 {
+            if let Err(e) = self.thin_usage(ts - USAGE_IN_FULL) {
+                tracing::warn!("could not thin old usage samples: {e}");
+            }
+        }
         Ok(())
+    }
+
+    /// Thins usage older than `cutoff` to the last sample of each session's ten minutes (the
+    /// `substr` of the timestamp), keeping any sample after which the cost went down (a /clear
+    /// starts it again: the digest adds up the rises), and the `usage` events the same way.
+    /// Returns how many samples and events went.
+    pub fn thin_usage(&mut self, cutoff: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
+        let cutoff = format_ts(cutoff);
+        let tx = self.conn.transaction()?;
+        let samples = tx.execute(
+            "DELETE FROM usage_samples WHERE ts < ?1 AND id NOT IN (
+                SELECT id FROM (
+                    SELECT id, cost_usd,
+                        ROW_NUMBER() OVER (PARTITION BY session, substr(ts, 1, 15) ORDER BY id DESC) AS nth,
+                        LEAD(cost_usd) OVER (PARTITION BY session ORDER BY id) AS next_cost
+                    FROM usage_samples WHERE ts < ?1)
+                WHERE nth = 1 OR next_cost < cost_usd)",
+            [&cutoff],
+        )?;
+        let events = tx.execute(
+            "DELETE FROM events WHERE event = 'usage' AND ts < ?1 AND id NOT IN (
+                SELECT id FROM (
+                    SELECT id, ROW_NUMBER() OVER (PARTITION BY session, substr(ts, 1, 15) ORDER BY id DESC) AS nth
+                    FROM events WHERE event = 'usage' AND ts < ?1)
+                WHERE nth = 1)",
+            [&cutoff],
+        )?;
+        tx.commit()?;
+        Ok((samples, events))
     }
 
     /// Usage samples since `since` (all when `None`), oldest first; `session` narrows to one.
@@ -815,6 +857,33 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         migrations().validate().unwrap();
+    }
+
+    #[test]
+    fn old_usage_is_thinned_to_ten_minutes_keeping_cost_resets_and_the_last_day_whole() {
+        let mut store = Store::open_in_memory().unwrap();
+        let cmd = vec!["claude".to_string()];
+        store.create_session(&new_session("0a0a0a0a", &cmd)).unwrap();
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 0).unwrap();
+        // An hour at one sample a minute; the cost starts again (a /clear) at minute 33.
+        for m in 0..60 {
+            let cost = if m < 33 { m as f64 } else { (m - 33) as f64 };
+            let sample = Sample { cost_usd: Some(cost), context_pct: Some(m as f64), ..Sample::default() };
+            let ts = t0 + chrono::Duration::minutes(m);
+            store.record_usage("0a0a0a0a", ts, &sample).unwrap();
+            let ev = Event { ts, session: SessionId::from("0a0a0a0a".to_string()), kind: EventKind::Usage { sample } };
+            store.record(&ev).unwrap();
+        }
+        // Thin what is older than minute 40: its last ten minutes are 22:30–22:39.
+        let (samples, events) = store.thin_usage(t0 + chrono::Duration::minutes(40)).unwrap();
+        let kept: Vec<i64> =
+            store.usage(None, None).unwrap().iter().map(|r| r.sample.context_pct.unwrap() as i64).collect();
+        let mut expected = vec![9, 19, 29, 32, 39];
+        expected.extend(40..60);
+        assert_eq!(kept, expected, "the last of each ten minutes, the one before the cost's reset, the rest whole");
+        assert_eq!(samples, 60 - expected.len());
+        assert_eq!(events, 40 - 4, "usage events: the last of each ten minutes");
+        assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 
     #[test]
