@@ -147,3 +147,19 @@ bench: claude-client
 clean:
 	$(CARGO) clean
 	rm -rf tests/artifacts
+
+# Reliability (CONTRIBUTING.md, "Reliability"): the fuzz targets, each FUZZ_SECONDS (default 60) with
+# one worker (nightly Rust and cargo-fuzz), and their seeds rebuilt from the real captures.
+.PHONY: fuzz fuzz-seeds soak
+fuzz:
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) scripts/fuzz
+
+fuzz-seeds:
+	scripts/fuzz-seeds
+
+# The long versions of the reliability tests `make test` runs short: 20 SIGKILLs, a 100 MB output
+# storm, a week of a chatty journal.
+soak:
+	NIGHTSHIFT_SOAK_ROUNDS=20 $(CARGO) test --locked --test crash_soak -- --nocapture
+	NIGHTSHIFT_STORM_MB=100 $(CARGO) test --locked --test output_storm -- --nocapture
+	NIGHTSHIFT_GROWTH_NIGHTS=7 $(CARGO) test --locked --test journal_growth -- --nocapture

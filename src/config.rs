@@ -92,8 +92,7 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
-        let config: Config =
-            toml::from_str(&text).map_err(|e| ConfigError::Invalid { path: path.clone(), message: e.to_string() })?;
+        let config = Self::parse(&path, &text)?;
         if let Some(name) = config.presets.keys().find(|n| respawn::builtin(n).is_some()) {
             return Err(ConfigError::Invalid {
                 path,
@@ -103,11 +102,23 @@ impl Config {
         Ok(config)
     }
 
+    /// The configuration in `text`, the contents of `path` (named in errors).
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: format!("{}; fix it, or move the file aside to use the defaults", toml_problem(text, &e)),
+        })
+    }
+
+    /// The configuration as `save` writes it.
+    pub fn to_text(&self) -> Result<String, String> {
+        toml::to_string_pretty(self).map_err(|e| e.to_string())
+    }
+
     pub fn save(&self, dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
         let dir = dir.ok_or(ConfigError::NoDir)?;
         let path = Self::path(dir);
-        let text = toml::to_string_pretty(self)
-            .map_err(|e| ConfigError::Invalid { path: path.clone(), message: e.to_string() })?;
+        let text = self.to_text().map_err(|message| ConfigError::Invalid { path: path.clone(), message })?;
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let tmp = dir.join(".config.toml.tmp");
@@ -156,6 +167,35 @@ impl Config {
     }
 }
 
+/// A TOML error in one line: where it is (line, column, the key), then what is wrong. (The error's
+/// own `Display` is a multi-line drawing of the spot.)
+pub fn toml_problem(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().replace('\n', " ");
+    let Some(at) = e.span().map(|s| s.start.min(text.len())) else { return what };
+    let Some(before) = text.get(..at) else { return what };
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_no = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count() + 1;
+    let line = text[line_start..].lines().next().unwrap_or_default().trim();
+    let header = |l: &str| l.strip_prefix('[').map(|h| h.trim_matches(['[', ']', ' ']).to_string());
+    let table = before[..line_start].lines().rev().find_map(|l| header(l.trim()));
+    let key = match header(line) {
+        Some(own) => Some(own),
+        None => {
+            let key = line.split('=').next().map(str::trim).filter(|k| !k.is_empty() && line.contains('='));
+            match (table, key) {
+                (Some(t), Some(k)) => Some(format!("{t}.{k}")),
+                (None, Some(k)) => Some(k.to_string()),
+                (_, None) => None,
+            }
+        }
+    };
+    match key {
+        Some(key) => format!("line {line_no}, column {column}, key `{key}`: {what}"),
+        None => format!("line {line_no}, column {column}: {what}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +236,30 @@ mod tests {
         assert_eq!(short.idle_timeout, respawn::builtin("overnight").unwrap().idle_timeout);
         std::fs::write(tmp.path().join("config.toml"), "[presets.solo]\nidle_timeout = 1\n").unwrap();
         assert!(Config::load(Some(tmp.path())).unwrap_err().to_string().contains("built-in"));
+    }
+
+    fn problem(text: &str) -> String {
+        let err = Config::parse(Path::new("/c/config.toml"), text).unwrap_err().to_string();
+        assert!(!err.contains('\n'), "one line: {err}");
+        err
+    }
+
+    #[test]
+    fn bad_toml_is_told_in_one_line_with_line_column_key_and_fix() {
+        let wrong_type = problem("[notifications]\nfinished = false\n\n[presets.x]\nidle_timeout = \"ten\"\n");
+        assert!(
+            wrong_type.starts_with("/c/config.toml: line 5, column 16, key `presets.x.idle_timeout`: "),
+            "{wrong_type}"
+        );
+        assert!(wrong_type.ends_with("move the file aside to use the defaults"), "{wrong_type}");
+        let unknown = problem("[app]\nkeep_resumes_on_quitt = true\n");
+        assert!(unknown.contains("line 2, column 1, key `app.keep_resumes_on_quitt`: unknown field"), "{unknown}");
+        assert!(unknown.contains("expected `keep_resumes_on_quit`"), "the fix: {unknown}");
+        let syntax = problem("[presets.x\n");
+        assert!(syntax.contains("line 1, column 11, key `presets.x`: unclosed table"), "{syntax}");
+        let top = problem("colour = 3\n");
+        assert!(top.contains("key `colour`: unknown field"), "{top}");
+        let non_ascii = problem("[presets.\"é\"]\nidle_timeout = []\n");
+        assert!(non_ascii.contains("line 2, column 16, key `presets.\"é\".idle_timeout`"), "{non_ascii}");
     }
 }

@@ -4,6 +4,11 @@
 //! Each process that supervises sessions listens on a Unix socket in the private runtime directory
 //! (the directory is 0700, the socket 0600) and checks the peer's uid on every connection, so only
 //! this user can open it. The protocol is one JSON request line and one JSON response line.
+//!
+//! The server gives each client a few seconds to send its line and reads at most 1 MiB of it, and
+//! serves a bounded number of connections at once (more are told `busy` and closed): a client that
+//! connects and says nothing, or a flood of them, costs a few file descriptors for a few seconds and
+//! never delays the sessions. Tokens travel as [`Token`], whose `Debug` shows none of it.
 
 use std::io;
 use std::os::unix::fs::PermissionsExt;
@@ -21,6 +26,40 @@ use crate::supervisor::Supervisor;
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Requests are short; anything longer is not ours.
 const MAX_REQUEST: usize = 1 << 20;
+/// How long the server waits for a client's request line.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+/// Connections served at once; more are refused at once.
+const MAX_CONNECTIONS: usize = 256;
+
+/// A session's secret for its statusLine exporter and hooks: compared, never shown (`Debug` prints
+/// `Token(hidden)`, so no log line or error can carry it).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Token(String);
+
+impl Token {
+    /// A fresh random token (128 bits).
+    pub fn random() -> Self {
+        Self(format!("{:032x}", rand::random::<u128>()))
+    }
+
+    /// The secret itself, for the client's environment and for comparing.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Token {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(hidden)")
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -58,21 +97,21 @@ pub enum Request {
     /// A statusLine report from a session's exporter.
     Usage {
         session: String,
-        token: String,
+        token: Token,
         status: serde_json::Value,
     },
     /// A hook of a session's client: the payload as the client gave it; answered with what the hook
     /// prints for the client.
     Hook {
         session: String,
-        token: String,
+        token: Token,
         payload: serde_json::Value,
     },
     /// Codex's notify of a session: the payload Codex gave it, and whether Codex keeps a rollout
     /// file of its thread (only the conversation's thread has one).
     Notify {
         session: String,
-        token: String,
+        token: Token,
         payload: serde_json::Value,
         #[serde(default)]
         rollout: bool,
@@ -223,10 +262,12 @@ impl Drop for ControlServer {
 
 async fn accept_loop(listener: UnixListener, supervisor: Supervisor) {
     let me = nix::unistd::geteuid().as_raw();
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(e) => {
+                // Out of file descriptors, most likely: the timeouts free them soon.
                 tracing::warn!("control socket accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -243,23 +284,49 @@ async fn accept_loop(listener: UnixListener, supervisor: Supervisor) {
                 continue;
             }
         }
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse_busy(stream));
+            continue;
+        };
         let supervisor = supervisor.clone();
         tokio::spawn(async move {
             if let Err(e) = serve(stream, supervisor).await {
                 tracing::debug!("control connection ended: {e}");
             }
+            drop(slot);
         });
+    }
+}
+
+async fn refuse_busy(mut stream: UnixStream) {
+    tracing::warn!("refused a control connection: {MAX_CONNECTIONS} are open already");
+    let busy = Response::error("busy", format!("{MAX_CONNECTIONS} control connections are open; try again"));
+    let mut out = serde_json::to_vec(&busy).expect("responses serialise");
+    out.push(b'\n');
+    let _ = tokio::time::timeout(REQUEST_TIMEOUT, stream.write_all(&out)).await;
+}
+
+/// Reads one request line: `None` when the client said nothing in time.
+async fn read_request(read: tokio::net::unix::OwnedReadHalf) -> Option<Result<Request, String>> {
+    let mut line = Vec::new();
+    let mut reader = BufReader::new(read.take(MAX_REQUEST as u64 + 1));
+    match tokio::time::timeout(REQUEST_TIMEOUT, reader.read_until(b'\n', &mut line)).await {
+        Err(_) => {
+            tracing::debug!("a control client sent no request within {REQUEST_TIMEOUT:?}");
+            None
+        }
+        Ok(Err(e)) => Some(Err(format!("cannot read the request: {e}"))),
+        Ok(Ok(_)) if line.len() > MAX_REQUEST => Some(Err(format!("a request is at most {MAX_REQUEST} bytes"))),
+        Ok(Ok(_)) => Some(serde_json::from_slice::<Request>(&line).map_err(|e| format!("not a control request: {e}"))),
     }
 }
 
 async fn serve(stream: UnixStream, supervisor: Supervisor) -> io::Result<()> {
     let (read, mut write) = stream.into_split();
-    let mut line = String::new();
-    let mut reader = BufReader::new(read.take(MAX_REQUEST as u64));
-    reader.read_line(&mut line).await?;
-    let response = match serde_json::from_str::<Request>(&line) {
-        Ok(request) => answer(request, &supervisor).await,
-        Err(e) => Response::error("bad_request", format!("not a control request: {e}")),
+    let response = match read_request(read).await {
+        None => return Ok(()),
+        Some(Ok(request)) => answer(request, &supervisor).await,
+        Some(Err(message)) => Response::error("bad_request", message),
     };
     let mut out = serde_json::to_vec(&response).expect("responses serialise");
     out.push(b'\n');
@@ -274,19 +341,19 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Ping => return Response::ok(),
         Request::Usage { session, token, status } => {
             let bytes = serde_json::to_vec(status).unwrap_or_default();
-            return match supervisor.record_status(session, token, &bytes) {
+            return match supervisor.record_status(session, token.expose(), &bytes) {
                 Ok(_) => Response::ok(),
                 Err(e) => Response::error("usage_refused", e.to_string()),
             };
         }
         Request::Hook { session, token, payload } => {
-            return match supervisor.record_hook(session, token, payload).await {
+            return match supervisor.record_hook(session, token.expose(), payload).await {
                 Ok(answer) => Response { hook: answer.stdout(), ..Response::ok() },
                 Err(e) => Response::error("hook_refused", e.to_string()),
             };
         }
         Request::Notify { session, token, payload, rollout } => {
-            return match supervisor.record_notify(session, token, payload, *rollout).await {
+            return match supervisor.record_notify(session, token.expose(), payload, *rollout).await {
                 Ok(()) => Response::ok(),
                 Err(e) => Response::error("notify_refused", e.to_string()),
             };
@@ -358,5 +425,15 @@ mod tests {
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(json, r#"{"op":"send","session":"ab","text":"hi","enter":true}"#);
         assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);
+    }
+
+    #[test]
+    fn a_token_travels_as_itself_and_is_never_shown() {
+        let token = Token::random();
+        let secret = token.expose().to_string();
+        let r = Request::Usage { session: "ab".into(), token, status: serde_json::json!({}) };
+        assert!(serde_json::to_string(&r).unwrap().contains(&format!(r#""token":"{secret}""#)));
+        let shown = format!("{r:?} {r:#?}");
+        assert!(!shown.contains(&secret) && shown.contains("Token(hidden)"), "{shown}");
     }
 }

@@ -344,6 +344,14 @@ pub enum EventKind {
     SpendUnknown { iteration: u32, reason: String },
     /// A breaker changed.
     Breaker { breaker: crate::breaker::BreakerKind, state: crate::breaker::BreakerState, reason: String },
+    /// Journal writes failed from `since` (a full disk, most likely) and work again: `lost` events
+    /// of this process were told to the event stream and the app but are not in the journal.
+    JournalGap {
+        #[serde(with = "crate::clock::ts")]
+        since: DateTime<Utc>,
+        lost: u64,
+        error: String,
+    },
     /// The agent's plan usage changed (from its statusLine data).
     Usage {
         #[serde(flatten)]
@@ -401,6 +409,7 @@ impl EventKind {
             Self::Input { .. } => "input",
             Self::StopRequested { .. } => "stop_requested",
             Self::Usage { .. } => "usage",
+            Self::JournalGap { .. } => "journal_gap",
             Self::RespawnStep { .. } => "respawn_step",
             Self::Respawn { .. } => "respawn",
             Self::RespawnSettings { .. } => "respawn_settings",
@@ -536,6 +545,9 @@ impl EventKind {
             Self::Awake { hold: true, reason } => format!("keeps the machine awake: {reason}"),
             Self::Awake { hold: false, reason } => format!("lets the machine sleep: {reason}"),
             Self::Suspended { from, to } => format!("the machine slept from {} to {}", at(from), at(to)),
+            Self::JournalGap { since, lost, error } => {
+                format!("{lost} events from {} are not in the journal ({error}); it is written again", at(since))
+            }
             Self::Breaker { breaker, state, reason } => {
                 format!("{} breaker {}: {reason}", breaker.as_str(), state.as_str())
             }

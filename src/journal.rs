@@ -2,7 +2,9 @@
 //!
 //! Every event goes the same way: committed to the [`Store`] first, then to the synchronous sinks
 //! (the `--events` stream, flushed per line), then to the broadcast bus (the app, followers). A
-//! failure to journal is logged and survived: a full disk must not take the agents down with it.
+//! failure to journal is survived: a full disk must not take the agents down with it. The first
+//! failure is logged, the rest are counted ([`Journal::failing`], for a banner), and the first write
+//! that works again is followed by a `journal_gap` event saying how many are missing, and since when.
 //!
 //! Readers (the window, the digest, restore) never borrow the writer's connection: each read takes a
 //! connection from a small pool of read connections to the same file (WAL lets them read while the
@@ -31,6 +33,15 @@ struct Shared {
     clock: Arc<dyn Clock>,
     bus: broadcast::Sender<Event>,
     sinks: Mutex<Vec<EventSink>>,
+    failing: Mutex<Option<Failing>>,
+}
+
+/// Journal writes are failing: since when, how many events are lost, and the first error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failing {
+    pub since: chrono::DateTime<chrono::Utc>,
+    pub lost: u64,
+    pub error: String,
 }
 
 /// Writes events and lends read connections; cloneable, shared by a supervisor and its sessions.
@@ -60,6 +71,7 @@ impl Journal {
             clock,
             bus,
             sinks: Mutex::new(Vec::new()),
+            failing: Mutex::new(None),
         };
         Self { shared: Arc::new(shared) }
     }
@@ -81,14 +93,45 @@ impl Journal {
     /// Journals an event of `session`, then tells the sinks and the bus.
     pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
         let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };
-        if let Err(e) = lock(&self.shared.writer).record(&event) {
-            tracing::error!(session = %session, event = event.kind.name(), "could not journal an event: {e}");
+        let written = lock(&self.shared.writer).record(&event);
+        let recovered = {
+            let mut failing = lock(&self.shared.failing);
+            match (written, failing.as_mut()) {
+                (Ok(_), _) => failing.take(),
+                (Err(e), Some(f)) => {
+                    f.lost += 1;
+                    tracing::debug!(session = %session, event = event.kind.name(), "not journalled either: {e}");
+                    None
+                }
+                (Err(e), None) => {
+                    tracing::error!(
+                        session = %session,
+                        event = event.kind.name(),
+                        "could not journal an event: {e}; the sessions go on, and the missing events are counted"
+                    );
+                    *failing = Some(Failing { since: event.ts, lost: 1, error: e.to_string() });
+                    None
+                }
+            }
+        };
+        self.tell(&event);
+        if let Some(gap) = recovered {
+            tracing::warn!("journal writes work again: {} events from {} are missing", gap.lost, gap.since);
+            self.emit(session, EventKind::JournalGap { since: gap.since, lost: gap.lost, error: gap.error });
         }
+        event
+    }
+
+    fn tell(&self, event: &Event) {
         for sink in lock(&self.shared.sinks).iter() {
-            sink(&event);
+            sink(event);
         }
         let _ = self.shared.bus.send(event.clone());
-        event
+    }
+
+    /// Whether journal writes are failing now (a full disk), and how many events are missing.
+    pub fn failing(&self) -> Option<Failing> {
+        lock(&self.shared.failing).clone()
     }
 
     /// A write other than an event (a new session's row, a usage sample), through the writer.

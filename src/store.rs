@@ -4,6 +4,13 @@
 //! process killed at any instant loses at most the event it was writing. Several processes (a headless
 //! run, the tray app, the CLI reading it) share one journal; writers wait for each other through
 //! SQLite's busy timeout. The schema evolves only through the numbered migrations below.
+//!
+//! Creating the file, turning on WAL and migrating are done by one process at a time, under an
+//! exclusive `flock` of a lock file beside the journal: SQLite alone cannot make "read the schema
+//! version, then migrate" atomic across processes, and ten processes started together on a fresh
+//! state directory would each try to create the tables. A journal that is already current and in
+//! WAL mode is opened without the lock. A journal that is not SQLite, or that a newer Nightshift
+//! migrated further than this one knows, is refused with a one-line error and never written.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -24,6 +31,23 @@ pub enum StoreError {
     Open { path: String, source: rusqlite::Error },
     #[error("journal {path} could not be brought to the current schema: {message}")]
     Migrate { path: String, message: String },
+    #[error(
+        "journal {path} is not a SQLite database ({detail}); Nightshift leaves it as it is: move it aside \
+         (or restore a backup) and a new journal is started"
+    )]
+    NotAJournal { path: String, detail: String },
+    #[error(
+        "journal {path} has schema version {found}, newer than this Nightshift knows ({known}): a newer \
+         Nightshift wrote it, and it is left as it is; run that version, or give this one another --state-dir"
+    )]
+    TooNew { path: String, found: i64, known: i64 },
+    #[error(
+        "journal {path} is still being set up by another Nightshift process after {secs} s (it holds \
+         {lock}); end that process, or try again"
+    )]
+    SetupLocked { path: String, lock: String, secs: u64 },
+    #[error("cannot open {path}, the lock that keeps two processes from setting up one journal at once: {source}")]
+    LockFile { path: String, source: std::io::Error },
     #[error("journal: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("no session matches `{0}`; `nightshift sessions` lists them")]
@@ -37,11 +61,25 @@ pub enum StoreError {
     OwnerUnreachable { session: String, pid: i64 },
 }
 
-/// How long a connection waits for another process's write to finish.
+/// Usage older than this is thinned to one sample (and one `usage` event) per session per ten
+/// minutes: the usage report reads the last 24 hours hour by hour, the digest a night's first and
+/// last values and its cost's rises. A chatty statusLine (a sample every few seconds) would
+/// otherwise grow the journal by megabytes a night, forever.
+const USAGE_IN_FULL: chrono::Duration = chrono::Duration::hours(24);
+/// Thinning runs once every this many samples.
+const THIN_EVERY: i64 = 500;
+
+/// How long a connection waits for another process's write to finish, and an opening process for
+/// another one's migration.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
+    Migrations::new(steps())
+}
+
+/// The numbered migrations, oldest first; the schema version is how many have run.
+fn steps() -> Vec<M<'static>> {
+    vec![
         M::up(
             "CREATE TABLE sessions (
             id             TEXT PRIMARY KEY,
@@ -125,7 +163,7 @@ fn migrations() -> Migrations<'static> {
         M::up("ALTER TABLE sessions ADD COLUMN kept TEXT;"),
         // A session is a terminal one (an agent in a PTY) or a loop of headless iterations.
         M::up("ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'terminal';"),
-    ])
+    ]
 }
 
 /// A stored morning run summary.
@@ -326,14 +364,21 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating and migrating when needed) the journal at `path`.
+    /// Opens (creating and migrating when needed) the journal at `path`. Any number of processes
+    /// may do so at once: one sets the journal up while the others wait for it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| StoreError::Open { path: shown.clone(), source })?;
+        let open = |source| StoreError::Open { path: shown.clone(), source };
+        let mut conn = Connection::open(path).map_err(open)?;
         // The journal holds commands and reasons: this user's only. SQLite gives the -wal and -shm
         // files the database's own permissions.
         if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
             tracing::warn!("cannot make {shown} private: {e}");
+        }
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        if !is_current(&conn, &shown)? {
+            let _lock = SetupLock::take(path, &shown)?;
+            set_up(&mut conn, &shown)?;
         }
         let mut store = Self::prepare(conn, &shown)?;
         store.path = Some(path.to_path_buf());
@@ -353,7 +398,9 @@ impl Store {
 
     /// A private journal in memory, for tests.
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        Self::prepare(Connection::open_in_memory()?, ":memory:")
+        let mut conn = Connection::open_in_memory()?;
+        set_up(&mut conn, ":memory:")?;
+        Self::prepare(conn, ":memory:")
     }
 
     /// The journal's file (`None` in memory).
@@ -361,17 +408,14 @@ impl Store {
         self.path.as_deref()
     }
 
-    fn prepare(mut conn: Connection, shown: &str) -> Result<Self, StoreError> {
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        // WAL: readers never block the writer and a killed writer leaves committed events intact.
+    /// This connection's own settings, on a journal that is set up.
+    fn prepare(conn: Connection, shown: &str) -> Result<Self, StoreError> {
+        let open = |source| StoreError::Open { path: shown.to_string(), source };
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
         // synchronous=NORMAL keeps every commit across a process crash (only power loss can lose the
         // last ones), at a fraction of FULL's fsyncs.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        migrations()
-            .to_latest(&mut conn)
-            .map_err(|e| StoreError::Migrate { path: shown.to_string(), message: e.to_string() })?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(open)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(open)?;
         Ok(Self { conn, path: None })
     }
 
@@ -518,7 +562,41 @@ impl Store {
                 s.model,
             ],
         )?;
+        if self.conn.last_insert_rowid() % THIN_EVERY == 0 {
+            if let Err(e) = self.thin_usage(ts - USAGE_IN_FULL) {
+                tracing::warn!("could not thin old usage samples: {e}");
+            }
+        }
         Ok(())
+    }
+
+    /// Thins usage older than `cutoff` to the last sample of each session's ten minutes (the
+    /// `substr` of the timestamp), keeping any sample after which the cost went down (a /clear
+    /// starts it again: the digest adds up the rises), and the `usage` events the same way.
+    /// Returns how many samples and events went.
+    pub fn thin_usage(&mut self, cutoff: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
+        let cutoff = format_ts(cutoff);
+        let tx = self.conn.transaction()?;
+        let samples = tx.execute(
+            "DELETE FROM usage_samples WHERE ts < ?1 AND id NOT IN (
+                SELECT id FROM (
+                    SELECT id, cost_usd,
+                        ROW_NUMBER() OVER (PARTITION BY session, substr(ts, 1, 15) ORDER BY id DESC) AS nth,
+                        LEAD(cost_usd) OVER (PARTITION BY session ORDER BY id) AS next_cost
+                    FROM usage_samples WHERE ts < ?1)
+                WHERE nth = 1 OR next_cost < cost_usd)",
+            [&cutoff],
+        )?;
+        let events = tx.execute(
+            "DELETE FROM events WHERE event = 'usage' AND ts < ?1 AND id NOT IN (
+                SELECT id FROM (
+                    SELECT id, ROW_NUMBER() OVER (PARTITION BY session, substr(ts, 1, 15) ORDER BY id DESC) AS nth
+                    FROM events WHERE event = 'usage' AND ts < ?1)
+                WHERE nth = 1)",
+            [&cutoff],
+        )?;
+        tx.commit()?;
+        Ok((samples, events))
     }
 
     /// Usage samples since `since` (all when `None`), oldest first; `session` narrows to one.
@@ -626,6 +704,104 @@ impl Store {
     }
 }
 
+/// The schema version this build migrates to.
+fn latest_version() -> i64 {
+    i64::try_from(steps().len()).expect("few migrations")
+}
+
+/// The journal's schema version, or why the file is no journal.
+fn schema_version(conn: &Connection, shown: &str) -> Result<i64, StoreError> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| refusal(shown, e))?;
+    if version > latest_version() {
+        return Err(StoreError::TooNew { path: shown.to_string(), found: version, known: latest_version() });
+    }
+    Ok(version)
+}
+
+/// Whether the journal is set up already (current schema, WAL): then no lock is needed.
+fn is_current(conn: &Connection, shown: &str) -> Result<bool, StoreError> {
+    if schema_version(conn, shown)? != latest_version() {
+        return Ok(false);
+    }
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(|e| refusal(shown, e))?;
+    Ok(mode.eq_ignore_ascii_case("wal"))
+}
+
+/// Turns on WAL and migrates: one process at a time (the caller holds the [`SetupLock`]).
+fn set_up(conn: &mut Connection, shown: &str) -> Result<(), StoreError> {
+    // Read again under the lock: another process may have done it meanwhile, or may be newer.
+    schema_version(conn, shown)?;
+    // WAL: readers never block the writer and a killed writer leaves committed events intact.
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| refusal(shown, e))?;
+    migrations().to_latest(conn).map_err(|e| {
+        let message = match e {
+            // Its message only: the error's own Display dumps the migration's SQL.
+            rusqlite_migration::Error::RusqliteError { err, .. } => sqlite_message(&err),
+            other => other.to_string(),
+        };
+        StoreError::Migrate { path: shown.to_string(), message: format!("{message}; it is left as it was") }
+    })
+}
+
+/// SQLite's own words, without the statement they came from (a migration's is a page of SQL).
+fn sqlite_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) | rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A refusal to open, in words that say the fix.
+fn refusal(shown: &str, e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => {
+            StoreError::NotAJournal { path: shown.to_string(), detail: "file is not a database".into() }
+        }
+        _ => StoreError::Open { path: shown.to_string(), source: e },
+    }
+}
+
+/// An exclusive `flock` of `<journal>.lock`, held while one process creates or migrates the journal.
+/// (Not of the journal itself: closing any descriptor of a file drops SQLite's POSIX locks on it.)
+struct SetupLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
+
+impl SetupLock {
+    fn take(journal: &Path, shown: &str) -> Result<Self, StoreError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut lock_path = journal.as_os_str().to_owned();
+        lock_path.push(".lock");
+        let lock_path = PathBuf::from(lock_path);
+        let lock_err = |source| StoreError::LockFile { path: lock_path.display().to_string(), source };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(lock_err)?;
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => return Ok(Self(lock)),
+                Err((f, nix::errno::Errno::EWOULDBLOCK | nix::errno::Errno::EINTR))
+                    if std::time::Instant::now() < deadline =>
+                {
+                    file = f;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                    return Err(StoreError::SetupLocked {
+                        path: shown.to_string(),
+                        lock: lock_path.display().to_string(),
+                        secs: BUSY_TIMEOUT.as_secs(),
+                    })
+                }
+                Err((_, errno)) => return Err(lock_err(std::io::Error::from(errno))),
+            }
+        }
+    }
+}
+
 const SESSION_SELECT: &str = "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
         state, reason, last_event, last_event_at, owner_pid, control_socket, kept, kind FROM sessions";
 
@@ -681,6 +857,109 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         migrations().validate().unwrap();
+    }
+
+    #[test]
+    fn old_usage_is_thinned_to_ten_minutes_keeping_cost_resets_and_the_last_day_whole() {
+        let mut store = Store::open_in_memory().unwrap();
+        let cmd = vec!["claude".to_string()];
+        store.create_session(&new_session("0a0a0a0a", &cmd)).unwrap();
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 0).unwrap();
+        // An hour at one sample a minute; the cost starts again (a /clear) at minute 33.
+        for m in 0..60 {
+            let cost = if m < 33 { m as f64 } else { (m - 33) as f64 };
+            let sample = Sample { cost_usd: Some(cost), context_pct: Some(m as f64), ..Sample::default() };
+            let ts = t0 + chrono::Duration::minutes(m);
+            store.record_usage("0a0a0a0a", ts, &sample).unwrap();
+            let ev = Event { ts, session: SessionId::from("0a0a0a0a".to_string()), kind: EventKind::Usage { sample } };
+            store.record(&ev).unwrap();
+        }
+        // Thin what is older than minute 40: its last ten minutes are 22:30–22:39.
+        let (samples, events) = store.thin_usage(t0 + chrono::Duration::minutes(40)).unwrap();
+        let kept: Vec<i64> =
+            store.usage(None, None).unwrap().iter().map(|r| r.sample.context_pct.unwrap() as i64).collect();
+        let mut expected = vec![9, 19, 29, 32, 39];
+        expected.extend(40..60);
+        assert_eq!(kept, expected, "the last of each ten minutes, the one before the cost's reset, the rest whole");
+        assert_eq!(samples, 60 - expected.len());
+        assert_eq!(events, 40 - 4, "usage events: the last of each ten minutes");
+        assert_eq!(store.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn threads_opening_a_fresh_journal_together_all_get_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite3");
+        let barrier = std::sync::Barrier::new(16);
+        let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..16)
+                .map(|i| {
+                    let (path, barrier) = (&path, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        let mut store = Store::open(path).map_err(|e| e.to_string())?;
+                        let id = format!("{i:08x}");
+                        store.create_session(&new_session(&id, &["true".to_string()])).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        assert_eq!(Store::open(&path).unwrap().sessions().unwrap().len(), 16);
+    }
+
+    /// The file's bytes and its WAL's, to show a refused journal was not written.
+    fn contents(path: &Path) -> (Vec<u8>, Option<Vec<u8>>) {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        (std::fs::read(path).unwrap(), std::fs::read(PathBuf::from(wal)).ok())
+    }
+
+    #[test]
+    fn a_journal_from_a_newer_nightshift_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite3");
+        drop(Store::open(&path).unwrap());
+        let newer = latest_version() + 1;
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", newer).unwrap();
+        conn.execute_batch("CREATE TABLE from_the_future (x TEXT)").unwrap();
+        drop(conn);
+        let before = contents(&path);
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { found, .. } if found == newer), "{err:?}");
+        let shown = err.to_string();
+        assert!(!shown.contains('\n') && shown.contains(&path.display().to_string()), "{shown}");
+        assert!(shown.contains("newer Nightshift") && shown.contains("left as it is"), "{shown}");
+        assert_eq!(contents(&path), before, "a journal this version cannot read is never written");
+    }
+
+    #[test]
+    fn a_file_that_is_not_sqlite_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite3");
+        let text = "these are someone's notes, not a journal\n".repeat(200);
+        std::fs::write(&path, &text).unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::NotAJournal { .. }), "{err:?}");
+        let shown = err.to_string();
+        assert!(!shown.contains('\n') && shown.contains("move it aside"), "{shown}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+
+    #[test]
+    fn a_failed_migration_names_the_file_without_its_sql() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite3");
+        // A version-0 file that already has a table of the first migration's: it cannot migrate.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE sessions (id TEXT)").unwrap();
+        drop(conn);
+        let shown = Store::open(&path).unwrap_err().to_string();
+        assert!(shown.contains("table sessions already exists"), "{shown}");
+        assert!(!shown.contains("CREATE") && !shown.contains('\n'), "no SQL dumped: {shown}");
+        assert!(shown.contains(&path.display().to_string()), "{shown}");
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub enum UsageError {
 /// What the exporter of one session may report, and what it last did.
 #[derive(Debug)]
 struct Reporter {
-    token: String,
+    token: crate::control::Token,
     last: Option<Sample>,
 }
 
@@ -164,7 +164,7 @@ impl Supervisor {
         let reporter = reporters
             .get(&SessionId::from(session.to_string()))
             .ok_or_else(|| UsageError::UnknownSession(session.to_string()))?;
-        if reporter.token != token {
+        if reporter.token.expose() != token {
             return Err(UsageError::BadToken(session.to_string()));
         }
         Ok(())
@@ -225,7 +225,7 @@ impl Supervisor {
         let sample = {
             let reporters = lock(&self.reporters);
             let reporter = reporters.get(&id).ok_or_else(|| UsageError::UnknownSession(session.to_string()))?;
-            if reporter.token != token {
+            if reporter.token.expose() != token {
                 return Err(UsageError::BadToken(session.to_string()));
             }
             let sample = Sample::from_status(status)?;
@@ -483,9 +483,9 @@ impl Supervisor {
         if !claude && !codex {
             return;
         }
-        let token = format!("{:032x}", rand::random::<u128>());
+        let token = crate::control::Token::random();
         spec.command.env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
-        spec.command.env.push((usage::TOKEN_ENV.to_string(), token.clone()));
+        spec.command.env.push((usage::TOKEN_ENV.to_string(), token.expose().to_string()));
         if codex {
             let home = crate::hooks::codex::home(
                 child_env(&spec.command, "CODEX_HOME"),

@@ -227,7 +227,13 @@ fn embedded(kind: AgentKind) -> &'static str {
 }
 
 fn parse(file: &str, text: &str) -> Result<SignalsFile, AdapterError> {
-    toml::from_str(text).map_err(|e| AdapterError::Invalid { file: file.to_string(), message: e.message().to_string() })
+    toml::from_str(text).map_err(|e| AdapterError::Invalid {
+        file: file.to_string(),
+        message: format!(
+            "{}; fix it, or remove the file to use the built-in signals",
+            crate::config::toml_problem(text, &e)
+        ),
+    })
 }
 
 impl Adapter {
@@ -239,26 +245,34 @@ impl Adapter {
 
     /// The signals of `kind`, with `dir/<kind>.toml` laid over the built-in ones when it exists.
     pub fn load(kind: AgentKind, dir: Option<&Path>) -> Result<Self, AdapterError> {
-        let base = parse(&format!("built-in {kind}.toml"), embedded(kind)).expect("built-in adapters parse");
-        let Some(path) = dir.map(|d| d.join(format!("{kind}.toml"))) else {
-            return Self::compile(kind, base, "built-in");
-        };
+        let Some(path) = dir.map(|d| d.join(format!("{kind}.toml"))) else { return Ok(Self::builtin(kind)) };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::compile(kind, base, "built-in"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::builtin(kind)),
             Err(source) => return Err(AdapterError::Read { path, source }),
         };
         let shown = path.display().to_string();
-        let user = parse(&shown, &text)?;
+        let adapter = Self::with_overrides(kind, &shown, &text)?;
         tracing::info!(agent = %kind, file = %shown, "agent signals overridden by a user file");
-        Self::compile(kind, base.merge(user), &shown)
+        Ok(adapter)
+    }
+
+    /// The signals of `kind` with the user file `text` (named `file` in errors) laid over them.
+    pub fn with_overrides(kind: AgentKind, file: &str, text: &str) -> Result<Self, AdapterError> {
+        let base = parse(&format!("built-in {kind}.toml"), embedded(kind)).expect("built-in adapters parse");
+        Self::compile(kind, base.merge(parse(file, text)?), file)
     }
 
     fn compile(kind: AgentKind, f: SignalsFile, file: &str) -> Result<Self, AdapterError> {
         let re = |key: &str, pattern: &str| {
             Regex::new(pattern).map_err(|e| AdapterError::Invalid {
                 file: file.to_string(),
-                message: format!("`{key}` is not a valid regular expression: {e}"),
+                // regex draws the spot over several lines; one line says it here.
+                message: format!(
+                    "`{key}` is not a valid regular expression ({}); fix it, or remove the file to use the built-in \
+                     signals",
+                    e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+                ),
             })
         };
         let opt = |key: &str, p: &Option<String>| p.as_deref().map(|p| re(key, p)).transpose();
@@ -484,6 +498,7 @@ mod tests {
         std::fs::write(dir.path().join("claude.toml"), "[working]\nfooter = '(unclosed'\n").unwrap();
         let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
         assert!(err.contains("claude.toml") && err.contains("working.footer"), "{err}");
+        assert!(!err.contains('\n') && err.contains("unclosed group") && err.contains("fix it"), "{err}");
 
         std::fs::write(dir.path().join("claude.toml"), "[[dialog]]\nkind = 'quiz'\npattern = 'x'\n").unwrap();
         let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
@@ -491,7 +506,12 @@ mod tests {
 
         std::fs::write(dir.path().join("claude.toml"), "[working]\nfootre = 'x'\n").unwrap();
         let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
-        assert!(err.contains("footre"), "{err}");
+        assert!(err.contains("line 2, column 1, key `working.footre`: unknown field"), "{err}");
+        assert!(!err.contains('\n') && err.ends_with("remove the file to use the built-in signals"), "{err}");
+
+        std::fs::write(dir.path().join("claude.toml"), "screen = 'yes'\n").unwrap();
+        let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+        assert!(err.contains("line 1, column 10, key `screen`: invalid type"), "a wrong type: {err}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let _ = std::io::stdin().take(MAX_INPUT).read_to_end(&mut input);
     let answer = serde_json::from_slice::<Value>(&input)
         .ok()
-        .and_then(|payload| forward(|session, token| Request::Hook { session, token, payload }))
+        .and_then(|payload| forward(|session, token| Request::Hook { session, token: token.into(), payload }))
         .and_then(|r| r.hook);
     if let Some(out) = answer {
         let mut stdout = std::io::stdout().lock();

@@ -44,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Ok(payload) = serde_json::from_str::<Value>(&payload) {
         let rollout = kept(&payload);
-        super::hook::forward(|session, token| Request::Notify { session, token, payload, rollout });
+        super::hook::forward(|session, token| Request::Notify { session, token: token.into(), payload, rollout });
     }
     Ok(ExitCode::SUCCESS)
 }

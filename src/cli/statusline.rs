@@ -59,7 +59,7 @@ fn forward(status: Value) {
     else {
         return;
     };
-    let request = Request::Usage { session, token, status };
+    let request = Request::Usage { session, token: token.into(), status };
     let attempt = || -> std::io::Result<()> {
         let mut stream = UnixStream::connect(&socket)?;
         stream.set_write_timeout(Some(FORWARD_TIMEOUT))?;

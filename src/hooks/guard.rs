@@ -81,7 +81,13 @@ pub struct Denial {
 }
 
 fn parse(file: &str, text: &str) -> Result<File, GuardError> {
-    toml::from_str(text).map_err(|e| GuardError::Invalid { file: file.to_string(), message: e.message().to_string() })
+    toml::from_str(text).map_err(|e| GuardError::Invalid {
+        file: file.to_string(),
+        message: format!(
+            "{}; fix it, or remove the file to use the built-in rules",
+            crate::config::toml_problem(text, &e)
+        ),
+    })
 }
 
 impl Rules {
@@ -115,7 +121,12 @@ impl Rules {
             .map(|(i, r)| {
                 let pattern = Regex::new(&r.pattern).map_err(|e| GuardError::Invalid {
                     file: name.to_string(),
-                    message: format!("`rule[{i}].pattern` ({}) is not a valid regular expression: {e}", r.kind),
+                    message: format!(
+                        "`rule[{i}].pattern` ({}) is not a valid regular expression ({}); fix it, or remove the file \
+                         to use the built-in rules",
+                        r.kind,
+                        e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+                    ),
                 })?;
                 Ok(Rule { kind: r.kind, what: r.what, pattern, when: r.when })
             })
