@@ -10,6 +10,8 @@
 //! connects and says nothing, or a flood of them, costs a few file descriptors for a few seconds and
 //! never delays the sessions. Tokens travel as [`Token`], whose `Debug` shows none of it.
 
+pub mod attach;
+
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -84,6 +86,16 @@ pub enum Request {
     /// The session's screen as text, now.
     Screen {
         session: String,
+    },
+    /// Attach a viewer (`nightshift attach`): after the answer's line the connection carries
+    /// frames — see [`attach`] — until the viewer detaches or the session ends. The viewer's
+    /// terminal size, when given, becomes the session's (the latest viewer's size wins).
+    Attach {
+        session: String,
+        #[serde(default)]
+        cols: u16,
+        #[serde(default)]
+        rows: u16,
     },
     /// What the session does by itself.
     Options {
@@ -307,10 +319,10 @@ async fn refuse_busy(mut stream: UnixStream) {
 }
 
 /// Reads one request line: `None` when the client said nothing in time.
-async fn read_request(read: tokio::net::unix::OwnedReadHalf) -> Option<Result<Request, String>> {
+async fn read_request(reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> Option<Result<Request, String>> {
     let mut line = Vec::new();
-    let mut reader = BufReader::new(read.take(MAX_REQUEST as u64 + 1));
-    match tokio::time::timeout(REQUEST_TIMEOUT, reader.read_until(b'\n', &mut line)).await {
+    let mut limited = reader.take(MAX_REQUEST as u64 + 1);
+    match tokio::time::timeout(REQUEST_TIMEOUT, limited.read_until(b'\n', &mut line)).await {
         Err(_) => {
             tracing::debug!("a control client sent no request within {REQUEST_TIMEOUT:?}");
             None
@@ -323,8 +335,12 @@ async fn read_request(read: tokio::net::unix::OwnedReadHalf) -> Option<Result<Re
 
 async fn serve(stream: UnixStream, supervisor: Supervisor) -> io::Result<()> {
     let (read, mut write) = stream.into_split();
-    let response = match read_request(read).await {
+    let mut reader = BufReader::new(read);
+    let response = match read_request(&mut reader).await {
         None => return Ok(()),
+        Some(Ok(Request::Attach { session, cols, rows })) => {
+            return attach::serve(reader, write, &supervisor, &session, cols, rows).await;
+        }
         Some(Ok(request)) => answer(request, &supervisor).await,
         Some(Err(message)) => Response::error("bad_request", message),
     };
@@ -361,6 +377,7 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Send { session, .. }
         | Request::Stop { session, .. }
         | Request::Screen { session }
+        | Request::Attach { session, .. }
         | Request::ResetBreaker { session }
         | Request::Options { session }
         | Request::Configure { session, .. } => session.clone(),
@@ -389,6 +406,8 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         Request::Configure { change, .. } => {
             handle.configure(*change).await.map(|o| Response { options: Some(o), ..Response::ok() })
         }
+        // Only over a socket of its own (see `serve`): the window has its own way to the screen.
+        Request::Attach { .. } => Ok(Response::error("not_here", "attach over the session's control socket")),
         Request::Ping | Request::Usage { .. } | Request::Hook { .. } | Request::Notify { .. } => Ok(Response::ok()),
     };
     result.unwrap_or_else(|e| Response::error("session_ended", e.to_string()))

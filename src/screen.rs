@@ -204,6 +204,21 @@ impl Screen {
         self.parser.callbacks().in_sync
     }
 
+    /// Escape codes that draw the screen as it is now on a terminal of its size: the alternate
+    /// screen if the program is on it, the title, every cell with its colours, the cursor and the
+    /// input modes (what an attached viewer is shown first).
+    pub fn formatted(&self) -> Vec<u8> {
+        let screen = self.parser.screen();
+        let mut out = String::new();
+        if screen.alternate_screen() {
+            out.push_str("\x1b[?1049h");
+        }
+        out.push_str(&format!("\x1b]0;{}\x07", self.title()));
+        out.push_str("\x1b[H\x1b[2J");
+        out.push_str(&screen.state_formatted());
+        out.into_bytes()
+    }
+
     /// The visible screen now, as text (cheap enough for every frame).
     pub fn snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();

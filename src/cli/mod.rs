@@ -1,5 +1,6 @@
 //! The command line: one file per verb.
 
+mod attach;
 mod breaker;
 mod digest;
 mod doctor;
@@ -63,6 +64,9 @@ enum Command {
     Loop(loops::Args),
     /// What a loop's iterations did, as a person reads it.
     Log(log::Args),
+    /// The session's terminal in this one: its screen, its output live, your keys to the agent;
+    /// Ctrl-] detaches and it goes on.
+    Attach(attach::Args),
     /// Type text into a running session.
     Send(send::Args),
     /// Stop a running session (SIGHUP, then SIGKILL after a grace period).
@@ -110,6 +114,7 @@ pub fn main() -> ExitCode {
         Command::Journal(args) => journal::run(cli.state_dir, args),
         Command::Loop(args) => loops::run(cli.state_dir, args),
         Command::Log(args) => log::run(cli.state_dir, args),
+        Command::Attach(args) => attach::run(cli.state_dir, args),
         Command::Send(args) => send::run(cli.state_dir, args),
         Command::Stop(args) => stop::run(cli.state_dir, args),
         Command::Screen(args) => screen::run(cli.state_dir, args),

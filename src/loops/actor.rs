@@ -288,7 +288,8 @@ impl Exec {
             Control::Hook(_, reply) => {
                 let _ = reply.send(crate::hooks::Answer::Pass);
             }
-            Control::Send { .. } | Control::Keys(_) | Control::Resize(_) | Control::Usage(_) => {}
+            // A loop has no terminal to attach to (the control socket refuses it first).
+            Control::Send { .. } | Control::Keys(_) | Control::Resize(_) | Control::Usage(_) | Control::Attach(_) => {}
         }
     }
 

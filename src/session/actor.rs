@@ -91,6 +91,7 @@ impl Actor {
             last_tool: None,
             salvages: Vec::new(),
             recorder: None,
+            viewers: Vec::new(),
         };
         exec.record_life();
         exec.apply(fx);
@@ -128,6 +129,8 @@ struct Executor {
     salvages: Vec<tokio::task::JoinHandle<()>>,
     /// The running life's recording (its output only), when there is a state directory.
     recorder: Option<crate::record::Recorder>,
+    /// Attached viewers' output queues.
+    viewers: Vec<mpsc::Sender<Vec<u8>>>,
 }
 
 impl Executor {
@@ -296,6 +299,9 @@ impl Executor {
         if let Some(recorder) = &mut self.recorder {
             recorder.output(&bytes);
         }
+        // A viewer that falls behind is let go (it attaches again for a fresh screen): the session
+        // never waits for one.
+        self.viewers.retain(|v| v.try_send(bytes.clone()).is_ok());
         if let Some(tap) = &self.output_tap {
             let _ = tap.send(bytes);
         }
@@ -355,6 +361,12 @@ impl Executor {
         match control {
             Control::Send { text, enter, source } => self.step(Input::Typed { text, enter, source }),
             Control::Keys(bytes) => self.step(Input::Keys(bytes)),
+            Control::Attach(reply) => {
+                let (tx, output) = mpsc::channel(super::VIEWER_BACKLOG);
+                if reply.send(super::Attached { screen: self.screen.formatted(), output }).is_ok() {
+                    self.viewers.push(tx);
+                }
+            }
             Control::Resize(size) => {
                 self.screen.resize(size);
                 if let Some(recorder) = &mut self.recorder {

@@ -49,7 +49,21 @@ pub enum Control {
     Configure(Change, oneshot::Sender<Options>),
     /// A hook of the session's client; the reply is what the hook answers it.
     Hook(crate::hooks::Hook, oneshot::Sender<crate::hooks::Answer>),
+    /// A viewer attaches: the reply is the screen as escape codes that draw it, and the output from
+    /// then on (closed when the session ends, or when the viewer falls behind: it attaches again
+    /// for a fresh screen).
+    Attach(oneshot::Sender<Attached>),
 }
+
+/// What an attached viewer gets: the screen drawn, then the live output.
+#[derive(Debug)]
+pub struct Attached {
+    pub screen: Vec<u8>,
+    pub output: mpsc::Receiver<Vec<u8>>,
+}
+
+/// Output chunks a viewer may fall behind by before it is given a fresh screen instead.
+pub const VIEWER_BACKLOG: usize = 256;
 
 /// A setting switched off, or on with its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -222,6 +236,13 @@ impl SessionHandle {
     pub async fn configure(&self, change: Change) -> Result<Options, SessionEnded> {
         let (tx, rx) = oneshot::channel();
         self.control(Control::Configure(change, tx)).await?;
+        rx.await.map_err(|_| SessionEnded(self.id.clone()))
+    }
+
+    /// Attaches a viewer: the screen now, then the output as it comes.
+    pub async fn attach(&self) -> Result<Attached, SessionEnded> {
+        let (tx, rx) = oneshot::channel();
+        self.control(Control::Attach(tx)).await?;
         rx.await.map_err(|_| SessionEnded(self.id.clone()))
     }
 
