@@ -110,3 +110,57 @@ fn two_viewers_see_the_screen_type_to_the_agent_and_detach_while_it_goes_on() {
     let piped = env.output(&["attach", &session]);
     assert!(!piped.status.success());
 }
+
+#[test]
+fn a_detached_session_outlives_the_terminal_it_was_started_from_and_its_host_ends_with_it() {
+    let env = Env::new();
+    // A shell in a terminal of its own runs `nightshift run --detach`, then the terminal goes away.
+    let pair = portable_pty::native_pty_system().openpty(portable_pty::PtySize::default()).unwrap();
+    let mut cmd = portable_pty::CommandBuilder::new("bash");
+    cmd.args(["--norc", "-i"]);
+    for (k, v) in [
+        ("NIGHTSHIFT_STATE_DIR", env.state_dir()),
+        ("NIGHTSHIFT_RUNTIME_DIR", env.runtime_dir()),
+        ("NIGHTSHIFT_CONFIG_DIR", env.path("config")),
+    ] {
+        cmd.env(k, v);
+    }
+    let id_file = env.path("id.txt");
+    let mut shell = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(1..) = reader.read(&mut buf) {}
+    });
+    let mut keys = pair.master.take_writer().unwrap();
+    writeln!(
+        keys,
+        "{} run --detach -- bash -c 'echo detached agent; exec sleep 600' > {}",
+        common::bin().display(),
+        id_file.display()
+    )
+    .unwrap();
+    let session = wait_for("the printed id", Duration::from_secs(20), || {
+        std::fs::read_to_string(&id_file).ok().map(|t| t.trim().to_string()).filter(|t| t.len() >= 8)
+    });
+    // The terminal goes: its shell gets SIGHUP, as from a closed window or an ssh logout.
+    drop(keys);
+    drop(pair.master);
+    let _ = shell.kill();
+    let _ = shell.wait();
+    std::thread::sleep(Duration::from_millis(500));
+    let listed = env.stdout(&["sessions", "--json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    let row = rows.iter().find(|r| r["id"] == session.as_str()).unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(row["standing"], "live", "{row}");
+    let host = row["owner_pid"].as_i64().unwrap();
+    assert!(env.stdout(&["screen", &session]).contains("detached agent"));
+
+    // Its agent ends: the session ends, and the background host with it.
+    let out = env.output(&["stop", &session]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_for("the host to exit", Duration::from_secs(15), || {
+        (nix::sys::signal::kill(nix::unistd::Pid::from_raw(host as i32), None).is_err()).then_some(())
+    });
+}

@@ -31,6 +31,10 @@ use tokio::sync::mpsc;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// Start the session in the background, print its id and return: it outlives this terminal
+    /// (and an ssh logout); `nightshift attach ID` reaches it
+    #[arg(long)]
+    detach: bool,
     /// Which agent CLI the command runs [default: from the program's name, else generic]
     #[arg(long, value_name = "claude|codex|generic")]
     agent: Option<AgentKind>,
@@ -107,6 +111,9 @@ pub struct Args {
 }
 
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
+    if args.detach {
+        return detach(state_dir, &args);
+    }
     let passthrough = std::io::stdin().is_terminal();
     let paths = Paths::resolve(state_dir)?;
     let _log = logging::init(&paths.log_dir(), if passthrough { Stderr::OnlyWhenAsked } else { Stderr::On });
@@ -311,6 +318,71 @@ async fn supervise(
         eprintln!("nightshift: {line}");
     }
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
+}
+
+/// `run --detach`: the same run, in a session of its own (`setsid`) with no terminal, in the
+/// background; its first event names the session, which is printed. The background run is the
+/// session's host: it ends when its session does.
+fn detach(state_dir: Option<PathBuf>, args: &Args) -> anyhow::Result<ExitCode> {
+    if args.events.as_deref() == Some("-") {
+        anyhow::bail!("--events - writes to this terminal, which a detached session outlives; give --events FILE");
+    }
+    let paths = Paths::resolve(state_dir.clone())?;
+    nightshift::paths::ensure_private_dir(&paths.runtime_dir)?;
+    let first = paths.runtime_dir.join(format!("detached-{}.jsonl", std::process::id()));
+    let events = args.events.clone().map_or_else(|| first.clone(), PathBuf::from);
+    let before = std::fs::metadata(&events).map_or(0, |m| m.len());
+    // This very command line again, without --detach, writing its events where they can be read.
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    argv.retain(|a| a != "--detach");
+    if args.events.is_none() {
+        let at = argv.iter().position(|a| a == "run").map_or(0, |i| i + 1);
+        argv.splice(at..at, [std::ffi::OsString::from("--events"), events.clone().into_os_string()]);
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(paths.log_dir().join("detached.log"))
+        .or_else(|_| std::fs::File::create("/dev/null"))?;
+    let mut child = std::process::Command::new("setsid")
+        .arg(std::env::current_exe()?)
+        .args(&argv)
+        .envs(state_dir.map(|d| (nightshift::paths::STATE_DIR_ENV, d)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .context("cannot start the background run (setsid, from util-linux, is needed)")?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let session = loop {
+        let text = std::fs::read(&events).unwrap_or_default();
+        let fresh = String::from_utf8_lossy(&text[(before as usize).min(text.len())..]).into_owned();
+        if let Some(id) = fresh
+            .lines()
+            .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["session"].as_str().map(String::from))
+        {
+            break id;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            anyhow::bail!(
+                "the background run ended before it started a session ({status}); see {}",
+                paths.log_dir().join("detached.log").display()
+            );
+        }
+        if std::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "the background run did not start a session within 15 s; see {}",
+                paths.log_dir().join("detached.log").display()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    if args.events.is_none() {
+        // The run keeps writing to it; nobody reads it: gone from the directory, freed at its end.
+        let _ = std::fs::remove_file(&first);
+    }
+    println!("{session}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// logind's inhibitors for a headless run, or a one-line warning (the run goes on without).
