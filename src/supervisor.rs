@@ -266,6 +266,11 @@ impl Supervisor {
         self.journal.clock()
     }
 
+    /// Whether journal writes are failing now (a full disk), and how many events are missing.
+    pub fn journal_failing(&self) -> Option<crate::journal::Failing> {
+        self.journal.failing()
+    }
+
     /// Runs `f` on a read connection of its own (events are written only through the journal's
     /// writer; small writes of the reader's own, such as the digest's last-viewed mark, are fine).
     pub fn with_store<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {

@@ -273,6 +273,40 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
     Ok(Started { id: handle.id().to_string() })
 }
 
+/// What the window must say until it is fixed: files the app started without (their defaults
+/// apply), and journal writes failing (a full disk). Each is one line naming the file and the fix.
+#[tauri::command]
+pub fn problems(state: State<'_, AppState>) -> Vec<String> {
+    let mut out = Vec::new();
+    // The core's messages mostly say the fix already; the rest get what happens meanwhile.
+    let mut say = |e: String, meanwhile: &str| {
+        out.push(if e.contains("fix it") { e } else { format!("{e} — {meanwhile}") });
+    };
+    let dir = state.paths.config_dir.as_deref();
+    if let Err(e) = Config::load(dir) {
+        say(e.to_string(), "until it is fixed, the defaults apply");
+    }
+    let agents = state.paths.agents_dir();
+    for kind in AgentKind::ALL {
+        if let Err(e) = nightshift::agent::Adapter::load(kind, agents.as_deref()) {
+            say(e.to_string(), &format!("until it is fixed, the built-in {kind} signals apply"));
+        }
+    }
+    if let Err(e) = nightshift::hooks::guard::Rules::load(dir) {
+        say(e.to_string(), "until it is fixed, the guard uses its built-in rules");
+    }
+    if let Some(f) = state.supervisor.journal_failing() {
+        out.push(format!(
+            "the journal cannot be written ({}): {} event(s) since {} are missing; free disk space in {} — sessions go on",
+            f.error,
+            f.lost,
+            nightshift::clock::format_ts(f.since),
+            state.paths.state_dir.display()
+        ));
+    }
+    out
+}
+
 /// The rest of the night's forecast (`nightshift plan`), to the next 08:00.
 #[tauri::command]
 pub fn plan(state: State<'_, AppState>) -> Result<Value, UiError> {

@@ -168,6 +168,7 @@ pub fn run() {
             commands::new_loop,
             commands::doctor,
             commands::plan,
+            commands::problems,
             commands::session_lives,
             commands::presets,
             commands::save_preset,

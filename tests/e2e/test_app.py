@@ -593,6 +593,23 @@ class AppWindow(unittest.TestCase):
         others = [i for i in ids if i != known]
         return others[0] if others else None
 
+    def test_9d_a_bad_config_file_is_shown_until_it_is_fixed(self):
+        d = self.driver
+        config = Path(self.env["NIGHTSHIFT_CONFIG_DIR"]) / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text("[notifications]\nfinished = maybe\n")
+        try:
+            shown = d.wait_for("the problem banner", lambda: self.visible("#problem-banner")
+                               and self.text_of("#problem-list"), timeout=20)
+            self.assertIn("config.toml", shown)
+            self.assertIn("line 2", shown)
+            self.assertIn("defaults", shown)
+            self.settle(top=True)
+            d.screenshot(ARTIFACTS / "problem-banner.png")
+        finally:
+            config.unlink()
+        d.wait_for("the banner gone once fixed", lambda: not self.visible("#problem-banner"), timeout=20)
+
 
 if __name__ == "__main__":
     result = unittest.main(verbosity=2, exit=False).result

@@ -127,4 +127,13 @@ setInterval(loadUsage, 60000);
 setInterval(() => { if (app.view === "options" && !app.formDirty) loadOptions(); }, 5000);
 show("list");
 loadUsage();
+// Files the app started without, a journal that cannot be written: said until fixed.
+async function loadProblems() {
+  const got = await call("problems");
+  if (got === FAILED) return;
+  $("problem-list").replaceChildren(...got.map((p) => el("li", {}, p)));
+  $("problem-banner").hidden = got.length === 0;
+}
+loadProblems();
+setInterval(() => { if (!document.hidden) loadProblems(); }, 10000);
 call("app_settings").then((s) => { if (s !== FAILED && s.power && s.power.warning) renderPower(s.power); });
