@@ -118,8 +118,15 @@ pub fn on_events(app: &AppHandle, rows: &[StoredEvent]) {
             let state = app.state::<AppState>();
             let still = state.supervisor.with_store(|s| -> Result<bool, nightshift::store::StoreError> {
                 Ok(match notice.kind {
-                    // An exit is a finish only when nothing started the agent again (respawn does).
-                    notice::Kind::Finished => s.recent_events(&session, 1)?.last().is_some_and(|e| e.id == id),
+                    // An exit is a finish only when nothing started the agent again (respawn does):
+                    // the session's last state is still this one (what follows an exit — a salvage,
+                    // a recording — is not a new state).
+                    notice::Kind::Finished => s
+                        .recent_events(&session, 50)?
+                        .iter()
+                        .rev()
+                        .find(|e| e.event == "state")
+                        .is_some_and(|e| e.id == id),
                     // Only a dialog nobody answered needs the user.
                     _ => s.session(&session)?.is_some_and(|r| r.state == nightshift::SessionState::WaitingInput),
                 })

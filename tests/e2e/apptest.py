@@ -6,10 +6,11 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug"
+# Absolute now: the suites move into folders of their own.
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")).resolve() / "debug"
 # The binaries the suites drive: the debug build, or an installed pair (`make test-deb` runs the
 # window's suite against /usr/bin).
-BIN_DIR = Path(os.environ.get("NIGHTSHIFT_BIN_DIR") or TARGET)
+BIN_DIR = Path(os.environ.get("NIGHTSHIFT_BIN_DIR") or TARGET).resolve()
 APP = BIN_DIR / "nightshift-app"
 CLI = BIN_DIR / "nightshift"
 CAPTURES = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "nightshift"

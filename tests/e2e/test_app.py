@@ -31,6 +31,9 @@ class AppWindow(unittest.TestCase):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         cls.tmp = tempfile.TemporaryDirectory()
         base = Path(cls.tmp.name)
+        # Sessions started here run in the test's folder, never in the repository the tests run from
+        # (a session's end salvages its working tree's uncommitted work).
+        os.chdir(base)
         # A `claude` on the PATH that answers like `claude -p --output-format stream-json` (for loops).
         bin_dir = base / "bin"
         bin_dir.mkdir()

@@ -11,6 +11,8 @@ reaches them through their control sockets, as it does on a real desktop.
 
 import json
 import os
+import random
+import sqlite3
 import signal
 import subprocess
 import sys
@@ -85,11 +87,12 @@ class Desktop(unittest.TestCase):
     def labels(self):
         return [m.label for m in self.menu() if m.visible and m.type != "separator"]
 
-    def start_run(self, *args, script):
-        """A headless session; returns its id (from its first event)."""
+    def start_run(self, *args, script, cwd=None):
+        """A headless session (in `cwd`, else the test's own folder); returns its id."""
+        # In a folder of the test's own: never the repository the tests run from.
         run = subprocess.Popen([str(CLI), "run", "--events", "-", *args, "--", "bash", "-c", script],
                                env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, cwd=cwd or self.tmp.name)
         self.runs.append(run)
         first = json.loads(run.stdout.readline())
         return run, first["session"]
@@ -114,7 +117,13 @@ class Desktop(unittest.TestCase):
             self.assertIn(wanted, labels)
 
     def test_2_an_armed_run_holds_the_sleep_assertion_until_it_ends(self):
-        run, session = self.start_run("--preset", "overnight", script="echo armed; exec sleep 600")
+        # In a repository with work not committed: its end is salvaged after the exit, and the run
+        # is still told as finished.
+        repo = Path(self.tmp.name) / "armed-repo"
+        repo.mkdir(exist_ok=True)
+        subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+        (repo / "draft.txt").write_text("not committed\n")
+        run, session = self.start_run("--preset", "overnight", script="echo armed; exec sleep 600", cwd=repo)
         # The menu lists it, by directory and program, with its state.
         entry = wait("the session in the menu", lambda: [l for l in self.labels() if "· bash —" in l])
         self.assertTrue(any(s in entry[0] for s in ("working", "idle", "running")), entry)
@@ -301,6 +310,76 @@ class Desktop(unittest.TestCase):
             self.assertTrue(checks[id]["remedy"], checks[id])
         self.assertIn("UPower is not running", checks["power.ac"]["detail"])
         self.assertNotIn("power.lid", checks)
+
+    def test_9_the_app_killed_at_random_moments_loses_nothing(self):
+        """SIGKILL of the app at random moments, a working headless run beside it: the journal stays
+        whole, no session goes missing, the restarted app restores its session with its pending resume,
+        and no agent ever runs twice. NIGHTSHIFT_SOAK_KILLS sets how many (20 for the figures)."""
+        if self.app.poll() is None:  # the suite's own app (test_5 quits it; alone, this test does)
+            self.app.terminate()
+            self.app.wait(30)
+        kills = int(os.environ.get("NIGHTSHIFT_SOAK_KILLS", "5"))
+        rng = random.Random(int(os.environ.get("NIGHTSHIFT_SOAK_SEED", "7")))
+        # The app's session: one kept while it waited for a limit, taken up by every app start.
+        run, waiting = self.start_run("--agent", "claude", "--auto-resume", "--cols", "120", "--rows", "40",
+                                      script=replay("weekly-limit"))
+        wait("the resume armed", lambda: any(e["event"] == "resume_armed" for e in self.journal(waiting)))
+        run.send_signal(signal.SIGTERM)
+        run.wait(30)
+        # Beside it, a headless run that keeps working throughout.
+        beside, working = self.start_run(script="while true; do echo tick; sleep 0.2; done")
+        journal = Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "journal.sqlite3"
+
+        def agents():
+            """The session's agent processes (its environment names the session; an exec keeps it)."""
+            needle = f"NIGHTSHIFT_SESSION={waiting}".encode()
+            found = 0
+            for proc in Path("/proc").iterdir():
+                try:
+                    environ = (proc / "environ").read_bytes().split(b"\0")
+                    status = (proc / "status").read_text()
+                except OSError:
+                    continue
+                if needle in environ and "\nState:\tZ" not in status:
+                    found += 1
+            return found
+
+        survived = 0
+        for n in range(kills):
+            restores = len([e for e in self.journal(waiting) if e["event"] == "limit_detected" and e["source"] == "journal"])
+            with open(Path(self.tmp.name) / f"soak-app-{n}.log", "wb") as log:
+                app = subprocess.Popen([str(APP)], env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT)
+            try:
+                wait("the session restored", lambda: len([e for e in self.journal(waiting)
+                                                         if e["event"] == "limit_detected"
+                                                         and e["source"] == "journal"]) > restores, timeout=30)
+                self.assertEqual(agents(), 1, f"start {n}: one agent")
+                time.sleep(rng.uniform(0.0, 1.5))
+            finally:
+                app.kill()
+                app.wait(10)
+            wait("the app's agent gone with it", lambda: agents() == 0, timeout=10)
+            with sqlite3.connect(journal) as db:
+                self.assertEqual(db.execute("PRAGMA integrity_check").fetchone()[0], "ok", f"kill {n}")
+            listed = subprocess.run([str(CLI), "sessions", "--json"], env=self.env, capture_output=True, text=True,
+                                    timeout=30)
+            ids = {r["id"] for r in json.loads(listed.stdout)}
+            self.assertTrue({waiting, working} <= ids, f"kill {n}: {ids}")
+            self.assertIsNone(beside.poll(), "the headless run beside goes on")
+            survived += 1
+        print(f"\napp soak: {survived} of {kills} SIGKILLs survived (seed {os.environ.get('NIGHTSHIFT_SOAK_SEED', '7')})")
+        # One last start restores it once more, with exactly one agent; Quit keeps it.
+        app = subprocess.Popen([str(APP)], env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            wait("one agent", lambda: agents() == 1, timeout=30)
+            time.sleep(1)
+            self.assertEqual(agents(), 1, "never twice")
+        finally:
+            app.send_signal(signal.SIGTERM)
+            app.wait(30)
+        self.stop_run(beside, working)
 
 
 if __name__ == "__main__":
