@@ -30,22 +30,7 @@ fn which(program: &str) -> PathBuf {
 }
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success() || args[0] == "rebase", "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    common::git_in(dir, args, args[0] == "rebase");
 }
 
 /// A repository stopped in the middle of a rebase on a conflict.

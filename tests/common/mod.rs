@@ -122,3 +122,25 @@ pub fn on_a_terminal(mut cmd: portable_pty::CommandBuilder) -> String {
     assert!(status.success(), "{out}");
     out
 }
+
+/// `git ARGS` in `dir` with a test identity, no signing and `main` as the first branch; its stdout.
+/// Panics with git's stderr when it fails, unless `may_fail` (a rebase stopped on its conflict).
+pub fn git_in(dir: &Path, args: &[&str], may_fail: bool) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success() || may_fail, "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
