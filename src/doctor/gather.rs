@@ -363,29 +363,10 @@ fn working_dir(i: usize, cwd: &Path, agents: &[AgentKind], agent_args: &[String]
 /// Whether `dir` is in a git work tree, and what operation is half done in it (from git's own
 /// files, read only).
 pub fn repo_state(dir: &Path) -> RepoState {
-    let out = Command::new("git")
-        .args(["rev-parse", "--absolute-git-dir"])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output();
-    let Some(git_dir) =
-        out.ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    else {
-        return RepoState::default();
-    };
-    let operation = [
-        ("rebase-merge", "rebase"),
-        ("rebase-apply", "rebase"),
-        ("MERGE_HEAD", "merge"),
-        ("CHERRY_PICK_HEAD", "cherry-pick"),
-        ("REVERT_HEAD", "revert"),
-        ("BISECT_LOG", "bisect"),
-    ]
-    .into_iter()
-    .find(|(file, _)| git_dir.join(file).exists())
-    .map(|(_, op)| op);
-    RepoState { repo: true, operation }
+    match crate::git::salvage::in_progress(dir) {
+        Some(operation) => RepoState { repo: true, operation },
+        None => RepoState::default(),
+    }
 }
 
 /// The permission mode and allow rules a Claude session in `cwd` starts with: the agent flags, then

@@ -98,18 +98,26 @@ pub fn repos(cwd: &Path) -> Vec<PathBuf> {
 
 /// The operation half done in the repository at `dir`, from git's own files.
 pub fn operation(dir: &Path) -> Option<&'static str> {
+    in_progress(dir).flatten()
+}
+
+/// `None` when `dir` is in no repository; else the operation half done there, if any (a rebase,
+/// merge, cherry-pick, revert or bisect), read from git's own files.
+pub fn in_progress(dir: &Path) -> Option<Option<&'static str>> {
     let git_dir = PathBuf::from(run(dir, &["rev-parse", "--absolute-git-dir"], &[])?.trim());
-    [
-        ("rebase-merge", "rebase"),
-        ("rebase-apply", "rebase"),
-        ("MERGE_HEAD", "merge"),
-        ("CHERRY_PICK_HEAD", "cherry-pick"),
-        ("REVERT_HEAD", "revert"),
-        ("BISECT_LOG", "bisect"),
-    ]
-    .into_iter()
-    .find(|(file, _)| git_dir.join(file).exists())
-    .map(|(_, op)| op)
+    Some(
+        [
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase"),
+            ("MERGE_HEAD", "merge"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+            ("REVERT_HEAD", "revert"),
+            ("BISECT_LOG", "bisect"),
+        ]
+        .into_iter()
+        .find(|(file, _)| git_dir.join(file).exists())
+        .map(|(_, op)| op),
+    )
 }
 
 fn git(repo: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Option<String> {
