@@ -164,3 +164,121 @@ fn a_detached_session_outlives_the_terminal_it_was_started_from_and_its_host_end
         (nix::sys::signal::kill(nix::unistd::Pid::from_raw(host as i32), None).is_err()).then_some(())
     });
 }
+
+/// The session's control socket, from the journal.
+fn control_socket(env: &Env, session: &str) -> std::path::PathBuf {
+    let listed = env.stdout(&["sessions", "--json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    let row = rows.iter().find(|r| r["id"] == session).unwrap_or_else(|| panic!("{listed}"));
+    row["control_socket"].as_str().unwrap_or_else(|| panic!("{row}")).into()
+}
+
+#[test]
+fn a_ten_megabyte_burst_never_waits_for_a_slow_viewer_which_is_drawn_afresh() {
+    use nightshift::control::attach::{Heard, Viewer};
+    const BURST: usize = 10_000_000;
+    let env = Env::new();
+    let events = env.path("events.jsonl");
+    let script = format!(
+        "printf 'agent ready\\n'; read go; yes 'a line of agent output, as long as many of them are' | head -c {BURST}; \
+         printf '\\nburst done\\n'; exec cat"
+    );
+    let mut run = common::KillOnDrop(
+        env.cmd(&["run", "--events", events.to_str().unwrap(), "--", "bash", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let session = wait_for("the session", Duration::from_secs(10), || {
+        read_events(&events).first().and_then(|e| e["session"].as_str().map(String::from))
+    });
+    wait_for("the agent", Duration::from_secs(10), || {
+        env.stdout(&["screen", &session]).contains("agent ready").then_some(())
+    });
+    let socket = control_socket(&env, &session);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        // One viewer reads nothing until the burst is over; another reads as fast as it can.
+        let mut slow = Viewer::attach(&socket, &session, None).await.unwrap();
+        let mut fast = Viewer::attach(&socket, &session, None).await.unwrap();
+        let mut keyboard = fast.keyboard().unwrap();
+        let fast_reader = tokio::spawn(async move {
+            let (mut bytes, mut screens, mut tail) = (0usize, 0usize, Vec::<u8>::new());
+            while let Ok(Some(heard)) = fast.next().await {
+                match heard {
+                    Heard::Size(_) => screens += 1,
+                    Heard::Output(chunk) => {
+                        bytes += chunk.len();
+                        tail.extend_from_slice(&chunk);
+                        let keep = tail.len().saturating_sub(4096);
+                        tail.drain(..keep);
+                        if String::from_utf8_lossy(&tail).contains("burst done") {
+                            return (bytes, screens);
+                        }
+                    }
+                    Heard::Ended(how) => panic!("the session ended: {how}"),
+                }
+            }
+            panic!("the fast viewer's connection closed before the burst was done");
+        });
+        keyboard.keys(b"go\r").await.unwrap();
+
+        // The session gets through the burst while the slow viewer takes nothing from it.
+        tokio::task::block_in_place(|| {
+            wait_for("the burst's end on the screen", Duration::from_secs(120), || {
+                env.stdout(&["screen", &session]).contains("burst done").then_some(())
+            })
+        });
+        let (fast_bytes, fast_screens) = tokio::time::timeout(Duration::from_secs(60), fast_reader)
+            .await
+            .expect("the fast viewer finishes")
+            .unwrap();
+        assert!(fast_bytes > 0 && fast_screens >= 1, "{fast_bytes} {fast_screens}");
+
+        // The slow viewer is sent what was queued for it (bounded), then a fresh screen with the end.
+        let (mut before_redraw, mut screens, mut redrawn) = (0usize, 0usize, Vec::<u8>::new());
+        while let Ok(Ok(Some(heard))) = tokio::time::timeout(Duration::from_secs(20), slow.next()).await {
+            match heard {
+                Heard::Size(_) => screens += 1,
+                Heard::Output(chunk) if screens < 2 => before_redraw += chunk.len(),
+                Heard::Output(chunk) => {
+                    redrawn.extend_from_slice(&chunk);
+                    if String::from_utf8_lossy(&redrawn).contains("burst done") {
+                        break;
+                    }
+                }
+                Heard::Ended(how) => panic!("the session ended: {how}"),
+            }
+        }
+        assert!(screens >= 2, "the slow viewer was never drawn afresh ({before_redraw} bytes)");
+        assert!(String::from_utf8_lossy(&redrawn).contains("burst done"), "the fresh screen shows the end");
+        assert!(before_redraw < BURST / 3, "the slow viewer was sent {before_redraw} bytes of backlog");
+        // A viewer that brings a size of its own resizes the session: every viewer is drawn afresh at it.
+        let _typist = Viewer::attach(&socket, &session, Some(nightshift::pty::PtySize::new(132, 43))).await.unwrap();
+        let resized = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match slow.next().await {
+                    Ok(Some(Heard::Size(size))) => return size,
+                    Ok(Some(_)) => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+        })
+        .await
+        .expect("the watching viewer hears the new size");
+        assert_eq!((resized.cols, resized.rows), (132, 43));
+        eprintln!(
+            "10 MB burst: the fast viewer took {fast_bytes} bytes over {fast_screens} screen(s); the slow one \
+             {before_redraw} bytes before its fresh screen"
+        );
+    });
+    // What a slow viewer costs is bounded: the run's peak memory stays well under the burst.
+    let peak_kb = common::peak_rss_kb(run.0.id()).unwrap();
+    eprintln!("the run's peak RSS over the burst: {} MB", peak_kb / 1024);
+    assert!(peak_kb < 64 * 1024, "peak RSS {peak_kb} kB");
+    let out = env.output(&["stop", &session]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run.0.wait().unwrap();
+}

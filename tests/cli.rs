@@ -192,6 +192,8 @@ fn the_server_refuses_peers_of_another_uid() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let result = rt.block_on(nightshift::control::request(&socket, &nightshift::control::Request::Ping));
     assert!(result.is_err(), "root was answered by nobody's control socket");
+    let attached = rt.block_on(nightshift::control::attach::Viewer::attach(&socket, "any", None));
+    assert!(attached.is_err(), "root attached to a session of nobody's");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     wait_exit(&mut child);
 }

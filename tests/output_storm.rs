@@ -10,12 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::{read_events, wait_for, Env};
 
-/// The process's peak resident memory (VmHWM), in kB.
-fn peak_kb(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
-}
-
 #[test]
 fn a_storm_of_the_worst_output_is_survived_in_bounded_memory_with_the_socket_answering() {
     let env = Env::new();
@@ -67,7 +61,7 @@ exec sleep 60
     std::thread::sleep(Duration::from_secs(1));
     let out = env.output(&["screen", &session]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let peak = peak_kb(run.id()).unwrap();
+    let peak = common::peak_rss_kb(run.id()).unwrap();
     println!(
         "output storm: {mb} MB of random bytes and the rest in {:.1} s; peak RSS {} MB; {asked} screen requests \
          meanwhile, the slowest {} ms",

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use nightshift::control::attach::{frame, read_frame, DETACH, ENDED, KEYS, OUTPUT, RESIZE};
-use nightshift::control::{self, Request, Response};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use nightshift::control;
+use nightshift::control::attach::{Heard, Viewer};
+use nightshift::pty::PtySize;
 use tokio::sync::mpsc;
 
 #[derive(Debug, clap::Args)]
@@ -65,23 +65,20 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     super::runtime()?.block_on(attach(&socket, &row.id, args.detach_key))
 }
 
+/// What the terminal sends the session.
+enum Typed {
+    Keys(Vec<u8>),
+    Resize(PtySize),
+    Detach,
+}
+
 async fn attach(socket: &std::path::Path, id: &str, key: u8) -> anyhow::Result<ExitCode> {
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let stream = tokio::net::UnixStream::connect(socket)
-        .await
-        .with_context(|| format!("cannot reach the Nightshift process behind {}", socket.display()))?;
-    let (read, mut write) = stream.into_split();
-    let mut request = serde_json::to_vec(&Request::Attach { session: id.to_string(), cols, rows })?;
-    request.push(b'\n');
-    write.write_all(&request).await?;
-    let mut reader = BufReader::new(read);
-    let mut line = String::new();
-    reader.read_line(&mut line).await?;
-    let answer: Response = serde_json::from_str(&line).context("the session's process answered something else")?;
-    answer.into_result()?;
+    let mut viewer = Viewer::attach(socket, id, Some(PtySize::new(cols, rows))).await?;
+    let mut keyboard = viewer.keyboard().context("the attachment has no keyboard")?;
 
     crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
-    let (to_session, mut frames) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (to_session, mut typed) = mpsc::unbounded_channel::<Typed>();
     // Keys, until the detach key.
     let keys = to_session.clone();
     std::thread::Builder::new().name("stdin".into()).spawn(move || {
@@ -91,12 +88,12 @@ async fn attach(socket: &std::path::Path, id: &str, key: u8) -> anyhow::Result<E
             let typed = &buf[..n];
             if let Some(at) = typed.iter().position(|b| *b == key) {
                 if at > 0 {
-                    let _ = keys.send(frame(KEYS, &typed[..at]));
+                    let _ = keys.send(Typed::Keys(typed[..at].to_vec()));
                 }
-                let _ = keys.send(frame(DETACH, b""));
+                let _ = keys.send(Typed::Detach);
                 break;
             }
-            if keys.send(frame(KEYS, typed)).is_err() {
+            if keys.send(Typed::Keys(typed.to_vec())).is_err() {
                 break;
             }
         }
@@ -107,7 +104,7 @@ async fn attach(socket: &std::path::Path, id: &str, key: u8) -> anyhow::Result<E
     tokio::spawn(async move {
         while winch.recv().await.is_some() {
             if let Ok((c, r)) = crossterm::terminal::size() {
-                if resizes.send(frame(RESIZE, format!("{c}x{r}").as_bytes())).is_err() {
+                if resizes.send(Typed::Resize(PtySize::new(c, r))).is_err() {
                     break;
                 }
             }
@@ -115,29 +112,36 @@ async fn attach(socket: &std::path::Path, id: &str, key: u8) -> anyhow::Result<E
     });
     drop(to_session);
     let writer = tokio::spawn(async move {
-        while let Some(f) = frames.recv().await {
-            let detach = f.first() == Some(&DETACH);
-            if write.write_all(&f).await.is_err() || detach {
-                break;
+        while let Some(t) = typed.recv().await {
+            let sent = match t {
+                Typed::Keys(bytes) => keyboard.keys(&bytes).await,
+                Typed::Resize(size) => keyboard.resize(size).await,
+                Typed::Detach => {
+                    let _ = keyboard.detach().await;
+                    return;
+                }
+            };
+            if sent.is_err() {
+                return;
             }
         }
-        let _ = write.shutdown().await;
     });
 
     let mut ended = None;
     let mut stdout = std::io::stdout();
     loop {
-        match read_frame(&mut reader).await {
-            Ok(Some((OUTPUT, bytes))) => {
+        match viewer.next().await {
+            Ok(Some(Heard::Output(bytes))) => {
                 if stdout.write_all(&bytes).and_then(|()| stdout.flush()).is_err() {
                     break;
                 }
             }
-            Ok(Some((ENDED, how))) => {
-                ended = Some(String::from_utf8_lossy(&how).into_owned());
+            Ok(Some(Heard::Ended(how))) => {
+                ended = Some(how);
                 break;
             }
-            Ok(Some(_)) => {}
+            // The screen that follows is drawn for this terminal's size (or the latest viewer's).
+            Ok(Some(Heard::Size(_))) => {}
             Ok(None) | Err(_) => break,
         }
     }

@@ -1,21 +1,26 @@
 //! Attaching to a session over its control socket: after the `attach` request's answer line, both
 //! sides send frames — a type byte, a 4-byte big-endian length, the payload.
 //!
-//! From the session: `o` output (the first one draws the whole screen), `e` the session ended (the
-//! payload says how). From the viewer: `k` keys (as the user's terminal produced them; typing while
-//! attached counts as the user typing), `r` a resize (`COLSxROWS`), `d` detach. A viewer that falls
-//! behind is sent a fresh screen rather than a backlog: the session never waits for a viewer.
+//! From the session: `s` the terminal's size (`COLSxROWS`, before every whole screen), `o` output
+//! (the first after a size draws the whole screen), `e` the session ended (the payload says how).
+//! From the viewer: `k` keys (as the user's terminal produced them; typing while attached counts as
+//! the user typing), `r` a resize (`COLSxROWS`), `d` detach. A viewer that falls behind is sent a
+//! fresh screen rather than a backlog, and so is every viewer after a resize: the session never
+//! waits for a viewer.
 
 use std::io;
+use std::path::Path;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
-use super::Response;
+use super::{ControlError, Request, Response};
 use crate::pty::PtySize;
 use crate::supervisor::Supervisor;
 
+pub const SIZE: u8 = b's';
 pub const OUTPUT: u8 = b'o';
 pub const ENDED: u8 = b'e';
 pub const KEYS: u8 = b'k';
@@ -63,6 +68,14 @@ async fn answer_line(write: &mut OwnedWriteHalf, response: &Response) -> io::Res
     write.write_all(&out).await
 }
 
+/// The size, then the whole screen drawn at it.
+async fn write_screen(write: &mut OwnedWriteHalf, attached: &crate::session::Attached) -> io::Result<()> {
+    let size = format!("{}x{}", attached.size.cols, attached.size.rows);
+    let mut out = frame(SIZE, size.as_bytes());
+    out.extend(frame(OUTPUT, &attached.screen));
+    write.write_all(&out).await
+}
+
 /// Serves one attached viewer of `session` until it detaches or the session ends.
 pub(super) async fn serve(
     reader: BufReader<OwnedReadHalf>,
@@ -91,7 +104,7 @@ pub(super) async fn serve(
             .await;
     };
     answer_line(&mut write, &Response::ok()).await?;
-    write.write_all(&frame(OUTPUT, &attached.screen)).await?;
+    write_screen(&mut write, &attached).await?;
 
     // The viewer's frames, read on their own (a read cut off mid-frame by a select would lose it).
     let (frames_tx, mut frames) = mpsc::channel::<(u8, Vec<u8>)>(64);
@@ -112,7 +125,7 @@ pub(super) async fn serve(
                     None => match handle.attach().await {
                         Ok(again) => {
                             attached = again;
-                            write.write_all(&frame(OUTPUT, &attached.screen)).await?;
+                            write_screen(&mut write, &attached).await?;
                         }
                         Err(_) => {
                             let how = handle.status().exit.map_or_else(|| "the session ended".to_string(), |e| format!("the session ended: its agent {e}"));
@@ -139,6 +152,91 @@ pub(super) async fn serve(
     .await;
     reading.abort();
     result
+}
+
+/// What a viewer hears from the session.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Heard {
+    /// The terminal's size; a whole screen drawn at it follows.
+    Size(PtySize),
+    Output(Vec<u8>),
+    /// The session ended; how, in words.
+    Ended(String),
+}
+
+/// The viewer's side of an attachment: what the session sends ([`Viewer::next`]) and what the
+/// viewer sends it ([`Viewer::keyboard`]), which can go to a task of its own.
+#[derive(Debug)]
+pub struct Viewer {
+    reader: BufReader<OwnedReadHalf>,
+    keyboard: Option<Keyboard>,
+}
+
+/// The viewer's keys, resizes and detach, to the session.
+#[derive(Debug)]
+pub struct Keyboard(OwnedWriteHalf);
+
+impl Viewer {
+    /// Attaches to `session` through the control socket at `socket`. With a `size`, the session's
+    /// terminal takes it (the latest viewer's size wins); without, the viewer only watches it.
+    pub async fn attach(socket: &Path, session: &str, size: Option<PtySize>) -> Result<Self, ControlError> {
+        let unreachable = |source| ControlError::Unreachable { path: socket.to_path_buf(), source };
+        let stream = UnixStream::connect(socket).await.map_err(unreachable)?;
+        let (read, mut write) = stream.into_split();
+        let (cols, rows) = size.map_or((0, 0), |s| (s.cols, s.rows));
+        let mut request = serde_json::to_vec(&Request::Attach { session: session.to_string(), cols, rows })
+            .expect("requests serialise");
+        request.push(b'\n');
+        write.write_all(&request).await.map_err(unreachable)?;
+        let mut reader = BufReader::new(read);
+        let mut line = String::new();
+        let answered = tokio::time::timeout(super::CLIENT_TIMEOUT, reader.read_line(&mut line))
+            .await
+            .map_err(|_| ControlError::Timeout { path: socket.to_path_buf(), secs: super::CLIENT_TIMEOUT.as_secs() })?;
+        answered.map_err(unreachable)?;
+        let answer: Response = serde_json::from_str(&line)
+            .map_err(|e| ControlError::Protocol { path: socket.to_path_buf(), message: format!("{e}: {line:?}") })?;
+        answer.into_result()?;
+        Ok(Self { reader, keyboard: Some(Keyboard(write)) })
+    }
+
+    /// The keyboard, once (to move it to a task of its own).
+    pub fn keyboard(&mut self) -> Option<Keyboard> {
+        self.keyboard.take()
+    }
+
+    /// What the session sends next; `None` when the connection is gone.
+    pub async fn next(&mut self) -> io::Result<Option<Heard>> {
+        loop {
+            let Some((kind, payload)) = read_frame(&mut self.reader).await? else { return Ok(None) };
+            return Ok(Some(match kind {
+                SIZE => match parse_size(&String::from_utf8_lossy(&payload)) {
+                    Some(size) => Heard::Size(size),
+                    None => continue,
+                },
+                OUTPUT => Heard::Output(payload),
+                ENDED => Heard::Ended(String::from_utf8_lossy(&payload).into_owned()),
+                // A kind a newer Nightshift sends: not for this viewer.
+                _ => continue,
+            }));
+        }
+    }
+}
+
+impl Keyboard {
+    pub async fn keys(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.write_all(&frame(KEYS, bytes)).await
+    }
+
+    pub async fn resize(&mut self, size: PtySize) -> io::Result<()> {
+        self.0.write_all(&frame(RESIZE, format!("{}x{}", size.cols, size.rows).as_bytes())).await
+    }
+
+    /// Leaves the session running.
+    pub async fn detach(mut self) -> io::Result<()> {
+        self.0.write_all(&frame(DETACH, b"")).await?;
+        self.0.shutdown().await
+    }
 }
 
 #[cfg(test)]

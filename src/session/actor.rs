@@ -130,7 +130,7 @@ struct Executor {
     /// The running life's recording (its output only), when there is a state directory.
     recorder: Option<crate::record::Recorder>,
     /// Attached viewers' output queues.
-    viewers: Vec<mpsc::Sender<Vec<u8>>>,
+    viewers: Vec<super::ViewerQueue>,
 }
 
 impl Executor {
@@ -301,7 +301,7 @@ impl Executor {
         }
         // A viewer that falls behind is let go (it attaches again for a fresh screen): the session
         // never waits for one.
-        self.viewers.retain(|v| v.try_send(bytes.clone()).is_ok());
+        self.viewers.retain(|v| v.offer(&bytes));
         if let Some(tap) = &self.output_tap {
             let _ = tap.send(bytes);
         }
@@ -362,12 +362,19 @@ impl Executor {
             Control::Send { text, enter, source } => self.step(Input::Typed { text, enter, source }),
             Control::Keys(bytes) => self.step(Input::Keys(bytes)),
             Control::Attach(reply) => {
-                let (tx, output) = mpsc::channel(super::VIEWER_BACKLOG);
-                if reply.send(super::Attached { screen: self.screen.formatted(), output }).is_ok() {
+                let (tx, output) = super::Backlog::new();
+                let attached = super::Attached { size: self.command.size, screen: self.screen.formatted(), output };
+                if reply.send(attached).is_ok() {
                     self.viewers.push(tx);
                 }
             }
             Control::Resize(size) => {
+                if size == self.command.size {
+                    return;
+                }
+                // What viewers were sent was drawn for the old size: each attaches again and is
+                // drawn afresh at the new one.
+                self.viewers.clear();
                 self.screen.resize(size);
                 if let Some(recorder) = &mut self.recorder {
                     recorder.resize(size.cols, size.rows);

@@ -8,6 +8,8 @@ mod actor;
 pub(crate) use actor::salvage;
 pub mod machine;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -49,21 +51,64 @@ pub enum Control {
     Configure(Change, oneshot::Sender<Options>),
     /// A hook of the session's client; the reply is what the hook answers it.
     Hook(crate::hooks::Hook, oneshot::Sender<crate::hooks::Answer>),
-    /// A viewer attaches: the reply is the screen as escape codes that draw it, and the output from
-    /// then on (closed when the session ends, or when the viewer falls behind: it attaches again
-    /// for a fresh screen).
+    /// A viewer attaches: the reply is the size and the screen as escape codes that draw it, and the
+    /// output from then on (closed when the session ends, when the viewer falls behind, or when the
+    /// terminal is resized: it attaches again for a fresh screen).
     Attach(oneshot::Sender<Attached>),
 }
 
-/// What an attached viewer gets: the screen drawn, then the live output.
+/// What an attached viewer gets: the terminal's size and the screen drawn at it, then the live
+/// output (closed when the session ends, falls behind, or is resized: a fresh screen follows).
 #[derive(Debug)]
 pub struct Attached {
+    pub size: PtySize,
     pub screen: Vec<u8>,
-    pub output: mpsc::Receiver<Vec<u8>>,
+    pub output: Backlog,
 }
 
-/// Output chunks a viewer may fall behind by before it is given a fresh screen instead.
-pub const VIEWER_BACKLOG: usize = 256;
+/// Bytes of output a viewer may fall behind by before it is given a fresh screen instead (what a
+/// slow viewer costs the session at most).
+pub const VIEWER_BACKLOG: usize = 1 << 20;
+
+/// A viewer's output not yet taken, at most [`VIEWER_BACKLOG`] bytes.
+#[derive(Debug)]
+pub struct Backlog {
+    rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// The session's end of a viewer's [`Backlog`].
+#[derive(Debug)]
+pub(crate) struct ViewerQueue {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Backlog {
+    pub(crate) fn new() -> (ViewerQueue, Self) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        (ViewerQueue { tx, queued: Arc::clone(&queued) }, Self { rx, queued })
+    }
+
+    /// The next chunk; `None` once the viewer has been let go (behind, resized, or the end).
+    pub async fn recv(&mut self) -> Option<Vec<u8>> {
+        let chunk = self.rx.recv().await?;
+        self.queued.fetch_sub(chunk.len(), Ordering::Relaxed);
+        Some(chunk)
+    }
+}
+
+impl ViewerQueue {
+    /// Queues `bytes` for the viewer; false when it is too far behind (or gone) to keep.
+    pub(crate) fn offer(&self, bytes: &[u8]) -> bool {
+        if self.queued.load(Ordering::Relaxed) + bytes.len() > VIEWER_BACKLOG {
+            return false;
+        }
+        self.queued.fetch_add(bytes.len(), Ordering::Relaxed);
+        self.tx.send(bytes.to_vec()).is_ok()
+    }
+}
 
 /// A setting switched off, or on with its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
