@@ -36,7 +36,7 @@ DEB_VERSION := $(VERSION)$(if $(GIT_HASH),+git$(shell git rev-list --count HEAD)
 # Checking what is installed: desktop-file-validate, man, and the three shells with completions.
 INSTALL_TEST_PKGS := desktop-file-utils man-db groff-base bash-completion zsh fish
 
-.PHONY: run release test test-core test-app test-install test-deb install uninstall build-release build-debug deb deps deps-test claude-client codex-client lint fmt bench clean help
+.PHONY: ui-vendor run release test test-core test-app test-install test-deb install uninstall build-release build-debug deb deps deps-test claude-client codex-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
@@ -47,7 +47,7 @@ help:
 	@echo "make lint     rustfmt --check and clippy -D warnings"
 	@echo "make bench    benchmarks, printed as figures"
 
-run: deps
+run: deps ui-vendor
 	$(CARGO) build --workspace
 	@if [ -z "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
 	  echo "No display: starting Nightshift under Xvfb (xvfb-run)."; \
@@ -57,7 +57,7 @@ run: deps
 	  exec $(TARGET_DIR)/debug/nightshift-app; \
 	fi
 
-release: deps
+release: deps ui-vendor
 	$(RELEASE_BUILD)
 
 test: deps deps-test claude-client codex-client test-core test-app test-install
@@ -69,15 +69,16 @@ test-core:
 	NIGHTSHIFT_REQUIRE_CLAUDE=1 NIGHTSHIFT_REQUIRE_CODEX=1 NIGHTSHIFT_REQUIRE_ASCIINEMA=1 $(CARGO) test --locked
 
 # The tray app: its unit tests, then the real window under Xvfb through WebKitWebDriver.
-test-app:
+test-app: ui-vendor
 	$(CARGO) build --locked --workspace
+	$(CARGO) build --locked --example mock_api
 	$(CARGO) test --locked -p nightshift-app
-	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_app.py
+	NIGHTSHIFT_REQUIRE_CLAUDE=1 CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_app.py
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_desktop.py
 
 # `make install PROFILE=debug` (the debug build test-app made) into a home of the test's own, the
 # installed CLI and app (under Xvfb) run from there, then `make uninstall` leaves nothing.
-test-install: deps-test
+test-install: deps-test ui-vendor
 	@scripts/ensure-packages $(INSTALL_TEST_PKGS)
 	$(CARGO) build --locked --workspace
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_install.py
@@ -96,7 +97,7 @@ uninstall:
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' scripts/install uninstall
 
 build-release: release
-build-debug: deps
+build-debug: deps ui-vendor
 	$(CARGO) build --locked --workspace
 
 deb: release $(CARGO_DEB)
@@ -110,6 +111,19 @@ $(CARGO_DEB):
 
 deps:
 	@scripts/ensure-packages $(BUILD_PKGS)
+
+# The window's terminal: xterm.js from the npm registry at the versions packaging/ui/package-lock.json
+# pins (with their hashes), copied into ui/vendor (not kept in git; the app's build stops without it).
+UI_VENDOR := ui/vendor/xterm.js ui/vendor/xterm.css ui/vendor/addon-fit.js
+ui-vendor: $(UI_VENDOR)
+$(UI_VENDOR) &: packaging/ui/package.json packaging/ui/package-lock.json
+	@command -v npm >/dev/null || scripts/ensure-packages npm
+	mkdir -p .cache/ui ui/vendor
+	cp packaging/ui/package.json packaging/ui/package-lock.json .cache/ui/
+	cd .cache/ui && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	cp .cache/ui/node_modules/@xterm/xterm/lib/xterm.js .cache/ui/node_modules/@xterm/xterm/css/xterm.css ui/vendor/
+	cp .cache/ui/node_modules/@xterm/addon-fit/lib/addon-fit.js ui/vendor/
+	cp .cache/ui/node_modules/@xterm/xterm/LICENSE ui/vendor/xterm.LICENSE
 
 deps-test:
 	@scripts/ensure-packages $(TEST_PKGS)
@@ -133,7 +147,7 @@ $(CODEX_BIN):
 	@$(CODEX_BIN) --version | grep -q '$(CODEX_VERSION)' || { echo "$(CODEX_BIN) is not Codex $(CODEX_VERSION) (is @openai/codex-linux-x64 installed?)" >&2; exit 1; }
 	$(CODEX_BIN) --version
 
-lint:
+lint: ui-vendor
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
