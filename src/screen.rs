@@ -210,9 +210,8 @@ impl Screen {
     pub fn formatted(&self) -> Vec<u8> {
         let screen = self.parser.screen();
         let mut out = String::new();
-        if screen.alternate_screen() {
-            out.push_str("\x1b[?1049h");
-        }
+        // The viewer may have been on the other screen when a fresh one is drawn (after a resize).
+        out.push_str(if screen.alternate_screen() { "\x1b[?1049h" } else { "\x1b[?1049l" });
         out.push_str(&format!("\x1b]0;{}\x07", self.title()));
         out.push_str("\x1b[H\x1b[2J");
         out.push_str(&screen.state_formatted());

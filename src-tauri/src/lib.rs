@@ -11,6 +11,7 @@ mod commands;
 mod error;
 mod follow;
 mod notify;
+mod terminal;
 mod tray;
 
 use std::sync::{Arc, Mutex};
@@ -31,6 +32,8 @@ pub struct AppState {
     pub paths: Paths,
     pub notifier: notify::Notifier,
     pub awake: awake::Awake,
+    /// The window's open terminals.
+    pub terminals: terminal::Terminals,
     /// What the tray shows now.
     shown: Mutex<Option<tray::Shown>>,
     /// Kept for the life of the app; dropping it removes the socket.
@@ -142,6 +145,7 @@ pub fn run() {
         paths,
         notifier: notify::Notifier::new(switches),
         awake: awake::Awake::default(),
+        terminals: terminal::Terminals::default(),
         shown: Mutex::new(None),
         _control: Mutex::new(control),
     };
@@ -182,6 +186,11 @@ pub fn run() {
             commands::set_keep_resumes_on_quit,
             commands::pause_all,
             commands::resume_all,
+            terminal::terminal_open,
+            terminal::terminal_keys,
+            terminal::terminal_resize,
+            terminal::terminal_drawn,
+            terminal::terminal_close,
         ])
         .setup(move |app| {
             tray::create(app.handle())?;

@@ -1,7 +1,10 @@
 """What the app's end-to-end suites share: where the built binaries and the captures are, and an
 environment that keeps every file the app writes inside a test's temporary directory."""
 
+import json
 import os
+import subprocess
+import threading
 import unittest
 from pathlib import Path
 
@@ -31,3 +34,102 @@ def isolated_env(base, **extra):
                 NIGHTSHIFT_CONFIG_DIR=str(base / "config"), XDG_CONFIG_HOME=str(base / "config"),
                 XDG_DATA_HOME=str(base / "data"), XDG_CACHE_HOME=str(base / "cache"), HOME=str(base / "home"),
                 **extra)
+
+
+# The real Claude Code client (`make claude-client`) and the project's mock Anthropic API it talks to
+# (`cargo build --example mock_api`; `make test-app` builds it).
+CLAUDE = Path(os.environ.get("NIGHTSHIFT_CLAUDE_BIN")
+              or ROOT / ".cache/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe")
+MOCK_API = TARGET / "examples" / "mock_api"
+API_KEY = "sk-ant-api03-mock-key-0000000000000000000000000000"
+
+
+def require_real_client(tc):
+    """Skips the test without the client or the mock (fails instead under NIGHTSHIFT_REQUIRE_CLAUDE=1)."""
+    for path, how in ((CLAUDE, "make claude-client"), (MOCK_API, "cargo build --example mock_api")):
+        if not path.exists():
+            if os.environ.get("NIGHTSHIFT_REQUIRE_CLAUDE") == "1":
+                tc.fail(f"{path} is missing ({how}); NIGHTSHIFT_REQUIRE_CLAUDE=1 needs it")
+            raise unittest.SkipTest(f"{path} is missing; `{how}` for this test")
+
+
+class MockApi:
+    """The mock API on 127.0.0.1, and the requests it has answered (the last user text of each)."""
+
+    def __init__(self, log_path):
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen([str(MOCK_API)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.base_url = self.proc.stdout.readline().strip()
+        self.lines = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            self.log.write(line)
+            self.log.flush()
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.log.close()
+
+
+def claude_env(env, base, base_url, workdir):
+    """`env` with a home and a config directory of the client's own under `base`, its onboarding
+    done and `workdir` trusted, talking to the mock at `base_url` with a mock API key."""
+    home, config = Path(base) / "claude-home", Path(base) / "claude-config"
+    for d in (home, config, workdir):
+        d.mkdir(parents=True, exist_ok=True)
+    project = {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True,
+               "projectOnboardingSeenCount": 1, "allowedTools": []}
+    state = {"hasCompletedOnboarding": True, "lastOnboardingVersion": "2.1.332", "lastReleaseNotesSeen": "2.1.332",
+             "theme": "dark", "autoUpdates": False, "bypassPermissionsModeAccepted": True,
+             "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+             "projects": {str(workdir): project}}
+    (config / ".claude.json").write_text(json.dumps(state))
+    return dict(env, HOME=str(home), CLAUDE_CONFIG_DIR=str(config), ANTHROPIC_BASE_URL=base_url,
+                ANTHROPIC_API_KEY=API_KEY, TERM="xterm-256color", LANG="C.UTF-8", DISABLE_AUTOUPDATER="1",
+                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1",
+                CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY="1")
+
+
+class Attached:
+    """`nightshift attach SESSION` in a terminal of its own (a PTY, as from tmux): what it drew so
+    far, and its keyboard."""
+
+    def __init__(self, env, session, cols=100, rows=30):
+        import fcntl
+        import pty
+        import struct
+        import termios
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.proc = subprocess.Popen([str(CLI), "attach", session], env=env, stdin=slave, stdout=slave,
+                                     stderr=slave, start_new_session=True)
+        os.close(slave)
+        self.master = master
+        self.out = bytearray()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.out.extend(chunk)
+
+    def text(self):
+        return self.out.decode(errors="replace")
+
+    def type(self, data):
+        os.write(self.master, data)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        os.close(self.master)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dbus_fakes  # noqa: E402
-from apptest import APP, CAPTURES, CLI, ROOT, isolated_env, require_binaries  # noqa: E402
+from apptest import (APP, CAPTURES, CLAUDE, CLI, ROOT, Attached, MockApi, claude_env, isolated_env,  # noqa: E402
+                     require_binaries, require_real_client)
 import webdriver  # noqa: E402
 from webdriver import Driver  # noqa: E402
 from x11 import X11  # noqa: E402
@@ -114,6 +115,11 @@ class AppWindow(unittest.TestCase):
         return bool(self.driver.run_js(
             "const e = document.querySelector(arguments[0]); return !!e && !e.closest('[hidden]')", selector))
 
+    def terminal_text(self):
+        """What the page's terminal shows, row by row."""
+        return self.driver.run_js("const r = document.querySelector('#terminal .xterm-rows');"
+                                  "return r ? [...r.children].map(c => c.textContent.trimEnd()).join('\\n') : ''")
+
     def fill(self, selector, text):
         self.driver.type(self.css(selector), text)
 
@@ -185,13 +191,30 @@ class AppWindow(unittest.TestCase):
                                   f'tr[data-session-id="{session}"] td.cwd'), str(project))
         d.screenshot(ARTIFACTS / "sessions-new.png")
 
-        # Its page shows the live screen.
+        # Its page shows the live terminal, watching: no keyboard until Take over.
         self.click(f'tr[data-session-id="{session}"] td.id')
-        screen = d.wait_for("the session's screen", lambda: "step 40" in self.text_of("#screen") and self.text_of("#screen"))
+        screen = d.wait_for("the session's terminal", lambda: "step 40" in self.terminal_text() and self.terminal_text())
         self.assertIn("step 39", screen)
         self.assertEqual(self.text_of("#detail-state"), "idle")
+        self.assertTrue(self.visible("#take-over") and not self.visible("#release"))
         self.settle()
         d.screenshot(ARTIFACTS / "session-live.png")
+
+        # From another terminal (as from tmux): `nightshift attach` to this session the app runs. The
+        # screen appears at once, its keys reach the agent (cat echoes them), the page's terminal
+        # shows them too, and the detach key leaves the session running.
+        attached = Attached(self.env, session)
+        try:
+            d.wait_for("the attached terminal's screen", lambda: "step 40" in attached.text())
+            attached.type(b"typed from tmux\r")
+            d.wait_for("the keys echoed in the page's terminal",
+                       lambda: self.terminal_text().count("typed from tmux") >= 2)
+            attached.type(b"\x1d")
+            attached.proc.wait(15)
+            d.wait_for("the attached terminal to say it detached", lambda: "detached from session" in attached.text())
+        finally:
+            attached.close()
+        self.assertEqual(self.row_state(session) or self.text_of("#detail-state"), "idle")
 
         # Session options → Respawn: pick Overnight and enable it.
         self.click("#open-options")
@@ -347,6 +370,78 @@ class AppWindow(unittest.TestCase):
                     expected.append((state, start, end))
             self.assertEqual(drawn, expected, f"session {session}")
         self.settle(top=True)
+
+    def test_5d_the_terminal_shows_the_real_client_and_can_take_over(self):
+        require_real_client(self)
+        d = self.driver
+        base = Path(self.tmp.name)
+        mock = MockApi(ARTIFACTS / "terminal-mock-api.log")
+        workdir = base / "claude-project"
+        try:
+            env = claude_env(self.env, base, mock.base_url, workdir)
+            run = subprocess.Popen([str(CLI), "run", "--events", "-", "--agent", "claude", "--cols", "110", "--rows", "32",
+                                    "--", str(CLAUDE)], env=env, cwd=workdir, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            session = json.loads(run.stdout.readline())["session"]
+            cli_screen = lambda: subprocess.run([str(CLI), "screen", session], env=self.env, capture_output=True,
+                                                text=True, timeout=30).stdout
+            ready = lambda screen: "Claude Code v" in screen and "auto mode on" in screen
+            d.wait_for("the client's composer", lambda: ready(cli_screen()), timeout=60)
+            d.run_js("openSession(arguments[0])", session)
+            shown = d.wait_for("the client's screen in the page's terminal",
+                               lambda: ready(self.terminal_text()) and self.terminal_text(), timeout=30)
+            # The same screen `nightshift screen` prints, row for row where it has text.
+            rows = [r.strip() for r in cli_screen().splitlines() if "Claude Code v" in r or "auto mode on" in r]
+            self.assertEqual(len(rows), 2, rows)
+            for row in rows:
+                self.assertIn(row, shown)
+            self.assertEqual(d.run_js("return document.getElementById('terminal').dataset.size"), "110x32")
+            # In the client's colours: cells drawn in a true colour or a palette colour of the theme.
+            colours = d.run_js("""return [...document.querySelectorAll('#terminal .xterm-rows span')]
+                .filter(s => s.textContent.trim() && (s.style.color || /xterm-fg-/.test(s.className)))
+                .map(s => getComputedStyle(s).color)""")
+            self.assertTrue(len(set(colours)) >= 2, f"colours on the client's screen: {set(colours)}")
+            d.run_js("document.getElementById('terminal').scrollIntoView()")
+            self.settle()
+            d.screenshot(ARTIFACTS / "session-terminal-claude.png")
+
+            # Take over: the keys go to the agent (its composer shows them; Enter sends them to the API).
+            self.click("#take-over")
+            d.wait_for("the terminal to take the keyboard", lambda: self.visible("#release")
+                       and d.run_js("return !!document.activeElement.closest('#terminal')"))
+            d.keys("hello from the window")
+            d.wait_for("the typed text in the client's composer", lambda: "hello from the window" in cli_screen())
+            d.keys("\r")
+            d.wait_for("the mock API to receive it", lambda: any("hello from the window" in l for l in mock.lines),
+                       timeout=30)
+            # The session follows the window's size now: the fitted size at Take over, then the new
+            # window's when it is resized (the session says so, and `nightshift screen` agrees).
+            size_js = "return document.getElementById('terminal').dataset.size"
+            fitted = lambda: d.run_js("return term.xterm.cols + 'x' + term.xterm.rows")
+            taken = d.wait_for("the session at the fitted size", lambda: d.run_js(size_js) == fitted()
+                               and d.run_js(size_js) != "110x32" and d.run_js(size_js))
+            d.set_size(700, 560)
+            sized = d.wait_for("the session at the window's new size", lambda: d.run_js(size_js) == fitted()
+                               and d.run_js(size_js) not in ("110x32", taken) and d.run_js(size_js))
+            cols, rows = (int(n) for n in sized.split("x"))
+            d.wait_for("`nightshift screen` at the new size", lambda: tuple(json.loads(subprocess.run(
+                [str(CLI), "screen", "--json", session], env=self.env, capture_output=True, text=True,
+                timeout=30).stdout)["size"]) == (cols, rows))
+            # Release: the keyboard is the user's own again.
+            self.click("#release")
+            d.wait_for("watching again", lambda: self.visible("#take-over"))
+            self.assertIn("Watching", self.text_of("#terminal-hint"))
+            d.keys("zzz-not-sent")
+            time.sleep(1.5)
+            self.assertNotIn("zzz-not-sent", cli_screen())
+            d.run_js("document.getElementById('terminal').scrollIntoView()")
+            self.settle()
+            d.screenshot(ARTIFACTS / "session-terminal-claude-released.png")
+            subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+            run.wait(30)
+        finally:
+            d.set_size(820, 520)
+            mock.close()
 
     def test_6_digest_morning_settings_and_usage(self):
         d = self.driver
@@ -516,6 +611,11 @@ class AppWindow(unittest.TestCase):
                 dbus_fakes.invoke_action(shown["id"], "default")
                 d.wait_for("the window shown on the asking session", lambda: x.is_viewable(window)
                            and self.visible("#detail-view") and self.text_of("#detail-title") == session)
+                # Its terminal has the focus, on the question.
+                d.wait_for("the question in the page's terminal",
+                           lambda: "Which database should the new service use?" in self.terminal_text())
+                self.assertTrue(d.run_js("return !!document.activeElement.closest('#terminal')"),
+                                "the terminal has the focus")
                 self.click("#back")
                 d.wait_for("the list", lambda: self.visible("#list-view"))
 

@@ -97,6 +97,15 @@ class Driver:
         self.cmd("POST", f"/element/{element}/clear", {})
         self.cmd("POST", f"/element/{element}/value", {"text": text})
 
+    def keys(self, text):
+        """Types `text` on the keyboard, into whatever has the focus (as a user would; "\r" is Enter)."""
+        strokes = []
+        for ch in text:
+            key = "\ue007" if ch == "\r" else ch
+            strokes += [{"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]
+        self.cmd("POST", "/actions", {"actions": [{"type": "key", "id": "keyboard", "actions": strokes}]})
+        self.cmd("DELETE", "/actions")
+
     def value(self, element):
         return self.cmd("GET", f"/element/{element}/property/value")
 

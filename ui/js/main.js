@@ -17,7 +17,7 @@ function show(name) {
     if (current) b.setAttribute("aria-current", "page");
     else b.removeAttribute("aria-current");
   }
-  if (name !== "detail") stopScreen();
+  if (name !== "detail") { stopScreen(); closeTerminal(); }
   if (name === "list") refresh();
   if (name === "new") prepareNewForm();
   if (name === "digest") loadDigest();
@@ -41,6 +41,8 @@ $("options-back").addEventListener("click", () => openSession(app.openId));
 $("open-options").addEventListener("click", openOptions);
 $("stop-session").addEventListener("click", stopOpen);
 $("send-form").addEventListener("submit", sendText);
+$("take-over").addEventListener("click", takeOver);
+$("release").addEventListener("click", release);
 $("error-close").addEventListener("click", clearError);
 $("power-banner-close").addEventListener("click", dismissPowerBanner);
 $("notice-close").addEventListener("click", () => { $("notice").hidden = true; });
@@ -106,7 +108,13 @@ listen("journal", (e) => {
   if (events.some((ev) => ev.event === "usage")) loadUsage();
 });
 const loadOptionsSoon = debounce(loadOptions, 200);
-listen("open-session", async (e) => { clearError(); await refresh(); openSession(String(e.payload)); });
+// From the tray's session entry or a notification: the session's page, its terminal in view.
+listen("open-session", async (e) => {
+  clearError();
+  await refresh();
+  await openSession(String(e.payload));
+  focusTerminal();
+});
 listen("show-view", (e) => {
   const name = { "new-session": "new", digest: "digest", morning: "morning", settings: "settings", sessions: "list",
                  ready: "ready" }[e.payload];

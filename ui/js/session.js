@@ -1,4 +1,5 @@
-// One session's page: its facts, the live screen, the journal, typing to the agent and Stop.
+// One session's page: its facts, the live terminal (terminal.js) or a loop's running iteration, the
+// journal, typing to the agent and Stop.
 "use strict";
 
 // The core says what each event means (the same words `nightshift journal` prints).
@@ -25,13 +26,16 @@ function renderFacts() {
   $("send-hint").hidden = loop;
   $("open-options").hidden = loop;
   $("iterations").hidden = !loop;
-  $("screen-heading").textContent = loop ? "The running iteration" : "Screen";
+  $("screen-heading").textContent = loop ? "The running iteration" : "Terminal";
+  $("terminal-bar").hidden = loop;
   const facts = [["Kind", loop ? "loop (a fresh headless session per task)" : "terminal"],
     ["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd],
     ["Started", localTime(s.created)], ["Ended", s.ended ? localTime(s.ended) : "—"], ["Reason", s.reason || "—"]];
   if (s.error) facts.push(["Error", s.error]);
   $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
-  if (isLive(s)) startScreen();
+  if (!isLive(s)) return;
+  if (loop) startScreen();
+  else if (term.session !== s.id) openTerminal(s.id);
 }
 
 async function loadEvents() {
@@ -79,6 +83,8 @@ async function openSession(id) {
   if (!app.sessions.some((s) => s.id === id)) await refresh();
   app.openId = id;
   app.options = null;
+  closeTerminal();
+  stopScreen();
   $("screen").replaceChildren();
   $("screen").hidden = true;
   $("screen-note").hidden = true;
@@ -88,7 +94,13 @@ async function openSession(id) {
   show("detail");
   renderFacts();
   focusHeading("detail-view");
-  await Promise.all([loadEvents(), loadScreen(), loadHandoff(), loadLives()]);
+  const s = app.sessions.find((x) => x.id === id);
+  const loop = s && s.kind === "loop";
+  if (s && !isLive(s) && !loop) {
+    $("screen-note").textContent = "The agent is not running, so there is no terminal to show. Its journal is below.";
+    $("screen-note").hidden = false;
+  }
+  await Promise.all([loadEvents(), loop ? loadScreen() : null, loadHandoff(), loadLives()]);
 }
 
 // The session's recorded lives: what each one's screen showed, scrolled.
@@ -106,12 +118,14 @@ async function loadLives(pick) {
 
 function closeSession() {
   app.openId = null;
+  closeTerminal();
   show("list");
   const row = document.querySelector("#sessions tbody tr");
   if (row) row.focus();
 }
 
-// The live screen: polled about once a second while the session's page is open.
+// A loop's running iteration has no terminal: its screen is asked for about once a second while its
+// page is open.
 let screenTimer = null;
 
 function startScreen() {
@@ -132,7 +146,7 @@ async function loadScreen() {
   if (screen[FAILED]) {
     stopScreen();
     $("screen").hidden = true;
-    $("screen-note").textContent = "The agent is not running, so there is no screen to show. Its journal is below.";
+    $("screen-note").textContent = "No iteration is running, so there is no screen to show. Its journal is below.";
     $("screen-note").hidden = false;
     return;
   }
