@@ -1,8 +1,11 @@
-//! `nightshift attach` from real terminals (PTYs) to a headless `nightshift run`: the screen at once,
+//! `nightshift attach` from real terminals (PTYs) to a headless `nightshift run` (a shell, and the real
+//! Claude client against the mock API): the screen at once,
 //! keys to the agent, two viewers alike, the detach key leaves the session running, and a viewer
 //! sees the session end.
 
 mod common;
+#[path = "mock_api/mod.rs"]
+mod mock_api;
 
 use std::io::{Read, Write};
 use std::process::Stdio;
@@ -163,6 +166,29 @@ fn a_detached_session_outlives_the_terminal_it_was_started_from_and_its_host_end
     wait_for("the host to exit", Duration::from_secs(15), || {
         (nix::sys::signal::kill(nix::unistd::Pid::from_raw(host as i32), None).is_err()).then_some(())
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_clients_screen_appears_attached_and_its_composer_takes_the_keys() {
+    use common::claude::{client, ClaudeRun, Options};
+    let Some(claude) = client() else { return };
+    let mock = mock_api::MockApi::start().await;
+    let run = ClaudeRun::start(&claude, &mock.base_url(), Options { cols: 100, rows: 30, ..Default::default() });
+    let session = run.session();
+    run.wait_state("idle", 0, Duration::from_secs(30));
+    let mut viewer = Viewer::attach(&run.env, &session);
+    // (Drawn cell by cell in its colours: the words, not the row, are in the stream.)
+    viewer.sees("Claude");
+    viewer.sees("v2.1.332");
+    viewer.keys.write_all(b"typed while attached").unwrap();
+    wait_for("the keys in the client's composer", Duration::from_secs(15), || {
+        let screen = run.env.stdout(&["screen", &session]);
+        screen.lines().any(|l| l.starts_with('❯') && l.contains("typed while attached")).then_some(())
+    });
+    viewer.keys.write_all(&[0x1d]).unwrap();
+    let said = viewer.ends();
+    assert!(said.contains("detached from session"), "{said}");
+    assert!(mock.messages().iter().all(|m| !m.last_user.contains("typed while attached")), "no Enter was typed");
 }
 
 /// The session's control socket, from the journal.
