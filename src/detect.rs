@@ -196,6 +196,11 @@ impl Detector {
         self.state
     }
 
+    /// A turn is under way and nobody has said it ended: frames need judging only now and then.
+    fn turn_being_worked(&self) -> bool {
+        self.state == Some(Activity::Working) && !matches!(self.turn, Some(Turn::Ended { .. }))
+    }
+
     pub fn config(&self) -> DetectConfig {
         self.cfg
     }
@@ -381,6 +386,11 @@ impl Detector {
 const FRAME_SETTLE: Duration = Duration::from_millis(30);
 /// ...or at the latest this long after the first unjudged output, if it never pauses.
 const FRAME_MAX_WAIT: Duration = Duration::from_millis(250);
+/// While a turn is being worked, a frame is judged at most this often: the screen only has to keep
+/// saying "working", and a dialog or a limit notice is seen at most this much later. The client
+/// repaints its spinner several times a second; judging each repaint was most of a working
+/// session's cost. A turn's end (the quiet window, or the client's own word) is judged as before.
+pub const WORKING_FRAME_EVERY: Duration = Duration::from_millis(250);
 
 /// A session's screen watched over time: decides when a frame is whole, has the adapter judge it,
 /// and feeds the detector. Pure like the detector: the caller owns the clock and the screen, calls
@@ -396,12 +406,14 @@ pub struct Watcher {
     /// A judged frame showed a working signal since the last look, even if too briefly to call a
     /// turn (a quick answer).
     working_seen: bool,
+    /// When the last frame was judged.
+    last_judged: Option<Instant>,
 }
 
 impl Watcher {
     pub fn new(adapter: Adapter, cfg: DetectConfig, now: Instant) -> Self {
         let detector = Detector::new(cfg, adapter.reads_screen(), now);
-        Self { adapter, detector, pending: None, limit_region: None, working_seen: false }
+        Self { adapter, detector, pending: None, limit_region: None, working_seen: false, last_judged: None }
     }
 
     /// The client's hook: a prompt was submitted.
@@ -409,8 +421,11 @@ impl Watcher {
         self.detector.on_turn_started(now)
     }
 
-    /// The client: the turn ended.
+    /// The client: the turn ended. A frame held back while the turn was worked is judged now.
     pub fn turn_ended(&mut self, now: Instant, by: TurnEnd) -> Option<Transition> {
+        if let Some((first, due)) = self.pending {
+            self.pending = Some((first, due.min(now + FRAME_SETTLE)));
+        }
         self.detector.on_turn_ended(now, by)
     }
 
@@ -436,7 +451,11 @@ impl Watcher {
     /// The screen was just fed output.
     pub fn output(&mut self, now: Instant) -> Option<Transition> {
         let first = self.pending.map_or(now, |(first, _)| first);
-        self.pending = Some((first, (now + FRAME_SETTLE).min(first + FRAME_MAX_WAIT)));
+        let mut due = (now + FRAME_SETTLE).min(first + FRAME_MAX_WAIT);
+        if let Some(last) = self.last_judged.filter(|_| self.detector.turn_being_worked()) {
+            due = due.max(last + WORKING_FRAME_EVERY);
+        }
+        self.pending = Some((first, due));
         self.detector.on_output(now)
     }
 
@@ -467,6 +486,7 @@ impl Watcher {
                     self.pending = Some((first, now + FRAME_SETTLE));
                 } else {
                     self.pending = None;
+                    self.last_judged = Some(now);
                     let snap = screen.snapshot();
                     self.limit_region = Some(self.adapter.limit_region(&snap));
                     let verdict = self.adapter.classify(&snap);
@@ -782,5 +802,50 @@ mod tests {
         let t = d.on_frame(t0 + MS(80), frame).unwrap();
         assert_eq!(t.to, Activity::WaitingInput);
         assert_eq!(t.verdict.dialog.unwrap().text.as_deref(), Some("Do you want to proceed? — Bash: touch x"));
+    }
+
+    /// Drives a watcher over the real client's working frame: a repaint every `every` for `len`,
+    /// waking when it asks; returns when frames were judged.
+    fn watch(w: &mut Watcher, screen: &Screen, t0: Instant, len: Duration, every: Duration) -> Vec<Duration> {
+        let mut judged = Vec::new();
+        let mut t = t0;
+        let mut next_output = t0;
+        while t < t0 + len {
+            let wake = w.next_wakeup().unwrap_or(next_output);
+            if next_output <= wake {
+                t = next_output;
+                w.output(t);
+                next_output += every;
+            } else {
+                t = wake;
+                w.wake(t, screen);
+                if w.take_limit_region().is_some() {
+                    judged.push(t - t0);
+                }
+            }
+        }
+        judged
+    }
+
+    #[test]
+    fn a_worked_turn_is_judged_four_times_a_second_and_its_end_at_once() {
+        let mut screen = Screen::new(crate::pty::PtySize::new(120, 40));
+        screen.feed(include_bytes!("../tests/fixtures/claude-code/2.1.332/working/02-working-t2s.ansi.txt"));
+        let t0 = Instant::now();
+        let mut w = Watcher::new(Adapter::builtin(crate::AgentKind::Claude), DetectConfig::default(), t0);
+        // Before the turn is seen, each repaint (every 120 ms, as the client's spinner) is judged.
+        let before = watch(&mut w, &screen, t0, MS(1200), MS(120));
+        assert_eq!(w.state(), Some(Activity::Working), "{before:?}");
+        assert!(before.len() >= 5, "{before:?}");
+        // While the turn is worked: at most one judged frame per WORKING_FRAME_EVERY.
+        let t1 = t0 + MS(1200);
+        let during = watch(&mut w, &screen, t1, MS(4000), MS(120));
+        assert!((14..=17).contains(&during.len()), "{} frames in 4 s: {during:?}", during.len());
+        assert!(during.windows(2).all(|p| p[1] - p[0] >= WORKING_FRAME_EVERY), "{during:?}");
+        // The client says the turn ended: the frame held back is judged within the settle time.
+        let t2 = t1 + MS(4000);
+        w.output(t2);
+        w.turn_ended(t2 + MS(5), TurnEnd::Stop);
+        assert!(w.next_wakeup().unwrap() <= t2 + MS(5) + FRAME_SETTLE, "{:?}", w.next_wakeup().unwrap() - t2);
     }
 }

@@ -222,7 +222,13 @@ impl Screen {
     pub fn snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();
         let (rows, cols) = screen.size();
-        let rows_text = screen.rows(0, cols.get()).map(|r| r.trim_end().to_string()).collect();
+        let rows_text = screen
+            .rows(0, cols.get())
+            .map(|mut r| {
+                r.truncate(r.trim_end().len());
+                r
+            })
+            .collect();
         Snapshot {
             styled: Vec::new(),
             rows: rows_text,
