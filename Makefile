@@ -36,7 +36,7 @@ DEB_VERSION := $(VERSION)$(if $(GIT_HASH),+git$(shell git rev-list --count HEAD)
 # Checking what is installed: desktop-file-validate, man, and the three shells with completions.
 INSTALL_TEST_PKGS := desktop-file-utils man-db groff-base bash-completion zsh fish
 
-.PHONY: ui-vendor run release test test-core test-app test-install test-deb install uninstall build-release build-debug deb deps deps-test claude-client codex-client lint fmt bench clean help
+.PHONY: bench-sessions ui-vendor run release test test-core test-app test-install test-deb install uninstall build-release build-debug deb deps deps-test claude-client codex-client lint fmt bench clean help
 
 help:
 	@echo "make run      build and start the tray app (under Xvfb when there is no display)"
@@ -154,9 +154,16 @@ lint: ui-vendor
 fmt:
 	$(CARGO) fmt --all
 
-bench: claude-client
+bench: claude-client bench-sessions
 	$(CARGO) bench --locked --bench screen
 	$(CARGO) bench --locked --bench detection
+
+# Supervising 1, 10 and 50 working sessions: one supervisor, N headless runs, and tmux with a
+# capture-pane probe loop, side by side (BENCH_SESSIONS=1,10 and BENCH_SECONDS=20 to choose).
+bench-sessions:
+	@scripts/ensure-packages tmux
+	$(CARGO) build --locked --release --example replay_agent --example bench_host
+	$(CARGO) bench --locked --bench sessions
 
 clean:
 	$(CARGO) clean
