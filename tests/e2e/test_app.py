@@ -49,7 +49,14 @@ class AppWindow(unittest.TestCase):
                              env=cls.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         assert out.returncode == 3, out.stderr
         cls.seeded = json.loads(out.stdout.splitlines()[0])["session"]
+        launched = time.monotonic()
         cls.driver = Driver(APP, cls.env, ARTIFACTS / "webkitwebdriver.log")
+        # A figure for CONTRIBUTING ("Performance"), printed, never asserted: from launch (through
+        # WebKitWebDriver) to the window showing the journal's sessions.
+        cls.driver.wait_for("the sessions list", lambda: cls.driver.run_js(
+            "return !!document.querySelector('#sessions tbody tr')"))
+        print(f"\nstart-up: the window showed the sessions {time.monotonic() - launched:.2f} s after launch",
+              file=sys.stderr)
 
     @classmethod
     def tearDownClass(cls):
