@@ -121,7 +121,9 @@ function drawn(bytes) {
   if (term.drawnTimer) return;
   term.drawnTimer = setTimeout(() => {
     term.drawnTimer = null;
-    if (term.viewer !== null && term.drawn) call("terminal_drawn", { viewer: term.viewer, bytes: term.drawn }, { quietCodes: ["terminal_closed"] });
+    // The first screen can be drawn before the app has said the viewer's number: said once it has.
+    if (term.viewer === null) { if (term.xterm && !term.ended) drawn(0); return; }
+    if (term.drawn) call("terminal_drawn", { viewer: term.viewer, bytes: term.drawn }, { quietCodes: ["terminal_closed"] });
     term.drawn = 0;
   }, 20);
 }
