@@ -38,6 +38,9 @@ pub enum Stderr {
 #[derive(Debug)]
 pub struct LogGuard(#[allow(dead_code)] Option<WorkerGuard>);
 
+/// Log lines waiting for the file writer, at most.
+const LOG_QUEUE_LINES: usize = 4096;
+
 fn filter(default: &str) -> EnvFilter {
     EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default))
 }
@@ -63,7 +66,13 @@ pub fn init(log_dir: &Path, stderr: Stderr) -> LogGuard {
                 .map_err(|e| e.to_string())
         }) {
             Ok(appender) => {
-                let (writer, guard) = tracing_appender::non_blocking(appender);
+                // The writer's queue is allocated (and touched) whole up front: 128,000 lines by
+                // default, 4 MB in every process. A few thousand lines is plenty for an info log;
+                // past them lines are dropped, never waited for.
+                let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                    .buffered_lines_limit(LOG_QUEUE_LINES)
+                    .lossy(true)
+                    .finish(appender);
                 let layer =
                     tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_filter(filter("info"));
                 (Some(layer), Some(guard), None)
