@@ -97,6 +97,25 @@ struct Row {
     wakeups_per_s: f64,
 }
 
+impl Row {
+    /// From `ns` of CPU and `wakeups` over `secs`, for `n` sessions using `rss_mb` in all.
+    fn new(mode: &'static str, n: usize, ns: u64, wakeups: u64, secs: f64, rss_mb: f64) -> Self {
+        Self {
+            mode,
+            n,
+            cpu_pct_per_session: ns as f64 / 1e9 / secs / n as f64 * 100.0,
+            rss_total_mb: rss_mb,
+            rss_per_session_mb: rss_mb / n as f64,
+            wakeups_per_s: wakeups as f64 / secs,
+        }
+    }
+}
+
+/// Sleeps out the measurement's window.
+fn wait_out(until: Instant) {
+    std::thread::sleep(until.saturating_duration_since(Instant::now()));
+}
+
 struct State {
     dir: tempfile::TempDir,
 }
@@ -111,7 +130,8 @@ impl State {
     }
 }
 
-/// Measures `pids` over the window after a warm-up; `extra` is CPU (ns) spent elsewhere meanwhile.
+/// Measures `pids` over the window after a warm-up, while `during` runs (until the window's end):
+/// their CPU (ns), their context switches, and the window's length in seconds.
 fn measure(pids: &[u32], window: Duration, mut during: impl FnMut(Instant)) -> (u64, u64, f64) {
     std::thread::sleep(Duration::from_secs(3));
     let before: Vec<_> = pids.iter().map(|p| usage_of(*p)).collect();
@@ -132,19 +152,11 @@ fn supervisor_row(state: &State, n: usize, window: Duration) -> Row {
     let mut lines = BufReader::new(host.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
     let pid = host.id();
-    let (ns, sw, secs) =
-        measure(&[pid], window, |until| std::thread::sleep(until.saturating_duration_since(Instant::now())));
+    let (ns, sw, secs) = measure(&[pid], window, wait_out);
     let rss = rss_kb(pid) as f64 / 1024.0;
     drop(host.stdin.take());
     let _ = host.wait();
-    Row {
-        mode: "one supervisor",
-        n,
-        cpu_pct_per_session: ns as f64 / 1e9 / secs / n as f64 * 100.0,
-        rss_total_mb: rss,
-        rss_per_session_mb: rss / n as f64,
-        wakeups_per_s: sw as f64 / secs,
-    }
+    Row::new("one supervisor", n, ns, sw, secs, rss)
 }
 
 fn headless_row(state: &State, n: usize, window: Duration) -> Row {
@@ -161,8 +173,7 @@ fn headless_row(state: &State, n: usize, window: Duration) -> Row {
         })
         .collect();
     let pids: Vec<u32> = runs.iter().map(Child::id).collect();
-    let (ns, sw, secs) =
-        measure(&pids, window, |until| std::thread::sleep(until.saturating_duration_since(Instant::now())));
+    let (ns, sw, secs) = measure(&pids, window, wait_out);
     let rss: f64 = pids.iter().map(|p| rss_kb(*p) as f64 / 1024.0).sum();
     for r in &mut runs {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(r.id() as i32), nix::sys::signal::Signal::SIGTERM);
@@ -170,14 +181,7 @@ fn headless_row(state: &State, n: usize, window: Duration) -> Row {
     for r in &mut runs {
         let _ = r.wait();
     }
-    Row {
-        mode: "headless runs",
-        n,
-        cpu_pct_per_session: ns as f64 / 1e9 / secs / n as f64 * 100.0,
-        rss_total_mb: rss,
-        rss_per_session_mb: rss / n as f64,
-        wakeups_per_s: sw as f64 / secs,
-    }
+    Row::new("headless runs", n, ns, sw, secs, rss)
 }
 
 fn tmux(socket: &Path, args: &[&str]) -> std::process::Output {
@@ -226,14 +230,7 @@ fn tmux_row(state: &State, n: usize, window: Duration) -> Row {
     });
     let rss = rss_kb(server) as f64 / 1024.0;
     let _ = tmux(&socket, &["kill-server"]);
-    Row {
-        mode: "tmux + capture-pane",
-        n,
-        cpu_pct_per_session: (ns + probe_ns) as f64 / 1e9 / secs / n as f64 * 100.0,
-        rss_total_mb: rss,
-        rss_per_session_mb: rss / n as f64,
-        wakeups_per_s: (sw + probes) as f64 / secs,
-    }
+    Row::new("tmux + capture-pane", n, ns + probe_ns, sw + probes, secs, rss)
 }
 
 fn streamed_at(log: &Path) -> Option<SystemTime> {
