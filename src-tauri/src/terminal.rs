@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
+use nightshift::control;
 use nightshift::control::attach::{Heard, Keyboard, Viewer};
-use nightshift::control::{self};
 use nightshift::pty::PtySize;
 use serde_json::json;
 use tauri::ipc::{Channel, InvokeResponseBody};
