@@ -53,8 +53,19 @@ def png_size(path):
 
 
 def run(args, env=None, **kw):
+    # In the test's own folder (where its state directory is), never in the repository the tests run
+    # from: a session's end salvages the uncommitted work of the tree it ran in.
+    if env and "NIGHTSHIFT_STATE_DIR" in env:
+        kw.setdefault("cwd", Path(env["NIGHTSHIFT_STATE_DIR"]).parent)
     return subprocess.run([str(a) for a in args], env=env, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL, **kw)
+
+
+def salvage_refs(root):
+    """The refs Nightshift's salvage keeps in the repository at `root` (a suite must add none)."""
+    out = subprocess.run(["git", "-C", str(root), "for-each-ref", "--format=%(refname)", "refs/nightshift/"],
+                         capture_output=True, text=True)
+    return set(out.stdout.split())
 
 
 def check_icons(tc, share):

@@ -32,6 +32,7 @@ class MakeInstall(unittest.TestCase):
     def setUpClass(cls):
         require_binaries()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        cls.refs_before = installed.salvage_refs(ROOT)
         cls.tmp = tempfile.TemporaryDirectory()
         base = Path(cls.tmp.name)
         cls.env = isolated_env(base)
@@ -63,6 +64,10 @@ class MakeInstall(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
+
+    def test_9_the_repository_the_tests_run_from_is_left_alone(self):
+        # The sessions the checks start run in the test's folder: none salvages this repository.
+        self.assertEqual(installed.salvage_refs(ROOT) - self.refs_before, set())
 
     @classmethod
     def make(cls, *args):
