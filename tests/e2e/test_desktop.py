@@ -335,9 +335,11 @@ class Desktop(unittest.TestCase):
         journal = Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "journal.sqlite3"
 
         def agents():
-            """The session's agent processes (its environment names the session; an exec keeps it)."""
+            """The session's agents: processes whose environment names the session (an exec keeps it)
+            and whose parent's does not. The agent's own children (the `cat` of its script, for a
+            moment) inherit the environment, and are part of that one agent."""
             needle = f"NIGHTSHIFT_SESSION={waiting}".encode()
-            found = 0
+            parents = {}
             for proc in Path("/proc").iterdir():
                 try:
                     environ = (proc / "environ").read_bytes().split(b"\0")
@@ -345,8 +347,9 @@ class Desktop(unittest.TestCase):
                 except OSError:
                     continue
                 if needle in environ and "\nState:\tZ" not in status:
-                    found += 1
-            return found
+                    ppid = next((l.split()[1] for l in status.splitlines() if l.startswith("PPid:")), "")
+                    parents[proc.name] = ppid
+            return sum(1 for ppid in parents.values() if ppid not in parents)
 
         survived = 0
         for n in range(kills):
