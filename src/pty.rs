@@ -1,15 +1,21 @@
 //! Running a command in a pseudo-terminal that Nightshift owns.
 //!
 //! Following portable-pty's own rules: the slave is dropped right after spawning (or the reader never
-//! sees end-of-file); output is read on a dedicated blocking thread and forwarded over a channel (EIO
-//! on read is end-of-file on Linux); the writer is taken once and fed by its own thread, so a child
-//! that stops reading its input can never block the session; the exit status is collected by a
-//! thread blocked in `waitpid`. The child leads its own session and process group, so a stop signals
+//! sees end-of-file); output is read by a task on the runtime's reactor and forwarded over a channel
+//! (EIO on read is end-of-file on Linux); the writer is taken once and fed by its own thread, so a
+//! child that stops reading its input can never block the session; the exit status is collected by a
+//! thread blocked in `waitpid`.
+//!
+//! The reader used to be a thread blocked in `read`: every chunk woke that thread and then a runtime
+//! worker, two context switches where the reactor needs none, and with tens of sessions those
+//! switches were most of the supervisor's CPU (`make bench-sessions`). The master is non-blocking
+//! now, for every descriptor that shares it, so the writer waits out a full input queue itself. The child leads its own session and process group, so a stop signals
 //! the whole group: SIGHUP first, then SIGKILL after a grace period (driven by the session actor).
 
 use std::ffi::OsString;
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
@@ -18,7 +24,9 @@ use std::time::Duration;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
+use filedescriptor::FileDescriptor;
 use portable_pty::{CommandBuilder, MasterPty};
+use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
 
 /// The size of a terminal in character cells.
@@ -179,8 +187,12 @@ pub struct Spawned {
     pub exit: oneshot::Receiver<Exit>,
 }
 
-/// Starts `spec` in a new PTY of `spec.size`.
+/// Starts `spec` in a new PTY of `spec.size`. Must be called within a Tokio runtime with I/O
+/// enabled: the output is read on its reactor.
 pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(SpawnError::Pty("pty::spawn was called outside the Tokio runtime".into()));
+    }
     if !spec.cwd.is_dir() {
         return Err(SpawnError::BadCwd { cwd: spec.cwd.clone() });
     }
@@ -217,11 +229,14 @@ pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
     drop(child);
 
     let master = pair.master;
-    let reader = master.try_clone_reader().map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
+    let reader = master
+        .as_raw_fd()
+        .ok_or_else(|| SpawnError::Pty("the terminal has no file descriptor".into()))
+        .and_then(|fd| master_reader(fd).map_err(|e| SpawnError::Pty(format!("{e}"))))?;
     let writer = master.take_writer().map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
 
     let (out_tx, output) = mpsc::channel(256);
-    spawn_thread("pty-reader", move || read_loop(reader, out_tx));
+    tokio::spawn(read_loop(reader, out_tx));
     let (in_tx, in_rx) = std_mpsc::channel();
     spawn_thread("pty-writer", move || write_loop(writer, in_rx));
     let (exit_tx, exit) = oneshot::channel();
@@ -268,17 +283,40 @@ fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new().name(name.to_string()).spawn(f).expect("the OS refused to start a thread");
 }
 
-fn read_loop(mut reader: Box<dyn Read + Send>, tx: mpsc::Sender<Vec<u8>>) {
+/// The master's number, borrowed while the master is alive, for `FileDescriptor::dup`.
+struct Borrowed(RawFd);
+
+impl AsRawFd for Borrowed {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// A duplicate of the master, non-blocking and registered with the current runtime's reactor. The
+/// non-blocking flag belongs to the open file, which every duplicate of the master shares.
+fn master_reader(master: RawFd) -> io::Result<pipe::Receiver> {
+    let mut fd = FileDescriptor::dup(&Borrowed(master)).map_err(io::Error::other)?;
+    fd.set_non_blocking(true).map_err(io::Error::other)?;
+    // A PTY is not a pipe, but the receiver asks only for a readable, non-blocking descriptor.
+    pipe::Receiver::from_file_unchecked(fd.as_file().map_err(io::Error::other)?)
+}
+
+async fn read_loop(reader: pipe::Receiver, tx: mpsc::Sender<Vec<u8>>) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        match reader.read(&mut buf) {
+        if let Err(e) = reader.readable().await {
+            tracing::warn!("watching the terminal failed: {e}");
+            break;
+        }
+        match reader.try_read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                if tx.blocking_send(buf[..n].to_vec()).is_err() {
+                if tx.send(buf[..n].to_vec()).await.is_err() {
                     break;
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // Not ready after all: the readiness is cleared and the reactor asked again.
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => continue,
             // EIO: every slave descriptor is closed, which on Linux is how a PTY says end-of-file.
             Err(e) if e.raw_os_error() == Some(nix::libc::EIO) => break,
             Err(e) => {
@@ -289,16 +327,33 @@ fn read_loop(mut reader: Box<dyn Read + Send>, tx: mpsc::Sender<Vec<u8>>) {
     }
 }
 
+/// How long the writer waits when the child's input queue is full (the master is non-blocking).
+const INPUT_FULL_RETRY: Duration = Duration::from_millis(10);
+
 fn write_loop(mut writer: Box<dyn Write + Send>, rx: std_mpsc::Receiver<(Duration, Vec<u8>)>) {
     for (delay, bytes) in rx {
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
-        if let Err(e) = writer.write_all(&bytes).and_then(|()| writer.flush()) {
+        if let Err(e) = write_all(&mut writer, &bytes) {
             tracing::debug!("writing to the terminal failed: {e}");
             break;
         }
     }
+}
+
+/// `write_all` for a non-blocking descriptor: a full queue is waited out, never an error.
+fn write_all(writer: &mut dyn Write, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match writer.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(INPUT_FULL_RETRY),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    writer.flush()
 }
 
 fn wait_for(pid: u32) -> Exit {
@@ -368,6 +423,45 @@ mod tests {
     fn shell_words_quote_what_needs_it() {
         let argv: Vec<String> = ["bash", "-c", "printf 'hi'; exit 3"].iter().map(|s| s.to_string()).collect();
         assert_eq!(shell_words(&argv), r"bash -c 'printf '\''hi'\''; exit 3'");
+    }
+
+    /// The master is non-blocking for the reactor, so a child that takes its input slowly fills the
+    /// queue and the writer must wait, not drop the rest.
+    #[tokio::test]
+    async fn input_larger_than_the_terminal_queue_arrives_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("got");
+        let script = format!("stty raw -echo; echo ready; head -c 300000 | (sleep 0.5; cat) > {}", out.display());
+        let spec = CommandSpec {
+            program: "bash".into(),
+            args: vec!["--norc".into(), "-c".into(), script],
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            size: PtySize::default(),
+        };
+        let mut spawned = spawn(&spec).unwrap();
+        let mut seen = Vec::new();
+        while !String::from_utf8_lossy(&seen).contains("ready") {
+            seen.extend(spawned.output.recv().await.expect("the child said nothing"));
+        }
+        let input: Vec<u8> = (0..300_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        spawned.pty.write(input.clone());
+        let exit = tokio::time::timeout(Duration::from_secs(30), spawned.exit).await.unwrap().unwrap();
+        assert_eq!(exit, Exit::Code(0));
+        assert_eq!(std::fs::read(&out).unwrap(), input);
+    }
+
+    #[test]
+    fn spawning_outside_a_runtime_is_an_error_not_a_panic() {
+        let spec = CommandSpec {
+            program: "true".into(),
+            args: vec![],
+            cwd: "/".into(),
+            env: vec![],
+            size: PtySize::default(),
+        };
+        let err = spawn(&spec).unwrap_err();
+        assert!(err.to_string().contains("outside the Tokio runtime"), "{err}");
     }
 
     #[test]
