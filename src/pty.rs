@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
+use filedescriptor::FileDescriptor;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
-use filedescriptor::FileDescriptor;
 use portable_pty::{CommandBuilder, MasterPty};
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
