@@ -9,27 +9,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common::{read_events, wait_for, Env};
+use common::{read_events, replay_agent, wait_for, Env};
 use rand::Rng;
-
-fn replay_agent() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join("examples/replay_agent");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--example", "replay_agent"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok && path.exists(), "could not build the replay agent at {}", path.display());
-    }
-    path
-}
 
 fn alive(pid: i64) -> bool {
     !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None), Err(nix::errno::Errno::ESRCH))

@@ -6,11 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{read_events, wait_for, Env};
+use common::{read_events, replay_agent, wait_for, Env};
 use nightshift::clock::FakeClock;
 use nightshift::event::Automation;
 use nightshift::limits::resume;
@@ -22,24 +22,6 @@ use tokio::sync::broadcast;
 
 fn capture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/2.1.332").join(path)
-}
-
-/// The fake agent, built with the tests (`cargo test` builds the examples; a run of this file
-/// alone builds it here).
-fn replay_agent() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join("examples/replay_agent");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--example", "replay_agent"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok && path.exists(), "could not build the replay agent at {}", path.display());
-    }
-    path
 }
 
 /// The reset times the captures show (`resets 2:33pm`) are read in local time: the tests use UTC.

@@ -13,6 +13,24 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nightshift"))
 }
 
+/// The fake agent (`examples/replay_agent.rs`), built with the tests (`cargo test` builds the
+/// examples; a run of one test file alone builds it here).
+pub fn replay_agent() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join("examples/replay_agent");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--example", "replay_agent"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok && path.exists(), "could not build the replay agent at {}", path.display());
+    }
+    path
+}
+
 /// A private state and runtime directory for one test.
 pub struct Env {
     pub dir: tempfile::TempDir,
