@@ -53,6 +53,9 @@ pub struct Config {
     /// The tray app's own settings (`[app] keep_resumes_on_quit = false`).
     #[serde(default)]
     pub app: AppSettings,
+    /// Notifications for the phone (`[push] ntfy = "https://ntfy.sh/my-night"`).
+    #[serde(default)]
+    pub push: crate::push::Settings,
 }
 
 /// The tray app's behaviour.
@@ -104,10 +107,14 @@ impl Config {
 
     /// The configuration in `text`, the contents of `path` (named in errors).
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_path_buf(),
             message: format!("{}; fix it, or move the file aside to use the defaults", toml_problem(text, &e)),
-        })
+        })?;
+        match config.push.problem() {
+            Some(message) => Err(ConfigError::Invalid { path: path.to_path_buf(), message }),
+            None => Ok(config),
+        }
     }
 
     /// The configuration as `save` writes it.

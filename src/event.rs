@@ -276,6 +276,9 @@ pub enum EventKind {
     HandoffGiven { source: String },
     /// The agent did not write a handoff after `times` asks: the cycle went on without.
     HandoffMissing { times: u32 },
+    /// A push notification could not be delivered to `target` (ntfy, webhook), retries included;
+    /// said once until the target works again.
+    PushFailed { target: String, reason: String },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
     /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
@@ -427,6 +430,7 @@ impl EventKind {
             Self::Compacted { .. } => "compacted",
             Self::Drift { .. } => "drift",
             Self::GuardDenied { .. } => "guard_denied",
+            Self::PushFailed { .. } => "push_failed",
             Self::Salvaged { .. } => "salvaged",
             Self::SalvageSkipped { .. } => "salvage_skipped",
             Self::HandoffAsked { .. } => "handoff_asked",
@@ -530,6 +534,9 @@ impl EventKind {
                 format!("the client's hooks and its screen disagree: the hooks said {hook}, the screen showed {screen}")
             }
             Self::GuardDenied { what, command, .. } => format!("the guard refused {what}: {command}"),
+            Self::PushFailed { target, reason } => {
+                format!("a push notification ({target}) was not delivered: {reason}; later ones are still tried")
+            }
             Self::Salvaged { repo, reference, files, bytes, reason, .. } => format!(
                 "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
                  `nightshift salvage show` shows them",

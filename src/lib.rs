@@ -27,6 +27,7 @@ pub mod paths;
 pub mod plan;
 pub mod power;
 pub mod pty;
+pub mod push;
 pub mod record;
 pub mod respawn;
 pub mod screen;

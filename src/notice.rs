@@ -4,12 +4,14 @@
 //! off in its settings.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::BreakerState;
 use crate::event::{EventKind, SessionState};
+use crate::store::{Store, StoreError};
 
 /// The kinds of notification, each with its own switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +165,54 @@ where
         }),
         _ => None,
     }
+}
+
+/// Whether an event of this kind can make a notice at all (a cheap look before [`for_event`]).
+pub fn may_notify(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::State { state: SessionState::WaitingInput | SessionState::Exited | SessionState::Failed, .. }
+            | EventKind::LimitDetected { .. }
+            | EventKind::LimitFailed { .. }
+            | EventKind::WindowGuard { .. }
+            | EventKind::ResumeSent { .. }
+            | EventKind::Breaker { .. }
+            | EventKind::GuardDenied { .. }
+    )
+}
+
+/// A session that exits and is not started again within this long has finished.
+pub const FINISHED_AFTER: Duration = Duration::from_secs(3);
+/// A dialog still open after this long needs the user (routine ones and the usage-limit menu are
+/// answered by Nightshift within a frame or two).
+pub const QUESTION_AFTER: Duration = Duration::from_secs(2);
+
+/// How long a notice of `kind` waits before it is told, if it waits: a finish that respawn undoes,
+/// or a dialog Nightshift answers itself, is not news. Then [`still_due`] says whether to tell it.
+pub fn settle_for(kind: Kind) -> Option<Duration> {
+    match kind {
+        Kind::Finished => Some(FINISHED_AFTER),
+        Kind::Question => Some(QUESTION_AFTER),
+        _ => None,
+    }
+}
+
+/// Whether a notice of `kind` for `event` of `session`, held for [`settle_for`], is still to be
+/// told: a finish only when nothing started the agent again (the session's last state is still
+/// this one: what follows an exit, a salvage or a recording, is not a new state), a question only
+/// while nobody answered it.
+pub fn still_due(store: &Store, kind: Kind, session: &str, event: &EventKind) -> Result<bool, StoreError> {
+    Ok(match kind {
+        Kind::Finished => store
+            .recent_events(session, 50)?
+            .iter()
+            .rev()
+            .find(|e| e.event == "state")
+            .and_then(|e| serde_json::from_str::<crate::Event>(&e.body).ok())
+            .is_some_and(|last| &last.kind == event),
+        Kind::Question => store.session(session)?.is_some_and(|r| r.state == SessionState::WaitingInput),
+        _ => true,
+    })
 }
 
 /// Said when the app quits while sessions wait for a usage limit's reset: their resumes are kept

@@ -258,6 +258,11 @@ impl Supervisor {
         self.journal.add_sink(sink);
     }
 
+    /// Journals an event of `session` that no session's actor decides (a push that failed).
+    pub fn emit(&self, session: &SessionId, kind: crate::EventKind) -> Event {
+        self.journal.emit(session, kind)
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.journal.subscribe()
     }

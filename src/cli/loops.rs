@@ -176,8 +176,8 @@ async fn supervise(
     events: Option<super::run::EventWriter>,
 ) -> anyhow::Result<ExitCode> {
     let guard = nightshift::hooks::guard::Rules::builtin();
-    let (supervisor, control) = host(&paths, store, events, guard);
-    let handle = supervisor.start_loop(spec)?;
+    let host = host(&paths, store, events, guard);
+    let handle = host.supervisor.start_loop(spec)?;
     eprintln!(
         "nightshift: loop {} started; `nightshift loop stop {}` ends it after its iteration",
         handle.id(),
@@ -188,6 +188,6 @@ async fn supervise(
     stop_on_signals(std::slice::from_ref(&handle), true)?;
     let exit = handle.wait().await;
     drop(inhibitor);
-    drop(control);
+    host.finish().await;
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
 }

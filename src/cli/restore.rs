@@ -24,8 +24,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let events = super::run::open_events(args.events.as_deref())?;
     let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
     super::runtime()?.block_on(async move {
-        let (supervisor, control) = super::run::host(&paths, store, events, guard);
-        let restored = supervisor.restore_pending();
+        let host = super::run::host(&paths, store, events, guard);
+        let restored = host.supervisor.restore_pending();
         if restored.is_empty() {
             println!("Nothing to restore: no session was waiting for a usage limit's reset.");
             return Ok(ExitCode::SUCCESS);
@@ -41,7 +41,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         for handle in &restored {
             handle.wait().await;
         }
-        drop(control);
+        host.finish().await;
         Ok(ExitCode::SUCCESS)
     })
 }

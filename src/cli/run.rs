@@ -210,14 +210,37 @@ pub(super) fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWr
     Ok(Some(Arc::new(Mutex::new(writer))))
 }
 
+/// How long a run that ends waits for its last push notifications (a "finished" waits 3 s to be
+/// sure nothing restarts the agent, then its delivery).
+const PUSH_FLUSH_WITHIN: Duration = Duration::from_secs(20);
+
+/// What hosts this process's sessions.
+pub(super) struct Host {
+    pub supervisor: Supervisor,
+    pub control: Option<ControlServer>,
+    pub push: Option<nightshift::push::Following>,
+}
+
+impl Host {
+    /// The sessions are over: the socket goes, and the last notices reach the phone.
+    pub async fn finish(self) {
+        drop(self.control);
+        if let Some(push) = self.push {
+            push.finish(PUSH_FLUSH_WITHIN).await;
+        }
+    }
+}
+
 /// A supervisor for this process's sessions: its control socket (so `nightshift send/stop` and the
-/// app reach them), the statusLine exporter for Claude sessions, and the `--events` stream.
+/// app reach them), the statusLine exporter for Claude sessions, the `--events` stream, and the
+/// phone's notifications when `[push]` is configured (a bad `[push]` is said and left off: the
+/// session matters more than the phone).
 pub(super) fn host(
     paths: &Paths,
     store: Store,
     events: Option<EventWriter>,
     guard: nightshift::hooks::guard::Rules,
-) -> (Supervisor, Option<ControlServer>) {
+) -> Host {
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
     supervisor.set_guard_rules(guard);
     let socket = paths.control_socket(std::process::id());
@@ -243,7 +266,14 @@ pub(super) fn host(
             let _ = writeln!(w, "{}", event.to_json()).and_then(|()| w.flush());
         }));
     }
-    (supervisor, control)
+    let push = match nightshift::push::load(paths.config_dir.as_deref()) {
+        Ok((settings, token)) => nightshift::push::follow(&supervisor, settings, token),
+        Err(problem) => {
+            eprintln!("nightshift: push notifications are off: {problem}");
+            None
+        }
+    };
+    Host { supervisor, control, push }
 }
 
 async fn supervise(
@@ -255,7 +285,8 @@ async fn supervise(
     guard: nightshift::hooks::guard::Rules,
     keeps_awake: bool,
 ) -> anyhow::Result<ExitCode> {
-    let (supervisor, control) = host(&paths, store, events, guard);
+    let host = host(&paths, store, events, guard);
+    let supervisor = host.supervisor.clone();
 
     // What a failing agent last showed, to tell the user when nobody watched its screen.
     let last_screen: Arc<Mutex<Option<Vec<String>>>> = Arc::default();
@@ -300,7 +331,7 @@ async fn supervise(
     if let Some(terminal) = terminal {
         terminal.finish().await;
     }
-    drop(control);
+    host.finish().await;
     if !passthrough {
         if let Some(rows) = last_screen.lock().unwrap_or_else(|p| p.into_inner()).take() {
             eprintln!("nightshift: the command {exit}; its last lines on screen:");
