@@ -137,6 +137,19 @@ pub fn run() {
             None
         }
     };
+    // The phone hears about this app's own sessions (a headless run pushes its own).
+    let push = tauri::async_runtime::block_on(async {
+        match nightshift::push::load(paths.config_dir.as_deref()) {
+            Ok((settings, token)) => nightshift::push::follow(&supervisor, settings, token),
+            Err(problem) => {
+                tracing::warn!("push notifications are off: {problem}");
+                None
+            }
+        }
+    });
+    if push.is_some() {
+        tracing::info!("push notifications are on");
+    }
     let bus = supervisor.subscribe();
     let journal = paths.journal();
     tracing::info!(journal = %journal.display(), "starting the tray app");

@@ -11,7 +11,6 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use nightshift::notice::{self, Notice, Switches};
 use nightshift::store::StoredEvent;
@@ -19,12 +18,6 @@ use nightshift::Event;
 use tauri::{AppHandle, Emitter, Manager};
 
 use crate::AppState;
-
-/// A session that exits and is not started again within this long has finished.
-const FINISHED_AFTER: Duration = Duration::from_secs(3);
-/// A dialog still open after this long needs the user (routine ones and the usage-limit menu are
-/// answered by Nightshift within a frame or two).
-const QUESTION_AFTER: Duration = Duration::from_secs(2);
 
 /// How many shown notifications are remembered for their clicks.
 const CLICKABLE: usize = 64;
@@ -103,34 +96,16 @@ pub fn on_events(app: &AppHandle, rows: &[StoredEvent]) {
             continue;
         }
         drop(told);
-        let wait = match notice.kind {
-            notice::Kind::Finished => FINISHED_AFTER,
-            notice::Kind::Question => QUESTION_AFTER,
-            _ => {
-                show(app, notice);
-                continue;
-            }
+        let Some(wait) = notice::settle_for(notice.kind) else {
+            show(app, notice);
+            continue;
         };
         let app = app.clone();
-        let (id, session) = (row.id, row.session.clone());
+        let (session, kind) = (row.session.clone(), event.kind);
         tauri::async_runtime::spawn(async move {
             tokio::time::sleep(wait).await;
             let state = app.state::<AppState>();
-            let still = state.supervisor.with_store(|s| -> Result<bool, nightshift::store::StoreError> {
-                Ok(match notice.kind {
-                    // An exit is a finish only when nothing started the agent again (respawn does):
-                    // the session's last state is still this one (what follows an exit — a salvage,
-                    // a recording — is not a new state).
-                    notice::Kind::Finished => s
-                        .recent_events(&session, 50)?
-                        .iter()
-                        .rev()
-                        .find(|e| e.event == "state")
-                        .is_some_and(|e| e.id == id),
-                    // Only a dialog nobody answered needs the user.
-                    _ => s.session(&session)?.is_some_and(|r| r.state == nightshift::SessionState::WaitingInput),
-                })
-            });
+            let still = state.supervisor.with_store(|s| notice::still_due(s, notice.kind, &session, &kind));
             if still.unwrap_or(false) {
                 show(&app, notice);
             }

@@ -133,3 +133,34 @@ class Attached:
             self.proc.kill()
         self.proc.wait(10)
         os.close(self.master)
+
+
+class FakeNtfy:
+    """An ntfy server on 127.0.0.1 as far as publishing goes: every POST to a topic is recorded
+    (path, headers with lower-case names, body) and answered 200."""
+
+    def __init__(self):
+        import http.server
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
+                seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                             "body": body})
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, topic):
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{topic}"
+
+    def close(self):
+        self.server.shutdown()

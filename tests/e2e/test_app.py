@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dbus_fakes  # noqa: E402
-from apptest import (APP, CAPTURES, CLAUDE, CLI, ROOT, Attached, MockApi, claude_env, isolated_env,  # noqa: E402
-                     require_binaries, require_real_client)
+from apptest import (APP, CAPTURES, CLAUDE, CLI, ROOT, Attached, FakeNtfy, MockApi, claude_env,  # noqa: E402
+                     isolated_env, require_binaries, require_real_client)
 import webdriver  # noqa: E402
 from webdriver import Driver  # noqa: E402
 from x11 import X11  # noqa: E402
@@ -44,6 +44,11 @@ class AppWindow(unittest.TestCase):
         # No logind here: the sleep assertion must fail as a warning, never a crash.
         cls.env = isolated_env(base, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}",
                                PATH=f"{bin_dir}:{os.environ['PATH']}")
+        # The phone: the app pushes its own sessions' notices (read at start, like a headless run).
+        cls.ntfy = FakeNtfy()
+        (base / "config").mkdir(exist_ok=True)
+        (base / "config" / "config.toml").write_text(
+            f'[push]\nntfy = "{cls.ntfy.url("night")}"\nclick = "http://127.0.0.1/s/{{session}}"\n')
         # A session that ran and ended before the app started: the journal is the app's source.
         out = subprocess.run([str(CLI), "run", "--events", "-", "--", "bash", "-c", "echo hi; exit 3"],
                              env=cls.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
@@ -61,6 +66,7 @@ class AppWindow(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.driver.close()
+        cls.ntfy.close()
         cls.tmp.cleanup()
 
     def row_state(self, session):
@@ -278,6 +284,14 @@ class AppWindow(unittest.TestCase):
         self.settle()
         d.screenshot(ARTIFACTS / "session-life.png")
         self.click("#back")
+        # The app told the phone that its session finished (the headless seed pushed its own).
+        pushed = d.wait_for("the app's push of the finish", lambda: [
+            p for p in self.ntfy.seen if p["headers"].get("click", "").endswith("/" + session)], timeout=20)
+        self.assertEqual(pushed[0]["path"], "/night")
+        self.assertEqual(pushed[0]["headers"]["tags"], "checkered_flag,nightshift")
+        self.assertIn("stopped on request (the app)", pushed[0]["body"])
+        seed = [p for p in self.ntfy.seen if p["headers"].get("click", "").endswith("/" + self.seeded)]
+        self.assertEqual(len(seed), 1, "the headless seed pushed its own finish once, the app did not again")
 
     def test_5b_a_loop_started_from_the_new_session_page(self):
         d = self.driver
