@@ -23,7 +23,7 @@
 //! once (a `push_failed` event) and, until it works again, tried once per message without retries.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
@@ -497,11 +497,6 @@ pub fn load(dir: Option<&Path>) -> Result<(Settings, Option<Secret>), String> {
     }
     let token = token(dir)?;
     Ok((config.push, token))
-}
-
-/// Where the token is read from, for the window and `doctor`.
-pub fn token_path(dir: &Path) -> PathBuf {
-    dir.join(TOKEN_FILE)
 }
 
 #[cfg(test)]
