@@ -55,7 +55,7 @@ pub struct Config {
     pub app: AppSettings,
     /// Notifications for the phone (`[push] ntfy = "https://ntfy.sh/my-night"`).
     #[serde(default)]
-    pub push: crate::push::Settings,
+    pub push: crate::notice::PushSettings,
 }
 
 /// The tray app's behaviour.

@@ -63,6 +63,74 @@ impl Switches {
     }
 }
 
+/// The `[push]` table of `config.toml`: where the phone's notifications go (`crate::push` sends them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PushSettings {
+    /// The ntfy topic's URL (`https://ntfy.sh/my-night`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ntfy: Option<String>,
+    /// A URL that gets every notice as a JSON POST.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+    /// Only the kind and the session: no summary, no text.
+    pub short: bool,
+    /// The link a tap on the notification opens; `{session}` is the session's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub click: Option<String>,
+    /// Which kinds are pushed (all unless switched off).
+    pub kinds: Switches,
+}
+
+impl PushSettings {
+    /// Whether anything is to be sent at all.
+    pub fn configured(&self) -> bool {
+        self.ntfy.is_some() || self.webhook.is_some()
+    }
+
+    /// What is wrong with the settings, as `key: problem; fix` (for the config file's error).
+    pub fn problem(&self) -> Option<String> {
+        if let Some(url) = &self.ntfy {
+            match http_url(url) {
+                Err(why) => return Some(format!("push.ntfy: {why}")),
+                Ok(rest) if rest.split_once('/').is_none_or(|(_, topic)| topic.trim_matches('/').is_empty()) => {
+                    return Some(format!(
+                        "push.ntfy: `{url}` names a server but no topic; give the topic's URL, such as \
+                         https://ntfy.sh/my-night"
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+        if let Some(url) = &self.webhook {
+            if let Err(why) = http_url(url) {
+                return Some(format!("push.webhook: {why}"));
+            }
+        }
+        if let Some(url) = &self.click {
+            if let Err(why) = http_url(url) {
+                return Some(format!("push.click: {why}"));
+            }
+        }
+        None
+    }
+}
+
+/// The part of `url` after its scheme, if it is an http(s) URL with a host.
+fn http_url(url: &str) -> Result<&str, String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("`{url}` has no host"));
+    }
+    if url.chars().any(char::is_whitespace) {
+        return Err(format!("`{url}` has a space in it"));
+    }
+    Ok(rest)
+}
+
 /// One notification to show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notice {

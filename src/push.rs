@@ -29,9 +29,9 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::notice::{self, Kind, Notice, Switches};
+use crate::notice::{self, Kind, Notice};
 
 /// The wait before each retry of a message that could not be delivered.
 pub const RETRY_AFTER: [Duration; 3] = [Duration::from_secs(2), Duration::from_secs(10), Duration::from_secs(30)];
@@ -43,73 +43,9 @@ const QUEUE: usize = 64;
 /// The access token's file, in the configuration directory.
 pub const TOKEN_FILE: &str = "ntfy-token";
 
-/// The `[push]` table of `config.toml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Settings {
-    /// The ntfy topic's URL (`https://ntfy.sh/my-night`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ntfy: Option<String>,
-    /// A URL that gets every notice as a JSON POST.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub webhook: Option<String>,
-    /// Only the kind and the session: no summary, no text.
-    pub short: bool,
-    /// The link a tap on the notification opens; `{session}` is the session's id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub click: Option<String>,
-    /// Which kinds are pushed (all unless switched off).
-    pub kinds: Switches,
-}
-
-impl Settings {
-    /// Whether anything is to be sent at all.
-    pub fn configured(&self) -> bool {
-        self.ntfy.is_some() || self.webhook.is_some()
-    }
-
-    /// What is wrong with the settings, as `key: problem; fix` (for the config file's error).
-    pub fn problem(&self) -> Option<String> {
-        if let Some(url) = &self.ntfy {
-            match http_url(url) {
-                Err(why) => return Some(format!("push.ntfy: {why}")),
-                Ok(rest) if rest.split_once('/').is_none_or(|(_, topic)| topic.trim_matches('/').is_empty()) => {
-                    return Some(format!(
-                        "push.ntfy: `{url}` names a server but no topic; give the topic's URL, such as \
-                         https://ntfy.sh/my-night"
-                    ))
-                }
-                Ok(_) => {}
-            }
-        }
-        if let Some(url) = &self.webhook {
-            if let Err(why) = http_url(url) {
-                return Some(format!("push.webhook: {why}"));
-            }
-        }
-        if let Some(url) = &self.click {
-            if let Err(why) = http_url(url) {
-                return Some(format!("push.click: {why}"));
-            }
-        }
-        None
-    }
-}
-
-/// The part of `url` after its scheme, if it is an http(s) URL with a host.
-fn http_url(url: &str) -> Result<&str, String> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err(format!("`{url}` has no host"));
-    }
-    if url.chars().any(char::is_whitespace) {
-        return Err(format!("`{url}` has a space in it"));
-    }
-    Ok(rest)
-}
+/// The `[push]` table of `config.toml` (kept with the other notice settings, so the configuration
+/// does not depend on the delivery).
+pub use crate::notice::PushSettings as Settings;
 
 /// The ntfy access token kept in `dir` (`None` without the file).
 pub fn token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
