@@ -26,7 +26,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -254,20 +254,25 @@ impl fmt::Debug for Job {
     }
 }
 
+/// The settings and token in force, shared by the process's follower and its delivery thread, and
+/// changed in place from the window.
+#[derive(Debug, Default)]
+struct Live {
+    settings: Settings,
+    token: Option<Secret>,
+}
+
+type Shared = Arc<RwLock<Live>>;
+
+fn read(live: &Shared) -> std::sync::RwLockReadGuard<'_, Live> {
+    live.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Pusher {
     /// Starts the delivery thread. `failed` hears each target that stopped working (once, until it
-    /// works again).
-    pub fn start(
-        settings: &Settings,
-        token: Option<Secret>,
-        retry_after: Vec<Duration>,
-        failed: impl Fn(Failure) + Send + 'static,
-    ) -> Self {
+    /// works again). Each message goes to the targets set when it is delivered.
+    fn start(live: Shared, retry_after: Vec<Duration>, failed: impl Fn(Failure) + Send + 'static) -> Self {
         let (queue, jobs) = std_mpsc::sync_channel::<Job>(QUEUE);
-        let targets: Vec<(Target, String)> = [(Target::Ntfy, &settings.ntfy), (Target::Webhook, &settings.webhook)]
-            .into_iter()
-            .filter_map(|(t, url)| url.clone().map(|u| (t, u)))
-            .collect();
         let run = move || {
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .timeout_global(Some(TIMEOUT))
@@ -275,7 +280,8 @@ impl Pusher {
                 .user_agent(concat!("nightshift/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .into();
-            let mut down = vec![false; targets.len()];
+            // Per target: whether its outage was journalled already.
+            let mut down = [false; 2];
             for job in jobs {
                 let m = match job {
                     Job::Send(m) => m,
@@ -284,7 +290,13 @@ impl Pusher {
                         continue;
                     }
                 };
+                let (targets, token) = {
+                    let live = read(&live);
+                    let urls = [(Target::Ntfy, live.settings.ntfy.clone()), (Target::Webhook, live.settings.webhook.clone())];
+                    (urls, live.token.clone())
+                };
                 for (i, (target, url)) in targets.iter().enumerate() {
+                    let Some(url) = url else { continue };
                     let retries: &[Duration] = if down[i] { &[] } else { &retry_after };
                     let mut result = deliver(&agent, *target, url, token.as_ref(), &m);
                     for wait in retries {
@@ -328,6 +340,7 @@ impl Pusher {
 #[derive(Debug, Clone)]
 pub struct Following {
     pusher: Pusher,
+    live: Shared,
     /// Events heard and not yet either dropped or queued (some wait to settle).
     pending: Arc<AtomicUsize>,
 }
@@ -344,34 +357,38 @@ impl Following {
         let pusher = self.pusher.clone();
         let _ = tokio::task::spawn_blocking(move || pusher.flush(left)).await;
     }
+
+    /// New settings and token, from the next notice on (the window's settings).
+    pub fn update(&self, settings: Settings, token: Option<Secret>) {
+        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Live { settings, token };
+    }
 }
 
-/// Pushes the notices of `supervisor`'s own sessions, with `settings` (`None` when no target is
-/// set). Needs the Tokio runtime (the wait before a finish or a question is told).
+/// Pushes the notices of `supervisor`'s own sessions, with `settings`; `None` (and nothing started)
+/// when no target is set. Needs the Tokio runtime (the wait before a finish or a question is told).
 pub fn follow(supervisor: &crate::Supervisor, settings: Settings, token: Option<Secret>) -> Option<Following> {
-    follow_with(supervisor, settings, token, RETRY_AFTER.to_vec())
+    settings.configured().then(|| start(supervisor, settings, token, RETRY_AFTER.to_vec()))
 }
 
-/// [`follow`] with its own retry waits (tests).
-pub fn follow_with(
+/// [`follow`] whether or not a target is set yet (the app, whose settings can set one later), with
+/// its own retry waits.
+pub fn start(
     supervisor: &crate::Supervisor,
     settings: Settings,
     token: Option<Secret>,
     retry_after: Vec<Duration>,
-) -> Option<Following> {
-    if !settings.configured() {
-        return None;
-    }
+) -> Following {
+    let live: Shared = Arc::new(RwLock::new(Live { settings, token }));
     let journal = supervisor.clone();
-    let pusher = Pusher::start(&settings, token, retry_after, move |f: Failure| {
+    let pusher = Pusher::start(Arc::clone(&live), retry_after, move |f: Failure| {
         let session = crate::event::SessionId::from(f.session.unwrap_or_default());
         journal.emit(&session, crate::EventKind::PushFailed { target: f.target.as_str().into(), reason: f.reason });
     });
     let pending = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<crate::Event>();
-    let counted = Arc::clone(&pending);
+    let (counted, watched) = (Arc::clone(&pending), Arc::clone(&live));
     supervisor.add_sink(Box::new(move |event| {
-        if notice::may_notify(&event.kind) {
+        if notice::may_notify(&event.kind) && read(&watched).settings.configured() {
             counted.fetch_add(1, Ordering::SeqCst);
             if tx.send(event.clone()).is_err() {
                 counted.fetch_sub(1, Ordering::SeqCst);
@@ -379,10 +396,11 @@ pub fn follow_with(
         }
     }));
     let supervisor = supervisor.clone();
-    let (out, done) = (pusher.clone(), Arc::clone(&pending));
+    let (out, done, settings) = (pusher.clone(), Arc::clone(&pending), Arc::clone(&live));
     tokio::spawn(async move {
         let mut told = notice::Told::default();
         while let Some(event) = rx.recv().await {
+            let settings = read(&settings).settings.clone();
             let Some((notice, message)) = news(&supervisor, &settings, &mut told, &event) else {
                 done.fetch_sub(1, Ordering::SeqCst);
                 continue;
@@ -404,7 +422,7 @@ pub fn follow_with(
             });
         }
     });
-    Some(Following { pusher, pending })
+    Following { pusher, live, pending }
 }
 
 /// The notice `event` makes for the phone, if any.

@@ -205,8 +205,7 @@ async fn a_server_that_is_down_is_retried_then_journalled_once() {
     fake.status.store(503, Ordering::SeqCst);
     let supervisor = env.supervisor();
     let settings = Settings { ntfy: Some(fake.url("night")), ..Settings::default() };
-    let following =
-        push::follow_with(&supervisor, settings, None, vec![Duration::from_millis(20); 3]).expect("a topic is set");
+    let following = push::start(&supervisor, settings, None, vec![Duration::from_millis(20); 3]);
     let spec = |code: i32| {
         SessionSpec::new(CommandSpec {
             program: "bash".into(),
@@ -247,4 +246,39 @@ async fn a_server_that_is_down_is_retried_then_journalled_once() {
     following.finish(Duration::from_secs(20)).await;
     assert_eq!(fake.seen().len(), 10);
     assert_eq!(failed().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_changed_in_place_apply_from_the_next_notice() {
+    let env = Env::new();
+    let fake = Fake::start();
+    let supervisor = env.supervisor();
+    // The app starts its follower with no target: nothing is sent.
+    let following = push::start(&supervisor, Settings::default(), None, vec![]);
+    let exit = |code: i32| {
+        SessionSpec::new(CommandSpec {
+            program: "bash".into(),
+            args: vec!["-c".into(), format!("exit {code}")],
+            cwd: env.dir.path().to_path_buf(),
+            env: vec![],
+            size: PtySize::default(),
+        })
+    };
+    supervisor.start(exit(3)).unwrap().wait().await;
+    following.finish(Duration::from_secs(20)).await;
+    assert!(fake.seen().is_empty());
+    // The window's settings set a topic and a token: the next finish goes there, with it.
+    let settings = Settings { ntfy: Some(fake.url("later")), ..Settings::default() };
+    following.update(settings, Some(push::Secret::new("tk_new")));
+    supervisor.start(exit(4)).unwrap().wait().await;
+    following.finish(Duration::from_secs(20)).await;
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!((seen[0].path.as_str(), seen[0].body.as_str()), ("/later", "process exited with code 4"));
+    assert_eq!(seen[0].headers["authorization"], "Bearer tk_new");
+    // And switched off again: nothing more.
+    following.update(Settings::default(), None);
+    supervisor.start(exit(5)).unwrap().wait().await;
+    following.finish(Duration::from_secs(20)).await;
+    assert_eq!(fake.seen().len(), 1);
 }
