@@ -292,7 +292,8 @@ impl Pusher {
                 };
                 let (targets, token) = {
                     let live = read(&live);
-                    let urls = [(Target::Ntfy, live.settings.ntfy.clone()), (Target::Webhook, live.settings.webhook.clone())];
+                    let urls =
+                        [(Target::Ntfy, live.settings.ntfy.clone()), (Target::Webhook, live.settings.webhook.clone())];
                     (urls, live.token.clone())
                 };
                 for (i, (target, url)) in targets.iter().enumerate() {
