@@ -472,6 +472,9 @@ pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value,
         "notifications": config.notifications,
         "launch_at_login": launch_at_login,
         "keep_resumes_on_quit": config.app.keep_resumes_on_quit,
+        "push": config.push,
+        // Whether a token is there, never the token.
+        "push_token": state.paths.config_dir.as_deref().is_some_and(|d| d.join(nightshift::push::TOKEN_FILE).exists()),
         "power": crate::awake::status(&app),
     }))
 }
@@ -492,6 +495,25 @@ pub fn set_notifications(state: State<'_, AppState>, switches: Switches) -> Resu
     config.notifications = switches;
     config.save(dir)?;
     crate::notify::set_switches(&state, switches);
+    Ok(())
+}
+
+/// Saves where the phone's notifications go and applies it from the next notice on. Blank URLs
+/// are none; a bad one, or a token file others may read, is refused with the fix.
+#[tauri::command]
+pub fn set_push(state: State<'_, AppState>, mut settings: nightshift::push::Settings) -> Result<(), UiError> {
+    for url in [&mut settings.ntfy, &mut settings.webhook, &mut settings.click] {
+        *url = url.take().map(|u| u.trim().to_string()).filter(|u| !u.is_empty());
+    }
+    if let Some(problem) = settings.problem() {
+        return Err(UiError::new("bad_push", problem));
+    }
+    let dir = state.paths.config_dir.as_deref();
+    let token = nightshift::push::token(dir).map_err(|problem| UiError::new("bad_push_token", problem))?;
+    let mut config = Config::load(dir)?;
+    config.push = settings.clone();
+    config.save(dir)?;
+    state.push.update(settings, token);
     Ok(())
 }
 

@@ -34,6 +34,8 @@ pub struct AppState {
     pub awake: awake::Awake,
     /// The window's open terminals.
     pub terminals: terminal::Terminals,
+    /// The phone's notifications of this app's own sessions (settings change in place).
+    pub push: nightshift::push::Following,
     /// What the tray shows now.
     shown: Mutex<Option<tray::Shown>>,
     /// Kept for the life of the app; dropping it removes the socket.
@@ -137,19 +139,18 @@ pub fn run() {
             None
         }
     };
-    // The phone hears about this app's own sessions (a headless run pushes its own).
+    // The phone hears about this app's own sessions (a headless run pushes its own); the window's
+    // settings can set a target later, so the follower runs even without one.
     let push = tauri::async_runtime::block_on(async {
-        match nightshift::push::load(paths.config_dir.as_deref()) {
-            Ok((settings, token)) => nightshift::push::follow(&supervisor, settings, token),
-            Err(problem) => {
-                tracing::warn!("push notifications are off: {problem}");
-                None
-            }
+        let (settings, token) = nightshift::push::load(paths.config_dir.as_deref()).unwrap_or_else(|problem| {
+            tracing::warn!("push notifications are off: {problem}");
+            Default::default()
+        });
+        if settings.configured() {
+            tracing::info!("push notifications are on");
         }
+        nightshift::push::start(&supervisor, settings, token, nightshift::push::RETRY_AFTER.to_vec())
     });
-    if push.is_some() {
-        tracing::info!("push notifications are on");
-    }
     let bus = supervisor.subscribe();
     let journal = paths.journal();
     tracing::info!(journal = %journal.display(), "starting the tray app");
@@ -159,6 +160,7 @@ pub fn run() {
         notifier: notify::Notifier::new(switches),
         awake: awake::Awake::default(),
         terminals: terminal::Terminals::default(),
+        push,
         shown: Mutex::new(None),
         _control: Mutex::new(control),
     };
@@ -195,6 +197,7 @@ pub fn run() {
             commands::morning,
             commands::app_settings,
             commands::set_notifications,
+            commands::set_push,
             commands::set_launch_at_login,
             commands::set_keep_resumes_on_quit,
             commands::pause_all,

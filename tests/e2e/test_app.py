@@ -510,6 +510,37 @@ class AppWindow(unittest.TestCase):
         self.assertEqual(d.run_js("return document.getElementById('notify-resume').checked"), not was)
         self.click("#notify-resume")
         self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        # The phone: the settings show config.toml's [push]; a bad URL is refused with the fix and
+        # nothing saved; a new topic is saved and takes the app's next notice.
+        config = Path(self.env["NIGHTSHIFT_CONFIG_DIR"]) / "config.toml"
+        self.assertEqual(d.run_js("return document.getElementById('push-ntfy').value"), self.ntfy.url("night"))
+        self.assertIn("there is none now", self.text_of("#push-token-state"))
+        set_url = lambda url: d.run_js("document.getElementById('push-ntfy').value = arguments[0]", url)  # noqa: E731
+        before = config.read_text()
+        set_url("ntfy.sh/my-night")
+        self.click("#push-save")
+        error = d.wait_for("the refusal", lambda: self.visible("#error") and self.text_of("#error-message"))
+        self.assertIn("push.ntfy", error)
+        self.assertIn("https://", error)
+        self.assertEqual(config.read_text(), before, "nothing saved")
+        set_url(self.ntfy.url("phone"))
+        self.click("#push-save")
+        d.wait_for("the new topic saved", lambda: self.ntfy.url("phone") in config.read_text())
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.open_view("#nav-new", "new")
+        self.fill("#new-command", "bash -c 'exit 7'")
+        self.fill("#new-cwd", self.tmp.name)
+        self.click('#new-agent option[value="generic"]')
+        self.click('#new-preset option[value=""]')
+        self.click("#new-submit")
+        pushed = d.wait_for("the finish on the new topic", lambda: [
+            p for p in self.ntfy.seen if p["path"] == "/phone"], timeout=30)
+        self.assertEqual(pushed[0]["body"], "process exited with code 7")
+        self.open_view("#nav-settings", "settings")
+        d.wait_for("the settings read again", loaded)
+        set_url(self.ntfy.url("night"))
+        self.click("#push-save")
+        d.wait_for("the first topic back", lambda: self.ntfy.url("night") in config.read_text())
         # Launch at login: an XDG autostart entry in the (test's) home, and gone again.
         autostart = Path(self.env["HOME"]) / ".config" / "autostart"
         entries = lambda: sorted(p.name for p in autostart.glob("*.desktop"))  # noqa: E731

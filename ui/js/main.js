@@ -88,6 +88,7 @@ $("digest-mark").addEventListener("click", () => loadDigest(true));
 for (const box of document.querySelectorAll("[data-notify]")) box.addEventListener("change", notificationChanged);
 $("launch-at-login").addEventListener("change", launchChanged);
 $("keep-resumes").addEventListener("change", keepResumesChanged);
+$("push-form").addEventListener("submit", savePush);
 
 document.addEventListener("keydown", (ev) => {
   if (ev.key !== "Escape" || ev.defaultPrevented) return;

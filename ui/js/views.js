@@ -213,6 +213,7 @@ async function loadSettings() {
     for (const box of document.querySelectorAll("[data-notify]")) box.checked = !!(s.notifications || {})[box.dataset.notify];
     $("launch-at-login").checked = !!s.launch_at_login;
     $("keep-resumes").checked = !!s.keep_resumes_on_quit;
+    renderPush(s.push || {}, !!s.push_token);
     renderPower(s.power);
   }
   if (await loadPresets()) renderUserPresets();
@@ -224,6 +225,29 @@ async function notificationChanged(ev) {
   const switches = {};
   for (const box of document.querySelectorAll("[data-notify]")) switches[box.dataset.notify] = box.checked;
   if ((await call("set_notifications", { switches })) === FAILED) { ev.target.checked = !ev.target.checked; return; }
+}
+
+function renderPush(p, token) {
+  $("push-ntfy").value = p.ntfy || "";
+  $("push-webhook").value = p.webhook || "";
+  $("push-click").value = p.click || "";
+  $("push-short").checked = !!p.short;
+  for (const box of document.querySelectorAll("[data-push]")) box.checked = !!(p.kinds || {})[box.dataset.push];
+  // The morning summary has no switch here: it is the desktop's, kept as the file has it.
+  app.pushKinds = p.kinds || {};
+  $("push-token-state").textContent = token ? "a token is there." : "there is none now.";
+}
+
+async function savePush(ev) {
+  ev.preventDefault();
+  clearError();
+  const kinds = { ...(app.pushKinds || {}) };
+  for (const box of document.querySelectorAll("[data-push]")) kinds[box.dataset.push] = box.checked;
+  const settings = { ntfy: $("push-ntfy").value, webhook: $("push-webhook").value, click: $("push-click").value,
+    short: $("push-short").checked, kinds };
+  if ((await call("set_push", { settings })) === FAILED) return;
+  const on = settings.ntfy.trim() || settings.webhook.trim();
+  notice(on ? "Saved: the next notices go to your phone." : "Saved: nothing goes to your phone.");
 }
 
 async function keepResumesChanged() {
