@@ -40,6 +40,8 @@ pub enum ConfigError {
     BadName(String),
     #[error("no configuration directory could be found; set NIGHTSHIFT_CONFIG_DIR")]
     NoDir,
+    #[error("{0}")]
+    Account(String),
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +58,76 @@ pub struct Config {
     /// Notifications for the phone (`[push] ntfy = "https://ntfy.sh/my-night"`).
     #[serde(default)]
     pub push: crate::notice::PushSettings,
+    /// The user's client accounts, each a config directory of its own
+    /// (`[accounts.work] claude = "~/.claude-work"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub accounts: BTreeMap<String, AccountDirs>,
+}
+
+/// One account: the config directory each client keeps its login and state in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccountDirs {
+    /// What `CLAUDE_CONFIG_DIR` names for Claude Code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claude: Option<PathBuf>,
+    /// What `CODEX_HOME` names for Codex.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub codex: Option<PathBuf>,
+}
+
+/// The account a session runs under: its name (or the directory given alone) and the client's
+/// config directory. Nightshift hands the directory to the client and never looks inside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Account {
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+impl Account {
+    /// The variable that points `agent` at its config directory.
+    pub fn variable(agent: crate::agent::AgentKind) -> Option<&'static str> {
+        match agent {
+            crate::agent::AgentKind::Claude => Some("CLAUDE_CONFIG_DIR"),
+            crate::agent::AgentKind::Codex => Some("CODEX_HOME"),
+            crate::agent::AgentKind::Generic => None,
+        }
+    }
+
+    /// `dir` given on the command line (`--config-dir`), named by itself.
+    pub fn from_dir(agent: crate::agent::AgentKind, dir: &Path) -> Result<Self, ConfigError> {
+        let dir = expand_home(dir);
+        check_account_dir(agent, &dir.display().to_string(), &dir)?;
+        Ok(Self { name: dir.display().to_string(), dir })
+    }
+}
+
+fn expand_home(dir: &Path) -> PathBuf {
+    match (dir.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => dir.to_path_buf(),
+    }
+}
+
+/// The variable that points `agent` at its config directory, or why it has none.
+fn variable_of(agent: crate::agent::AgentKind) -> Result<&'static str, ConfigError> {
+    Account::variable(agent).ok_or_else(|| {
+        ConfigError::Account(format!(
+            "an account is a client's config directory, and a {agent} command has none; pass --agent claude or codex"
+        ))
+    })
+}
+
+fn check_account_dir(agent: crate::agent::AgentKind, name: &str, dir: &Path) -> Result<(), ConfigError> {
+    let var = variable_of(agent)?;
+    if !dir.is_dir() {
+        return Err(ConfigError::Account(format!(
+            "account `{name}`: {} is not a directory; log in there first ({var}={} {agent})",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The tray app's behaviour.
@@ -150,6 +222,34 @@ impl Config {
             .iter()
             .map(|p| (p.0.to_string(), respawn::builtin(p.0).expect("built-in"), Source::Builtin));
         builtin.chain(self.presets.iter().map(|(n, s)| (n.clone(), s.clone(), Source::User))).collect()
+    }
+
+    /// The account `name` for `agent`'s sessions.
+    pub fn account(&self, name: &str, agent: crate::agent::AgentKind) -> Result<Account, ConfigError> {
+        let Some(dirs) = self.accounts.get(name) else {
+            let known: Vec<&str> = self.accounts.keys().map(String::as_str).collect();
+            let have = if known.is_empty() {
+                "there are none yet".to_string()
+            } else {
+                format!("there are {}", known.join(", "))
+            };
+            return Err(ConfigError::Account(format!(
+                "no account `{name}` in config.toml ({have}); add [accounts.{name}] with claude = \"DIR\" or codex = \"DIR\""
+            )));
+        };
+        let dir = match agent {
+            crate::agent::AgentKind::Claude => dirs.claude.as_ref(),
+            crate::agent::AgentKind::Codex => dirs.codex.as_ref(),
+            crate::agent::AgentKind::Generic => None,
+        };
+        let Some(dir) = dir.map(|d| expand_home(d)) else {
+            variable_of(agent)?;
+            return Err(ConfigError::Account(format!(
+                "account `{name}` has no {agent} directory; add {agent} = \"DIR\" under [accounts.{name}]"
+            )));
+        };
+        check_account_dir(agent, name, &dir)?;
+        Ok(Account { name: name.to_string(), dir })
     }
 
     pub fn save_preset(&mut self, name: &str, settings: Settings) -> Result<(), ConfigError> {

@@ -144,6 +144,8 @@ mod tests {
             owner_pid: Some(i64::from(std::process::id())),
             control_socket: None,
             kept: None,
+            account: None,
+            account_dir: None,
         }
     }
 

@@ -163,6 +163,13 @@ fn steps() -> Vec<M<'static>> {
         M::up("ALTER TABLE sessions ADD COLUMN kept TEXT;"),
         // A session is a terminal one (an agent in a PTY) or a loop of headless iterations.
         M::up("ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'terminal';"),
+        // The client account a session runs under (its name and config directory), and the account
+        // each usage sample was measured on: windows are per account.
+        M::up(
+            "ALTER TABLE sessions ADD COLUMN account TEXT;
+            ALTER TABLE sessions ADD COLUMN account_dir TEXT;
+            ALTER TABLE usage_samples ADD COLUMN account TEXT;",
+        ),
     ]
 }
 
@@ -182,6 +189,9 @@ pub struct SummaryRow {
 pub struct UsageRow {
     pub session: String,
     pub ts: String,
+    /// The account it was measured on (`None`: the client's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     #[serde(flatten)]
     pub sample: Sample,
 }
@@ -226,6 +236,10 @@ pub struct SessionRow {
     pub control_socket: Option<String>,
     /// When its Nightshift ended and kept the resume it waited for, while it is so.
     pub kept: Option<String>,
+    /// The client account it runs under (`None`: the client's own default).
+    pub account: Option<String>,
+    /// That account's config directory.
+    pub account_dir: Option<String>,
 }
 
 /// Where a session stands beyond its last state: is a Nightshift process behind it?
@@ -440,6 +454,13 @@ impl Store {
         Ok(())
     }
 
+    /// Records the client account session `id` runs under.
+    pub fn set_account(&mut self, id: &str, name: &str, dir: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE sessions SET account = ?2, account_dir = ?3 WHERE id = ?1", params![id, name, dir])?;
+        Ok(())
+    }
+
     /// A lost session taken over by process `owner_pid` (it restarts the agent).
     pub fn adopt_session(&mut self, id: &str, owner_pid: u32, control_socket: Option<&str>) -> Result<(), StoreError> {
         self.conn.execute(
@@ -548,8 +569,8 @@ impl Store {
     pub fn record_usage(&mut self, session: &str, ts: DateTime<Utc>, s: &Sample) -> Result<(), StoreError> {
         self.conn.execute(
             "INSERT INTO usage_samples (session, ts, five_hour_pct, five_hour_resets_at, seven_day_pct,
-                                        seven_day_resets_at, context_pct, cost_usd, model)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                        seven_day_resets_at, context_pct, cost_usd, model, account)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT account FROM sessions WHERE id = ?1))",
             params![
                 session,
                 format_ts(ts),
@@ -607,6 +628,17 @@ impl Store {
         )
     }
 
+    /// The newest sample that knows the plan windows on each account (the client's default account
+    /// as `None`), the most recent first.
+    pub fn latest_limits_by_account(&self) -> Result<Vec<UsageRow>, StoreError> {
+        self.usage_rows(
+            "WHERE id IN (SELECT MAX(id) FROM usage_samples
+                          WHERE five_hour_pct IS NOT NULL OR seven_day_pct IS NOT NULL GROUP BY account)
+             ORDER BY id DESC",
+            params![],
+        )
+    }
+
     /// The newest sample that knows the plan windows, from any session.
     pub fn latest_limits(&self) -> Result<Option<UsageRow>, StoreError> {
         let rows = self.usage_rows(
@@ -619,7 +651,7 @@ impl Store {
     fn usage_rows(&self, tail: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<UsageRow>, StoreError> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT session, ts, five_hour_pct, five_hour_resets_at, seven_day_pct, seven_day_resets_at,
-                    context_pct, cost_usd, model FROM usage_samples {tail}"
+                    context_pct, cost_usd, model, account FROM usage_samples {tail}"
         ))?;
         let parse =
             |t: Option<String>| t.and_then(|t| DateTime::parse_from_rfc3339(&t).ok()).map(|t| t.with_timezone(&Utc));
@@ -628,6 +660,7 @@ impl Store {
                 Ok(UsageRow {
                     session: r.get(0)?,
                     ts: r.get(1)?,
+                    account: r.get(9)?,
                     sample: Sample {
                         five_hour_pct: r.get(2)?,
                         five_hour_resets_at: parse(r.get(3)?),
@@ -803,7 +836,7 @@ impl SetupLock {
 }
 
 const SESSION_SELECT: &str = "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
-        state, reason, last_event, last_event_at, owner_pid, control_socket, kept, kind FROM sessions";
+        state, reason, last_event, last_event_at, owner_pid, control_socket, kept, kind, account, account_dir FROM sessions";
 
 fn stored_event(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     Ok(StoredEvent { id: r.get(0)?, ts: r.get(1)?, session: r.get(2)?, event: r.get(3)?, body: r.get(4)? })
@@ -831,6 +864,8 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         control_socket: r.get(15)?,
         kept: r.get(16)?,
         kind: if r.get::<_, String>(17)? == "loop" { SessionKind::Loop } else { SessionKind::Terminal },
+        account: r.get(18)?,
+        account_dir: r.get(19)?,
     })
 }
 

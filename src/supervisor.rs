@@ -58,6 +58,9 @@ pub struct SessionSpec {
     pub hooks: bool,
     /// What the session may spend before its agent is stopped.
     pub budget: crate::breaker::Budget,
+    /// The client account it runs under (its config directory); the client's own default when
+    /// `None`.
+    pub account: Option<crate::config::Account>,
 }
 
 impl SessionSpec {
@@ -80,6 +83,7 @@ impl SessionSpec {
             conversation: None,
             hooks: true,
             budget: crate::breaker::Budget::default(),
+            account: None,
         }
     }
 }
@@ -300,7 +304,11 @@ impl Supervisor {
                 created: self.journal.now(),
                 owner_pid: std::process::id(),
                 control_socket: socket.as_deref(),
-            })
+            })?;
+            match &spec.account {
+                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
+                None => Ok(()),
+            }
         })?;
         tracing::info!(session = %id, command = ?spec.command, "starting session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
@@ -308,11 +316,14 @@ impl Supervisor {
     }
 
     /// Records and starts a loop of headless iterations (see [`crate::loops`]).
-    pub fn start_loop(&self, spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
+    pub fn start_loop(&self, mut spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
         let id = SessionId::generate();
         let argv = spec.command_line();
         let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
+            spec.env.push((var.to_string(), account.dir.display().to_string()));
+        }
         self.journal.write(|s| {
             s.create_session(&NewSession {
                 id: id.as_str(),
@@ -324,7 +335,11 @@ impl Supervisor {
                 created: self.journal.now(),
                 owner_pid: std::process::id(),
                 control_socket: socket.as_deref(),
-            })
+            })?;
+            match &spec.account {
+                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
+                None => Ok(()),
+            }
         })?;
         let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
         tracing::info!(session = %id, ?projects, "starting loop");
@@ -395,6 +410,12 @@ impl Supervisor {
         let mut spec = SessionSpec::new(command);
         spec.agent = agent;
         spec.preset.clone_from(&row.preset);
+        // The same account as before: a resumed conversation lives in its config directory.
+        spec.account = row
+            .account
+            .clone()
+            .zip(row.account_dir.clone())
+            .map(|(name, dir)| crate::config::Account { name, dir: dir.into() });
         spec.auto_resume = Some(pending.settings);
         spec.held = pending.held;
         spec.window_guard = pending.guard;
@@ -426,6 +447,10 @@ impl Supervisor {
     /// Starts the process of a recorded session and its actor.
     fn launch(&self, id: SessionId, mut spec: SessionSpec) -> Result<SessionHandle, StartError> {
         spec.command.env.push((SESSION_ENV.to_string(), id.to_string()));
+        // Before the exporter, which reads Codex's home from the child's environment.
+        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
+            spec.command.env.push((var.to_string(), account.dir.display().to_string()));
+        }
         self.attach_exporter(&id, &mut spec);
         if spec.guard.is_none() && spec.respawn.as_ref().is_some_and(|r| r.guard) {
             spec.guard.clone_from(&self.guard_rules);

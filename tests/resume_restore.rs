@@ -297,3 +297,24 @@ fn stop_does_not_end_a_session_whose_owner_still_runs() {
     let row = store.session("running1").unwrap().unwrap();
     assert!(!row.is_final(), "a running session marked {:?} in the journal", row.state);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_restored_session_keeps_its_account() {
+    let env = common::Env::new();
+    let (sup, _clock) = supervisor(&env, reset() + chrono::Duration::hours(2), &[("account1", vec![])]);
+    let dir = env.path("claude-work");
+    std::fs::create_dir_all(&dir).unwrap();
+    sup.with_store(|s| s.set_account("account1", "work", &dir.display().to_string())).unwrap();
+    // The agent says which config directory it was given.
+    std::fs::write(env.state_dir().join("agent-account1.sh"), "echo \"config=$CLAUDE_CONFIG_DIR\"; exec cat\n")
+        .unwrap();
+    let restored = sup.restore_pending();
+    assert_eq!(restored.len(), 1);
+    assert!(
+        screen_shows(&restored[0], &format!("config={}", dir.display())).await,
+        "the conversation lives in the account's directory: it is restarted there"
+    );
+    let row = sup.with_store(|s| s.session("account1")).unwrap().unwrap();
+    assert_eq!((row.account.as_deref(), row.account_dir.as_deref()), (Some("work"), dir.to_str()));
+    restored[0].stop("test").await.unwrap();
+}

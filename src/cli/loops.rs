@@ -86,6 +86,12 @@ struct RunArgs {
     /// How long after a limit's reset the iteration runs again
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
     limit_margin: Duration,
+    /// Run under this account of `config.toml`'s [accounts] (its client config directory)
+    #[arg(long, value_name = "NAME", conflicts_with = "config_dir")]
+    account: Option<String>,
+    /// Run with this client config directory (CLAUDE_CONFIG_DIR, or CODEX_HOME for Codex)
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    config_dir: Option<PathBuf>,
     /// Write every event as a JSON line to PATH (`-`: stdout)
     #[arg(long, value_name = "PATH|-")]
     events: Option<String>,
@@ -154,6 +160,7 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         harness_args: args.harness_args,
     };
     let (mut spec, warnings) = request.plan(&here, &paths.state_dir)?;
+    spec.account = super::account(&paths, args.account.as_deref(), args.config_dir.as_deref(), spec.agent)?;
     for warning in warnings {
         eprintln!("nightshift: warning: {warning}");
     }

@@ -173,3 +173,17 @@ fn local_time(ts: &str) -> String {
         .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S").to_string())
         .unwrap_or_else(|_| ts.to_string())
 }
+
+/// The account `--account NAME` or `--config-dir DIR` names for `agent`'s session, if either.
+fn account(
+    paths: &nightshift::paths::Paths,
+    name: Option<&str>,
+    dir: Option<&std::path::Path>,
+    agent: nightshift::AgentKind,
+) -> anyhow::Result<Option<nightshift::config::Account>> {
+    Ok(match (name, dir) {
+        (Some(name), _) => Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(name, agent)?),
+        (None, Some(dir)) => Some(nightshift::config::Account::from_dir(agent, dir)?),
+        (None, None) => None,
+    })
+}

@@ -35,6 +35,12 @@ pub struct Args {
     /// (and an ssh logout); `nightshift attach ID` reaches it
     #[arg(long)]
     detach: bool,
+    /// Run under this account of `config.toml`'s [accounts] (its client config directory)
+    #[arg(long, value_name = "NAME", conflicts_with = "config_dir")]
+    account: Option<String>,
+    /// Run with this client config directory (CLAUDE_CONFIG_DIR, or CODEX_HOME for Codex)
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    config_dir: Option<PathBuf>,
     /// Which agent CLI the command runs [default: from the program's name, else generic]
     #[arg(long, value_name = "claude|codex|generic")]
     agent: Option<AgentKind>,
@@ -147,6 +153,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let command = CommandSpec { program, args: program_args, cwd, env: Vec::new(), size };
     let mut spec = SessionSpec::new(command);
     spec.agent = agent;
+    spec.account = super::account(&paths, args.account.as_deref(), args.config_dir.as_deref(), agent)?;
     spec.adapter = Some(adapter);
     spec.window_guard =
         nightshift::limits::WindowGuard { reserve_pct: args.reserve.map(f64::from), not_tonight: args.not_tonight };

@@ -48,9 +48,15 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     let colour = nightshift::logging::colour(&std::io::stdout());
-    println!("{}   (session {}, {})", chip(&latest.sample, colour), latest.session, super::local_time(&latest.ts));
-    println!("  5-hour window resets {}", when(latest.sample.five_hour_resets_at, now));
-    println!("  7-day window resets  {}", when(latest.sample.seven_day_resets_at, now));
+    let accounts = store.latest_limits_by_account()?;
+    // One account (the client's default): as it always was. Several: each with its own windows.
+    let each = if accounts.len() > 1 || accounts.iter().any(|a| a.account.is_some()) { accounts } else { vec![latest] };
+    for row in &each {
+        let on = row.account.as_deref().map(|a| format!("account {a}, ")).unwrap_or_default();
+        println!("{}   ({on}session {}, {})", chip(&row.sample, colour), row.session, super::local_time(&row.ts));
+        println!("  5-hour window resets {}", when(row.sample.five_hour_resets_at, now));
+        println!("  7-day window resets  {}", when(row.sample.seven_day_resets_at, now));
+    }
     println!("  last 24 h (5-hour use, hourly): {}", sparkline(&buckets));
     Ok(ExitCode::SUCCESS)
 }

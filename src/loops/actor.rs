@@ -51,6 +51,8 @@ pub struct LoopSpec {
     pub settings: Settings,
     /// Extra environment for every iteration.
     pub env: Vec<(String, String)>,
+    /// The client account every iteration runs under (its config directory).
+    pub account: Option<crate::config::Account>,
 }
 
 impl LoopSpec {
@@ -589,6 +591,7 @@ mod tests {
             projects: Vec::new(),
             settings: Settings::default(),
             env: Vec::new(),
+            account: None,
         }
     }
 

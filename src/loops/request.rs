@@ -131,7 +131,15 @@ impl LoopRequest {
         };
         let program =
             self.program.clone().filter(|p| !p.trim().is_empty()).unwrap_or_else(|| agent.as_str().to_string());
-        let spec = LoopSpec { agent, program, args: self.harness_args.clone(), projects, settings, env: Vec::new() };
+        let spec = LoopSpec {
+            agent,
+            program,
+            args: self.harness_args.clone(),
+            projects,
+            settings,
+            env: Vec::new(),
+            account: None,
+        };
         Ok((spec, warnings))
     }
 }
