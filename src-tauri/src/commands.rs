@@ -158,6 +158,9 @@ pub struct NewSession {
     pub preset: Option<String>,
     #[serde(default)]
     pub auto_resume: bool,
+    /// An account of `config.toml`'s [accounts]; the client's own default when empty.
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -209,7 +212,24 @@ fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, Ui
     if request.auto_resume {
         spec.auto_resume = Some(resume::Settings::default());
     }
+    spec.account = account(state, request.account.as_deref(), agent)?;
     Ok(spec)
+}
+
+/// The account the form names for `agent`'s session, if it names one.
+fn account(
+    state: &AppState,
+    name: Option<&str>,
+    agent: AgentKind,
+) -> Result<Option<nightshift::config::Account>, UiError> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
+    Ok(Some(Config::load(state.paths.config_dir.as_deref())?.account(name, agent)?))
+}
+
+/// The account names of `config.toml`, for the New session form's picker.
+#[tauri::command]
+pub fn accounts(state: State<'_, AppState>) -> Result<Vec<String>, UiError> {
+    Ok(Config::load(state.paths.config_dir.as_deref())?.accounts.into_keys().collect())
 }
 
 /// `~/x` as the user means it.
@@ -240,6 +260,8 @@ pub struct NewLoop {
     pub max_cost_usd: Option<f64>,
     #[serde(default)]
     pub harness_args: String,
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 #[tauri::command]
@@ -263,8 +285,9 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
         harness_args,
         ..nightshift::loops::LoopRequest::default()
     };
-    let (spec, warnings) =
+    let (mut spec, warnings) =
         ask.plan(&cwd, &state.paths.state_dir).map_err(|e| UiError::new("bad_loop", e.to_string()))?;
+    spec.account = account(&state, request.account.as_deref(), spec.agent)?;
     for warning in warnings {
         tracing::warn!("{warning}");
     }

@@ -185,6 +185,7 @@ pub fn run() {
             commands::send_text,
             commands::new_session,
             commands::new_loop,
+            commands::accounts,
             commands::doctor,
             commands::plan,
             commands::problems,

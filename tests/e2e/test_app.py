@@ -39,7 +39,10 @@ class AppWindow(unittest.TestCase):
         bin_dir = base / "bin"
         bin_dir.mkdir()
         stream = ROOT / "tests" / "fixtures" / "claude-code" / "2.1.332" / "headless" / "stream-json-fast.jsonl"
-        (bin_dir / "claude").write_text(f"#!/bin/sh\nsleep 1\ncat {stream}\n")
+        # It notes the config directory it was given (the account), one line per run.
+        cls.config_dirs = base / "claude-config-dirs"
+        (bin_dir / "claude").write_text(
+            f"#!/bin/sh\nprintf '%s\\n' \"$CLAUDE_CONFIG_DIR\" >> {cls.config_dirs}\nsleep 1\ncat {stream}\n")
         (bin_dir / "claude").chmod(0o755)
         # No logind here: the sleep assertion must fail as a warning, never a crash.
         cls.env = isolated_env(base, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={base / 'no-system-bus'}",
@@ -47,8 +50,12 @@ class AppWindow(unittest.TestCase):
         # The phone: the app pushes its own sessions' notices (read at start, like a headless run).
         cls.ntfy = FakeNtfy()
         (base / "config").mkdir(exist_ok=True)
+        # An account of the user's: a client config directory of its own.
+        cls.night_account = base / "claude-night"
+        cls.night_account.mkdir()
         (base / "config" / "config.toml").write_text(
-            f'[push]\nntfy = "{cls.ntfy.url("night")}"\nclick = "http://127.0.0.1/s/{{session}}"\n')
+            f'[push]\nntfy = "{cls.ntfy.url("night")}"\nclick = "http://127.0.0.1/s/{{session}}"\n'
+            f'[accounts.night]\nclaude = "{cls.night_account}"\n')
         # A session that ran and ended before the app started: the journal is the app's source.
         out = subprocess.run([str(CLI), "run", "--events", "-", "--", "bash", "-c", "echo hi; exit 3"],
                              env=cls.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
@@ -304,6 +311,10 @@ class AppWindow(unittest.TestCase):
         self.fill("#new-prompt", "tidy up the docs")
         self.fill("#new-max-iterations", "2")
         self.click('#new-agent option[value="claude"]')
+        # The account picker lists config.toml's accounts; the loop runs under the one chosen.
+        d.wait_for("the account picker", lambda: self.visible("#new-account")
+                   and self.css('#new-account option[value="night"]'))
+        self.click('#new-account option[value="night"]')
         self.assertEqual(self.text_of("#new-submit"), "Start loop")
         self.settle(top=True)
         d.screenshot(ARTIFACTS / "new-loop.png")
@@ -318,6 +329,8 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the loop to end", lambda: self.text_of("#detail-state") == "exited (0)", timeout=20)
         journal = "\n".join(d.text(e) for e in d.find_all("#detail-events li"))
         self.assertIn("ran its 2 iteration(s)", journal)
+        given = self.config_dirs.read_text().splitlines()
+        self.assertEqual(given[-2:], [str(self.night_account)] * 2, "both iterations ran under the account")
         self.settle(top=True)
         d.screenshot(ARTIFACTS / "session-loop.png")
         self.click("#back")
@@ -532,6 +545,7 @@ class AppWindow(unittest.TestCase):
         self.fill("#new-cwd", self.tmp.name)
         self.click('#new-agent option[value="generic"]')
         self.click('#new-preset option[value=""]')
+        self.click('#new-account option[value=""]')
         self.click("#new-submit")
         pushed = d.wait_for("the finish on the new topic", lambda: [
             p for p in self.ntfy.seen if p["path"] == "/phone"], timeout=30)

@@ -7,10 +7,23 @@
 async function prepareNewForm() {
   clearError();
   if (await loadPresets()) fillPresetSelect($("new-preset"), { offLabel: "Off" });
+  await fillAccounts();
   if (!$("new-cwd").value) $("new-cwd").value = localStorage.getItem("nightshift.cwd") || "";
   showNewKind();
   checkNewSession();
   $(newKind() === "loop" ? "new-tasks" : "new-command").focus();
+}
+
+// The picker lists config.toml's accounts; with none it stays hidden.
+async function fillAccounts() {
+  const names = await call("accounts");
+  if (names === FAILED) return;
+  const select = $("new-account");
+  const chosen = select.value;
+  select.replaceChildren(el("option", { value: "" }, "The client's own"),
+    ...names.map((n) => el("option", { value: n }, n)));
+  select.value = names.includes(chosen) ? chosen : "";
+  $("new-account-field").hidden = names.length === 0;
 }
 
 function newKind() {
@@ -51,6 +64,7 @@ async function submitNew(ev) {
       cwd, agent: $("new-agent").value || null, tasks: tasks || null, prompt: tasks ? null : prompt,
       max_iterations: number("new-max-iterations"), max_cost_usd: number("new-max-cost"),
       harness_args: $("new-harness-args").value.trim(),
+      account: $("new-account").value || null,
     };
     made = await call("new_loop", { request });
   } else {
@@ -59,6 +73,7 @@ async function submitNew(ev) {
       agent: $("new-agent").value || null,
       preset: $("new-preset").value || null,
       auto_resume: $("new-auto-resume").checked,
+      account: $("new-account").value || null,
     };
     made = await call("new_session", { request });
   }
