@@ -126,6 +126,18 @@ fn usage_shows_each_accounts_windows() {
     assert_eq!(by, [(None, Some(33.0)), (Some("home"), Some(12.0)), (Some("work"), Some(91.0))]);
     drop(store);
 
+    let report: serde_json::Value = serde_json::from_str(&env.stdout(&["usage", "--json"])).unwrap();
+    let chips: Vec<(Option<&str>, &str)> = report["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["account"].as_str(), a["chip"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        chips,
+        [(None, "5h 33% · 7d 40%"), (Some("home"), "5h 12% · 7d 40%"), (Some("work"), "5h 91% · 7d 40%")]
+    );
+
     let text = env.stdout(&["usage"]);
     let heads: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).collect();
     assert_eq!(heads.len(), 3, "{text}");

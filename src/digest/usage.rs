@@ -22,7 +22,8 @@ pub fn hourly(rows: &[UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
 }
 
 /// The usage report `nightshift usage --json` prints and the app's chip reads: the latest sample,
-/// the chip, the bands, the last 24 h hourly and as a sparkline, and the history.
+/// the chip, the bands, the last 24 h hourly and as a sparkline, the history, and each account's
+/// latest windows.
 pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreError> {
     let latest = store.latest_limits()?;
     let history = store.usage(None, Some(now - chrono::Duration::hours(24)))?;
@@ -37,5 +38,11 @@ pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreErr
         "last_24h_hourly_five_hour_pct": buckets,
         "sparkline": sparkline(&buckets),
         "history": history,
+        // Each account's newest windows (the client's default account without a name), newest first.
+        "accounts": store.latest_limits_by_account()?.iter().map(|a| serde_json::json!({
+            "account": a.account,
+            "chip": chip(&a.sample, false),
+            "latest": a,
+        })).collect::<Vec<_>>(),
     }))
 }

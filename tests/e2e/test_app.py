@@ -61,6 +61,17 @@ class AppWindow(unittest.TestCase):
                              env=cls.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         assert out.returncode == 3, out.stderr
         cls.seeded = json.loads(out.stdout.splitlines()[0])["session"]
+        # It ran under the `night` account and read that account's plan usage (as the statusLine
+        # would have stored it): the usage panel names the account.
+        import sqlite3
+        db = sqlite3.connect(Path(cls.env["NIGHTSHIFT_STATE_DIR"]) / "journal.sqlite3")
+        db.execute("UPDATE sessions SET account = 'night', account_dir = ? WHERE id = ?",
+                   (str(cls.night_account), cls.seeded))
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+        db.execute("INSERT INTO usage_samples (session, ts, five_hour_pct, seven_day_pct, account)"
+                   " VALUES (?, ?, 91.0, 40.0, 'night')", (cls.seeded, ts))
+        db.commit()
+        db.close()
         launched = time.monotonic()
         cls.driver = Driver(APP, cls.env, ARTIFACTS / "webkitwebdriver.log")
         # A figure for CONTRIBUTING ("Performance"), printed, never asserted: from launch (through
@@ -579,6 +590,8 @@ class AppWindow(unittest.TestCase):
         self.assertEqual(d.run_js("return document.querySelectorAll('#usage-spark rect').length"), 24)
         self.click("#usage-chip")
         d.wait_for("the usage panel", lambda: self.visible("#usage-panel") and self.text_of("#usage-facts"))
+        self.assertIn("Account night", self.text_of("#usage-facts"))
+        self.assertIn("5h 91% · 7d 40%", self.text_of("#usage-facts"))
         self.settle(top=True)
         d.screenshot(ARTIFACTS / "usage.png")
         self.click("#usage-chip")

@@ -134,6 +134,14 @@ async function loadUsage() {
     ["7-day window", `${l.seven_day_pct ?? "–"}%${l.seven_day_resets_at ? `, resets ${clock(l.seven_day_resets_at)}` : ""}`],
     ["Last reading", `${ago(l.ts)}${l.session ? ` from session ${l.session}` : ""}`],
   ] : [["Plan usage", "No reading yet. Claude sessions started by Nightshift report it as they work."]];
+  // With accounts of your own, each one's windows (the client's own account as "Default").
+  const accounts = u.accounts || [];
+  if (accounts.length > 1 || accounts.some((a) => a.account)) {
+    for (const a of accounts) {
+      const resets = a.latest && a.latest.five_hour_resets_at ? `, 5h resets ${clock(a.latest.five_hour_resets_at)}` : "";
+      facts.push([`Account ${a.account || "default"}`, `${a.chip}${resets}`]);
+    }
+  }
   $("usage-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 
