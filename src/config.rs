@@ -94,9 +94,11 @@ impl Account {
         }
     }
 
-    /// `dir` given on the command line (`--config-dir`), named by itself.
+    /// `dir` given on the command line (`--config-dir`), named by itself; a relative one is taken
+    /// from the current directory, not the session's.
     pub fn from_dir(agent: crate::agent::AgentKind, dir: &Path) -> Result<Self, ConfigError> {
         let dir = expand_home(dir);
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
         check_account_dir(agent, &dir.display().to_string(), &dir)?;
         Ok(Self { name: dir.display().to_string(), dir })
     }

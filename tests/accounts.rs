@@ -50,8 +50,9 @@ fn an_account_hands_the_agent_its_config_directory_and_is_journalled() {
     let row = session_json(&env, &id);
     assert_eq!((row["account"].as_str(), row["account_dir"].as_str()), (Some("work"), work.to_str()));
 
-    // Codex reads CODEX_HOME; a directory given alone is its own account.
-    let id = run(&env, &["--agent", "codex", "--no-hooks", "--config-dir", codex_home.to_str().unwrap()], &script);
+    // Codex reads CODEX_HOME; a directory given alone is its own account (a relative one is
+    // taken from where the command is typed).
+    let id = run(&env, &["--agent", "codex", "--no-hooks", "--config-dir", "codex-work"], &script);
     assert_eq!(std::fs::read_to_string(&seen).unwrap(), format!("|{}", codex_home.display()));
     assert_eq!(session_json(&env, &id)["account"].as_str(), codex_home.to_str());
 
