@@ -198,6 +198,19 @@ fn a_bad_push_table_is_said_in_one_line_and_the_session_runs() {
     assert!(stderr.contains("chmod 600"), "{stderr}");
 }
 
+/// Runs `bash -c 'exit CODE'` in `supervisor` to its end, and lets its "finished" be pushed.
+async fn run_to_its_end(env: &Env, supervisor: &nightshift::Supervisor, following: &push::Following, code: i32) {
+    let spec = SessionSpec::new(CommandSpec {
+        program: "bash".into(),
+        args: vec!["-c".into(), format!("exit {code}")],
+        cwd: env.dir.path().to_path_buf(),
+        env: vec![],
+        size: PtySize::default(),
+    });
+    supervisor.start(spec).unwrap().wait().await;
+    following.finish(Duration::from_secs(20)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_is_down_is_retried_then_journalled_once() {
     let env = Env::new();
@@ -206,20 +219,9 @@ async fn a_server_that_is_down_is_retried_then_journalled_once() {
     let supervisor = env.supervisor();
     let settings = Settings { ntfy: Some(fake.url("night")), ..Settings::default() };
     let following = push::start(&supervisor, settings, None, vec![Duration::from_millis(20); 3]);
-    let spec = |code: i32| {
-        SessionSpec::new(CommandSpec {
-            program: "bash".into(),
-            args: vec!["-c".into(), format!("exit {code}")],
-            cwd: env.dir.path().to_path_buf(),
-            env: vec![],
-            size: PtySize::default(),
-        })
-    };
-    supervisor.start(spec(3)).unwrap().wait().await;
-    following.finish(Duration::from_secs(20)).await;
+    run_to_its_end(&env, &supervisor, &following, 3).await;
     assert_eq!(fake.seen().len(), 4, "one try and three retries");
-    supervisor.start(spec(4)).unwrap().wait().await;
-    following.finish(Duration::from_secs(20)).await;
+    run_to_its_end(&env, &supervisor, &following, 4).await;
     assert_eq!(fake.seen().len(), 5, "a target known to be down is tried once, without retries");
     let failed = || {
         supervisor.with_store(|s| {
@@ -238,12 +240,10 @@ async fn a_server_that_is_down_is_retried_then_journalled_once() {
 
     // Back up: delivered, and a later outage is journalled again.
     fake.status.store(200, Ordering::SeqCst);
-    supervisor.start(spec(5)).unwrap().wait().await;
-    following.finish(Duration::from_secs(20)).await;
+    run_to_its_end(&env, &supervisor, &following, 5).await;
     assert_eq!(fake.seen().len(), 6);
     fake.status.store(503, Ordering::SeqCst);
-    supervisor.start(spec(6)).unwrap().wait().await;
-    following.finish(Duration::from_secs(20)).await;
+    run_to_its_end(&env, &supervisor, &following, 6).await;
     assert_eq!(fake.seen().len(), 10);
     assert_eq!(failed().len(), 2);
 }
@@ -255,30 +255,18 @@ async fn settings_changed_in_place_apply_from_the_next_notice() {
     let supervisor = env.supervisor();
     // The app starts its follower with no target: nothing is sent.
     let following = push::start(&supervisor, Settings::default(), None, vec![]);
-    let exit = |code: i32| {
-        SessionSpec::new(CommandSpec {
-            program: "bash".into(),
-            args: vec!["-c".into(), format!("exit {code}")],
-            cwd: env.dir.path().to_path_buf(),
-            env: vec![],
-            size: PtySize::default(),
-        })
-    };
-    supervisor.start(exit(3)).unwrap().wait().await;
-    following.finish(Duration::from_secs(20)).await;
+    run_to_its_end(&env, &supervisor, &following, 3).await;
     assert!(fake.seen().is_empty());
     // The window's settings set a topic and a token: the next finish goes there, with it.
     let settings = Settings { ntfy: Some(fake.url("later")), ..Settings::default() };
     following.update(settings, Some(push::Secret::new("tk_new")));
-    supervisor.start(exit(4)).unwrap().wait().await;
-    following.finish(Duration::from_secs(20)).await;
+    run_to_its_end(&env, &supervisor, &following, 4).await;
     let seen = fake.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!((seen[0].path.as_str(), seen[0].body.as_str()), ("/later", "process exited with code 4"));
     assert_eq!(seen[0].headers["authorization"], "Bearer tk_new");
     // And switched off again: nothing more.
     following.update(Settings::default(), None);
-    supervisor.start(exit(5)).unwrap().wait().await;
-    following.finish(Duration::from_secs(20)).await;
+    run_to_its_end(&env, &supervisor, &following, 5).await;
     assert_eq!(fake.seen().len(), 1);
 }
