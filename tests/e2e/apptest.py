@@ -88,6 +88,8 @@ def claude_env(env, base, base_url, workdir):
              "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
              "projects": {str(workdir): project}}
     (config / ".claude.json").write_text(json.dumps(state))
+    # A desktop's environment, not a CI job's: with `CI` set the client draws without colours.
+    env = {k: v for k, v in env.items() if k != "CI"}
     return dict(env, HOME=str(home), CLAUDE_CONFIG_DIR=str(config), ANTHROPIC_BASE_URL=base_url,
                 ANTHROPIC_API_KEY=API_KEY, TERM="xterm-256color", LANG="C.UTF-8", DISABLE_AUTOUPDATER="1",
                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1",

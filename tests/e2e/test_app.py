@@ -422,6 +422,7 @@ class AppWindow(unittest.TestCase):
         base = Path(self.tmp.name)
         mock = MockApi(ARTIFACTS / "terminal-mock-api.log")
         workdir = base / "claude-project"
+        run = session = None
         try:
             env = claude_env(self.env, base, mock.base_url, workdir)
             run = subprocess.Popen([str(CLI), "run", "--events", "-", "--agent", "claude", "--cols", "110", "--rows", "32",
@@ -487,6 +488,15 @@ class AppWindow(unittest.TestCase):
             subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
             run.wait(30)
         finally:
+            if run is not None and run.poll() is None:
+                # Failed part way: the session must not outlive this test and disturb the next ones.
+                if session:
+                    subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+                try:
+                    run.wait(30)
+                except subprocess.TimeoutExpired:
+                    run.kill()
+                    run.wait()
             d.set_size(820, 520)
             mock.close()
 
