@@ -214,6 +214,12 @@ impl CrashLoop {
         Ok(wait)
     }
 
+    /// Whether one more restart without progress stays within `cap` (a deliberate one, such as an
+    /// account switch, is not made past it).
+    pub fn can_restart(&self, cap: u32) -> bool {
+        !self.tripped && self.restarts < cap
+    }
+
     /// Only an explicit reset closes it; the counts start again.
     pub fn reset(&mut self) -> Option<Trip> {
         let was = self.tripped;

@@ -120,6 +120,15 @@ pub enum StopKind {
     Shutdown,
 }
 
+/// What became of a session's move to another account (see [`EventKind::AccountSwitch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwitchAction {
+    Due,
+    Held,
+    Switched,
+}
+
 /// A change the user made to what a session does by itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -276,6 +285,19 @@ pub enum EventKind {
     HandoffGiven { source: String },
     /// The agent did not write a handoff after `times` asks: the cycle went on without.
     HandoffMissing { times: u32 },
+    /// Moving the session off its account before the account's limit: `due` (a better account was
+    /// found; the move waits for the turn's end and a handoff), `held` (no account to move to, or
+    /// the restart cap: it stays until `until`), `switched` (restarted under `to`).
+    AccountSwitch {
+        action: SwitchAction,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+        until: Option<DateTime<Utc>>,
+        reason: String,
+    },
     /// A push notification could not be delivered to `target` (ntfy, webhook), retries included;
     /// said once until the target works again.
     PushFailed { target: String, reason: String },
@@ -437,6 +459,7 @@ impl EventKind {
             Self::Handoff { .. } => "handoff",
             Self::HandoffGiven { .. } => "handoff_given",
             Self::HandoffMissing { .. } => "handoff_missing",
+            Self::AccountSwitch { .. } => "account_switch",
             Self::Suspended { .. } => "suspended",
             Self::IterationStarted { .. } => "iteration_started",
             Self::IterationEnded { .. } => "iteration_ended",
@@ -549,6 +572,11 @@ impl EventKind {
             Self::Handoff { chars } => format!("the agent wrote its handoff ({chars} characters)"),
             Self::HandoffGiven { source } => format!("the handoff was given back to the client ({source})"),
             Self::HandoffMissing { times } => format!("no handoff after {times} asks: the cycle goes on without"),
+            Self::AccountSwitch { action, reason, .. } => match action {
+                SwitchAction::Due => format!("an account switch is due at the turn's end: {reason}"),
+                SwitchAction::Held => format!("no account switch: {reason}"),
+                SwitchAction::Switched => format!("switched accounts: {reason}"),
+            },
             Self::Awake { hold: true, reason } => format!("keeps the machine awake: {reason}"),
             Self::Awake { hold: false, reason } => format!("lets the machine sleep: {reason}"),
             Self::Suspended { from, to } => format!("the machine slept from {} to {}", at(from), at(to)),

@@ -61,6 +61,8 @@ pub struct SessionSpec {
     /// The client account it runs under (its config directory); the client's own default when
     /// `None`.
     pub account: Option<crate::config::Account>,
+    /// Move to another account before this one's limit (Claude sessions), when set.
+    pub switch: Option<crate::session::machine::SwitchSettings>,
 }
 
 impl SessionSpec {
@@ -84,6 +86,7 @@ impl SessionSpec {
             hooks: true,
             budget: crate::breaker::Budget::default(),
             account: None,
+            switch: None,
         }
     }
 }
@@ -480,6 +483,8 @@ impl Supervisor {
             guard: spec.guard.take(),
             conversation: spec.conversation.take(),
             budget: spec.budget,
+            account: spec.account.clone(),
+            switch: spec.switch.take(),
         };
         let actor = Actor {
             id: id.clone(),

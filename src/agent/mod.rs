@@ -50,6 +50,14 @@ impl AgentKind {
         }
     }
 
+    /// Arguments for a fresh conversation: without those that pick one up (Claude's `--continue`
+    /// and `--resume`). Other agents' arguments stay as they are.
+    pub fn start_fresh(self, program: &str, args: &mut Vec<String>) {
+        if self == Self::Claude && Self::infer(program) == Self::Claude {
+            claude_fresh(args);
+        }
+    }
+
     /// The instructions file the agent's `/init` writes in its working directory.
     pub fn instructions_file(self) -> Option<&'static str> {
         match self {
@@ -70,13 +78,20 @@ impl AgentKind {
 }
 
 fn claude_continue(ours: bool, args: &mut Vec<String>, conversation: Option<&str>) {
-    let mut kept = Vec::with_capacity(args.len() + 2);
+    if ours {
+        claude_fresh(args);
+    }
+    match conversation {
+        Some(id) => args.extend(["--resume".to_string(), id.to_string()]),
+        None => args.push("--continue".into()),
+    }
+}
+
+/// Claude's arguments without the ones that pick up a conversation (`--continue`, `--resume`).
+fn claude_fresh(args: &mut Vec<String>) {
+    let mut kept = Vec::with_capacity(args.len());
     let mut it = std::mem::take(args).into_iter();
     while let Some(arg) = it.next() {
-        if !ours {
-            kept.push(arg);
-            continue;
-        }
         match arg.as_str() {
             "--continue" | "-c" => {}
             "--resume" | "-r" => {
@@ -85,10 +100,6 @@ fn claude_continue(ours: bool, args: &mut Vec<String>, conversation: Option<&str
             a if a.starts_with("--resume=") => {}
             _ => kept.push(arg),
         }
-    }
-    match conversation {
-        Some(id) => kept.extend(["--resume".to_string(), id.to_string()]),
-        None => kept.push("--continue".into()),
     }
     *args = kept;
 }

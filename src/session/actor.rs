@@ -161,6 +161,20 @@ impl Executor {
                     }
                 }
                 Effect::Spawn { conversation, prompt } => self.respawn(conversation, prompt),
+                Effect::SwitchAccount { account, prompt } => self.switch_account(&account, prompt),
+                Effect::Meters => {
+                    let meters = match self.journal.read(|s| s.latest_limits_by_account()) {
+                        Ok(rows) => rows
+                            .into_iter()
+                            .map(|r| super::machine::Meter { account: r.account, sample: r.sample })
+                            .collect(),
+                        Err(e) => {
+                            tracing::warn!(session = %self.id, "cannot read the accounts' usage: {e}");
+                            Vec::new()
+                        }
+                    };
+                    self.step(Input::Meters(meters));
+                }
                 Effect::SaveHandoff { text } => self.save_handoff(&text),
                 Effect::Answer(answer) => self.answer = Some(answer),
                 Effect::Measure { purpose, exclude } => {
@@ -198,6 +212,26 @@ impl Executor {
     /// `prompt` to start from when there is one (a fresh handoff).
     fn respawn(&mut self, conversation: Option<String>, prompt: Option<String>) {
         self.agent.continue_conversation(&self.command.program, &mut self.command.args, conversation.as_deref());
+        self.spawn_again(prompt);
+    }
+
+    /// Starts the agent again under `account` (its config directory in the child's environment),
+    /// on a fresh conversation, and journals the session's new account.
+    fn switch_account(&mut self, account: &crate::config::Account, prompt: Option<String>) {
+        if let Some(var) = crate::config::Account::variable(self.agent) {
+            self.command.env.retain(|(k, _)| k != var);
+            self.command.env.push((var.to_string(), account.dir.display().to_string()));
+        }
+        self.agent.start_fresh(&self.command.program, &mut self.command.args);
+        let (id, dir) = (self.id.to_string(), account.dir.display().to_string());
+        if let Err(e) = self.journal.write(|s| s.set_account(&id, &account.name, &dir)) {
+            tracing::error!(session = %self.id, "could not journal the session's new account: {e}");
+        }
+        self.spawn_again(prompt);
+    }
+
+    /// Starts the agent's command as it stands now, with `prompt` after its arguments.
+    fn spawn_again(&mut self, prompt: Option<String>) {
         let mut command = self.command.clone();
         command.args.extend(prompt);
         match pty::spawn(&command) {

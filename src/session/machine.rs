@@ -15,6 +15,7 @@ mod hooks;
 mod life;
 mod limit;
 mod options;
+mod switch;
 
 use std::time::Duration;
 
@@ -34,6 +35,7 @@ use crate::respawn;
 
 pub use life::Life;
 pub use limit::Limit;
+pub use switch::{Meter, Settings as SwitchSettings, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
 
 /// The gap between typed text and the Enter that submits it (see [`crate::pty::Pty::write_after`]).
 const ENTER_DELAY: Duration = Duration::from_millis(120);
@@ -73,6 +75,10 @@ pub struct Start {
     /// What the session may spend (the statusLine's cost and tokens, and time): crossing it stops
     /// the agent.
     pub budget: crate::breaker::Budget,
+    /// The client account it runs under; `None`: the client's default.
+    pub account: Option<crate::config::Account>,
+    /// Move to another account before this one's limit, when set.
+    pub switch: Option<switch::Settings>,
 }
 
 /// What happened to the session.
@@ -137,6 +143,8 @@ pub enum Input {
         drift: crate::detect::Drift,
         capture: Option<String>,
     },
+    /// What the journal knows of each account's plan windows ([`Effect::Meters`]).
+    Meters(Vec<Meter>),
     /// Time passed (at the deadline the machine asked for, or later).
     Tick,
 }
@@ -176,6 +184,12 @@ pub enum Effect {
     /// Keep the working tree's uncommitted work under a salvage ref (`git::salvage`), off the
     /// runtime, and journal what was kept or why not; done before the session's end is reported.
     Salvage { reason: String },
+    /// Read every account's latest plan windows from the journal and answer with [`Input::Meters`].
+    Meters,
+    /// Start the agent again under `account`, on a fresh conversation (never the old account's),
+    /// with `prompt` to start from when there is one (the handoff); the journal's session row
+    /// takes the account.
+    SwitchAccount { account: crate::config::Account, prompt: Option<String> },
 }
 
 /// Respawn cycles as armed: the machine, the preset it came from and when it ends.
@@ -272,6 +286,8 @@ pub struct Machine {
     /// When the budget's time started.
     budget_from: Now,
     budget_tripped: bool,
+    /// The move to another account before the limit, when the session opted in.
+    switching: Option<switch::Switching>,
 }
 
 impl Machine {
@@ -318,6 +334,7 @@ impl Machine {
             budget: start.budget,
             budget_from: now,
             budget_tripped: false,
+            switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
         };
         let mut fx = Vec::new();
         if let Some(r) = &m.respawn {
@@ -373,6 +390,7 @@ impl Machine {
             Input::Drift { drift, capture } => {
                 self.emit(EventKind::Drift { hook: drift.hook, screen: drift.screen, capture }, &mut fx)
             }
+            Input::Meters(meters) => self.on_meters(meters, now, &mut fx),
             Input::Tick => self.on_tick(now, &mut fx),
         }
         self.settle_state(&mut fx);
@@ -510,6 +528,11 @@ impl Machine {
         self.drive(respawn::Input::Activity(t.to), now, fx);
         if t.to == Activity::Working {
             self.clear_limit(now, fx);
+        }
+        // Without the client's hooks there is no Stop to ask a handoff at: the switch goes at the
+        // prompt.
+        if t.to == Activity::Idle && !self.hooks_heard && self.switch_due() {
+            self.switch_now(now, fx);
         }
         self.because(t.reason);
         let dialog = self.dialog.clone();

@@ -171,6 +171,25 @@ pub struct Options {
     /// keeps it for the next start.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
     pub resume_due: Option<DateTime<Utc>>,
+    /// The move to another account before the limit, when the session opted in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_switch: Option<SwitchView>,
+}
+
+/// A session's account switch as its options show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwitchView {
+    /// The larger window's use, in percent, at which it moves.
+    pub threshold: f64,
+    /// The account it runs under now (`None`: the client's default).
+    pub account: Option<String>,
+    /// The accounts it may move to.
+    pub accounts: Vec<String>,
+    /// The account it is moving to, while a move is due or under way.
+    pub due_to: Option<String>,
+    /// No switch before this (the window of the last switch or hold resets).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+    pub quiet_until: Option<DateTime<Utc>>,
 }
 
 /// A usage limit the session is paused on.

@@ -60,7 +60,8 @@ impl Machine {
         if !matches!(hook.event, Event::TurnComplete { .. }) {
             self.hooks_heard = true;
         }
-        if let Some(id) = hook.conversation.filter(|id| self.conversation.as_ref() != Some(id)) {
+        let leaving = self.switch_leaving();
+        if let Some(id) = hook.conversation.filter(|id| !leaving && self.conversation.as_ref() != Some(id)) {
             self.emit(EventKind::Conversation { id: id.clone() }, fx);
             self.conversation = Some(id);
         }
@@ -135,6 +136,11 @@ impl Machine {
                 let text = last_message.map(|t| t.trim().to_string()).unwrap_or_default();
                 if text.chars().count() >= HANDOFF_MIN_CHARS {
                     self.handoff_written(text, now, fx);
+                    if self.switch_due() {
+                        // The new account's client starts from it (and SessionStart gives it back).
+                        self.switch_now(now, fx);
+                        return Answer::Pass;
+                    }
                     // Blocked for it: the cycle's reset comes now, without its update step.
                     if continued {
                         self.drive(respawn::Input::CycleNow, now, fx);
@@ -145,11 +151,17 @@ impl Machine {
                     // It will not write one: the cycle goes on without (and asks no more this time).
                     self.handoff = Handoff::None;
                     self.emit(EventKind::HandoffMissing { times }, fx);
+                    self.switch_now(now, fx);
                     return Answer::Pass;
                 }
                 self.handoff = Handoff::Asked { times: times + 1 };
                 self.emit(EventKind::HandoffAsked { times: times + 1 }, fx);
                 Answer::Block { reason: handoff_request(self.context_pct) }
+            }
+            // A switch due without a handoff to ask for (one was just written): at this turn's end.
+            Handoff::None | Handoff::Written if self.switch_due() && !self.held => {
+                self.switch_now(now, fx);
+                Answer::Pass
             }
             _ => Answer::Pass,
         }

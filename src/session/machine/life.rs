@@ -76,6 +76,15 @@ impl Life {
 
 impl Machine {
     pub(super) fn on_stop(&mut self, source: String, kind: StopKind, now: Now, fx: &mut Vec<Effect>) {
+        if self.switch_cancelled() {
+            // The agent is already stopping for an account switch: it is the user's stop now.
+            if let Life::Live { stopping: Some(stopping), .. } = &mut self.life {
+                fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
+                stopping.source = source;
+                stopping.kind = kind;
+            }
+            return;
+        }
         match &mut self.life {
             Life::Live { stopping: stopping @ None, .. } => {
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
@@ -137,6 +146,10 @@ impl Machine {
 
     /// Starts the agent again.
     fn restart(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if let Some(account) = self.switch_starting() {
+            fx.push(Effect::SwitchAccount { account, prompt: self.restart_prompt(now) });
+            return;
+        }
         let reason = match self.restart_wait {
             Some(wait) => {
                 format!("the agent exited while respawn was armed; started again after {} s", wait.as_secs_f64())
@@ -188,6 +201,13 @@ impl Machine {
             fx.push(Effect::Signal(Signal::SIGKILL));
         }
         self.cycling = false;
+        if let Some(account) = self.switch_restarting() {
+            // Stopped to move accounts: the same working tree goes on under the new one at once.
+            let reason = format!("stopped to move to account {account}; process {exit}");
+            self.exited(pid, &exit, reason, None, fx);
+            self.life = Life::Between { last: exit, next: Next::RestartAt(now.mono) };
+            return;
+        }
         // A life that ends badly or is stopped may leave work nobody committed: keep it.
         match &stopping {
             Some(Stopping { source, .. }) => fx.push(Effect::Salvage { reason: format!("stopped ({source})") }),

@@ -274,6 +274,7 @@ impl Machine {
                 p.resume = None;
             }
         }
+        self.switch_seen(&sample, now, fx);
         self.last_sample = Some(sample);
         match (latest, &mut self.limit) {
             (Some((resets_at, kind)), Limit::Clear) => {

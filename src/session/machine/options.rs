@@ -28,6 +28,7 @@ impl Machine {
             window_guard: self.guard.settings,
             awake: self.want(now),
             resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
+            account_switch: self.switch_view(),
         }
     }
 

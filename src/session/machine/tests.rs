@@ -38,6 +38,8 @@ struct Sim {
     lives: u32,
     /// The working tree's content, as a fingerprint would see it.
     tree: String,
+    /// What the journal knows of the accounts' plan windows.
+    meters: Vec<Meter>,
 }
 
 fn quick_respawn() -> respawn::Settings {
@@ -59,6 +61,8 @@ fn start() -> Start {
         guard: None,
         conversation: None,
         budget: crate::breaker::Budget::default(),
+        account: None,
+        switch: None,
     }
 }
 
@@ -126,6 +130,7 @@ impl Sim {
             dies_at: None,
             lives: 1,
             tree: "tree-0".into(),
+            meters: vec![],
         };
         sim.record(fx);
         sim
@@ -157,7 +162,10 @@ impl Sim {
         let mut follow = Vec::new();
         for effect in fx {
             match &effect {
-                Effect::Spawn { .. } => follow.push(Input::Started { pid: 100 + self.lives }),
+                Effect::Spawn { .. } | Effect::SwitchAccount { .. } => {
+                    follow.push(Input::Started { pid: 100 + self.lives })
+                }
+                Effect::Meters => follow.push(Input::Meters(self.meters.clone())),
                 Effect::Measure { purpose, .. } => {
                     let fingerprint = Some(Fingerprint::from_test(&self.tree));
                     follow.push(Input::Measured { purpose: *purpose, fingerprint });
@@ -1061,4 +1069,204 @@ fn a_cycle_salvages_before_its_clear() {
     let (Some(clear), Some(salvage)) = (clear, salvage) else { panic!("a /clear and a salvage: {:?}", salvages(&sim)) };
     assert!(salvage < clear, "the snapshot is taken before the /clear is typed");
     assert_eq!(salvages(&sim)[0], "before respawn cycle 1's /clear");
+}
+
+// ---- Switching accounts before the limit -------------------------------------------------------
+
+fn account(name: &str) -> crate::config::Account {
+    crate::config::Account { name: name.into(), dir: format!("/accounts/{name}").into() }
+}
+
+/// A session on account `a` that may move to `b` or `c` at 90 %, its client's hooks heard.
+fn switching(s: Start) -> Sim {
+    let mut s = s;
+    s.account = Some(account("a"));
+    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b"), account("c")] });
+    let mut sim = Sim::new(s);
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    sim
+}
+
+fn meter(name: &str, five: f64, seven: f64) -> Meter {
+    Meter {
+        account: Some(name.into()),
+        sample: Sample {
+            five_hour_pct: Some(five),
+            five_hour_resets_at: Some(wall0() + hours(2)),
+            seven_day_pct: Some(seven),
+            seven_day_resets_at: Some(wall0() + hours(72)),
+            ..Sample::default()
+        },
+    }
+}
+
+impl Sim {
+    fn switches(&self) -> Vec<(crate::event::SwitchAction, Option<String>, Option<String>)> {
+        self.events()
+            .filter_map(|(_, k)| match k {
+                EventKind::AccountSwitch { action, from, to, .. } => Some((*action, from.clone(), to.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn switched_to(&self) -> Vec<(String, Option<String>)> {
+        self.log
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Effect::SwitchAccount { account, prompt } => Some((account.name.clone(), prompt.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn signalled(&self) -> bool {
+        self.log.iter().any(|(_, e)| matches!(e, Effect::Signal(Signal::SIGHUP)))
+    }
+}
+
+#[test]
+fn an_account_at_the_threshold_moves_after_the_turn_and_its_handoff_to_the_most_headroom() {
+    use crate::event::SwitchAction::*;
+    let mut sim = switching(start());
+    sim.meters = vec![meter("b", 60.0, 30.0), meter("c", 20.0, 50.0), meter("a", 91.0, 40.0)];
+    sim.input(working());
+    sim.input(sample(89.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    assert!(sim.switches().is_empty(), "89% is under the threshold");
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    // c has 50% left (its 7-day window), b 40%: c it is — but not in the middle of the turn.
+    assert_eq!(sim.switches(), [(Due, Some("a".into()), Some("c".into()))]);
+    assert!(!sim.signalled(), "never mid-turn");
+    sim.input(stop(false, "Done with step 3."));
+    let asked = sim.answers().last().cloned();
+    assert!(matches!(&asked, Some(crate::hooks::Answer::Block { reason }) if reason.contains("handoff")), "{asked:?}");
+    assert!(!sim.signalled(), "the handoff comes first");
+    sim.input(stop(true, HANDOFF));
+    assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass));
+    assert!(sim.signalled(), "stopped at the turn's end to move");
+    assert_eq!(sim.switches().last(), Some(&(Switched, Some("a".into()), Some("c".into()))));
+    // The old client's last hooks still name a's conversation: not the session's any more.
+    sim.input(hook(crate::hooks::Event::SessionEnd { reason: "other".into() }));
+    sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    let moved = sim.switched_to();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(moved[0].0, "c");
+    assert!(moved[0].1.as_deref().is_some_and(|p| p.contains(HANDOFF)), "it starts from the handoff: {moved:?}");
+    assert!(!sim.log.iter().any(|(_, e)| matches!(e, Effect::Spawn { .. })), "no resume of a's conversation");
+    assert_eq!(sim.m.conversation, None);
+    assert!(sim.m.is_live(), "the session goes on");
+    assert_eq!(sim.states().last(), Some(&SessionState::Running), "{:?}", sim.states());
+    assert!(!sim.log.iter().any(|(_, e)| matches!(e, Effect::Salvage { .. })), "the working tree goes on as it is");
+    // The new client's SessionStart gives the handoff back.
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    let given = sim.answers().last().cloned();
+    assert!(matches!(&given, Some(crate::hooks::Answer::Context { text }) if text.contains(HANDOFF)), "{given:?}");
+    assert_eq!(sim.m.options_at(sim.now()).account_switch.and_then(|v| v.account), Some("c".into()));
+}
+
+#[test]
+fn with_no_usable_account_the_session_stays_and_holds_until_the_window_resets() {
+    use crate::event::SwitchAction::*;
+    let mut sim = switching(start());
+    // b is as full; c's meter is not known.
+    sim.meters = vec![meter("b", 95.0, 30.0)];
+    let reset = wall0() + hours(2);
+    sim.input(sample(91.0, reset, 40.0, wall0() + hours(72)));
+    let held: Vec<_> = sim
+        .events()
+        .filter_map(|(_, k)| match k {
+            EventKind::AccountSwitch { action: Held, until, reason, .. } => Some((*until, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held.len(), 1, "{:?}", sim.switches());
+    assert_eq!(held[0].0, Some(reset), "held until the window resets");
+    assert!(held[0].1.contains("10%"), "{}", held[0].1);
+    sim.input(stop(false, "Done."));
+    assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass), "no handoff is asked");
+    let looks = |sim: &Sim| sim.log.iter().filter(|(_, e)| matches!(e, Effect::Meters)).count();
+    sim.input(sample(96.0, reset, 40.0, wall0() + hours(72)));
+    assert_eq!(looks(&sim), 1, "no second look in the same window");
+    assert!(!sim.signalled());
+    // The next window: b has reset since, so it has room now.
+    sim.run(sim.until(reset + chrono::Duration::minutes(1)));
+    sim.meters = vec![meter("b", 10.0, 30.0)];
+    sim.input(sample(92.0, reset + hours(5), 40.0, wall0() + hours(72)));
+    assert_eq!(looks(&sim), 2);
+    assert_eq!(sim.switches().last(), Some(&(Due, Some("a".into()), Some("b".into()))));
+}
+
+#[test]
+fn never_two_switches_in_one_window() {
+    use crate::event::SwitchAction::*;
+    let mut sim = switching(start());
+    sim.meters = vec![meter("b", 20.0, 20.0), meter("c", 30.0, 30.0)];
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    sim.input(stop(true, HANDOFF));
+    sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    assert_eq!(sim.switched_to().len(), 1);
+    // b fills up fast: still a's window, so no switch (the usage-limit wait handles a limit).
+    sim.input(sample(95.0, wall0() + hours(4), 20.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    assert_eq!(sim.switches().iter().filter(|s| s.0 == Switched).count(), 1);
+    assert_eq!(sim.switched_to().len(), 1);
+}
+
+#[test]
+fn a_stale_meter_counts_a_window_that_has_reset_as_unused() {
+    use crate::event::SwitchAction::*;
+    let mut sim = switching(start());
+    let mut b = meter("b", 97.0, 30.0);
+    b.sample.five_hour_resets_at = Some(wall0() - hours(1));
+    sim.meters = vec![b];
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    assert_eq!(sim.switches(), [(Due, Some("a".into()), Some("b".into()))]);
+}
+
+#[test]
+fn a_switch_past_the_restart_cap_is_held() {
+    use crate::event::SwitchAction::*;
+    let mut sim = switching(with_respawn(start(), respawn::Settings { max_restarts: 0, ..quick_respawn() }));
+    sim.meters = vec![meter("b", 20.0, 20.0)];
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    sim.input(stop(true, HANDOFF));
+    assert_eq!(sim.switches().last().map(|s| s.0), Some(Held), "{:?}", sim.switches());
+    assert!(!sim.signalled());
+    assert!(sim.switched_to().is_empty());
+}
+
+#[test]
+fn without_hooks_the_switch_goes_at_the_prompt_and_a_stop_during_it_is_a_stop() {
+    let mut s = start();
+    s.account = Some(account("a"));
+    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("b")] });
+    let mut sim = Sim::new(s);
+    sim.meters = vec![meter("b", 20.0, 20.0)];
+    sim.input(working());
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    assert!(!sim.signalled());
+    sim.input(idle());
+    assert!(sim.signalled(), "at the prompt, without a handoff");
+    // The user stops it before it is down: no restart under b.
+    sim.input(Input::Stop { source: "the user".into(), kind: StopKind::User });
+    sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    assert!(sim.switched_to().is_empty());
+    assert!(sim.m.ended().is_some());
+}
+
+#[test]
+fn a_held_session_does_not_switch() {
+    let mut s = start();
+    s.held = true;
+    let mut sim = switching(s);
+    sim.meters = vec![meter("b", 20.0, 20.0)];
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    assert!(sim.switches().is_empty());
+    assert!(!sim.signalled());
 }

@@ -1,0 +1,286 @@
+//! Moving a session off its account before the account's limit (rota's rule), for sessions that
+//! opted in: once the larger of the account's 5-hour and 7-day use reaches the threshold, the
+//! session looks up what the journal knows of its other accounts. With one that has more than
+//! `100 − threshold` left on a known meter, the move is due: at the next turn's end the `Stop` hook
+//! asks for a handoff, the agent is stopped and started again under that account — a fresh
+//! conversation, never the old account's — and `SessionStart` gives the handoff back. With none,
+//! the session stays and holds the switch until the window resets; the usage-limit wait handles a
+//! real limit. Never mid-turn, at most one switch per window, and each one counts as a restart
+//! against the cap.
+
+use super::*;
+use crate::config::Account;
+use crate::event::SwitchAction;
+
+/// The threshold when none is given: the larger window at 90 %.
+pub const DEFAULT_THRESHOLD: f64 = 90.0;
+
+/// How long a hold lasts when the window's reset is not known.
+const HOLD_WITHOUT_RESET: chrono::Duration = chrono::Duration::hours(1);
+
+/// The switch as a session is armed with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// The larger of the 5-hour and 7-day use, in percent, at which the session moves.
+    pub threshold: f64,
+    /// The accounts it may move to (its own is never chosen).
+    pub accounts: Vec<Account>,
+}
+
+/// What the journal knows of one account's plan windows: its latest sample (`account` `None`: the
+/// client's default account).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meter {
+    pub account: Option<String>,
+    pub sample: crate::usage::Sample,
+}
+
+impl Meter {
+    /// The larger use of the two windows at `now` (a window that has reset since counts as
+    /// unused); `None` when the sample knows neither.
+    fn used(&self, now: DateTime<Utc>) -> Option<f64> {
+        let window = |pct: Option<f64>, resets: Option<DateTime<Utc>>| {
+            pct.map(|p| if resets.is_some_and(|r| r <= now) { 0.0 } else { p })
+        };
+        let s = &self.sample;
+        let five = window(s.five_hour_pct, s.five_hour_resets_at);
+        let seven = window(s.seven_day_pct, s.seven_day_resets_at);
+        five.into_iter().chain(seven).reduce(f64::max)
+    }
+}
+
+/// Where the session is with its switch.
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    Watching,
+    /// At the threshold: the other accounts' meters were asked for.
+    Looking {
+        used: f64,
+        window: &'static str,
+        resets: Option<DateTime<Utc>>,
+    },
+    /// Moving to `to` at the turn's end.
+    Due {
+        to: Account,
+        resets: Option<DateTime<Utc>>,
+    },
+    /// The agent was stopped to start again under `to`.
+    Restarting {
+        to: Account,
+    },
+    /// The agent is down: it starts under `to` at the next tick.
+    Starting {
+        to: Account,
+    },
+}
+
+/// One session's switch: its settings, its account now, and where it is.
+#[derive(Debug, Clone)]
+pub(super) struct Switching {
+    settings: Settings,
+    account: Option<Account>,
+    phase: Phase,
+    /// No switch before this: the window of the last switch (or hold) resets.
+    quiet_until: Option<DateTime<Utc>>,
+}
+
+impl Switching {
+    pub(super) fn new(settings: Settings, account: Option<Account>) -> Self {
+        Self { settings, account, phase: Phase::Watching, quiet_until: None }
+    }
+
+    fn name(&self) -> String {
+        self.account.as_ref().map_or_else(|| "the default account".to_string(), |a| format!("account {}", a.name))
+    }
+}
+
+impl Machine {
+    /// The session's own statusLine sample: at the threshold, the other accounts are looked at.
+    pub(super) fn switch_seen(&mut self, sample: &crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
+        let (paused, live, held) = (self.limit.is_paused(), self.life.is_live(), self.held);
+        let Some(sw) = &mut self.switching else { return };
+        if sw.phase != Phase::Watching || paused || !live || held || sw.quiet_until.is_some_and(|t| now.wall < t) {
+            return;
+        }
+        let windows = [
+            (sample.five_hour_pct, sample.five_hour_resets_at, "5-hour"),
+            (sample.seven_day_pct, sample.seven_day_resets_at, "7-day"),
+        ];
+        let at = windows
+            .iter()
+            .filter_map(|(pct, resets, name)| pct.filter(|p| *p >= sw.settings.threshold).map(|p| (p, *resets, *name)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let Some((used, resets, window)) = at else { return };
+        tracing::info!(used, threshold = sw.settings.threshold, "the account is at its switch threshold");
+        sw.phase = Phase::Looking { used, window, resets };
+        fx.push(Effect::Meters);
+    }
+
+    /// The other accounts' meters: the one with the most headroom becomes the switch's target, or
+    /// the switch holds until the window resets.
+    pub(super) fn on_meters(&mut self, meters: Vec<Meter>, now: Now, fx: &mut Vec<Effect>) {
+        let hooks = self.hooks_heard;
+        let Some(sw) = &mut self.switching else { return };
+        let Phase::Looking { used, window, resets } = sw.phase.clone() else { return };
+        let least = 100.0 - sw.settings.threshold;
+        let current_dir = sw.account.as_ref().map(|a| a.dir.clone());
+        let current_name = sw.account.as_ref().map(|a| a.name.clone());
+        let best = sw
+            .settings
+            .accounts
+            .iter()
+            .filter(|a| Some(&a.name) != current_name.as_ref() && Some(&a.dir) != current_dir.as_ref())
+            .filter_map(|a| {
+                let meter = meters.iter().find(|m| m.account.as_deref() == Some(a.name.as_str()))?;
+                Some((a, 100.0 - meter.used(now.wall)?))
+            })
+            .filter(|(_, left)| *left > least)
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let from = sw.account.as_ref().map(|a| a.name.clone());
+        let here = format!("{} is at {}% of its {window} window", sw.name(), used.round());
+        match best {
+            Some((to, left)) => {
+                let reason = format!(
+                    "{here}; account {} has {}% left{}",
+                    to.name,
+                    left.round(),
+                    if hooks { ", so it moves there after a handoff" } else { ", so it moves there" }
+                );
+                let to_name = to.name.clone();
+                sw.phase = Phase::Due { to: to.clone(), resets };
+                self.emit(
+                    EventKind::AccountSwitch {
+                        action: SwitchAction::Due,
+                        from,
+                        to: Some(to_name),
+                        until: None,
+                        reason,
+                    },
+                    fx,
+                );
+                if hooks && self.handoff == hooks::Handoff::None {
+                    self.handoff = hooks::Handoff::Due;
+                }
+            }
+            None => {
+                let until = resets.filter(|r| *r > now.wall).unwrap_or(now.wall + HOLD_WITHOUT_RESET);
+                sw.quiet_until = Some(until);
+                sw.phase = Phase::Watching;
+                let reason = format!(
+                    "{here} and no other account has more than {}% left on a known meter; it stays until {} \
+                     (the usage-limit wait handles a limit)",
+                    least.round(),
+                    crate::clock::format_ts(until)
+                );
+                tracing::info!("{reason}");
+                self.emit(
+                    EventKind::AccountSwitch { action: SwitchAction::Held, from, to: None, until: Some(until), reason },
+                    fx,
+                );
+            }
+        }
+    }
+
+    /// A switch waits for the turn's end.
+    pub(super) fn switch_due(&self) -> bool {
+        self.switching.as_ref().is_some_and(|s| matches!(s.phase, Phase::Due { .. }))
+    }
+
+    /// The turn ended with a switch due (after its handoff, or without one): the agent is stopped,
+    /// to start again under the new account. The restart counts against the cap.
+    pub(super) fn switch_now(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let Life::Live { stopping: None, .. } = &self.life else { return };
+        let Some(Phase::Due { to, resets }) = self.switching.as_ref().map(|s| s.phase.clone()) else { return };
+        let cap = self
+            .respawn
+            .as_ref()
+            .map_or_else(|| respawn::Settings::default().max_restarts, |r| r.cycle.settings.max_restarts);
+        let counted = self.crash.can_restart(cap);
+        if counted {
+            let _ = self.crash.restart(false, cap, &[]);
+        }
+        let Some(sw) = &mut self.switching else { return };
+        let from = sw.account.as_ref().map(|a| a.name.clone());
+        let until = resets.filter(|r| *r > now.wall).unwrap_or(now.wall + HOLD_WITHOUT_RESET);
+        sw.quiet_until = Some(until);
+        if !counted {
+            sw.phase = Phase::Watching;
+            let reason = format!(
+                "{} restarts in a row changed nothing in the working tree (the cap); it stays on {}",
+                cap,
+                sw.name()
+            );
+            self.emit(
+                EventKind::AccountSwitch { action: SwitchAction::Held, from, to: None, until: Some(until), reason },
+                fx,
+            );
+            return;
+        }
+        let reason = format!("from {} to account {}, with a fresh conversation", sw.name(), to.name);
+        let to_name = to.name.clone();
+        sw.phase = Phase::Restarting { to };
+        self.emit(
+            EventKind::AccountSwitch { action: SwitchAction::Switched, from, to: Some(to_name), until: None, reason },
+            fx,
+        );
+        // The old account's conversation is not the new one's to resume.
+        self.conversation = None;
+        if let Life::Live { stopping, .. } = &mut self.life {
+            *stopping = Some(life::Stopping {
+                source: "the account switch".into(),
+                kind: StopKind::User,
+                kill_at: Some(now.mono + self.stop_grace),
+            });
+        }
+        fx.push(Effect::Signal(Signal::SIGHUP));
+    }
+
+    /// The agent stopped for a switch: the account it starts again under (at the next tick).
+    pub(super) fn switch_restarting(&mut self) -> Option<String> {
+        let sw = self.switching.as_mut()?;
+        let Phase::Restarting { to } = sw.phase.clone() else { return None };
+        let name = to.name.clone();
+        sw.phase = Phase::Starting { to };
+        Some(name)
+    }
+
+    /// The agent is down for a switch: it starts under the new account now, once.
+    pub(super) fn switch_starting(&mut self) -> Option<Account> {
+        let sw = self.switching.as_mut()?;
+        let Phase::Starting { to } = sw.phase.clone() else { return None };
+        sw.phase = Phase::Watching;
+        sw.account = Some(to.clone());
+        Some(to)
+    }
+
+    /// The old client is on its way out for a switch: what its hooks say of its conversation is
+    /// not the session's any more.
+    pub(super) fn switch_leaving(&self) -> bool {
+        self.switching.as_ref().is_some_and(|s| matches!(s.phase, Phase::Restarting { .. } | Phase::Starting { .. }))
+    }
+
+    /// The user stopped the session while a switch was under way: it is a stop, not a switch.
+    pub(super) fn switch_cancelled(&mut self) -> bool {
+        let Some(sw) = &mut self.switching else { return false };
+        let restarting = matches!(sw.phase, Phase::Restarting { .. } | Phase::Starting { .. });
+        if restarting {
+            sw.phase = Phase::Watching;
+        }
+        restarting
+    }
+
+    /// The switch as the session's options show it.
+    pub(super) fn switch_view(&self) -> Option<super::super::SwitchView> {
+        let sw = self.switching.as_ref()?;
+        Some(super::super::SwitchView {
+            threshold: sw.settings.threshold,
+            account: sw.account.as_ref().map(|a| a.name.clone()),
+            accounts: sw.settings.accounts.iter().map(|a| a.name.clone()).collect(),
+            due_to: match &sw.phase {
+                Phase::Due { to, .. } | Phase::Restarting { to } | Phase::Starting { to } => Some(to.name.clone()),
+                _ => None,
+            },
+            quiet_until: sw.quiet_until,
+        })
+    }
+}
