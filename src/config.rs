@@ -227,6 +227,16 @@ impl Config {
     }
 
     /// The account `name` for `agent`'s sessions.
+    /// Every account with a config directory for `agent`, checked: what a session may switch to.
+    pub fn accounts_for(&self, agent: crate::agent::AgentKind) -> Result<Vec<Account>, ConfigError> {
+        let has_dir = |d: &AccountDirs| match agent {
+            crate::agent::AgentKind::Claude => d.claude.is_some(),
+            crate::agent::AgentKind::Codex => d.codex.is_some(),
+            crate::agent::AgentKind::Generic => false,
+        };
+        self.accounts.iter().filter(|(_, d)| has_dir(d)).map(|(name, _)| self.account(name, agent)).collect()
+    }
+
     pub fn account(&self, name: &str, agent: crate::agent::AgentKind) -> Result<Account, ConfigError> {
         let Some(dirs) = self.accounts.get(name) else {
             let known: Vec<&str> = self.accounts.keys().map(String::as_str).collect();

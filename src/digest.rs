@@ -96,6 +96,9 @@ pub struct SessionDigest {
     /// Each command the guard refused in the range.
     #[serde(default)]
     pub guard_denials: Vec<GuardDenial>,
+    /// Each account switch made or held in the range, as a line.
+    #[serde(default)]
+    pub account_switches: Vec<String>,
     /// A loop's: each iteration that ended in the range (probes left out).
     #[serde(default)]
     pub iterations: Vec<IterationLine>,
@@ -326,6 +329,7 @@ fn session_digest(
     let (mut cycles, mut restarts, mut limits, mut resumes, mut trips) = (0, 0, 0, 0, 0);
     let mut exits = Vec::new();
     let mut denials = Vec::new();
+    let mut switches = Vec::new();
     let mut salvaged = Vec::new();
     let mut iterations = Vec::new();
     let mut tasks_done = Vec::new();
@@ -370,6 +374,15 @@ fn session_digest(
             EventKind::Breaker { state: BreakerState::Open, .. } if in_range => trips += 1,
             EventKind::GuardDenied { what, command, .. } if in_range => {
                 denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() })
+            }
+            EventKind::AccountSwitch { action, reason, .. }
+                if in_range && *action != crate::event::SwitchAction::Due =>
+            {
+                let at = ev.ts.with_timezone(&Local).format("%H:%M");
+                switches.push(match action {
+                    crate::event::SwitchAction::Switched => format!("switched accounts at {at}: {reason}"),
+                    _ => format!("held an account switch at {at}: {reason}"),
+                });
             }
             EventKind::Salvaged { repo, reference, files, bytes, .. } if in_range => {
                 let n = reference.rsplit('/').next().unwrap_or("1").to_string();
@@ -472,6 +485,7 @@ fn session_digest(
         breaker_trips: trips,
         exits,
         guard_denials: denials,
+        account_switches: switches,
         iterations,
         tasks_done,
         loop_cost_usd: loop_cost,

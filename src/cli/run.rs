@@ -41,6 +41,13 @@ pub struct Args {
     /// Run with this client config directory (CLAUDE_CONFIG_DIR, or CODEX_HOME for Codex)
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     config_dir: Option<PathBuf>,
+    /// Move to the account of `config.toml` with the most headroom before this one's limit: at a
+    /// turn's end, after a handoff, on a fresh conversation (Claude; at most once per window)
+    #[arg(long)]
+    switch_accounts: bool,
+    /// The larger of the 5-hour and 7-day use, in percent, at which --switch-accounts moves
+    #[arg(long, value_name = "PERCENT", requires = "switch_accounts", value_parser = clap::value_parser!(u8).range(1..=99))]
+    switch_at: Option<u8>,
     /// Which agent CLI the command runs [default: from the program's name, else generic]
     #[arg(long, value_name = "claude|codex|generic")]
     agent: Option<AgentKind>,
@@ -154,6 +161,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let mut spec = SessionSpec::new(command);
     spec.agent = agent;
     spec.account = super::account(&paths, args.account.as_deref(), args.config_dir.as_deref(), agent)?;
+    if args.switch_accounts {
+        spec.switch = Some(switch_settings(&paths, agent, spec.account.as_ref(), args.switch_at)?);
+    }
     spec.adapter = Some(adapter);
     spec.window_guard =
         nightshift::limits::WindowGuard { reserve_pct: args.reserve.map(f64::from), not_tonight: args.not_tonight };
@@ -356,6 +366,34 @@ async fn supervise(
         eprintln!("nightshift: {line}");
     }
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
+}
+
+/// What `--switch-accounts` may move a session of `agent` on `current` to: every other account of
+/// `config.toml` for the agent; one-line errors when there is none or the agent cannot switch.
+pub(super) fn switch_settings(
+    paths: &Paths,
+    agent: AgentKind,
+    current: Option<&nightshift::config::Account>,
+    at: Option<u8>,
+) -> anyhow::Result<nightshift::session::machine::SwitchSettings> {
+    if agent != AgentKind::Claude {
+        anyhow::bail!(
+            "--switch-accounts moves Claude sessions (their statusLine reports each account's windows); \
+             drop it for a {agent} session"
+        );
+    }
+    let accounts = Config::load(paths.config_dir.as_deref())?.accounts_for(agent)?;
+    let others = accounts.iter().filter(|a| current.is_none_or(|c| c.name != a.name && c.dir != a.dir)).count();
+    if others == 0 {
+        anyhow::bail!(
+            "--switch-accounts has no other account to move to; add one to config.toml as \
+             [accounts.NAME] claude = \"DIR\""
+        );
+    }
+    Ok(nightshift::session::machine::SwitchSettings {
+        threshold: at.map_or(nightshift::session::machine::DEFAULT_SWITCH_THRESHOLD, f64::from),
+        accounts,
+    })
 }
 
 /// `run --detach`: the same run, in a session of its own (`setsid`) with no terminal, in the

@@ -86,6 +86,9 @@ fn details(s: &SessionDigest) -> Vec<String> {
             lines.push(format!("  #{}{attempt} {} {cost}{task}", i.iteration, i.outcome));
         }
     }
+    for line in &s.account_switches {
+        lines.push(format!("account: {line}"));
+    }
     for d in &s.guard_denials {
         lines.push(format!(
             "guard: refused {} at {}: {}",

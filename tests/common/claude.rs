@@ -58,6 +58,10 @@ pub struct Options<'a> {
     pub extra_env: &'a [(&'a str, &'a str)],
     /// The client's user `settings.json` in its (test-owned) config directory.
     pub client_settings: Option<&'a str>,
+    /// Accounts of `config.toml` (name, OAuth token): each a config directory of its own whose
+    /// `.credentials.json` holds the token, as a subscriber's login leaves it. With any, the
+    /// client gets no token in its environment: each account's requests carry its own.
+    pub accounts: &'a [(&'a str, &'a str)],
 }
 
 impl Default for Options<'_> {
@@ -70,6 +74,7 @@ impl Default for Options<'_> {
             auth: Auth::Subscriber,
             extra_env: &[],
             client_settings: None,
+            accounts: &[],
         }
     }
 }
@@ -135,6 +140,24 @@ impl ClientHome {
         Self { home, config, workdir, vars }
     }
 
+    /// A config directory of account `name` beside the client's own: the same onboarding, and
+    /// `token` as its subscriber login (`.credentials.json`, 0600, far from expiring).
+    pub fn account(&self, env: &Env, name: &str, token: &str) -> PathBuf {
+        let dir = env.path(&format!("account-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(self.config.join(".claude.json"), dir.join(".claude.json")).unwrap();
+        let expires = (SystemTime::now() + Duration::from_secs(30 * 86400))
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let login = serde_json::json!({"claudeAiOauth": {"accessToken": token, "refreshToken": "sk-ant-ort01-mock",
+            "expiresAt": expires, "scopes": ["user:inference", "user:profile"], "subscriptionType": "max"}});
+        let path = dir.join(".credentials.json");
+        std::fs::write(&path, login.to_string()).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        dir
+    }
+
     /// `cmd` with only this environment.
     pub fn apply<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         cmd.env_clear().envs(self.vars.iter().map(|(k, v)| (k, v)))
@@ -148,6 +171,17 @@ impl ClaudeRun {
         let (config, workdir) = (client_home.config.clone(), client_home.workdir.clone());
         if let Some(settings) = opts.client_settings {
             std::fs::write(config.join("settings.json"), settings).unwrap();
+        }
+        let mut client_home = client_home;
+        if !opts.accounts.is_empty() {
+            client_home.vars.retain(|(k, _)| k != "CLAUDE_CODE_OAUTH_TOKEN");
+            let mut toml = String::new();
+            for (name, token) in opts.accounts {
+                let dir = client_home.account(&env, name, token);
+                toml.push_str(&format!("[accounts.{name}]\nclaude = \"{}\"\n", dir.display()));
+            }
+            std::fs::create_dir_all(env.path("config")).unwrap();
+            std::fs::write(env.path("config").join("config.toml"), toml).unwrap();
         }
 
         let events = env.path("events.jsonl");

@@ -37,6 +37,8 @@ pub struct Record {
     pub done_at: Option<SystemTime>,
     /// The whole request, as JSON text (what a hook added to the conversation shows here).
     pub body: String,
+    /// The credential it came with: the bearer token or the API key.
+    pub credential: String,
 }
 
 /// The subscription usage the mock reports in its rate-limit headers.
@@ -58,6 +60,8 @@ impl Default for Usage {
 struct Shared {
     log: Mutex<Vec<Record>>,
     usage: Mutex<Usage>,
+    /// The usage of particular credentials (each account's own), over `usage`.
+    usage_of: Mutex<std::collections::HashMap<String, Usage>>,
     /// The scenario of a request without a marker.
     default: Mutex<String>,
     /// `anthropic-ratelimit-unified-upgrade-paths`, when set.
@@ -88,6 +92,7 @@ impl MockApi {
         let shared = Arc::new(Shared {
             log: Mutex::new(Vec::new()),
             usage: Mutex::new(Usage::default()),
+            usage_of: Mutex::new(std::collections::HashMap::new()),
             default: Mutex::new("fast".into()),
             upgrade_paths: Mutex::new(None),
             overloaded: Mutex::new(std::collections::HashMap::new()),
@@ -124,6 +129,12 @@ impl MockApi {
 
     pub fn set_usage(&self, usage: Usage) {
         *self.shared.usage.lock().unwrap() = usage;
+    }
+
+    /// Reports `usage` to requests made with `credential` (a bearer token or an API key): one
+    /// account's windows.
+    pub fn set_usage_for(&self, credential: &str, usage: Usage) {
+        self.shared.usage_of.lock().unwrap().insert(credential.to_string(), usage);
     }
 
     /// Sends `anthropic-ratelimit-unified-upgrade-paths: PATHS` (comma-separated: `upgrade_plan`,
@@ -237,9 +248,20 @@ fn last_user(body: &Value) -> (String, bool) {
     }
 }
 
-async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes) -> Response {
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let upgrade_paths = shared.upgrade_paths.lock().unwrap().clone();
-    let mut resp = answer(shared, method, uri, body).await;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let credential = header("authorization")
+        .map(|a| a.trim_start_matches("Bearer ").to_string())
+        .or_else(|| header("x-api-key"))
+        .unwrap_or_default();
+    let mut resp = answer(shared, method, uri, body, credential).await;
     // Only on answers that carry the rate-limit headers (not the 529's).
     if let Some(paths) = upgrade_paths.filter(|_| resp.headers().contains_key("anthropic-ratelimit-unified-status")) {
         resp.headers_mut().insert("anthropic-ratelimit-unified-upgrade-paths", HeaderValue::from_str(&paths).unwrap());
@@ -247,7 +269,7 @@ async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, bod
     resp
 }
 
-async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes) -> Response {
+async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes, credential: String) -> Response {
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
     let at = SystemTime::now();
     let full = String::from_utf8_lossy(&body).into_owned();
@@ -262,10 +284,17 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes) -> R
             last_user,
             done_at: None,
             body: full.clone(),
+            credential: credential.clone(),
         });
         log.len() - 1
     };
-    let usage = shared.usage.lock().unwrap().clone();
+    let usage = shared
+        .usage_of
+        .lock()
+        .unwrap()
+        .get(&credential)
+        .cloned()
+        .unwrap_or_else(|| shared.usage.lock().unwrap().clone());
 
     if uri.path() == "/v1/models" {
         record("models", 200, String::new());
