@@ -161,6 +161,9 @@ pub struct NewSession {
     /// An account of `config.toml`'s [accounts]; the client's own default when empty.
     #[serde(default)]
     pub account: Option<String>,
+    /// Move to the account with the most headroom before this one's limit.
+    #[serde(default)]
+    pub switch_accounts: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -213,7 +216,36 @@ fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, Ui
         spec.auto_resume = Some(resume::Settings::default());
     }
     spec.account = account(state, request.account.as_deref(), agent)?;
+    if request.switch_accounts {
+        spec.switch = Some(switch_settings(state, agent, spec.account.as_ref())?);
+    }
     Ok(spec)
+}
+
+/// What "Switch accounts before the limit" may move a session to: the other accounts of
+/// `config.toml` for `agent`.
+fn switch_settings(
+    state: &AppState,
+    agent: AgentKind,
+    current: Option<&nightshift::config::Account>,
+) -> Result<nightshift::session::machine::SwitchSettings, UiError> {
+    if agent != AgentKind::Claude {
+        return Err(UiError::new(
+            "bad_switch",
+            format!("switching accounts works for Claude sessions; untick it for a {agent} session"),
+        ));
+    }
+    let accounts = Config::load(state.paths.config_dir.as_deref())?.accounts_for(agent)?;
+    if !accounts.iter().any(|a| current.is_none_or(|c| c.name != a.name && c.dir != a.dir)) {
+        return Err(UiError::new(
+            "bad_switch",
+            "there is no other account to switch to; add one to config.toml as [accounts.NAME] claude = \"DIR\"",
+        ));
+    }
+    Ok(nightshift::session::machine::SwitchSettings {
+        threshold: nightshift::session::machine::DEFAULT_SWITCH_THRESHOLD,
+        accounts,
+    })
 }
 
 /// The account the form names for `agent`'s session, if it names one.

@@ -347,6 +347,41 @@ class AppWindow(unittest.TestCase):
         self.click("#back")
         d.wait_for("the list", lambda: self.visible("#list-view"))
 
+    def test_5bb_switch_accounts_from_the_new_session_page(self):
+        # With an account in config.toml, the New session page offers the switch; a Claude session
+        # started with it shows where it may move in its options, and a Codex one is refused.
+        d = self.driver
+        project = Path(self.tmp.name) / "switch-project"
+        project.mkdir(exist_ok=True)
+        self.open_view("#nav-new", "new")
+        self.click("#new-kind-terminal")
+        d.wait_for("the switch option", lambda: self.visible("#new-switch"))
+        self.fill("#new-command", "bash -c 'exec cat'")
+        self.fill("#new-cwd", str(project))
+        self.click('#new-agent option[value="codex"]')
+        self.click('#new-account option[value=""]')
+        self.click("#new-switch")
+        self.click("#new-submit")
+        d.wait_for("the refusal", lambda: self.visible("#error"))
+        self.assertIn("works for Claude sessions", self.text_of("#error-message"))
+        self.click('#new-agent option[value="claude"]')
+        self.click("#new-submit")
+        d.wait_for("the new session's page", lambda: self.visible("#detail-view") and self.text_of("#detail-title"))
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        session = self.text_of("#detail-title")
+        self.click("#open-options")
+        facts_text = lambda: d.run_js("return document.getElementById('options-facts').textContent")  # noqa: E731
+        facts = d.wait_for("the switch in the options", lambda: "Account switch" in facts_text() and facts_text())
+        self.assertIn("at 90% to whichever of night has the most left", facts)
+        subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+        self.click("#options-back")
+        d.wait_for("the session page", lambda: self.visible("#detail-view"))
+        # The form keeps its choices for the next session: untick it for the tests after this one.
+        self.open_view("#nav-new", "new")
+        self.click("#new-switch")
+        self.assertFalse(d.run_js("return document.getElementById('new-switch').checked"))
+        self.open_view("#nav-list", "list")
+
     def test_5c_ready_for_tonight_checks_and_the_new_page_warns_first(self):
         d = self.driver
         plain = Path(self.tmp.name) / "not-a-repo"

@@ -167,6 +167,13 @@ function renderOptions() {
   $("hold").checked = !!o.held;
   const s = app.sessions.find((x) => x.id === app.openId);
   const facts = s ? [["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd], ["State", s.shown_state]] : [];
+  const sw = o.account_switch;
+  if (sw) {
+    facts.push(["Account", sw.account || "The client's own"]);
+    facts.push(["Account switch", sw.due_to ? `moving to ${sw.due_to} at the end of this turn`
+      : `at ${sw.threshold}% to whichever of ${sw.accounts.join(", ")} has the most left`
+        + (sw.quiet_until ? `; not before ${clock(sw.quiet_until)}` : "")]);
+  }
   $("options-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 

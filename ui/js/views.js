@@ -24,6 +24,7 @@ async function fillAccounts() {
     ...names.map((n) => el("option", { value: n }, n)));
   select.value = names.includes(chosen) ? chosen : "";
   $("new-account-field").hidden = names.length === 0;
+  $("new-switch-field").hidden = names.length === 0;
 }
 
 function newKind() {
@@ -74,6 +75,7 @@ async function submitNew(ev) {
       preset: $("new-preset").value || null,
       auto_resume: $("new-auto-resume").checked,
       account: $("new-account").value || null,
+      switch_accounts: !$("new-switch-field").hidden && $("new-switch").checked,
     };
     made = await call("new_session", { request });
   }
