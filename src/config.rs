@@ -62,6 +62,18 @@ pub struct Config {
     /// (`[accounts.work] claude = "~/.claude-work"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub accounts: BTreeMap<String, AccountDirs>,
+    /// Scheduled starts (`[schedule] missed = "skip"`).
+    #[serde(default)]
+    pub schedule: ScheduleSettings,
+}
+
+/// What scheduled starts do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScheduleSettings {
+    /// A start whose time passed while no Nightshift ran: `start` it at once (the default), or
+    /// `skip` it.
+    pub missed: crate::schedule::Missed,
 }
 
 /// One account: the config directory each client keeps its login and state in.

@@ -442,7 +442,7 @@ fn session_digest(
              (or run `nightshift restore`)"
                 .to_string(),
         ),
-        Standing::Live | Standing::Ended => {}
+        Standing::Live | Standing::Ended | Standing::Scheduled => {}
     }
     if state == SessionState::Failed {
         needs.push(format!("failed to start: {}", row.error.clone().unwrap_or_default()));

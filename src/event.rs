@@ -44,6 +44,8 @@ impl fmt::Debug for SessionId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
+    /// Recorded to start later (`--at`, `--after-reset`): nothing runs yet.
+    Scheduled,
     /// Recorded, the process not yet started.
     Starting,
     /// The process runs; its activity is not judged yet.
@@ -69,6 +71,7 @@ pub enum SessionState {
 impl SessionState {
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Scheduled => "scheduled",
             Self::Starting => "starting",
             Self::Running => "running",
             Self::Working => "working",
@@ -89,6 +92,7 @@ impl SessionState {
 
     pub fn parse(text: &str) -> Option<Self> {
         Some(match text {
+            "scheduled" => Self::Scheduled,
             "starting" => Self::Starting,
             "running" => Self::Running,
             "working" => Self::Working,
@@ -285,6 +289,19 @@ pub enum EventKind {
     HandoffGiven { source: String },
     /// The agent did not write a handoff after `times` asks: the cycle went on without.
     HandoffMissing { times: u32 },
+    /// The session is to start at `due` (`why`: `at 23:30`, `when the 5-hour window resets`).
+    Scheduled {
+        #[serde(with = "crate::clock::ts")]
+        due: DateTime<Utc>,
+        why: String,
+    },
+    /// A scheduled start whose time passed while no Nightshift ran was skipped (the `missed`
+    /// setting): the session never started.
+    ScheduleSkipped {
+        #[serde(with = "crate::clock::ts")]
+        due: DateTime<Utc>,
+        reason: String,
+    },
     /// Moving the session off its account before the account's limit: `due` (a better account was
     /// found; the move waits for the turn's end and a handoff), `held` (no account to move to, or
     /// the restart cap: it stays until `until`), `switched` (restarted under `to`).
@@ -460,6 +477,8 @@ impl EventKind {
             Self::HandoffGiven { .. } => "handoff_given",
             Self::HandoffMissing { .. } => "handoff_missing",
             Self::AccountSwitch { .. } => "account_switch",
+            Self::Scheduled { .. } => "scheduled",
+            Self::ScheduleSkipped { .. } => "schedule_skipped",
             Self::Suspended { .. } => "suspended",
             Self::IterationStarted { .. } => "iteration_started",
             Self::IterationEnded { .. } => "iteration_ended",
@@ -572,6 +591,8 @@ impl EventKind {
             Self::Handoff { chars } => format!("the agent wrote its handoff ({chars} characters)"),
             Self::HandoffGiven { source } => format!("the handoff was given back to the client ({source})"),
             Self::HandoffMissing { times } => format!("no handoff after {times} asks: the cycle goes on without"),
+            Self::Scheduled { due, why } => format!("scheduled to start {} ({why})", at(due)),
+            Self::ScheduleSkipped { due, reason } => format!("did not start at {}: {reason}", at(due)),
             Self::AccountSwitch { action, reason, .. } => match action {
                 SwitchAction::Due => format!("an account switch is due at the turn's end: {reason}"),
                 SwitchAction::Held => format!("no account switch: {reason}"),

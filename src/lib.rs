@@ -30,6 +30,7 @@ pub mod pty;
 pub mod push;
 pub mod record;
 pub mod respawn;
+pub mod schedule;
 pub mod screen;
 pub mod session;
 pub mod store;

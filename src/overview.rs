@@ -39,6 +39,8 @@ impl Glance {
             SessionState::WaitingInput | SessionState::BreakerOpen => Some(Self::Attention),
             // Between lives (a restart is coming).
             SessionState::Exited | SessionState::Failed => Some(Self::Working),
+            // Nothing runs yet.
+            SessionState::Scheduled => None,
         }
     }
 

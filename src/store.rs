@@ -170,6 +170,19 @@ fn steps() -> Vec<M<'static>> {
             ALTER TABLE sessions ADD COLUMN account_dir TEXT;
             ALTER TABLE usage_samples ADD COLUMN account TEXT;",
         ),
+        // Scheduled starts: when a session recorded as `scheduled` is to start, and how (the
+        // command line or the window's form); the process that starts it claims it first, so two
+        // processes never start one schedule twice.
+        M::up(
+            "CREATE TABLE schedules (
+            session    TEXT PRIMARY KEY REFERENCES sessions(id),
+            due        TEXT NOT NULL,   -- RFC 3339, ms, UTC
+            why        TEXT NOT NULL,   -- `at 23:30`, `when the 5-hour window resets`
+            launch     TEXT NOT NULL,   -- JSON: how to start it (schedule::Launch)
+            claimed    TEXT,            -- when a process took it to start it
+            claimed_by INTEGER
+        ) STRICT;",
+        ),
     ]
 }
 
@@ -242,6 +255,27 @@ pub struct SessionRow {
     pub account_dir: Option<String>,
 }
 
+/// A scheduled start as the journal keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleRow {
+    pub session: String,
+    pub due: DateTime<Utc>,
+    pub why: String,
+    /// How to start it: the JSON of a [`crate::schedule::Launch`].
+    pub launch: String,
+    /// A process has taken it to start it.
+    pub claimed: bool,
+    /// The process that scheduled it (or adopted it), which waits for its time.
+    pub owner_pid: Option<i64>,
+}
+
+impl ScheduleRow {
+    /// Whether the process that waits for it is gone (a killed terminal, a reboot, a quit app).
+    pub fn orphaned(&self) -> bool {
+        !self.owner_pid.is_some_and(pid_alive)
+    }
+}
+
 /// Where a session stands beyond its last state: is a Nightshift process behind it?
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -253,6 +287,9 @@ pub enum Standing {
     /// Nightshift ended while it waited for a usage limit's reset: the next Nightshift process (the
     /// app, or `nightshift restore`) starts it again and resumes it.
     Kept,
+    /// It is to start later (`--at`, `--after-reset`): the process that scheduled it waits for its
+    /// time, or the next Nightshift process (the app, `nightshift restore`) does.
+    Scheduled,
     /// It has ended.
     Ended,
 }
@@ -267,6 +304,8 @@ impl SessionRow {
     pub fn standing(&self) -> Standing {
         if self.is_final() {
             Standing::Ended
+        } else if self.state == SessionState::Scheduled {
+            Standing::Scheduled
         } else if self.owner_alive() {
             Standing::Live
         } else if self.kept.is_some() {
@@ -296,7 +335,7 @@ impl SessionRow {
         match self.standing() {
             Standing::Lost => return "lost".to_string(),
             Standing::Kept => return "resume kept".to_string(),
-            Standing::Live | Standing::Ended => {}
+            Standing::Live | Standing::Ended | Standing::Scheduled => {}
         }
         match (self.state, self.exit_code, self.exit_signal.as_deref()) {
             (SessionState::Exited, _, Some(signal)) => format!("exited ({signal})"),
@@ -452,6 +491,58 @@ impl Store {
             ],
         )?;
         Ok(())
+    }
+
+    /// Records when session `id` (created as `scheduled`) is to start and how.
+    pub fn schedule(&mut self, id: &str, due: DateTime<Utc>, why: &str, launch: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO schedules (session, due, why, launch) VALUES (?1, ?2, ?3, ?4)",
+            params![id, format_ts(due), why, launch],
+        )?;
+        Ok(())
+    }
+
+    /// The schedules not started, cancelled or skipped yet, the earliest first.
+    pub fn pending_schedules(&self) -> Result<Vec<ScheduleRow>, StoreError> {
+        self.schedule_rows("WHERE s.state = 'scheduled' AND c.claimed IS NULL ORDER BY c.due, c.session", params![])
+    }
+
+    /// Session `id`'s schedule, whatever became of it.
+    pub fn schedule_of(&self, id: &str) -> Result<Option<ScheduleRow>, StoreError> {
+        Ok(self.schedule_rows("WHERE c.session = ?1", params![id])?.into_iter().next())
+    }
+
+    fn schedule_rows(&self, tail: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<ScheduleRow>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT c.session, c.due, c.why, c.launch, c.claimed, s.owner_pid
+             FROM schedules c JOIN sessions s ON s.id = c.session {tail}"
+        ))?;
+        let rows = stmt
+            .query_map(params, |r| {
+                let due: String = r.get(1)?;
+                Ok(ScheduleRow {
+                    session: r.get(0)?,
+                    due: DateTime::parse_from_rfc3339(&due).map(|t| t.with_timezone(&Utc)).unwrap_or_default(),
+                    why: r.get(2)?,
+                    launch: r.get(3)?,
+                    claimed: r.get::<_, Option<String>>(4)?.is_some(),
+                    owner_pid: r.get(5)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Takes session `id`'s schedule for process `pid` to start (or skip) it: false when another
+    /// process took it first or it is no longer scheduled (cancelled).
+    pub fn claim_schedule(&mut self, id: &str, pid: u32, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let taken = self.conn.execute(
+            "UPDATE schedules SET claimed = ?2, claimed_by = ?3
+             WHERE session = ?1 AND claimed IS NULL
+               AND (SELECT state FROM sessions WHERE id = ?1) = 'scheduled'",
+            params![id, format_ts(now), pid],
+        )?;
+        Ok(taken == 1)
     }
 
     /// Records the client account session `id` runs under.

@@ -26,6 +26,17 @@ const HOOK_ANSWER: Duration = Duration::from_millis(1000);
 /// Environment variable that tells a child which Nightshift session it runs in.
 pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
 
+/// What the journal's row of a scheduled session says (see [`Supervisor::schedule`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Scheduled<'a> {
+    pub kind: crate::store::SessionKind,
+    pub command: &'a [String],
+    pub cwd: &'a str,
+    pub agent: AgentKind,
+    pub preset: Option<&'a str>,
+    pub account: Option<&'a crate::config::Account>,
+}
+
 /// What to start.
 #[derive(Debug)]
 pub struct SessionSpec {
@@ -318,6 +329,70 @@ impl Supervisor {
         self.launch(id, spec)
     }
 
+    /// Records a session to start at `due` rather than now (see [`crate::schedule`]): its row in
+    /// state `scheduled`, owned by this process, with `launch` for another process to start it by
+    /// should this one be gone by then. `kind`, `command` and the rest are the row's.
+    pub fn schedule(
+        &self,
+        row: Scheduled<'_>,
+        due: &crate::schedule::Due,
+        launch: &crate::schedule::Launch,
+    ) -> Result<SessionId, StoreError> {
+        let id = SessionId::generate();
+        self.journal.write(|s| {
+            let new = NewSession {
+                id: id.as_str(),
+                kind: row.kind,
+                command: row.command,
+                cwd: row.cwd,
+                agent: row.agent.as_str(),
+                preset: row.preset,
+                created: self.journal.now(),
+                owner_pid: std::process::id(),
+                control_socket: None,
+            };
+            crate::schedule::record(s, &new, due, launch)?;
+            match row.account {
+                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
+                None => Ok(()),
+            }
+        })?;
+        tracing::info!(session = %id, due = %due.at, "scheduled a session");
+        for kind in crate::schedule::events(due) {
+            self.journal.emit(&id, kind);
+        }
+        Ok(id)
+    }
+
+    /// Starts scheduled session `id` (its schedule claimed by this process) as [`Self::start`]
+    /// would a new one.
+    pub fn start_scheduled(&self, id: SessionId, spec: SessionSpec) -> Result<SessionHandle, StartError> {
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        self.journal.write(|s| s.adopt_session(id.as_str(), std::process::id(), socket.as_deref()))?;
+        let line = shell_words(&spec.command.argv());
+        tracing::info!(session = %id, command = ?spec.command, "starting a scheduled session");
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {line}, as scheduled")));
+        self.launch(id, spec)
+    }
+
+    /// Starts scheduled loop `id` (its schedule claimed by this process).
+    pub fn start_scheduled_loop(
+        &self,
+        id: SessionId,
+        mut spec: crate::loops::LoopSpec,
+    ) -> Result<SessionHandle, StartError> {
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        self.journal.write(|s| s.adopt_session(id.as_str(), std::process::id(), socket.as_deref()))?;
+        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
+            spec.env.push((var.to_string(), account.dir.display().to_string()));
+        }
+        let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
+        tracing::info!(session = %id, ?projects, "starting a scheduled loop");
+        let what = format!("starting a loop of {} in {}, as scheduled", spec.command_line()[0], projects.join(", "));
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, what));
+        Ok(self.run_loop(id, spec))
+    }
+
     /// Records and starts a loop of headless iterations (see [`crate::loops`]).
     pub fn start_loop(&self, mut spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
         let id = SessionId::generate();
@@ -353,6 +428,11 @@ impl Supervisor {
                 format!("starting a loop of {} in {}", argv[0], projects.join(", ")),
             ),
         );
+        Ok(self.run_loop(id, spec))
+    }
+
+    /// The actor of a recorded loop.
+    fn run_loop(&self, id: SessionId, spec: crate::loops::LoopSpec) -> SessionHandle {
         let (control_tx, controls) = tokio::sync::mpsc::channel(64);
         let (status, status_rx) = tokio::sync::watch::channel(crate::session::Status {
             state: SessionState::Starting,
@@ -373,7 +453,7 @@ impl Supervisor {
             actor.run(controls).await;
             lock(&sessions).remove(&id);
         });
-        Ok(handle)
+        handle
     }
 
     /// Sessions whose Nightshift died while they waited for a usage limit's reset, with auto-resume
@@ -615,9 +695,9 @@ fn child_env(command: &CommandSpec, key: &str) -> Option<std::ffi::OsString> {
     }
 }
 
-/// Ends, in the journal, a session that no Nightshift process runs (lost, or kept waiting for a
-/// limit's reset): the user's stop, so nothing will start it again and its pending resume is
-/// cancelled. For `nightshift stop` and the window's Stop; `None` when the session is not such a one.
+/// Ends, in the journal, a session that no Nightshift process runs (lost, kept waiting for a
+/// limit's reset, or scheduled and not started yet): the user's stop, so nothing will start it
+/// again, and its pending resume or its schedule is cancelled. For `nightshift stop` and the window's Stop; `None` when the session is not such a one.
 pub fn end_orphan(
     store: &mut Store,
     clock: &dyn Clock,
@@ -625,6 +705,10 @@ pub fn end_orphan(
     source: &str,
 ) -> Result<Option<Standing>, StoreError> {
     let standing = row.standing();
+    if standing == Standing::Scheduled {
+        crate::schedule::cancel(store, clock, row, source)?;
+        return Ok(Some(standing));
+    }
     if !matches!(standing, Standing::Lost | Standing::Kept) {
         return Ok(None);
     }

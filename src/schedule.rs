@@ -1,0 +1,497 @@
+//! Scheduled starts: `run|loop --at 23:30` (the next such local time) and `--after-reset` (when the
+//! account's current 5-hour window resets, so the night begins with a fresh one), and the same from
+//! the window's New session page.
+//!
+//! A schedule is a session recorded as `scheduled`, with its due time and how to start it (the
+//! command line, or the window's form) in the journal, so it outlives the process that made it.
+//! That process waits for the time on the wall clock, looking every few seconds (a monotonic sleep
+//! stops while the machine is suspended: one due at 23:30 starts right after a wake at 23:50). If
+//! the process is gone, the next Nightshift process — the app, or `nightshift restore` — takes the
+//! schedule over; a time that passed more than [`LATE`] before that starts at once, or is skipped
+//! with `[schedule] missed = "skip"`. Whichever process starts a schedule claims it in the journal
+//! first, so none starts twice. `nightshift stop` (or the window's Stop) cancels one in the journal,
+//! and the process waiting for it lets it go at its next look.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, LocalResult, NaiveTime, TimeZone, Timelike, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Clock;
+use crate::event::{Event, EventKind, SessionId, SessionState, StopKind};
+use crate::store::{NewSession, SessionRow, Store, StoreError};
+
+/// How often a waiting process looks at the wall clock (and at the journal, for a cancel).
+pub const CHECK: Duration = Duration::from_secs(2);
+/// A schedule taken over later than this after its time passed while no Nightshift ran: the
+/// `missed` setting decides.
+pub const LATE: chrono::Duration = chrono::Duration::minutes(2);
+/// After a window's reset before `--after-reset` starts (the reset as reported is rounded).
+pub const RESET_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("`{0}` is not a time of day; give a local time as HH:MM (23:30) or HH:MM:SS")]
+    BadTime(String),
+    #[error(
+        "--after-reset needs to know when {0}'s 5-hour window resets, and no session has reported it yet; \
+         run one session on it first (its statusLine reports the window), or give --at HH:MM"
+    )]
+    NoWindow(String),
+}
+
+/// A local time of day (`--at 23:30`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeOfDay(NaiveTime);
+
+impl FromStr for TimeOfDay {
+    type Err = ScheduleError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.trim();
+        NaiveTime::parse_from_str(text, "%H:%M:%S")
+            .or_else(|_| NaiveTime::parse_from_str(text, "%H:%M"))
+            .map(Self)
+            .map_err(|_| ScheduleError::BadTime(s.to_string()))
+    }
+}
+
+impl TimeOfDay {
+    /// The first instant after `now` at this time of day in `tz`: today's, or tomorrow's once
+    /// today's has passed. A time a clock change skips is taken an hour later; one it repeats, the
+    /// first time.
+    pub fn next_after<Tz: TimeZone>(self, now: DateTime<Utc>, tz: &Tz) -> DateTime<Utc> {
+        let mut day = now.with_timezone(tz).date_naive();
+        for _ in 0..3 {
+            let naive = day.and_time(self.0);
+            let at = match tz.from_local_datetime(&naive) {
+                LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Some(t),
+                LocalResult::None => tz.from_local_datetime(&(naive + chrono::Duration::hours(1))).earliest(),
+            };
+            if let Some(at) = at.map(|t| t.with_timezone(&Utc)).filter(|t| *t > now) {
+                return at;
+            }
+            day = day.succ_opt().unwrap_or(day);
+        }
+        now + chrono::Duration::days(1)
+    }
+
+    /// As the user wrote it: `23:30`, or `23:30:15` with seconds.
+    pub fn label(self) -> String {
+        self.0.format(if self.0.second() == 0 { "%H:%M" } else { "%H:%M:%S" }).to_string()
+    }
+}
+
+/// When a start is due, and why, in the journal's words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Due {
+    pub at: DateTime<Utc>,
+    pub why: String,
+}
+
+/// `--at TIME`: the next such time, local.
+pub fn at(time: TimeOfDay, now: DateTime<Utc>) -> Due {
+    Due { at: time.next_after(now, &chrono::Local), why: format!("at {}", time.label()) }
+}
+
+/// `--after-reset`: when the 5-hour window of `latest` (the account's newest sample in the
+/// journal) resets, plus a margin; now, when it has reset already.
+pub fn after_reset(
+    latest: Option<&crate::usage::Sample>,
+    account: &str,
+    now: DateTime<Utc>,
+) -> Result<Due, ScheduleError> {
+    let resets = latest.and_then(|s| s.five_hour_resets_at).ok_or_else(|| ScheduleError::NoWindow(account.into()))?;
+    if resets <= now {
+        return Ok(Due { at: now, why: "when the 5-hour window resets (it has already)".into() });
+    }
+    let local = resets.with_timezone(&chrono::Local).format("%H:%M");
+    Ok(Due { at: resets + RESET_MARGIN, why: format!("when the 5-hour window resets at {local}") })
+}
+
+/// How a scheduled session is started, whoever starts it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Launch {
+    /// `nightshift ARGS` (a `run` or `loop` command line without its schedule) in `cwd`.
+    Cli { args: Vec<String>, cwd: String },
+    /// The window's New session form (the app starts it).
+    App { form: serde_json::Value },
+}
+
+/// What a schedule whose time passed while no Nightshift ran becomes (`[schedule] missed`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Missed {
+    /// It starts at once.
+    #[default]
+    Start,
+    /// It is skipped: the session never starts.
+    Skip,
+}
+
+/// What to do with a schedule now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Wait,
+    Start,
+    /// Its time passed this long ago while no Nightshift ran, and such ones are skipped.
+    Skip {
+        late_by: chrono::Duration,
+    },
+}
+
+/// The verdict on a schedule due at `due`, at `now`. `adopted`: the process looking took it over
+/// from one that is gone, so a time long passed passed while no Nightshift ran.
+pub fn verdict(due: DateTime<Utc>, now: DateTime<Utc>, adopted: bool, missed: Missed) -> Verdict {
+    if now < due {
+        Verdict::Wait
+    } else if adopted && missed == Missed::Skip && now - due > LATE {
+        Verdict::Skip { late_by: now - due }
+    } else {
+        Verdict::Start
+    }
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    Due,
+    /// The schedule no longer stands (cancelled, or taken by another process).
+    Gone,
+}
+
+/// Waits for `due` on `clock`, looking every [`CHECK`], for as long as `stands()` says the
+/// schedule does.
+pub async fn wait(clock: &dyn Clock, due: DateTime<Utc>, mut stands: impl FnMut() -> bool) -> Waited {
+    loop {
+        if !stands() {
+            return Waited::Gone;
+        }
+        let now = clock.now();
+        if now >= due {
+            return Waited::Due;
+        }
+        let left = (due - now).to_std().unwrap_or_default();
+        tokio::time::sleep(left.min(CHECK)).await;
+    }
+}
+
+/// The events that record a new schedule (after its row): what the journal and `--events` say.
+pub fn events(due: &Due) -> [EventKind; 2] {
+    let when = due.at.with_timezone(&chrono::Local).format("%a %H:%M:%S");
+    [
+        EventKind::Scheduled { due: due.at, why: due.why.clone() },
+        EventKind::state(SessionState::Scheduled, format!("starts {when} ({})", due.why)),
+    ]
+}
+
+/// Records session `new.id` as scheduled: its row (state `scheduled` once the events are in) and
+/// its schedule. The events come from [`events`], through the caller's journal.
+pub fn record(store: &mut Store, new: &NewSession<'_>, due: &Due, launch: &Launch) -> Result<(), StoreError> {
+    store.create_session(new)?;
+    let launch = serde_json::to_string(launch).expect("a launch serialises");
+    store.schedule(new.id, due.at, &due.why, &launch)
+}
+
+/// Cancels the schedule of `row` (not started yet): the user's stop, in the journal; the process
+/// waiting for it sees it at its next look.
+pub fn cancel(store: &mut Store, clock: &dyn Clock, row: &SessionRow, source: &str) -> Result<(), StoreError> {
+    let session = SessionId::from(row.id.clone());
+    let due = store.schedule_of(&row.id)?.map(|s| s.due);
+    let when = due.map(|d| format!(" (it was to start {})", d.with_timezone(&chrono::Local).format("%a %H:%M")));
+    let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
+    record(EventKind::StopRequested { source: source.to_string(), kind: StopKind::User })?;
+    record(EventKind::state(SessionState::Exited, format!("cancelled before it started{}", when.unwrap_or_default())))?;
+    Ok(())
+}
+
+/// Skips a schedule whose time passed while no Nightshift ran (claimed first by the caller).
+pub fn skip(
+    store: &mut Store,
+    clock: &dyn Clock,
+    schedule: &crate::store::ScheduleRow,
+    late_by: chrono::Duration,
+) -> Result<(), StoreError> {
+    let session = SessionId::from(schedule.session.clone());
+    let minutes = late_by.num_minutes();
+    let reason = format!(
+        "its time passed {minutes} min ago while no Nightshift ran, and missed starts are skipped \
+         ([schedule] missed = \"skip\")"
+    );
+    let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
+    record(EventKind::ScheduleSkipped { due: schedule.due, reason: reason.clone() })?;
+    record(EventKind::state(SessionState::Exited, format!("skipped: {reason}")))?;
+    Ok(())
+}
+
+/// One look at the journal's pending schedules by process `pid`, which takes over those whose
+/// process is gone (the window's own only when `app`: only the app can start those): each one
+/// this process should start or skip now, claimed for it, with how to start it (its own still
+/// waiting are left for later looks).
+pub fn due_now(
+    store: &mut Store,
+    clock: &dyn Clock,
+    pid: u32,
+    missed: Missed,
+    app: bool,
+) -> Result<Vec<(crate::store::ScheduleRow, Launch, Verdict)>, StoreError> {
+    let mut out = Vec::new();
+    for row in store.pending_schedules()? {
+        let mine = row.owner_pid == Some(i64::from(pid));
+        if !mine && !row.orphaned() {
+            continue;
+        }
+        let Ok(launch) = serde_json::from_str::<Launch>(&row.launch) else {
+            tracing::warn!(session = %row.session, "a scheduled start this Nightshift cannot read; left as it is");
+            continue;
+        };
+        if matches!(launch, Launch::App { .. }) && !app {
+            continue;
+        }
+        let now = clock.now();
+        let verdict = verdict(row.due, now, !mine, missed);
+        if !mine && verdict == Verdict::Wait {
+            // Taken over: this process waits for it from now on.
+            store.adopt_session(&row.session, pid, None)?;
+            tracing::info!(session = %row.session, due = %row.due, "took over a scheduled start");
+            continue;
+        }
+        if verdict == Verdict::Wait || !store.claim_schedule(&row.session, pid, now)? {
+            continue;
+        }
+        out.push((row, launch, verdict));
+    }
+    Ok(out)
+}
+
+/// The pending schedules process `pid` looks after or may take over (for saying what waits).
+pub fn watched(store: &Store, pid: u32, app: bool) -> Result<Vec<crate::store::ScheduleRow>, StoreError> {
+    Ok(store
+        .pending_schedules()?
+        .into_iter()
+        .filter(|row| row.owner_pid == Some(i64::from(pid)) || row.orphaned())
+        .filter(|row| app || serde_json::from_str::<Launch>(&row.launch).is_ok_and(|l| matches!(l, Launch::Cli { .. })))
+        .collect())
+}
+
+/// The command that starts a command-line schedule from another process: `nightshift ARGS` again,
+/// detached (so it outlives whoever starts it), adopting the scheduled session.
+pub fn relaunch(cli: &std::path::Path, session: &str, launch: &Launch) -> Option<std::process::Command> {
+    let Launch::Cli { args, cwd } = launch else { return None };
+    let (sub, rest) = args.split_first()?;
+    let mut cmd = std::process::Command::new(cli);
+    cmd.arg(sub).args(["--detach", "--scheduled", session]).args(rest).current_dir(cwd);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    Some(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+
+    fn ts(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_time_of_day_is_the_next_such_time() {
+        let tz = chrono_tz::Europe::Berlin;
+        let t: TimeOfDay = "23:30".parse().unwrap();
+        // 21:00 in Berlin (UTC+1 in December): tonight's.
+        assert_eq!(t.next_after(ts("2026-12-01T20:00:00Z"), &tz), ts("2026-12-01T22:30:00Z"));
+        // At 23:30 itself, or past it: tomorrow's.
+        assert_eq!(t.next_after(ts("2026-12-01T22:30:00Z"), &tz), ts("2026-12-02T22:30:00Z"));
+        assert_eq!(t.next_after(ts("2026-12-01T23:00:00Z"), &tz), ts("2026-12-02T22:30:00Z"));
+        let s: TimeOfDay = "07:00:30".parse().unwrap();
+        assert_eq!(s.label(), "07:00:30");
+        assert_eq!(t.label(), "23:30");
+        // 02:30 does not exist on the night the clocks go forward: an hour later.
+        let skipped: TimeOfDay = "02:30".parse().unwrap();
+        assert_eq!(skipped.next_after(ts("2027-03-27T23:00:00Z"), &tz), ts("2027-03-28T01:30:00Z"));
+        // 02:30 happens twice when they go back: the first.
+        assert_eq!(skipped.next_after(ts("2027-10-30T23:00:00Z"), &tz), ts("2027-10-31T00:30:00Z"));
+        for bad in ["25:00", "23", "half past", "23:60", ""] {
+            let e = bad.parse::<TimeOfDay>().unwrap_err().to_string();
+            assert!(e.contains("HH:MM"), "{e}");
+        }
+    }
+
+    #[test]
+    fn after_reset_waits_for_the_window_and_needs_to_know_it() {
+        let now = ts("2026-12-01T21:00:00Z");
+        let sample = |resets| crate::usage::Sample { five_hour_resets_at: Some(resets), ..Default::default() };
+        let due = after_reset(Some(&sample(ts("2026-12-01T23:10:00Z"))), "work", now).unwrap();
+        assert_eq!(due.at, ts("2026-12-01T23:11:00Z"));
+        assert!(due.why.starts_with("when the 5-hour window resets at"), "{}", due.why);
+        assert_eq!(after_reset(Some(&sample(ts("2026-12-01T20:00:00Z"))), "work", now).unwrap().at, now);
+        let e = after_reset(None, "work", now).unwrap_err().to_string();
+        assert!(e.contains("work") && e.contains("--at"), "{e}");
+    }
+
+    #[test]
+    fn a_missed_time_starts_or_is_skipped_only_when_nightshift_was_down() {
+        let due = ts("2026-12-01T23:30:00Z");
+        let at = |m: i64| due + chrono::Duration::minutes(m);
+        assert_eq!(verdict(due, at(-1), false, Missed::Skip), Verdict::Wait);
+        assert_eq!(verdict(due, at(0), false, Missed::Skip), Verdict::Start);
+        // Its own process woke late (a suspend): it starts.
+        assert_eq!(verdict(due, at(90), false, Missed::Skip), Verdict::Start);
+        // Taken over after a restart: within the grace it starts; later, the setting decides.
+        assert_eq!(verdict(due, at(1), true, Missed::Skip), Verdict::Start);
+        assert_eq!(verdict(due, at(90), true, Missed::Start), Verdict::Start);
+        assert_eq!(verdict(due, at(90), true, Missed::Skip), Verdict::Skip { late_by: chrono::Duration::minutes(90) });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_ends_on_the_wall_clock_time_and_not_before() {
+        let clock = FakeClock::new(ts("2026-12-01T23:29:00Z"));
+        let due = ts("2026-12-01T23:30:00Z");
+        let (c, started) = (clock.clone(), tokio::time::Instant::now());
+        // The fake wall clock moves with tokio's paused one.
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                c.advance(chrono::Duration::milliseconds(500));
+            }
+        });
+        assert_eq!(wait(&clock, due, || true).await, Waited::Due);
+        ticker.abort();
+        assert!(clock.now_utc() >= due);
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_secs(60) && waited <= Duration::from_secs(60) + CHECK, "{waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_suspend_past_the_time_starts_it_at_the_next_look() {
+        let clock = FakeClock::new(ts("2026-12-01T23:00:00Z"));
+        let due = ts("2026-12-01T23:30:00Z");
+        let c = clock.clone();
+        let sleeper = tokio::spawn(async move {
+            // The machine sleeps at once and wakes at 23:50: the monotonic clock did not move.
+            tokio::task::yield_now().await;
+            c.set(ts("2026-12-01T23:50:00Z"));
+        });
+        let started = tokio::time::Instant::now();
+        assert_eq!(wait(&clock, due, || true).await, Waited::Due);
+        sleeper.await.unwrap();
+        assert!(started.elapsed() <= CHECK, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_schedule_ends_the_wait_and_never_comes_due() {
+        let clock = FakeClock::new(ts("2026-12-01T23:29:00Z"));
+        let due = ts("2026-12-01T23:30:00Z");
+        let looks = std::sync::atomic::AtomicU32::new(0);
+        // Cancelled after the third look (six seconds in).
+        let stands = || looks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3;
+        assert_eq!(wait(&clock, due, stands).await, Waited::Gone);
+    }
+
+    fn new_session(id: &str) -> NewSession<'_> {
+        NewSession {
+            id,
+            kind: crate::store::SessionKind::Terminal,
+            command: &[],
+            cwd: "/w",
+            agent: "generic",
+            preset: None,
+            created: ts("2026-12-01T21:00:00Z"),
+            owner_pid: u32::MAX - 1,
+            control_socket: None,
+        }
+    }
+
+    fn scheduled(store: &mut Store, clock: &FakeClock, id: &str, due: DateTime<Utc>, owner: u32) {
+        let due = Due { at: due, why: "at 23:30".into() };
+        let launch = Launch::Cli { args: vec!["run".into(), "--".into(), "true".into()], cwd: "/w".into() };
+        record(store, &NewSession { owner_pid: owner, ..new_session(id) }, &due, &launch).unwrap();
+        for kind in events(&due) {
+            store.record(&Event { ts: clock.now(), session: SessionId::from(id.to_string()), kind }).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_journal_keeps_schedules_takes_over_orphans_and_starts_each_once() {
+        let mut store = Store::open_in_memory().unwrap();
+        let clock = FakeClock::new(ts("2026-12-01T23:00:00Z"));
+        let me = std::process::id();
+        let due = ts("2026-12-01T23:30:00Z");
+        // One of a process that is gone, one of this process, one of a live other process (pid 1).
+        scheduled(&mut store, &clock, "gone", due, u32::MAX - 1);
+        scheduled(&mut store, &clock, "mine", due, me);
+        scheduled(&mut store, &clock, "other", due, 1);
+        let row = store.session("gone").unwrap().unwrap();
+        assert_eq!((row.state, row.standing()), (SessionState::Scheduled, crate::store::Standing::Scheduled));
+        assert_eq!(row.shown_state(), "scheduled");
+        assert!(due_now(&mut store, &clock, me, Missed::Start, false).unwrap().is_empty(), "nothing before its time");
+        assert_eq!(store.session("gone").unwrap().unwrap().owner_pid, Some(i64::from(me)), "taken over");
+
+        clock.set(due + chrono::Duration::seconds(1));
+        let starts: Vec<_> = due_now(&mut store, &clock, me, Missed::Start, false).unwrap();
+        let ids: Vec<&str> = starts.iter().map(|(r, _, _)| r.session.as_str()).collect();
+        assert_eq!(ids, ["gone", "mine"], "the live process's own is left to it");
+        assert!(starts.iter().all(|(_, l, v)| *v == Verdict::Start && matches!(l, Launch::Cli { .. })));
+        assert!(due_now(&mut store, &clock, me, Missed::Start, false).unwrap().is_empty(), "claimed: never twice");
+        assert!(!store.claim_schedule("gone", 7, clock.now()).unwrap(), "nor by another process");
+
+        // A cancelled one cannot be claimed, and says why it ended.
+        scheduled(&mut store, &clock, "cancelled", due + chrono::Duration::hours(1), me);
+        let row = store.session("cancelled").unwrap().unwrap();
+        cancel(&mut store, &clock, &row, "nightshift stop").unwrap();
+        let row = store.session("cancelled").unwrap().unwrap();
+        assert_eq!(row.state, SessionState::Exited);
+        assert!(row.reason.as_deref().is_some_and(|r| r.starts_with("cancelled before it started")), "{row:?}");
+        assert!(!store.claim_schedule("cancelled", me, clock.now()).unwrap());
+        let pending: Vec<_> = store.pending_schedules().unwrap().into_iter().map(|r| r.session).collect();
+        assert_eq!(pending, ["other"], "only the live process's own still waits");
+    }
+
+    #[test]
+    fn only_the_app_takes_a_schedule_made_in_the_window() {
+        let mut store = Store::open_in_memory().unwrap();
+        let clock = FakeClock::new(ts("2026-12-01T23:31:00Z"));
+        let due = Due { at: ts("2026-12-01T23:30:00Z"), why: "at 23:30".into() };
+        let launch = Launch::App { form: serde_json::json!({"session": {"command": "claude"}}) };
+        record(&mut store, &new_session("form"), &due, &launch).unwrap();
+        for kind in events(&due) {
+            store.record(&Event { ts: clock.now(), session: SessionId::from("form".to_string()), kind }).unwrap();
+        }
+        let me = std::process::id();
+        assert!(due_now(&mut store, &clock, me, Missed::Start, false).unwrap().is_empty(), "not restore's");
+        assert!(watched(&store, me, false).unwrap().is_empty());
+        let taken = due_now(&mut store, &clock, me, Missed::Start, true).unwrap();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].1, launch);
+    }
+
+    #[test]
+    fn one_missed_while_nightshift_was_down_is_skipped_when_so_set() {
+        let mut store = Store::open_in_memory().unwrap();
+        let clock = FakeClock::new(ts("2026-12-02T01:00:00Z"));
+        scheduled(&mut store, &clock, "late", ts("2026-12-01T23:30:00Z"), u32::MAX - 1);
+        let found = due_now(&mut store, &clock, std::process::id(), Missed::Skip, false).unwrap();
+        assert_eq!(found.len(), 1);
+        let Verdict::Skip { late_by } = found[0].2 else { panic!("{found:?}") };
+        skip(&mut store, &clock, &found[0].0, late_by).unwrap();
+        let row = store.session("late").unwrap().unwrap();
+        assert_eq!(row.state, SessionState::Exited);
+        assert!(row.reason.as_deref().is_some_and(|r| r.contains("90 min ago")), "{row:?}");
+    }
+
+    #[test]
+    fn a_command_line_schedule_is_started_again_detached_adopting_its_session() {
+        let launch = Launch::Cli {
+            args: vec!["run".into(), "--agent".into(), "claude".into(), "--".into(), "claude".into()],
+            cwd: "/w".into(),
+        };
+        let cmd = relaunch(std::path::Path::new("/bin/nightshift"), "abc", &launch).unwrap();
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args, ["run", "--detach", "--scheduled", "abc", "--agent", "claude", "--", "claude"]);
+        assert_eq!(cmd.get_current_dir(), Some(std::path::Path::new("/w")));
+        assert!(relaunch(std::path::Path::new("/bin/nightshift"), "abc", &Launch::App { form: serde_json::json!({}) })
+            .is_none());
+    }
+}
