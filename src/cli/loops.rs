@@ -86,6 +86,8 @@ struct RunArgs {
     /// How long after a limit's reset the iteration runs again
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
     limit_margin: Duration,
+    #[command(flatten)]
+    schedule: super::schedule::When,
     /// Run under this account of `config.toml`'s [accounts] (its client config directory)
     #[arg(long, value_name = "NAME", conflicts_with = "config_dir")]
     account: Option<String>,
@@ -173,7 +175,8 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         ..spec.settings
     };
     let events = open_events(args.events.as_deref())?;
-    super::runtime()?.block_on(supervise(paths, store, spec, events))
+    let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
+    super::runtime()?.block_on(supervise(paths, store, spec, events, begin))
 }
 
 async fn supervise(
@@ -181,10 +184,33 @@ async fn supervise(
     store: nightshift::store::Store,
     spec: LoopSpec,
     events: Option<super::run::EventWriter>,
+    begin: super::schedule::Begin,
 ) -> anyhow::Result<ExitCode> {
     let guard = nightshift::hooks::guard::Rules::builtin();
     let host = host(&paths, store, events, guard);
-    let handle = host.supervisor.start_loop(spec)?;
+    let handle = match begin {
+        super::schedule::Begin::Now => host.supervisor.start_loop(spec)?,
+        super::schedule::Begin::Adopt(id) => host.supervisor.start_scheduled_loop(id, spec)?,
+        super::schedule::Begin::At { due, launch } => {
+            let argv = spec.command_line();
+            let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
+            let row = nightshift::supervisor::Scheduled {
+                kind: nightshift::store::SessionKind::Loop,
+                command: &argv,
+                cwd: &cwd,
+                agent: spec.agent,
+                preset: None,
+                account: spec.account.as_ref(),
+            };
+            let id = host.supervisor.schedule(row, &due, &launch)?;
+            let (start, code) = super::schedule::wait(&host.supervisor, &id, &due).await?;
+            if !start {
+                host.finish().await;
+                return Ok(code);
+            }
+            host.supervisor.start_scheduled_loop(id, spec)?
+        }
+    };
     eprintln!(
         "nightshift: loop {} started; `nightshift loop stop {}` ends it after its iteration",
         handle.id(),

@@ -15,6 +15,7 @@ mod presets;
 mod restore;
 mod run;
 mod salvage;
+mod schedule;
 mod screen;
 mod send;
 mod sessions;
@@ -90,7 +91,8 @@ enum Command {
     /// Show the plan usage (5-hour and 7-day windows) and the last 24 hours.
     Usage(usage::Args),
     /// Start again the sessions whose Nightshift ended while they waited for a usage limit's reset,
-    /// and supervise them here (the tray app does this when it starts).
+    /// and supervise them here; and start the scheduled ones whose own process is gone at their
+    /// time (the tray app does both when it starts).
     Restore(restore::Args),
     /// The statusLine exporter Claude Code runs for Nightshift's sessions (reads JSON on stdin).
     #[command(hide = true)]

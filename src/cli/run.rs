@@ -35,6 +35,8 @@ pub struct Args {
     /// (and an ssh logout); `nightshift attach ID` reaches it
     #[arg(long)]
     detach: bool,
+    #[command(flatten)]
+    schedule: super::schedule::When,
     /// Run under this account of `config.toml`'s [accounts] (its client config directory)
     #[arg(long, value_name = "NAME", conflicts_with = "config_dir")]
     account: Option<String>,
@@ -206,8 +208,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let keeps_awake = spec.respawn.is_some() || spec.auto_resume.is_some();
     spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
     spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
+    let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
 
-    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, keeps_awake))
+    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, keeps_awake, begin))
 }
 
 pub(super) type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -293,6 +296,7 @@ pub(super) fn host(
     Host { supervisor, control, push }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn supervise(
     paths: Paths,
     store: Store,
@@ -301,6 +305,7 @@ async fn supervise(
     passthrough: bool,
     guard: nightshift::hooks::guard::Rules,
     keeps_awake: bool,
+    begin: super::schedule::Begin,
 ) -> anyhow::Result<ExitCode> {
     let host = host(&paths, store, events, guard);
     let supervisor = host.supervisor.clone();
@@ -319,7 +324,6 @@ async fn supervise(
     }
     let size = spec.command.size;
     let cwd = spec.command.cwd.clone();
-    let started = chrono::Utc::now();
     // What the run kept by salvage, said at its end.
     let kept: Arc<Mutex<Vec<String>>> = Arc::default();
     let keep = Arc::clone(&kept);
@@ -328,7 +332,31 @@ async fn supervise(
             keep.lock().unwrap_or_else(|p| p.into_inner()).push(event.kind.describe(&chrono::Local));
         }
     }));
-    let handle = match supervisor.start(spec) {
+    let launched = match begin {
+        super::schedule::Begin::Now => supervisor.start(spec),
+        super::schedule::Begin::Adopt(id) => supervisor.start_scheduled(id, spec),
+        super::schedule::Begin::At { due, launch } => {
+            let argv = spec.command.argv();
+            let cwd = spec.command.cwd.display().to_string();
+            let row = nightshift::supervisor::Scheduled {
+                kind: nightshift::store::SessionKind::Terminal,
+                command: &argv,
+                cwd: &cwd,
+                agent: spec.agent,
+                preset: spec.preset.as_deref(),
+                account: spec.account.as_ref(),
+            };
+            let id = supervisor.schedule(row, &due, &launch)?;
+            let (start, code) = super::schedule::wait(&supervisor, &id, &due).await?;
+            if !start {
+                host.finish().await;
+                return Ok(code);
+            }
+            supervisor.start_scheduled(id, spec)
+        }
+    };
+    let started = chrono::Utc::now();
+    let handle = match launched {
         Ok(handle) => handle,
         Err(StartError::Spawn { session, error }) => {
             eprintln!("nightshift: session {session}: {error}");

@@ -21,6 +21,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let row = store.find_session(&args.session)?;
     match end_orphan(&mut store, &SystemClock, &row, "nightshift stop")? {
         Some(Standing::Kept) => println!("session {} will not be resumed: its pending resume is cancelled", row.id),
+        Some(Standing::Scheduled) => println!("session {} is cancelled: it will not start", row.id),
         Some(_) => println!("session {} is marked stopped: no Nightshift ran it any more", row.id),
         None => {
             super::ask(&row, &Request::Stop { session: row.id.clone(), source: None })?;

@@ -1,0 +1,170 @@
+//! `--at` and `--after-reset` on `run` and `loop`: record the session as `scheduled`, wait for its
+//! time here (Ctrl-C cancels it; a closed terminal or a reboot leaves it to the next Nightshift
+//! process), then start it. See [`nightshift::schedule`].
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use nightshift::event::{EventKind, SessionId, SessionState, StopKind};
+use nightshift::schedule::{self, Due, Launch, TimeOfDay, Waited};
+use nightshift::store::Store;
+use nightshift::supervisor::Supervisor;
+use tokio::signal::unix::{signal, SignalKind};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct When {
+    /// Start at this local time instead of now (HH:MM, the next such time; HH:MM:SS too): until
+    /// then the session is listed as `scheduled`, and `nightshift stop` cancels it
+    #[arg(long, value_name = "HH:MM", conflicts_with = "after_reset")]
+    pub at: Option<String>,
+    /// Start when the account's current 5-hour window resets, so the night begins with a fresh one
+    #[arg(long)]
+    pub after_reset: bool,
+    /// Start the scheduled session ID now (how the app and `nightshift restore` start a schedule
+    /// whose own process is gone)
+    #[arg(long, value_name = "ID", hide = true, conflicts_with_all = ["at", "after_reset"])]
+    pub scheduled: Option<String>,
+}
+
+/// When the session begins.
+#[derive(Debug)]
+pub enum Begin {
+    Now,
+    /// At `due`: recorded, waited for here, started by `launch` elsewhere if this process is gone.
+    At {
+        due: Due,
+        launch: Launch,
+    },
+    /// The scheduled session this is, whose time has come.
+    Adopt(SessionId),
+}
+
+impl When {
+    /// When the session begins; `account` is the one it runs under (its window for
+    /// `--after-reset`; `None`: the client's default).
+    pub fn begin(&self, store: &Store, account: Option<&str>) -> anyhow::Result<Begin> {
+        if let Some(id) = &self.scheduled {
+            let row = store.find_session(id)?;
+            let claimed = store.schedule_of(&row.id)?.is_some_and(|s| s.claimed);
+            if row.state != SessionState::Scheduled || !claimed {
+                anyhow::bail!(
+                    "session {} is not a scheduled session whose time has come; start a new one instead",
+                    row.id
+                );
+            }
+            return Ok(Begin::Adopt(SessionId::from(row.id)));
+        }
+        let now = chrono::Utc::now();
+        let due = match (&self.at, self.after_reset) {
+            (Some(at), _) => {
+                let time: TimeOfDay = at.parse().map_err(|e| anyhow::anyhow!("--at: {e}"))?;
+                schedule::at(time, now)
+            }
+            (None, true) => {
+                let rows = store.latest_limits_by_account()?;
+                let latest = rows.iter().find(|r| r.account.as_deref() == account).map(|r| &r.sample);
+                schedule::after_reset(latest, account.unwrap_or("the default account"), now)?
+            }
+            (None, false) => return Ok(Begin::Now),
+        };
+        let cwd = std::env::current_dir().context("the current directory is gone; pass --cwd DIR")?;
+        let launch = Launch::Cli { args: without_schedule(std::env::args().skip(1)), cwd: cwd.display().to_string() };
+        Ok(Begin::At { due, launch })
+    }
+}
+
+/// The command line without what schedules it (and without `--detach` and `--events -`, which a
+/// start from another process cannot honour): how the session is started when its time comes.
+fn without_schedule(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--" => {
+                kept.push(arg);
+                kept.extend(args.by_ref());
+            }
+            "--after-reset" | "--detach" => {}
+            "--at" => {
+                args.next();
+            }
+            "--events" if args.peek().map(String::as_str) == Some("-") => {
+                args.next();
+            }
+            a if a.starts_with("--at=") || a == "--events=-" => {}
+            _ => kept.push(arg),
+        }
+    }
+    kept
+}
+
+/// Waits here for scheduled session `id`'s time, telling the user what happens; true when it is to
+/// start now (claimed by this process), false when it went (cancelled, taken by another process,
+/// or left for the next one).
+pub async fn wait(supervisor: &Supervisor, id: &SessionId, due: &Due) -> anyhow::Result<(bool, ExitCode)> {
+    let when = due.at.with_timezone(&chrono::Local).format("%a %H:%M:%S");
+    eprintln!(
+        "nightshift: session {id} starts {when} ({}); `nightshift stop {id}` or Ctrl-C cancels it. If this \
+         process ends first, the app or `nightshift restore` starts it.",
+        due.why
+    );
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for signals")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for signals")?;
+    let mut hangup = signal(SignalKind::hangup()).context("cannot listen for signals")?;
+    let stands = || {
+        supervisor.with_store(|s| s.schedule_of(id.as_str())).ok().flatten().is_some_and(|s| !s.claimed)
+            && supervisor
+                .with_store(|s| s.session(id.as_str()))
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.state == SessionState::Scheduled)
+    };
+    let clock = supervisor.clock().clone();
+    tokio::select! {
+        waited = schedule::wait(clock.as_ref(), due.at, stands) => match waited {
+            Waited::Gone => {
+                eprintln!("nightshift: session {id} will not start here: it was cancelled, or another Nightshift process started it");
+                Ok((false, ExitCode::SUCCESS))
+            }
+            Waited::Due => {
+                let claimed = supervisor.with_store(|s| s.claim_schedule(id.as_str(), std::process::id(), clock.now()))?;
+                if !claimed {
+                    eprintln!("nightshift: session {id} was started by another Nightshift process");
+                }
+                Ok((claimed, ExitCode::SUCCESS))
+            }
+        },
+        _ = interrupt.recv() => {
+            supervisor.emit(id, EventKind::StopRequested { source: "Ctrl-C to nightshift".into(), kind: StopKind::User });
+            supervisor.emit(id, EventKind::state(SessionState::Exited, "cancelled before it started (Ctrl-C)"));
+            eprintln!("nightshift: session {id} is cancelled; it will not start");
+            Ok((false, ExitCode::from(130)))
+        }
+        _ = terminate.recv() => Ok((false, left(id))),
+        _ = hangup.recv() => Ok((false, left(id))),
+    }
+}
+
+fn left(id: &SessionId) -> ExitCode {
+    eprintln!("nightshift: session {id} stays scheduled; the app or `nightshift restore` starts it at its time");
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_schedule;
+
+    #[test]
+    fn the_launch_is_the_command_line_without_its_schedule() {
+        let args = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            without_schedule(args("run --at 23:30 --events - --detach --agent claude -- claude --at 1").into_iter()),
+            args("run --agent claude -- claude --at 1"),
+            "the command's own arguments after -- are kept"
+        );
+        assert_eq!(
+            without_schedule(args("loop --after-reset --at=23:30 --events=- --events f.jsonl --prompt go").into_iter()),
+            args("loop --events f.jsonl --prompt go")
+        );
+    }
+}
