@@ -13,8 +13,10 @@ use nightshift::digest::{self, Format, Range, LAST_VIEWED_KEY};
 use nightshift::limits::resume;
 use nightshift::notice::Switches;
 use nightshift::pty::{CommandSpec, PtySize};
+use nightshift::schedule;
 use nightshift::session::{Change, Options};
 use nightshift::store::SessionSummary;
+use nightshift::supervisor::Scheduled;
 use nightshift::{AgentKind, SessionSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -149,7 +151,7 @@ pub async fn send_text(state: State<'_, AppState>, id: String, text: String) -> 
 }
 
 /// The New session form.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewSession {
     /// A shell-like line: `claude --model opus`, `bash -c 'echo hi'`.
     pub command: String,
@@ -164,6 +166,48 @@ pub struct NewSession {
     /// Move to the account with the most headroom before this one's limit.
     #[serde(default)]
     pub switch_accounts: bool,
+    /// When to start: now, or later.
+    #[serde(default)]
+    pub start: StartAt,
+}
+
+/// The New session form's "Start": now, at a local time (`23:30`), or when the 5-hour window
+/// resets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StartAt {
+    pub at: Option<String>,
+    pub after_reset: bool,
+}
+
+/// A form whose start was scheduled, as the journal keeps it for the app to start it by.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    Session(NewSession),
+    Loop(NewLoop),
+}
+
+/// When the form's session is due, if later than now; `account` is the one it runs under.
+fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Option<schedule::Due>, UiError> {
+    let now = state.supervisor.clock().now();
+    let bad = |e: schedule::ScheduleError| UiError::new("bad_start", e.to_string());
+    if let Some(at) = start.at.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+        return Ok(Some(schedule::at(at.parse().map_err(bad)?, now)));
+    }
+    if !start.after_reset {
+        return Ok(None);
+    }
+    let rows = state.supervisor.with_store(|s| s.latest_limits_by_account())?;
+    let latest = rows.iter().find(|r| r.account.as_deref() == account).map(|r| &r.sample);
+    Ok(Some(schedule::after_reset(latest, account.unwrap_or("the default account"), now).map_err(bad)?))
+}
+
+/// Records `form`'s session to start at `due`; the app starts it then (see `crate::schedule`).
+fn schedule_form(state: &AppState, row: Scheduled<'_>, due: &schedule::Due, form: &Form) -> Result<Started, UiError> {
+    let form = serde_json::to_value(form).map_err(|e| UiError::new("bad_form", e.to_string()))?;
+    let id = state.supervisor.schedule(row, due, &schedule::Launch::App { form })?;
+    Ok(Started { id: id.to_string() })
 }
 
 #[derive(Debug, Serialize)]
@@ -172,7 +216,7 @@ pub struct Started {
 }
 
 /// What the form describes, checked: every problem named with its fix.
-fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, UiError> {
+pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, UiError> {
     let cwd = request.cwd.trim();
     if cwd.is_empty() {
         return Err(UiError::new("bad_cwd", "choose the working directory the agent runs in"));
@@ -275,14 +319,28 @@ fn expand_home(path: &str, home: Option<&str>) -> String {
 
 #[tauri::command]
 pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: NewSession) -> Result<Started, UiError> {
+    let mut form = request.clone();
     let spec = session_spec(&state, request)?;
+    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
+        form.start = StartAt::default();
+        let (argv, cwd) = (spec.command.argv(), spec.command.cwd.display().to_string());
+        let row = Scheduled {
+            kind: nightshift::store::SessionKind::Terminal,
+            command: &argv,
+            cwd: &cwd,
+            agent: spec.agent,
+            preset: spec.preset.as_deref(),
+            account: spec.account.as_ref(),
+        };
+        return schedule_form(&state, row, &due, &Form::Session(form));
+    }
     let handle = state.supervisor.start(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
     crate::awake::recheck(&app);
     Ok(Started { id: handle.id().to_string() })
 }
 
 /// The New session form, for a loop.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewLoop {
     pub cwd: String,
     pub agent: Option<String>,
@@ -294,10 +352,35 @@ pub struct NewLoop {
     pub harness_args: String,
     #[serde(default)]
     pub account: Option<String>,
+    #[serde(default)]
+    pub start: StartAt,
 }
 
 #[tauri::command]
 pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLoop) -> Result<Started, UiError> {
+    let mut form = request.clone();
+    let spec = loop_spec(&state, request)?;
+    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
+        form.start = StartAt::default();
+        let argv = spec.command_line();
+        let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
+        let row = Scheduled {
+            kind: nightshift::store::SessionKind::Loop,
+            command: &argv,
+            cwd: &cwd,
+            agent: spec.agent,
+            preset: None,
+            account: spec.account.as_ref(),
+        };
+        return schedule_form(&state, row, &due, &Form::Loop(form));
+    }
+    let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
+    crate::awake::recheck(&app);
+    Ok(Started { id: handle.id().to_string() })
+}
+
+/// What the loop form describes, checked.
+pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops::LoopSpec, UiError> {
     let cwd = PathBuf::from(expand_home(request.cwd.trim(), std::env::var("HOME").ok().as_deref()));
     if !cwd.is_absolute() {
         return Err(UiError::new("bad_cwd", format!("{}: give the full path of the directory", cwd.display())));
@@ -319,13 +402,11 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
     };
     let (mut spec, warnings) =
         ask.plan(&cwd, &state.paths.state_dir).map_err(|e| UiError::new("bad_loop", e.to_string()))?;
-    spec.account = account(&state, request.account.as_deref(), spec.agent)?;
+    spec.account = account(state, request.account.as_deref(), spec.agent)?;
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
-    crate::awake::recheck(&app);
-    Ok(Started { id: handle.id().to_string() })
+    Ok(spec)
 }
 
 /// What the window must say until it is fixed: files the app started without (their defaults

@@ -11,6 +11,7 @@ mod commands;
 mod error;
 mod follow;
 mod notify;
+mod schedule;
 mod terminal;
 mod tray;
 
@@ -93,7 +94,7 @@ fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
 
 /// The `nightshift` CLI Claude sessions run as their statusLine exporter and hooks: the one
 /// installed beside the app, or the one on PATH.
-fn cli_path() -> std::path::PathBuf {
+pub(crate) fn cli_path() -> std::path::PathBuf {
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("nightshift")));
     beside.filter(|p| p.exists()).unwrap_or_else(|| "nightshift".into())
 }
@@ -215,6 +216,7 @@ pub fn run() {
             follow::start(app.handle().clone(), journal, bus);
             awake::start(app.handle().clone());
             notify::listen_for_clicks(app.handle().clone());
+            schedule::start(app.handle().clone());
             let supervisor = app.state::<AppState>().supervisor.clone();
             tauri::async_runtime::spawn(async move {
                 // Sessions that waited for a limit's reset when Nightshift last stopped go on waiting.

@@ -72,6 +72,17 @@ class AppWindow(unittest.TestCase):
                    " VALUES (?, ?, 91.0, 40.0, 'night')", (cls.seeded, ts))
         db.commit()
         db.close()
+        # A start scheduled from a terminal whose process was then killed (a closed laptop lid, a
+        # reboot): the app takes it over when it starts, and starts it at its time.
+        cls.cli_marker = base / "scheduled-from-the-cli"
+        due = time.strftime("%H:%M:%S", time.localtime(time.time() + 15))
+        waiter = subprocess.Popen([str(CLI), "run", "--at", due, "--events", "-", "--", "bash", "-c",
+                                   f"echo ran > {cls.cli_marker}"], env=cls.env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        cls.cli_scheduled = json.loads(waiter.stdout.readline())["session"]
+        waiter.kill()
+        waiter.wait(10)
+        waiter.stdout.close()
         launched = time.monotonic()
         cls.driver = Driver(APP, cls.env, ARTIFACTS / "webkitwebdriver.log")
         # A figure for CONTRIBUTING ("Performance"), printed, never asserted: from launch (through
@@ -104,7 +115,7 @@ class AppWindow(unittest.TestCase):
         run = subprocess.Popen([str(CLI), "run", "--", "bash", "-c", f"while [ ! -e {flag} ]; do sleep 0.05; done"],
                                env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         try:
-            session = d.wait_for("the new session's row", lambda: self._newest_other_than(self.seeded))
+            session = d.wait_for("the new session's row", lambda: self._newest_other_than(self.seeded, self.cli_scheduled))
             d.wait_for("it to show as running", lambda: self.row_state(session) == "running")
             d.screenshot(ARTIFACTS / "sessions-live.png")
             flag.touch()
@@ -380,6 +391,66 @@ class AppWindow(unittest.TestCase):
         self.open_view("#nav-new", "new")
         self.click("#new-switch")
         self.assertFalse(d.run_js("return document.getElementById('new-switch').checked"))
+        self.open_view("#nav-list", "list")
+
+    def test_5be_a_start_scheduled_from_the_window_and_one_the_app_took_over(self):
+        d = self.driver
+        project = Path(self.tmp.name) / "scheduled-project"
+        project.mkdir(exist_ok=True)
+        self.open_view("#nav-new", "new")
+        self.click("#new-kind-terminal")
+        self.fill("#new-command", "bash -c 'echo the-scheduled-start; exec cat'")
+        self.fill("#new-cwd", str(project))
+        self.click('#new-agent option[value="generic"]')
+        self.click('#new-account option[value=""]')
+        self.click('#new-start option[value="at"]')
+        d.wait_for("the time field", lambda: self.visible("#new-start-at"))
+        due = time.time() + 6
+        at = time.strftime("%H:%M:%S", time.localtime(due))
+        d.run_js("document.getElementById('new-start-at').value = arguments[0]", at)
+        self.click("#new-submit")
+        d.wait_for("the scheduled session's page", lambda: self.visible("#detail-view") and self.text_of("#detail-title"))
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        session = self.text_of("#detail-title")
+        if time.time() < due - 1:
+            self.assertEqual(self.text_of("#detail-state"), "scheduled")
+            self.assertEqual(self.text_of("#stop-session"), "Cancel")
+        self.assertEqual(d.run_js("return document.getElementById('new-start').value"), "now", "for this one only")
+        # At its time the app starts it: its terminal shows the command's output.
+        d.wait_for("the scheduled start", lambda: "the-scheduled-start" in self.terminal_text(), timeout=30)
+        self.assertGreaterEqual(time.time(), due - 0.5, "not before its time")
+        listed = json.loads(subprocess.run([str(CLI), "sessions", "--json"], env=self.env, capture_output=True,
+                                           text=True, timeout=30).stdout)
+        row = next(r for r in listed if r["id"] == session)
+        self.assertEqual(row["standing"], "live")
+        subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+
+        # One for an hour from now, cancelled from its page: it never starts.
+        self.open_view("#nav-new", "new")
+        self.fill("#new-command", "bash -c 'touch never-started; exec cat'")
+        self.fill("#new-cwd", str(project))
+        self.click('#new-start option[value="at"]')
+        later = time.strftime("%H:%M", time.localtime(time.time() + 3600))
+        d.run_js("document.getElementById('new-start-at').value = arguments[0]", later)
+        self.click("#new-submit")
+        d.wait_for("the second scheduled page", lambda: self.visible("#detail-view")
+                   and self.text_of("#detail-title") not in ("", session))
+        d.wait_for("its Cancel", lambda: self.text_of("#stop-session") == "Cancel")
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "session-scheduled.png")
+        self.click("#stop-session")
+        d.wait_for("it cancelled", lambda: self.text_of("#detail-state") == "exited")
+        facts = d.run_js("return document.getElementById('detail-facts').textContent")
+        self.assertIn("cancelled before it started", facts)
+        self.assertFalse((project / "never-started").exists())
+
+        # The one scheduled from a terminal whose process was killed before the app started: the
+        # app took it over and started it at its time.
+        wait_for = d.wait_for
+        wait_for("the command-line schedule to have run", lambda: self.cli_marker.exists(), timeout=40)
+        journal = subprocess.run([str(CLI), "journal", "--session", self.cli_scheduled], env=self.env,
+                                 capture_output=True, text=True, timeout=30).stdout
+        self.assertIn("as scheduled", journal)
         self.open_view("#nav-list", "list")
 
     def test_5c_ready_for_tonight_checks_and_the_new_page_warns_first(self):
@@ -816,10 +887,10 @@ class AppWindow(unittest.TestCase):
                 subprocess.run([str(CLI), "stop", session], env=self.env, timeout=30, capture_output=True)
                 run.wait(30)
 
-    def _newest_other_than(self, known):
+    def _newest_other_than(self, *known):
         ids = [self.driver.run_js("return arguments[0].dataset.sessionId", {webdriver.ELEMENT: e})
                for e in self.driver.find_all("tr[data-session-id]")]
-        others = [i for i in ids if i != known]
+        others = [i for i in ids if i not in known]
         return others[0] if others else None
 
     def test_9d_a_bad_config_file_is_shown_until_it_is_fixed(self):

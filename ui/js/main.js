@@ -52,6 +52,7 @@ $("resume-all").addEventListener("click", resumeAll);
 
 $("new-form").addEventListener("submit", submitNew);
 for (const radio of document.querySelectorAll('#new-form input[name="kind"]')) radio.addEventListener("change", showNewKind);
+$("new-start").addEventListener("change", showNewStart);
 $("new-cancel").addEventListener("click", () => show("list"));
 $("new-cwd").addEventListener("change", checkNewSession);
 $("new-agent").addEventListener("change", checkNewSession);

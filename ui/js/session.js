@@ -17,7 +17,10 @@ function renderFacts() {
   badge.className = `badge ${stateClass(s)}`;
   badge.textContent = s.shown_state;
   badge.dataset.state = s.shown_state;
-  $("stop-session").disabled = !isLive(s);
+  // A scheduled one can be cancelled before it starts.
+  const scheduled = s.standing === "scheduled";
+  $("stop-session").disabled = !isLive(s) && !scheduled;
+  $("stop-session").textContent = scheduled ? "Cancel" : "Stop";
   $("send-submit").disabled = !isLive(s);
   $("send-text").disabled = !isLive(s);
   // A loop takes no typing and has no respawn options; its screen is what its iteration says.
@@ -30,7 +33,7 @@ function renderFacts() {
   $("terminal-bar").hidden = loop;
   const facts = [["Kind", loop ? "loop (a fresh headless session per task)" : "terminal"],
     ["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd],
-    ["Started", localTime(s.created)], ["Ended", s.ended ? localTime(s.ended) : "—"], ["Reason", s.reason || "—"]];
+    [s.standing === "scheduled" ? "Scheduled" : "Started", localTime(s.created)], ["Ended", s.ended ? localTime(s.ended) : "—"], ["Reason", s.reason || "—"]];
   if (s.error) facts.push(["Error", s.error]);
   $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   if (!isLive(s)) return;
@@ -97,7 +100,9 @@ async function openSession(id) {
   const s = app.sessions.find((x) => x.id === id);
   const loop = s && s.kind === "loop";
   if (s && !isLive(s) && !loop) {
-    $("screen-note").textContent = "The agent is not running, so there is no terminal to show. Its journal is below.";
+    $("screen-note").textContent = s.standing === "scheduled"
+      ? `It has not started yet (it ${s.reason || "starts later"}); its terminal appears here when it does.`
+      : "The agent is not running, so there is no terminal to show. Its journal is below.";
     $("screen-note").hidden = false;
   }
   await Promise.all([loadEvents(), loop ? loadScreen() : null, loadHandoff(), loadLives()]);
@@ -180,8 +185,10 @@ function renderScreen(screen) {
 async function stopOpen() {
   const id = app.openId;
   clearError();
+  const s = app.sessions.find((x) => x.id === id);
   if ((await call("stop_session", { id })) === FAILED) return;
-  notice(`Stopping session ${id}. Nightshift will not restart it.`);
+  notice(s && s.standing === "scheduled" ? `Session ${id} is cancelled: it will not start.`
+    : `Stopping session ${id}. Nightshift will not restart it.`);
   refreshSoon();
 }
 

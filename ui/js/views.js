@@ -10,6 +10,7 @@ async function prepareNewForm() {
   await fillAccounts();
   if (!$("new-cwd").value) $("new-cwd").value = localStorage.getItem("nightshift.cwd") || "";
   showNewKind();
+  showNewStart();
   checkNewSession();
   $(newKind() === "loop" ? "new-tasks" : "new-command").focus();
 }
@@ -25,6 +26,19 @@ async function fillAccounts() {
   select.value = names.includes(chosen) ? chosen : "";
   $("new-account-field").hidden = names.length === 0;
   $("new-switch-field").hidden = names.length === 0;
+}
+
+// "At a time" asks for the time.
+function showNewStart() {
+  const at = $("new-start").value === "at";
+  $("new-start-at-field").hidden = !at;
+  if (at && !$("new-start-at").value) $("new-start-at").value = "23:30";
+}
+
+// What the form's Start says, for the core.
+function newStart() {
+  const how = $("new-start").value;
+  return { at: how === "at" ? $("new-start-at").value || null : null, after_reset: how === "after_reset" };
 }
 
 function newKind() {
@@ -66,6 +80,7 @@ async function submitNew(ev) {
       max_iterations: number("new-max-iterations"), max_cost_usd: number("new-max-cost"),
       harness_args: $("new-harness-args").value.trim(),
       account: $("new-account").value || null,
+      start: newStart(),
     };
     made = await call("new_loop", { request });
   } else {
@@ -76,6 +91,7 @@ async function submitNew(ev) {
       auto_resume: $("new-auto-resume").checked,
       account: $("new-account").value || null,
       switch_accounts: !$("new-switch-field").hidden && $("new-switch").checked,
+      start: newStart(),
     };
     made = await call("new_session", { request });
   }
@@ -83,6 +99,9 @@ async function submitNew(ev) {
   if (made === FAILED) return;
   localStorage.setItem("nightshift.cwd", cwd);
   $("new-command").value = "";
+  // A start time is for this session only.
+  $("new-start").value = "now";
+  showNewStart();
   await refresh();
   openSession(made.id);
 }

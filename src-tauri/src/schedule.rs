@@ -1,0 +1,90 @@
+//! The app's scheduled starts: every few seconds it looks at the journal's pending schedules, takes
+//! over those whose own process is gone (a killed `nightshift run --at`, an app that quit or a
+//! reboot), and starts each one whose time has come — a window's form here, a command line in a
+//! detached `nightshift` of its own — or skips it per `[schedule] missed`. See
+//! [`nightshift::schedule`].
+
+use nightshift::schedule::{self, Launch, Verdict};
+use nightshift::SessionId;
+use tauri::{AppHandle, Manager};
+
+use crate::commands::Form;
+use crate::AppState;
+
+pub fn start(app: AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        loop {
+            look(&app);
+            tokio::time::sleep(schedule::CHECK).await;
+        }
+    });
+}
+
+fn look(app: &AppHandle) {
+    let state = app.state::<AppState>();
+    let missed = nightshift::config::Config::load(state.paths.config_dir.as_deref())
+        .map(|c| c.schedule.missed)
+        .unwrap_or_default();
+    let clock = state.supervisor.clock().clone();
+    let me = std::process::id();
+    let due = match state.supervisor.with_store(|s| schedule::due_now(s, clock.as_ref(), me, missed, true)) {
+        Ok(due) => due,
+        Err(e) => {
+            tracing::warn!("cannot look at the scheduled starts: {e}");
+            return;
+        }
+    };
+    let fired = !due.is_empty();
+    for (row, launch, verdict) in due {
+        let id = SessionId::from(row.session.clone());
+        if let Verdict::Skip { late_by } = verdict {
+            if let Err(e) = state.supervisor.with_store(|s| schedule::skip(s, clock.as_ref(), &row, late_by)) {
+                tracing::warn!(session = %id, "cannot journal a skipped start: {e}");
+            }
+            continue;
+        }
+        if let Err(why) = fire(&state, &id, &launch) {
+            tracing::warn!(session = %id, "the scheduled start failed: {why}");
+            state.supervisor.emit(
+                &id,
+                nightshift::EventKind::state(
+                    nightshift::SessionState::Failed,
+                    format!("the scheduled start failed: {why}"),
+                ),
+            );
+        }
+    }
+    if fired {
+        crate::awake::recheck(app);
+    }
+}
+
+/// Starts a claimed schedule.
+fn fire(state: &AppState, id: &SessionId, launch: &Launch) -> Result<(), String> {
+    match launch {
+        Launch::App { form } => {
+            let form: Form =
+                serde_json::from_value(form.clone()).map_err(|e| format!("its form cannot be read: {e}"))?;
+            match form {
+                Form::Session(form) => {
+                    let spec = crate::commands::session_spec(state, form).map_err(|e| e.to_string())?;
+                    state.supervisor.start_scheduled(id.clone(), spec).map(drop).map_err(|e| e.to_string())
+                }
+                Form::Loop(form) => {
+                    let spec = crate::commands::loop_spec(state, form).map_err(|e| e.to_string())?;
+                    state.supervisor.start_scheduled_loop(id.clone(), spec).map(drop).map_err(|e| e.to_string())
+                }
+            }
+        }
+        Launch::Cli { .. } => {
+            let mut cmd = schedule::relaunch(&crate::cli_path(), id.as_str(), launch)
+                .ok_or_else(|| "its command line is empty".to_string())?;
+            let status = cmd.status().map_err(|e| e.to_string())?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err(format!("`nightshift` {status}; its log says why"))
+            }
+        }
+    }
+}
