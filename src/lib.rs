@@ -18,6 +18,7 @@ pub mod event;
 pub mod git;
 pub mod hooks;
 pub mod journal;
+pub mod keyring;
 pub mod limits;
 pub mod logging;
 pub mod loops;

@@ -12,8 +12,10 @@
 //! finished = false                     # the same switches as `[notifications]`
 //! ```
 //!
-//! An ntfy access token is read from `ntfy-token` in the configuration directory, a file only its
-//! owner may read (mode 0600); it never reaches a log, an event or the window. Each process pushes
+//! An ntfy access token is read from the desktop's keyring where it holds one (the Secret Service:
+//! `secret-tool store --label='Nightshift ntfy token' application nightshift service ntfy`), else
+//! from `ntfy-token` in the configuration directory, a file only its owner may read (mode 0600);
+//! it never reaches a log, an event or the window. Each process pushes
 //! the notices of its own sessions (the app those it runs, a headless run its own), with the same
 //! rules as the desktop's: a finish that respawn undoes within seconds, or a dialog Nightshift
 //! answers itself, is not told. The text never carries the screen beyond the question itself.
@@ -47,8 +49,39 @@ pub const TOKEN_FILE: &str = "ntfy-token";
 /// does not depend on the delivery).
 pub use crate::notice::PushSettings as Settings;
 
-/// The ntfy access token kept in `dir` (`None` without the file).
+/// The ntfy access token's item in the desktop's keyring (see [`crate::keyring`]).
+pub const KEYRING_ITEM: [(&str, &str); 2] = [("application", "nightshift"), ("service", "ntfy")];
+
+/// Where the ntfy access token was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kept {
+    Keyring,
+    File,
+}
+
+/// The ntfy access token: the desktop's keyring's item when it holds one, else the file in `dir`
+/// (`None` with neither).
 pub fn token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
+    Ok(find_token(dir)?.map(|(secret, _)| secret))
+}
+
+/// The token and where it is kept. A locked keyring item is said (once per call, in the log) and
+/// the file is used.
+pub fn find_token(dir: Option<&Path>) -> Result<Option<(Secret, Kept)>, String> {
+    match crate::keyring::lookup(&KEYRING_ITEM) {
+        Ok(crate::keyring::Found::Secret(token)) => return Ok(Some((Secret(token), Kept::Keyring))),
+        Ok(crate::keyring::Found::Locked) => {
+            tracing::warn!("the keyring holds the ntfy token but is locked; unlock it, or keep the token in the file")
+        }
+        Ok(crate::keyring::Found::Nothing) => {}
+        Err(e) => tracing::warn!("{e}; the ntfy token is looked for in its file"),
+    }
+    Ok(file_token(dir)?.map(|secret| (secret, Kept::File)))
+}
+
+/// The ntfy access token kept in `dir`'s file (`None` without the file).
+fn file_token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
     let Some(dir) = dir else { return Ok(None) };
     let path = dir.join(TOKEN_FILE);
     let meta = match std::fs::metadata(&path) {

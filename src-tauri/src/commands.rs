@@ -609,8 +609,8 @@ pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value,
         "launch_at_login": launch_at_login,
         "keep_resumes_on_quit": config.app.keep_resumes_on_quit,
         "push": config.push,
-        // Whether a token is there, never the token.
-        "push_token": state.paths.config_dir.as_deref().is_some_and(|d| d.join(nightshift::push::TOKEN_FILE).exists()),
+        // Where a token is kept (the keyring, the file), never the token.
+        "push_token": nightshift::push::find_token(state.paths.config_dir.as_deref()).ok().flatten().map(|(_, kept)| kept),
         "power": crate::awake::status(&app),
     }))
 }

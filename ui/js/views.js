@@ -257,7 +257,7 @@ async function loadSettings() {
     for (const box of document.querySelectorAll("[data-notify]")) box.checked = !!(s.notifications || {})[box.dataset.notify];
     $("launch-at-login").checked = !!s.launch_at_login;
     $("keep-resumes").checked = !!s.keep_resumes_on_quit;
-    renderPush(s.push || {}, !!s.push_token);
+    renderPush(s.push || {}, s.push_token || null);
     renderPower(s.power);
   }
   if (await loadPresets()) renderUserPresets();
@@ -279,7 +279,8 @@ function renderPush(p, token) {
   for (const box of document.querySelectorAll("[data-push]")) box.checked = !!(p.kinds || {})[box.dataset.push];
   // The morning summary has no switch here: it is the desktop's, kept as the file has it.
   app.pushKinds = p.kinds || {};
-  $("push-token-state").textContent = token ? "a token is there." : "there is none now.";
+  $("push-token-state").textContent = token === "keyring" ? "the token is in your keyring."
+    : token ? "a token is there." : "there is none now.";
 }
 
 async function savePush(ev) {
