@@ -60,8 +60,9 @@ impl Machine {
         if !matches!(hook.event, Event::TurnComplete { .. }) {
             self.hooks_heard = true;
         }
-        let leaving = self.switch_leaving();
-        if let Some(id) = hook.conversation.filter(|id| !leaving && self.conversation.as_ref() != Some(id)) {
+        let conversation =
+            hook.conversation.filter(|id| !self.switch_disowns(id) && self.conversation.as_ref() != Some(id));
+        if let Some(id) = conversation {
             self.emit(EventKind::Conversation { id: id.clone() }, fx);
             self.conversation = Some(id);
         }

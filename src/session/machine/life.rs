@@ -77,13 +77,14 @@ impl Life {
 impl Machine {
     pub(super) fn on_stop(&mut self, source: String, kind: StopKind, now: Now, fx: &mut Vec<Effect>) {
         if self.switch_cancelled() {
-            // The agent is already stopping for an account switch: it is the user's stop now.
+            // The agent is already stopping for an account switch: it is the user's stop now. Once
+            // it is down (the restart under the new account not made yet), the stop below ends it.
             if let Life::Live { stopping: Some(stopping), .. } = &mut self.life {
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
                 stopping.source = source;
                 stopping.kind = kind;
+                return;
             }
-            return;
         }
         match &mut self.life {
             Life::Live { stopping: stopping @ None, .. } => {

@@ -82,11 +82,14 @@ pub(super) struct Switching {
     phase: Phase,
     /// No switch before this: the window of the last switch (or hold) resets.
     quiet_until: Option<DateTime<Utc>>,
+    /// The conversations of the accounts it moved off: a late hook of an old client that names
+    /// one is not the session's.
+    left: Vec<String>,
 }
 
 impl Switching {
     pub(super) fn new(settings: Settings, account: Option<Account>) -> Self {
-        Self { settings, account, phase: Phase::Watching, quiet_until: None }
+        Self { settings, account, phase: Phase::Watching, quiet_until: None, left: Vec::new() }
     }
 
     fn name(&self) -> String {
@@ -224,7 +227,9 @@ impl Machine {
             fx,
         );
         // The old account's conversation is not the new one's to resume.
-        self.conversation = None;
+        if let (Some(id), Some(sw)) = (self.conversation.take(), self.switching.as_mut()) {
+            sw.left.push(id);
+        }
         if let Life::Live { stopping, .. } = &mut self.life {
             *stopping = Some(life::Stopping {
                 source: "the account switch".into(),
@@ -253,10 +258,13 @@ impl Machine {
         Some(to)
     }
 
-    /// The old client is on its way out for a switch: what its hooks say of its conversation is
-    /// not the session's any more.
-    pub(super) fn switch_leaving(&self) -> bool {
-        self.switching.as_ref().is_some_and(|s| matches!(s.phase, Phase::Restarting { .. } | Phase::Starting { .. }))
+    /// Whether a hook's `conversation` is not the session's: the old client is on its way out for a
+    /// switch, or the id is of an account the session moved off.
+    pub(super) fn switch_disowns(&self, conversation: &str) -> bool {
+        self.switching.as_ref().is_some_and(|s| {
+            matches!(s.phase, Phase::Restarting { .. } | Phase::Starting { .. })
+                || s.left.iter().any(|c| c == conversation)
+        })
     }
 
     /// The user stopped the session while a switch was under way: it is a stop, not a switch.

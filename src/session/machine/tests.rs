@@ -1270,3 +1270,48 @@ fn a_held_session_does_not_switch() {
     assert!(sim.switches().is_empty());
     assert!(!sim.signalled());
 }
+
+#[test]
+fn a_stop_while_a_switch_waits_to_restart_ends_the_session() {
+    let mut sim = switching(start());
+    sim.meters = vec![meter("b", 20.0, 20.0)];
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    sim.input(stop(true, HANDOFF));
+    assert!(sim.signalled());
+    // Pause all while the agent goes down: the restart under b waits for the release.
+    sim.input(Input::Configure(Change { held: Some(true), source: "Pause all".into(), ..Change::default() }));
+    sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    assert!(sim.switched_to().is_empty(), "held back");
+    sim.input(Input::Stop { source: "the user".into(), kind: StopKind::User });
+    assert!(sim.m.ended().is_some(), "the stop ends it: {:?}", sim.m.life);
+    sim.input(Input::Configure(Change { held: Some(false), source: "Resume all".into(), ..Change::default() }));
+    sim.run(sim.secs() + 5.0);
+    assert!(sim.switched_to().is_empty() && !sim.log.iter().any(|(_, e)| matches!(e, Effect::Spawn { .. })));
+}
+
+#[test]
+fn a_late_hook_of_the_old_client_never_brings_back_its_conversation() {
+    let mut sim = switching(start());
+    sim.meters = vec![meter("b", 20.0, 20.0)];
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    sim.input(stop(true, HANDOFF));
+    sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    assert_eq!(sim.switched_to().len(), 1);
+    // A hook process of a's client, still in flight, reports after the restart.
+    sim.input(hook(crate::hooks::Event::SessionEnd { reason: "other".into() }));
+    assert_eq!(sim.m.conversation, None, "a's conversation (conv-1) is not b's");
+    let b = Input::Hook {
+        hook: crate::hooks::Hook {
+            conversation: Some("conv-b".into()),
+            event: crate::hooks::Event::SessionStart { source: "startup".into() },
+        },
+        limit: None,
+        facts: None,
+    };
+    sim.input(b);
+    assert_eq!(sim.m.conversation.as_deref(), Some("conv-b"));
+}
