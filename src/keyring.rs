@@ -37,6 +37,32 @@ impl std::fmt::Debug for Found {
     }
 }
 
+/// Whether the keyring holds an item with `attributes`, without reading its secret (no prompt,
+/// no access request): [`Found::Secret`] carries an empty string when it does, unlocked.
+pub fn holds(attributes: &[(&str, &str)]) -> Found {
+    let attributes: HashMap<String, String> =
+        attributes.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+    std::thread::scope(|s| s.spawn(|| search(&attributes)).join().ok().flatten()).map_or(
+        Found::Nothing,
+        |(unlocked, locked)| match (unlocked, locked) {
+            (true, _) => Found::Secret(String::new()),
+            (false, true) => Found::Locked,
+            _ => Found::Nothing,
+        },
+    )
+}
+
+fn search(attributes: &HashMap<String, String>) -> Option<(bool, bool)> {
+    let conn = zbus::blocking::connection::Builder::session().ok()?.method_timeout(TIMEOUT).build().ok()?;
+    if !has_owner(&conn) {
+        return None;
+    }
+    let service = zbus::blocking::Proxy::new(&conn, SERVICE, PATH, "org.freedesktop.Secret.Service").ok()?;
+    let (unlocked, locked): (Vec<OwnedObjectPath>, Vec<OwnedObjectPath>) =
+        service.call("SearchItems", &(attributes,)).ok()?;
+    Some((!unlocked.is_empty(), !locked.is_empty()))
+}
+
 /// The secret of the first unlocked item whose attributes include all of `attributes`. Runs on a
 /// thread of its own, so it may be called from async code.
 pub fn lookup(attributes: &[(&str, &str)]) -> Result<Found, String> {

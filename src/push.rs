@@ -66,6 +66,14 @@ pub fn token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
     Ok(find_token(dir)?.map(|(secret, _)| secret))
 }
 
+/// Where the token is kept, without reading it (for the window's settings).
+pub fn token_kept(dir: Option<&Path>) -> Option<Kept> {
+    if crate::keyring::holds(&KEYRING_ITEM) != crate::keyring::Found::Nothing {
+        return Some(Kept::Keyring);
+    }
+    dir.is_some_and(|d| d.join(TOKEN_FILE).exists()).then_some(Kept::File)
+}
+
 /// The token and where it is kept. A locked keyring item is said (once per call, in the log) and
 /// the file is used.
 pub fn find_token(dir: Option<&Path>) -> Result<Option<(Secret, Kept)>, String> {

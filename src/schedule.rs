@@ -114,8 +114,15 @@ pub fn after_reset(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum Launch {
-    /// `nightshift ARGS` (a `run` or `loop` command line without its schedule) in `cwd`.
-    Cli { args: Vec<String>, cwd: String },
+    /// `nightshift ARGS` (a `run` or `loop` command line without its schedule) in `cwd`, with
+    /// `env` (the variables that say where things are: `PATH`, the client's config directory;
+    /// never a token) over the starting process's own.
+    Cli {
+        args: Vec<String>,
+        cwd: String,
+        #[serde(default)]
+        env: Vec<(String, String)>,
+    },
     /// The window's New session form (the app starts it).
     App { form: serde_json::Value },
 }
@@ -195,11 +202,25 @@ pub fn record(store: &mut Store, new: &NewSession<'_>, due: &Due, launch: &Launc
     store.schedule(new.id, due.at, &due.why, &launch)
 }
 
+/// The variables a command-line schedule keeps for whoever starts it: where programs and the
+/// clients' config directories are (never a token or a key).
+pub const KEPT_ENV: [&str; 4] = ["PATH", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "LANG"];
+
 /// Cancels the schedule of `row` (not started yet): the user's stop, in the journal; the process
-/// waiting for it sees it at its next look.
+/// waiting for it sees it at its next look. It is taken first, like a start, so a process about
+/// to start it cannot: one that already has is [`StoreError::ScheduleStarting`].
 pub fn cancel(store: &mut Store, clock: &dyn Clock, row: &SessionRow, source: &str) -> Result<(), StoreError> {
     let session = SessionId::from(row.id.clone());
-    let due = store.schedule_of(&row.id)?.map(|s| s.due);
+    let schedule = store.schedule_of(&row.id)?;
+    let me = std::process::id();
+    let taken = match schedule.as_ref().and_then(|s| s.claimed_by.filter(|_| s.stale_claim())) {
+        Some(stale) => store.reclaim_schedule(&row.id, stale, me, clock.now())?,
+        None => store.claim_schedule(&row.id, me, clock.now())?,
+    };
+    if !taken {
+        return Err(StoreError::ScheduleStarting(row.id.clone()));
+    }
+    let due = schedule.map(|s| s.due);
     let when = due.map(|d| format!(" (it was to start {})", d.with_timezone(&chrono::Local).format("%a %H:%M")));
     let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
     record(EventKind::StopRequested { source: source.to_string(), kind: StopKind::User })?;
@@ -239,6 +260,23 @@ pub fn due_now(
 ) -> Result<Vec<(crate::store::ScheduleRow, Launch, Verdict)>, StoreError> {
     let mut out = Vec::new();
     for row in store.pending_schedules()? {
+        if row.claimed {
+            // Being started by a live process; or claimed by one that died first: taken over.
+            let Some(stale) = row.claimed_by.filter(|_| row.stale_claim()) else { continue };
+            let Ok(launch) = serde_json::from_str::<Launch>(&row.launch) else { continue };
+            if (matches!(launch, Launch::App { .. }) && !app)
+                || !store.reclaim_schedule(&row.session, stale, pid, clock.now())?
+            {
+                continue;
+            }
+            tracing::info!(session = %row.session, stale, "took over a scheduled start whose starter died");
+            let verdict = match verdict(row.due, clock.now(), true, missed) {
+                Verdict::Wait => Verdict::Start,
+                v => v,
+            };
+            out.push((row, launch, verdict));
+            continue;
+        }
         let mine = row.owner_pid == Some(i64::from(pid));
         if !mine && !row.orphaned() {
             continue;
@@ -266,24 +304,63 @@ pub fn due_now(
     Ok(out)
 }
 
-/// The pending schedules process `pid` looks after or may take over (for saying what waits).
+/// The pending schedules process `pid` looks after or may take over, those it is starting
+/// included (for saying what waits, and for waiting until they started).
 pub fn watched(store: &Store, pid: u32, app: bool) -> Result<Vec<crate::store::ScheduleRow>, StoreError> {
+    let me = Some(i64::from(pid));
     Ok(store
         .pending_schedules()?
         .into_iter()
-        .filter(|row| row.owner_pid == Some(i64::from(pid)) || row.orphaned())
+        .filter(|row| {
+            if row.claimed {
+                row.claimed_by == me || row.stale_claim()
+            } else {
+                row.owner_pid == me || row.orphaned()
+            }
+        })
         .filter(|row| app || serde_json::from_str::<Launch>(&row.launch).is_ok_and(|l| matches!(l, Launch::Cli { .. })))
         .collect())
 }
 
-/// The command that starts a command-line schedule from another process: `nightshift ARGS` again,
-/// detached (so it outlives whoever starts it), adopting the scheduled session.
+/// Starts a claimed command-line schedule from another process: `nightshift ARGS` again, adopting
+/// the scheduled session, in a process group of its own with no terminal (it outlives whoever
+/// starts it), its output appended to `log`, on the journal in `state_dir`. `failed` is called
+/// (from a thread) with why, should that process end badly: the caller journals it if the session
+/// never started.
+pub fn start_elsewhere(
+    cli: &std::path::Path,
+    state_dir: &std::path::Path,
+    session: &str,
+    launch: &Launch,
+    log: &std::path::Path,
+    failed: impl FnOnce(String) + Send + 'static,
+) -> Result<(), String> {
+    let mut cmd = relaunch(cli, session, launch).ok_or_else(|| "its command line is empty".to_string())?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    use std::os::unix::process::CommandExt;
+    cmd.env(crate::paths::STATE_DIR_ENV, state_dir).stdout(out).stderr(err).process_group(0);
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
+    std::thread::spawn(move || match child.wait() {
+        Ok(status) if status.success() => {}
+        Ok(status) => failed(format!("`nightshift` {status}; its output is in the log")),
+        Err(e) => failed(e.to_string()),
+    });
+    Ok(())
+}
+
+/// The command that starts a command-line schedule in another process (see [`start_elsewhere`]).
 pub fn relaunch(cli: &std::path::Path, session: &str, launch: &Launch) -> Option<std::process::Command> {
-    let Launch::Cli { args, cwd } = launch else { return None };
+    let Launch::Cli { args, cwd, env } = launch else { return None };
     let (sub, rest) = args.split_first()?;
     let mut cmd = std::process::Command::new(cli);
-    cmd.arg(sub).args(["--detach", "--scheduled", session]).args(rest).current_dir(cwd);
-    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    cmd.arg(sub).args(["--scheduled", session]).args(rest).current_dir(cwd);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd.stdin(std::process::Stdio::null());
     Some(cmd)
 }
 
@@ -406,10 +483,43 @@ mod tests {
 
     fn scheduled(store: &mut Store, clock: &FakeClock, id: &str, due: DateTime<Utc>, owner: u32) {
         let due = Due { at: due, why: "at 23:30".into() };
-        let launch = Launch::Cli { args: vec!["run".into(), "--".into(), "true".into()], cwd: "/w".into() };
+        let launch =
+            Launch::Cli { args: vec!["run".into(), "--".into(), "true".into()], cwd: "/w".into(), env: vec![] };
         record(store, &NewSession { owner_pid: owner, ..new_session(id) }, &due, &launch).unwrap();
         for kind in events(&due) {
             store.record(&Event { ts: clock.now(), session: SessionId::from(id.to_string()), kind }).unwrap();
+        }
+    }
+
+    /// Another Nightshift process (by its name: a copy of `sleep` called `nightshift-other`, kept
+    /// in its directory for as long as it runs).
+    struct Other(std::process::Child, #[allow(dead_code)] tempfile::TempDir);
+
+    impl Other {
+        fn start() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let exe = dir.path().join("nightshift-other");
+            std::fs::copy("/bin/sleep", &exe).unwrap();
+            let child = std::process::Command::new(&exe).arg("60").spawn().unwrap();
+            let pid = i64::from(child.id());
+            for _ in 0..200 {
+                if crate::store::nightshift_alive(pid) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Self(child, dir)
+        }
+
+        fn pid(&self) -> u32 {
+            self.0.id()
+        }
+    }
+
+    impl Drop for Other {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
         }
     }
 
@@ -419,10 +529,14 @@ mod tests {
         let clock = FakeClock::new(ts("2026-12-01T23:00:00Z"));
         let me = std::process::id();
         let due = ts("2026-12-01T23:30:00Z");
-        // One of a process that is gone, one of this process, one of a live other process (pid 1).
+        let other = Other::start();
+        // One of a process that is gone, one of this process, one of another live Nightshift, and
+        // one of a live process that is no Nightshift (pid 1: after a reboot, an old pid is often
+        // someone else's).
         scheduled(&mut store, &clock, "gone", due, u32::MAX - 1);
         scheduled(&mut store, &clock, "mine", due, me);
-        scheduled(&mut store, &clock, "other", due, 1);
+        scheduled(&mut store, &clock, "other", due, other.pid());
+        scheduled(&mut store, &clock, "reused", due, 1);
         let row = store.session("gone").unwrap().unwrap();
         assert_eq!((row.state, row.standing()), (SessionState::Scheduled, crate::store::Standing::Scheduled));
         assert_eq!(row.shown_state(), "scheduled");
@@ -432,7 +546,7 @@ mod tests {
         clock.set(due + chrono::Duration::seconds(1));
         let starts: Vec<_> = due_now(&mut store, &clock, me, Missed::Start, false).unwrap();
         let ids: Vec<&str> = starts.iter().map(|(r, _, _)| r.session.as_str()).collect();
-        assert_eq!(ids, ["gone", "mine"], "the live process's own is left to it");
+        assert_eq!(ids, ["gone", "mine", "reused"], "the live Nightshift's own is left to it");
         assert!(starts.iter().all(|(_, l, v)| *v == Verdict::Start && matches!(l, Launch::Cli { .. })));
         assert!(due_now(&mut store, &clock, me, Missed::Start, false).unwrap().is_empty(), "claimed: never twice");
         assert!(!store.claim_schedule("gone", 7, clock.now()).unwrap(), "nor by another process");
@@ -445,8 +559,35 @@ mod tests {
         assert_eq!(row.state, SessionState::Exited);
         assert!(row.reason.as_deref().is_some_and(|r| r.starts_with("cancelled before it started")), "{row:?}");
         assert!(!store.claim_schedule("cancelled", me, clock.now()).unwrap());
-        let pending: Vec<_> = store.pending_schedules().unwrap().into_iter().map(|r| r.session).collect();
-        assert_eq!(pending, ["other"], "only the live process's own still waits");
+        let waiting: Vec<_> =
+            store.pending_schedules().unwrap().into_iter().filter(|r| !r.claimed).map(|r| r.session).collect();
+        assert_eq!(waiting, ["other"], "only the live Nightshift's own still waits");
+    }
+
+    #[test]
+    fn a_claim_whose_process_died_is_taken_over_and_a_live_one_refuses_a_cancel() {
+        let mut store = Store::open_in_memory().unwrap();
+        let clock = FakeClock::new(ts("2026-12-01T23:31:00Z"));
+        let me = std::process::id();
+        let due = ts("2026-12-01T23:30:00Z");
+        scheduled(&mut store, &clock, "stale", due, u32::MAX - 1);
+        assert!(store.claim_schedule("stale", u32::MAX - 1, clock.now()).unwrap(), "claimed, then its starter died");
+        let other = Other::start();
+        scheduled(&mut store, &clock, "starting", due, other.pid());
+        assert!(store.claim_schedule("starting", other.pid(), clock.now()).unwrap(), "being started by a live one");
+        let taken = due_now(&mut store, &clock, me, Missed::Start, false).unwrap();
+        let ids: Vec<&str> = taken.iter().map(|(r, _, _)| r.session.as_str()).collect();
+        assert_eq!(ids, ["stale"]);
+        assert_eq!(store.schedule_of("stale").unwrap().unwrap().claimed_by, Some(i64::from(me)));
+        // The one a live process is starting cannot be cancelled under it: the user is told.
+        let row = store.session("starting").unwrap().unwrap();
+        let e = cancel(&mut store, &clock, &row, "nightshift stop").unwrap_err();
+        assert!(e.to_string().contains("being started as scheduled"), "{e}");
+        assert_eq!(store.session("starting").unwrap().unwrap().state, SessionState::Scheduled);
+        // Once it is gone too, the cancel goes through.
+        drop(other);
+        cancel(&mut store, &clock, &row, "nightshift stop").unwrap();
+        assert_eq!(store.session("starting").unwrap().unwrap().state, SessionState::Exited);
     }
 
     #[test]
@@ -482,14 +623,17 @@ mod tests {
     }
 
     #[test]
-    fn a_command_line_schedule_is_started_again_detached_adopting_its_session() {
+    fn a_command_line_schedule_is_started_again_adopting_its_session() {
         let launch = Launch::Cli {
             args: vec!["run".into(), "--agent".into(), "claude".into(), "--".into(), "claude".into()],
             cwd: "/w".into(),
+            env: vec![("CLAUDE_CONFIG_DIR".into(), "/home/u/.claude-work".into())],
         };
         let cmd = relaunch(std::path::Path::new("/bin/nightshift"), "abc", &launch).unwrap();
         let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert_eq!(args, ["run", "--detach", "--scheduled", "abc", "--agent", "claude", "--", "claude"]);
+        assert_eq!(args, ["run", "--scheduled", "abc", "--agent", "claude", "--", "claude"]);
+        let env: Vec<_> = cmd.get_envs().map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned()))).collect();
+        assert_eq!(env, [("CLAUDE_CONFIG_DIR".into(), Some("/home/u/.claude-work".into()))]);
         assert_eq!(cmd.get_current_dir(), Some(std::path::Path::new("/w")));
         assert!(relaunch(std::path::Path::new("/bin/nightshift"), "abc", &Launch::App { form: serde_json::json!({}) })
             .is_none());

@@ -50,6 +50,8 @@ pub enum StoreError {
     LockFile { path: String, source: std::io::Error },
     #[error("journal: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("session {0} is being started as scheduled right now; stop it again in a moment")]
+    ScheduleStarting(String),
     #[error("no session matches `{0}`; `nightshift sessions` lists them")]
     NoSuchSession(String),
     #[error("`{prefix}` matches several sessions ({candidates}); give more of the id")]
@@ -265,6 +267,8 @@ pub struct ScheduleRow {
     pub launch: String,
     /// A process has taken it to start it.
     pub claimed: bool,
+    /// That process.
+    pub claimed_by: Option<i64>,
     /// The process that scheduled it (or adopted it), which waits for its time.
     pub owner_pid: Option<i64>,
 }
@@ -272,8 +276,20 @@ pub struct ScheduleRow {
 impl ScheduleRow {
     /// Whether the process that waits for it is gone (a killed terminal, a reboot, a quit app).
     pub fn orphaned(&self) -> bool {
-        !self.owner_pid.is_some_and(pid_alive)
+        !self.owner_pid.is_some_and(nightshift_alive)
     }
+
+    /// Claimed by a process that died before it started the session.
+    pub fn stale_claim(&self) -> bool {
+        self.claimed && !self.claimed_by.is_some_and(nightshift_alive)
+    }
+}
+
+/// Whether `pid` is a running Nightshift (the CLI, or the app): after a reboot an old pid is
+/// often some other process's, which must not keep a schedule from being taken over.
+pub fn nightshift_alive(pid: i64) -> bool {
+    pid_alive(pid)
+        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.starts_with("nightshift"))
 }
 
 /// Where a session stands beyond its last state: is a Nightshift process behind it?
@@ -502,9 +518,10 @@ impl Store {
         Ok(())
     }
 
-    /// The schedules not started, cancelled or skipped yet, the earliest first.
+    /// The schedules not started, cancelled or skipped yet (claimed ones included: their process
+    /// may have died before it started them), the earliest first.
     pub fn pending_schedules(&self) -> Result<Vec<ScheduleRow>, StoreError> {
-        self.schedule_rows("WHERE s.state = 'scheduled' AND c.claimed IS NULL ORDER BY c.due, c.session", params![])
+        self.schedule_rows("WHERE s.state = 'scheduled' ORDER BY c.due, c.session", params![])
     }
 
     /// Session `id`'s schedule, whatever became of it.
@@ -514,7 +531,7 @@ impl Store {
 
     fn schedule_rows(&self, tail: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<ScheduleRow>, StoreError> {
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT c.session, c.due, c.why, c.launch, c.claimed, s.owner_pid
+            "SELECT c.session, c.due, c.why, c.launch, c.claimed, s.owner_pid, c.claimed_by
              FROM schedules c JOIN sessions s ON s.id = c.session {tail}"
         ))?;
         let rows = stmt
@@ -527,6 +544,7 @@ impl Store {
                     launch: r.get(3)?,
                     claimed: r.get::<_, Option<String>>(4)?.is_some(),
                     owner_pid: r.get(5)?,
+                    claimed_by: r.get(6)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -541,6 +559,18 @@ impl Store {
              WHERE session = ?1 AND claimed IS NULL
                AND (SELECT state FROM sessions WHERE id = ?1) = 'scheduled'",
             params![id, format_ts(now), pid],
+        )?;
+        Ok(taken == 1)
+    }
+
+    /// Takes over session `id`'s schedule from process `stale`, which claimed it and died before
+    /// it started it: false when another process was first.
+    pub fn reclaim_schedule(&mut self, id: &str, stale: i64, pid: u32, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let taken = self.conn.execute(
+            "UPDATE schedules SET claimed = ?3, claimed_by = ?4
+             WHERE session = ?1 AND claimed_by = ?2
+               AND (SELECT state FROM sessions WHERE id = ?1) = 'scheduled'",
+            params![id, stale, format_ts(now), pid],
         )?;
         Ok(taken == 1)
     }

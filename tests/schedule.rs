@@ -51,12 +51,14 @@ fn started_at(env: &Env, id: &str) -> Option<SystemTime> {
 fn a_run_at_a_time_waits_as_scheduled_and_starts_then() {
     let env = Env::new();
     let marker = env.path("ran");
-    let (at, due) = local_in(4);
+    let (at, due) = local_in(8);
     let (mut child, id) = scheduled_run(&env, &at, &format!("touch {}", marker.display()));
     let listed = row(&env, &id);
-    assert_eq!((listed["state"].as_str(), listed["standing"].as_str()), (Some("scheduled"), Some("scheduled")));
-    assert!(listed["reason"].as_str().is_some_and(|r| r.contains(&format!("at {at}"))), "{listed}");
-    assert!(env.stdout(&["sessions"]).contains("scheduled"));
+    // (On a loaded machine the time may have come already: then it is no longer listed so.)
+    if SystemTime::now() + Duration::from_secs(1) < due {
+        assert_eq!((listed["state"].as_str(), listed["standing"].as_str()), (Some("scheduled"), Some("scheduled")));
+        assert!(listed["reason"].as_str().is_some_and(|r| r.contains(&format!("at {at}"))), "{listed}");
+    }
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert!(marker.exists(), "the command ran");
@@ -65,7 +67,7 @@ fn a_run_at_a_time_waits_as_scheduled_and_starts_then() {
     let due_second =
         due - Duration::from_nanos(u64::from(chrono::DateTime::<chrono::Utc>::from(due).timestamp_subsec_nanos()));
     assert!(started >= due_second, "started {started:?} before its time {due_second:?}");
-    assert!(started <= due + schedule::CHECK + Duration::from_secs(1), "started {started:?}, due {due:?}");
+    assert!(started <= due + schedule::CHECK + Duration::from_secs(3), "started {started:?}, due {due:?}");
     assert_eq!(row(&env, &id)["state"], "exited");
 }
 
@@ -137,7 +139,7 @@ fn left_behind(env: &Env, id: &str, ago: chrono::Duration, marker: &std::path::P
     let due = Due { at: chrono::Utc::now() - ago, why: "at 23:30".into() };
     let mut args = vec!["run".to_string(), "--".to_string()];
     args.extend(command.iter().cloned());
-    schedule::record(&mut store, &new, &due, &Launch::Cli { args, cwd: cwd.clone() }).unwrap();
+    schedule::record(&mut store, &new, &due, &Launch::Cli { args, cwd: cwd.clone(), env: vec![] }).unwrap();
     for kind in schedule::events(&due) {
         let event =
             nightshift::Event { ts: chrono::Utc::now(), session: nightshift::SessionId::from(id.to_string()), kind };
@@ -240,4 +242,43 @@ fn a_loop_can_be_scheduled_too() {
     assert_eq!((listed["kind"].as_str(), listed["state"].as_str()), (Some("loop"), Some("scheduled")));
     env.stdout(&["stop", &id]);
     assert!(child.wait_with_output().unwrap().status.success());
+}
+
+#[test]
+fn a_scheduled_loop_whose_process_was_killed_is_started_by_restore() {
+    let env = Env::new();
+    // A harness that notes it ran and answers like `claude -p --output-format stream-json`.
+    let stream = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/2.1.332/headless/stream-json-fast.jsonl");
+    let ran = env.path("ran");
+    let harness = env.path("claude");
+    std::fs::write(&harness, format!("#!/bin/sh\ntouch {}\ncat {}\n", ran.display(), stream.display())).unwrap();
+    std::fs::set_permissions(&harness, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (at, _) = local_in(5);
+    let events = env.path("loop.jsonl");
+    let mut child = env
+        .cmd(&["loop", "--at", &at, "--program", harness.to_str().unwrap(), "--prompt", "tidy up"])
+        .args(["--max-iterations", "1", "--events", events.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = wait_for("the loop's schedule", Duration::from_secs(20), || {
+        common::read_events(&events).first().and_then(|e| e["session"].as_str().map(String::from))
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = env.cmd(&["restore"]).stdin(Stdio::null()).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("Started scheduled session {id}")),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("the loop to run and end", Duration::from_secs(30), || {
+        (row(&env, &id)["state"] == "exited").then_some(())
+    });
+    assert!(ran.exists(), "its iteration ran");
+    let listed = row(&env, &id);
+    assert_eq!(listed["exit_code"], 0, "{listed}");
 }

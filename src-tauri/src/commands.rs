@@ -192,7 +192,10 @@ pub enum Form {
 fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Option<schedule::Due>, UiError> {
     let now = state.supervisor.clock().now();
     let bad = |e: schedule::ScheduleError| UiError::new("bad_start", e.to_string());
-    if let Some(at) = start.at.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+    if let Some(at) = start.at.as_deref().map(str::trim) {
+        if at.is_empty() {
+            return Err(UiError::new("bad_start", "choose the time to start at, or Start: Now"));
+        }
         return Ok(Some(schedule::at(at.parse().map_err(bad)?, now)));
     }
     if !start.after_reset {
@@ -599,7 +602,8 @@ pub fn morning(state: State<'_, AppState>) -> Result<Value, UiError> {
     }))
 }
 
-#[tauri::command]
+// Off the main thread: it asks the keyring over D-Bus.
+#[tauri::command(async)]
 pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value, UiError> {
     use tauri_plugin_autostart::ManagerExt;
     let config = Config::load(state.paths.config_dir.as_deref())?;
@@ -610,7 +614,7 @@ pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value,
         "keep_resumes_on_quit": config.app.keep_resumes_on_quit,
         "push": config.push,
         // Where a token is kept (the keyring, the file), never the token.
-        "push_token": nightshift::push::find_token(state.paths.config_dir.as_deref()).ok().flatten().map(|(_, kept)| kept),
+        "push_token": nightshift::push::token_kept(state.paths.config_dir.as_deref()),
         "power": crate::awake::status(&app),
     }))
 }
@@ -636,7 +640,7 @@ pub fn set_notifications(state: State<'_, AppState>, switches: Switches) -> Resu
 
 /// Saves where the phone's notifications go and applies it from the next notice on. Blank URLs
 /// are none; a bad one, or a token file others may read, is refused with the fix.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn set_push(state: State<'_, AppState>, mut settings: nightshift::push::Settings) -> Result<(), UiError> {
     for url in [&mut settings.ntfy, &mut settings.webhook, &mut settings.click] {
         *url = url.take().map(|u| u.trim().to_string()).filter(|u| !u.is_empty());
@@ -670,7 +674,8 @@ pub async fn hold_all(app: &AppHandle, held: bool) -> Result<usize, UiError> {
     let source = if held { "Pause all" } else { "Resume all" };
     let mut changed = 0;
     let mut failed = Vec::new();
-    for row in rows.iter().filter(|r| !r.is_final() && r.owner_alive()) {
+    // Live ones only: a scheduled one has nothing to hold yet.
+    for row in rows.iter().filter(|r| r.standing() == nightshift::store::Standing::Live) {
         let change = Change { held: Some(held), source: source.into(), ..Change::default() };
         match ask(&state, &row.id, |session| Request::Configure { session, change: Box::new(change) }).await {
             Ok(_) => changed += 1,

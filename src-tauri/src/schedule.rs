@@ -44,14 +44,7 @@ fn look(app: &AppHandle) {
             continue;
         }
         if let Err(why) = fire(&state, &id, &launch) {
-            tracing::warn!(session = %id, "the scheduled start failed: {why}");
-            state.supervisor.emit(
-                &id,
-                nightshift::EventKind::state(
-                    nightshift::SessionState::Failed,
-                    format!("the scheduled start failed: {why}"),
-                ),
-            );
+            failure(&state.supervisor, &id, &why);
         }
     }
     if fired {
@@ -77,14 +70,24 @@ fn fire(state: &AppState, id: &SessionId, launch: &Launch) -> Result<(), String>
             }
         }
         Launch::Cli { .. } => {
-            let mut cmd = schedule::relaunch(&crate::cli_path(), id.as_str(), launch)
-                .ok_or_else(|| "its command line is empty".to_string())?;
-            let status = cmd.status().map_err(|e| e.to_string())?;
-            if status.success() {
-                Ok(())
-            } else {
-                Err(format!("`nightshift` {status}; its log says why"))
-            }
+            let (supervisor, failing) = (state.supervisor.clone(), id.clone());
+            let failed = move |why: String| failure(&supervisor, &failing, &why);
+            nightshift::paths::ensure_private_dir(&state.paths.log_dir()).map_err(|e| e.to_string())?;
+            let log = state.paths.log_dir().join("scheduled.log");
+            schedule::start_elsewhere(&crate::cli_path(), &state.paths.state_dir, id.as_str(), launch, &log, failed)
         }
     }
+}
+
+/// A scheduled start that failed, journalled unless the session started after all.
+fn failure(supervisor: &nightshift::Supervisor, id: &SessionId, why: &str) {
+    let state = supervisor.with_store(|s| s.session(id.as_str())).ok().flatten().map(|r| r.state);
+    if state != Some(nightshift::SessionState::Scheduled) {
+        return;
+    }
+    tracing::warn!(session = %id, "the scheduled start failed: {why}");
+    supervisor.emit(
+        id,
+        nightshift::EventKind::state(nightshift::SessionState::Failed, format!("the scheduled start failed: {why}")),
+    );
 }

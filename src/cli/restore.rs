@@ -54,6 +54,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             println!("Scheduled session {}: it starts {at} ({}).", row.session, row.why);
         }
         super::run::stop_on_signals(&restored, true)?;
+        nightshift::paths::ensure_private_dir(&paths.log_dir())?;
         let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for signals")?;
         let mut terminate = signal(SignalKind::terminate()).context("cannot listen for signals")?;
         loop {
@@ -65,7 +66,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                         host.supervisor.with_store(|s| schedule::skip(s, clock.as_ref(), &row, late_by))?;
                         println!("Skipped scheduled session {}: its time passed while no Nightshift ran.", row.session);
                     }
-                    _ => start(&host.supervisor, &cli, &row.session, &launch),
+                    _ => start(&host.supervisor, &paths, &cli, &row.session, &launch),
                 }
             }
             let live = restored.iter().any(|h| h.status().exit.is_none());
@@ -87,22 +88,34 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Starts a scheduled session claimed by this process: its command line again, detached; a start
-/// that fails is journalled as such.
-fn start(supervisor: &nightshift::Supervisor, cli: &std::path::Path, session: &str, launch: &schedule::Launch) {
-    let Some(mut cmd) = schedule::relaunch(cli, session, launch) else { return };
-    let failed = match cmd.status() {
-        Ok(status) if status.success() => {
-            println!("Started scheduled session {session}.");
-            return;
-        }
-        Ok(status) => format!("`nightshift` {status}; its log says why"),
-        Err(e) => e.to_string(),
-    };
-    eprintln!("nightshift: scheduled session {session} did not start: {failed}");
+/// Starts a scheduled session claimed by this process: its command line again, in a process of
+/// its own; a start that fails is journalled as such.
+fn start(
+    supervisor: &nightshift::Supervisor,
+    paths: &Paths,
+    cli: &std::path::Path,
+    session: &str,
+    launch: &schedule::Launch,
+) {
     let id = nightshift::SessionId::from(session.to_string());
+    let (me, failing) = (supervisor.clone(), id.clone());
+    let failed = move |why: String| failure(&me, &failing, &why);
+    let log = paths.log_dir().join("scheduled.log");
+    match schedule::start_elsewhere(cli, &paths.state_dir, session, launch, &log, failed) {
+        Ok(()) => println!("Started scheduled session {session}."),
+        Err(why) => failure(supervisor, &id, &why),
+    }
+}
+
+/// A scheduled start that failed, journalled unless the session started after all.
+fn failure(supervisor: &nightshift::Supervisor, id: &nightshift::SessionId, why: &str) {
+    let state = supervisor.with_store(|s| s.session(id.as_str())).ok().flatten().map(|r| r.state);
+    if state != Some(nightshift::SessionState::Scheduled) {
+        return;
+    }
+    eprintln!("nightshift: scheduled session {id} did not start: {why}");
     supervisor.emit(
-        &id,
-        nightshift::EventKind::state(nightshift::SessionState::Failed, format!("the scheduled start failed: {failed}")),
+        id,
+        nightshift::EventKind::state(nightshift::SessionState::Failed, format!("the scheduled start failed: {why}")),
     );
 }

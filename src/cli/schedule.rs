@@ -68,16 +68,20 @@ impl When {
             (None, false) => return Ok(Begin::Now),
         };
         let cwd = std::env::current_dir().context("the current directory is gone; pass --cwd DIR")?;
-        let launch = Launch::Cli { args: without_schedule(std::env::args().skip(1)), cwd: cwd.display().to_string() };
+        let env =
+            schedule::KEPT_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_string(), v))).collect();
+        let launch =
+            Launch::Cli { args: without_schedule(std::env::args().skip(1)), cwd: cwd.display().to_string(), env };
         Ok(Begin::At { due, launch })
     }
 }
 
-/// The command line without what schedules it (and without `--detach` and `--events -`, which a
-/// start from another process cannot honour): how the session is started when its time comes.
+/// The command line from its subcommand on, without what schedules it (and without `--detach`,
+/// `--events -` and `--state-dir`, which the process that starts it decides): how the session is
+/// started when its time comes.
 fn without_schedule(args: impl Iterator<Item = String>) -> Vec<String> {
     let mut kept = Vec::new();
-    let mut args = args.peekable();
+    let mut args = args.skip_while(|a| a != "run" && a != "loop").peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--" => {
@@ -85,13 +89,13 @@ fn without_schedule(args: impl Iterator<Item = String>) -> Vec<String> {
                 kept.extend(args.by_ref());
             }
             "--after-reset" | "--detach" => {}
-            "--at" => {
+            "--at" | "--state-dir" => {
                 args.next();
             }
             "--events" if args.peek().map(String::as_str) == Some("-") => {
                 args.next();
             }
-            a if a.starts_with("--at=") || a == "--events=-" => {}
+            a if a.starts_with("--at=") || a.starts_with("--state-dir=") || a == "--events=-" => {}
             _ => kept.push(arg),
         }
     }
@@ -158,7 +162,12 @@ mod tests {
     fn the_launch_is_the_command_line_without_its_schedule() {
         let args = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
         assert_eq!(
-            without_schedule(args("run --at 23:30 --events - --detach --agent claude -- claude --at 1").into_iter()),
+            without_schedule(
+                args(
+                    "--state-dir /s run --at 23:30 --events - --detach --state-dir=/t --agent claude -- claude --at 1"
+                )
+                .into_iter()
+            ),
             args("run --agent claude -- claude --at 1"),
             "the command's own arguments after -- are kept"
         );

@@ -446,10 +446,15 @@ class AppWindow(unittest.TestCase):
 
         # The one scheduled from a terminal whose process was killed before the app started: the
         # app took it over and started it at its time.
-        wait_for = d.wait_for
-        wait_for("the command-line schedule to have run", lambda: self.cli_marker.exists(), timeout=40)
-        journal = subprocess.run([str(CLI), "journal", "--session", self.cli_scheduled], env=self.env,
-                                 capture_output=True, text=True, timeout=30).stdout
+        journal = lambda: subprocess.run([str(CLI), "journal", "--session", self.cli_scheduled],  # noqa: E731
+                                         env=self.env, capture_output=True, text=True, timeout=30).stdout
+        try:
+            d.wait_for("the command-line schedule to have run", lambda: self.cli_marker.exists(), timeout=40)
+        except AssertionError:
+            log = Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "logs" / "scheduled.log"
+            print(journal(), log.read_text() if log.exists() else "(no scheduled.log)", file=sys.stderr)
+            raise
+        journal = journal()
         self.assertIn("as scheduled", journal)
         self.open_view("#nav-list", "list")
 

@@ -38,7 +38,11 @@ function renderFacts() {
   $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   if (!isLive(s)) return;
   if (loop) startScreen();
-  else if (term.session !== s.id) openTerminal(s.id);
+  else if (term.session !== s.id) {
+    // A scheduled one that has just started: its terminal replaces the note.
+    $("screen-note").hidden = true;
+    openTerminal(s.id);
+  }
 }
 
 async function loadEvents() {

@@ -38,7 +38,7 @@ function showNewStart() {
 // What the form's Start says, for the core.
 function newStart() {
   const how = $("new-start").value;
-  return { at: how === "at" ? $("new-start-at").value || null : null, after_reset: how === "after_reset" };
+  return { at: how === "at" ? $("new-start-at").value : null, after_reset: how === "after_reset" };
 }
 
 function newKind() {
