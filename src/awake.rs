@@ -93,6 +93,20 @@ pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
     }
 }
 
+/// What a scheduled start that is `due` needs of the machine at `now`: awake when it is due within
+/// [`AUTO_RESUME_HORIZON`] (a machine asleep at 23:30 starts its 23:30 job only when it wakes).
+pub fn want_scheduled(due: DateTime<Utc>, now: DateTime<Utc>) -> Want {
+    if due <= now + AUTO_RESUME_HORIZON {
+        Want { hold: true, reason: format!("a scheduled start is due at {}", at(due)), next_action: None }
+    } else {
+        Want {
+            hold: false,
+            reason: format!("the scheduled start at {} is more than 12 h away", at(due)),
+            next_action: Some(due),
+        }
+    }
+}
+
 /// logind's idle and sleep inhibitors, held while this value lives (never the display's).
 pub struct Inhibitor(#[allow(dead_code)] keepawake::KeepAwake);
 
@@ -119,6 +133,15 @@ pub fn inhibit(why: &str) -> Result<Inhibitor, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_scheduled_start_keeps_the_machine_awake_within_twelve_hours() {
+        let now: DateTime<Utc> = "2026-12-01T21:00:00Z".parse().unwrap();
+        let soon = want_scheduled(now + chrono::Duration::hours(2), now);
+        assert!(soon.hold && soon.reason.contains("scheduled start"), "{soon:?}");
+        let far = want_scheduled(now + chrono::Duration::hours(13), now);
+        assert!(!far.hold && far.next_action == Some(now + chrono::Duration::hours(13)), "{far:?}");
+    }
     use super::*;
 
     fn now() -> DateTime<Utc> {

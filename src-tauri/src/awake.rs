@@ -66,8 +66,15 @@ async fn wants(state: &AppState) -> Vec<(String, Want)> {
         .filter(|h| h.status().exit.is_none())
         .map(|h| (h.id().to_string(), h.status().options.awake))
         .collect();
+    // The scheduled starts this app will make: the machine must be awake at their time.
+    let now = state.supervisor.clock().now();
+    let pending = state.supervisor.with_store(|s| nightshift::schedule::watched(s, std::process::id(), true));
+    for row in pending.unwrap_or_default() {
+        wants.push((row.session.clone(), nightshift::awake::want_scheduled(row.due, now)));
+    }
     let rows = state.supervisor.with_store(|s| s.sessions()).unwrap_or_default();
-    for row in rows.iter().filter(|r| !r.is_final() && state.supervisor.session(&r.id).is_none()) {
+    let live = |r: &&nightshift::store::SessionRow| r.standing() != nightshift::store::Standing::Scheduled;
+    for row in rows.iter().filter(|r| !r.is_final() && state.supervisor.session(&r.id).is_none()).filter(live) {
         let Ok(socket) = control::owner_socket(row) else { continue };
         let request = Request::Options { session: row.id.clone() };
         match control::request(socket, &request).await {
