@@ -73,7 +73,19 @@ pub struct Config {
 pub struct ScheduleSettings {
     /// A start whose time passed while no Nightshift ran: `start` it at once (the default), or
     /// `skip` it.
-    pub missed: crate::schedule::Missed,
+    pub missed: Missed,
+}
+
+/// What a scheduled start whose time passed while no Nightshift ran becomes (see
+/// [`crate::schedule`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Missed {
+    /// It starts at once.
+    #[default]
+    Start,
+    /// It is skipped: the session never starts.
+    Skip,
 }
 
 /// One account: the config directory each client keeps its login and state in.

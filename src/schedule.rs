@@ -128,15 +128,7 @@ pub enum Launch {
 }
 
 /// What a schedule whose time passed while no Nightshift ran becomes (`[schedule] missed`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Missed {
-    /// It starts at once.
-    #[default]
-    Start,
-    /// It is skipped: the session never starts.
-    Skip,
-}
+pub use crate::config::Missed;
 
 /// What to do with a schedule now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -196,14 +196,27 @@ fn pushed_with(env: &Env, bus: &Bus, seen: &Arc<Mutex<Vec<Option<String>>>>) -> 
     wait_for("the finish pushed", Duration::from_secs(20), || seen.lock().unwrap().get(before).cloned())
 }
 
+/// `[push]` at `topic` in this environment's config.toml; the config directory.
+fn push_to(env: &Env, topic: &str) -> PathBuf {
+    let config = env.path("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), format!("[push]\nntfy = \"{topic}\"\n")).unwrap();
+    config
+}
+
+/// `token` in the 0600 file beside config.toml.
+fn token_file(config: &std::path::Path, token: &str) {
+    let file = config.join(nightshift::push::TOKEN_FILE);
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+}
+
 #[test]
 fn the_ntfy_token_comes_from_the_keyring_and_else_from_its_file() {
     let Some(bus) = Bus::start() else { return };
     let env = Env::new();
     let (topic, seen) = ntfy();
-    let config: PathBuf = env.path("config");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.toml"), format!("[push]\nntfy = \"{topic}\"\n")).unwrap();
+    let config = push_to(&env, &topic);
     let keyring = Keyring::default();
     keyring.items.lock().unwrap().push((attrs(&[("application", "other")]), b"not-ours".to_vec(), true));
     keyring.items.lock().unwrap().push((
@@ -217,9 +230,7 @@ fn the_ntfy_token_comes_from_the_keyring_and_else_from_its_file() {
     let calls = keyring.calls.lock().unwrap().clone();
     assert!(calls.contains(&"OpenSession plain".to_string()) && calls.contains(&"Close".to_string()), "{calls:?}");
     // The keyring wins over the file.
-    let file = config.join(nightshift::push::TOKEN_FILE);
-    std::fs::write(&file, "tk_from_the_file\n").unwrap();
-    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    token_file(&config, "tk_from_the_file");
     assert_eq!(pushed_with(&env, &bus, &seen).as_deref(), Some("Bearer tk_from_the_keyring"));
     // Locked: the file.
     keyring.items.lock().unwrap()[1].2 = false;
@@ -237,12 +248,7 @@ fn without_a_keyring_the_file_is_used() {
     let Some(bus) = Bus::start() else { return };
     let env = Env::new();
     let (topic, seen) = ntfy();
-    let config: PathBuf = env.path("config");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.toml"), format!("[push]\nntfy = \"{topic}\"\n")).unwrap();
-    let file = config.join(nightshift::push::TOKEN_FILE);
-    std::fs::write(&file, "tk_only_the_file\n").unwrap();
-    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    token_file(&push_to(&env, &topic), "tk_only_the_file");
     // A bus, but no Secret Service on it.
     assert_eq!(pushed_with(&env, &bus, &seen).as_deref(), Some("Bearer tk_only_the_file"));
 }

@@ -1087,6 +1087,13 @@ fn switching(s: Start) -> Sim {
     sim
 }
 
+/// The account at 91 %, then a turn's end and the handoff it asks for.
+fn handed_off_at_91(sim: &mut Sim) {
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    sim.input(stop(true, HANDOFF));
+}
+
 fn meter(name: &str, five: f64, seven: f64) -> Meter {
     Meter {
         account: Some(name.into()),
@@ -1202,9 +1209,7 @@ fn never_two_switches_in_one_window() {
     use crate::event::SwitchAction::*;
     let mut sim = switching(start());
     sim.meters = vec![meter("b", 20.0, 20.0), meter("c", 30.0, 30.0)];
-    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
-    sim.input(stop(false, "Done."));
-    sim.input(stop(true, HANDOFF));
+    handed_off_at_91(&mut sim);
     sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
     sim.run(sim.secs() + 1.0);
     assert_eq!(sim.switched_to().len(), 1);
@@ -1231,9 +1236,7 @@ fn a_switch_past_the_restart_cap_is_held() {
     use crate::event::SwitchAction::*;
     let mut sim = switching(with_respawn(start(), respawn::Settings { max_restarts: 0, ..quick_respawn() }));
     sim.meters = vec![meter("b", 20.0, 20.0)];
-    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
-    sim.input(stop(false, "Done."));
-    sim.input(stop(true, HANDOFF));
+    handed_off_at_91(&mut sim);
     assert_eq!(sim.switches().last().map(|s| s.0), Some(Held), "{:?}", sim.switches());
     assert!(!sim.signalled());
     assert!(sim.switched_to().is_empty());
@@ -1275,9 +1278,7 @@ fn a_held_session_does_not_switch() {
 fn a_stop_while_a_switch_waits_to_restart_ends_the_session() {
     let mut sim = switching(start());
     sim.meters = vec![meter("b", 20.0, 20.0)];
-    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
-    sim.input(stop(false, "Done."));
-    sim.input(stop(true, HANDOFF));
+    handed_off_at_91(&mut sim);
     assert!(sim.signalled());
     // Pause all while the agent goes down: the restart under b waits for the release.
     sim.input(Input::Configure(Change { held: Some(true), source: "Pause all".into(), ..Change::default() }));
@@ -1295,9 +1296,7 @@ fn a_stop_while_a_switch_waits_to_restart_ends_the_session() {
 fn a_late_hook_of_the_old_client_never_brings_back_its_conversation() {
     let mut sim = switching(start());
     sim.meters = vec![meter("b", 20.0, 20.0)];
-    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
-    sim.input(stop(false, "Done."));
-    sim.input(stop(true, HANDOFF));
+    handed_off_at_91(&mut sim);
     sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
     sim.run(sim.secs() + 1.0);
     assert_eq!(sim.switched_to().len(), 1);
