@@ -26,15 +26,40 @@ const HOOK_ANSWER: Duration = Duration::from_millis(1000);
 /// Environment variable that tells a child which Nightshift session it runs in.
 pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
 
-/// What the journal's row of a scheduled session says (see [`Supervisor::schedule`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Scheduled<'a> {
-    pub kind: crate::store::SessionKind,
-    pub command: &'a [String],
-    pub cwd: &'a str,
-    pub agent: AgentKind,
-    pub preset: Option<&'a str>,
-    pub account: Option<&'a crate::config::Account>,
+/// What the journal's row of a scheduled session says (see [`Supervisor::schedule`]): what a
+/// session or loop spec will record when it starts.
+#[derive(Debug, Clone)]
+pub struct Scheduled {
+    kind: crate::store::SessionKind,
+    command: Vec<String>,
+    cwd: String,
+    agent: AgentKind,
+    preset: Option<String>,
+    account: Option<crate::config::Account>,
+}
+
+impl Scheduled {
+    pub fn session(spec: &SessionSpec) -> Self {
+        Self {
+            kind: crate::store::SessionKind::Terminal,
+            command: spec.command.argv(),
+            cwd: spec.command.cwd.display().to_string(),
+            agent: spec.agent,
+            preset: spec.preset.clone(),
+            account: spec.account.clone(),
+        }
+    }
+
+    pub fn looping(spec: &crate::loops::LoopSpec) -> Self {
+        Self {
+            kind: crate::store::SessionKind::Loop,
+            command: spec.command_line(),
+            cwd: spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default(),
+            agent: spec.agent,
+            preset: None,
+            account: spec.account.clone(),
+        }
+    }
 }
 
 /// What to start.
@@ -331,10 +356,10 @@ impl Supervisor {
 
     /// Records a session to start at `due` rather than now (see [`crate::schedule`]): its row in
     /// state `scheduled`, owned by this process, with `launch` for another process to start it by
-    /// should this one be gone by then. `kind`, `command` and the rest are the row's.
+    /// should this one be gone by then.
     pub fn schedule(
         &self,
-        row: Scheduled<'_>,
+        row: Scheduled,
         due: &crate::schedule::Due,
         launch: &crate::schedule::Launch,
     ) -> Result<SessionId, StoreError> {
@@ -343,16 +368,16 @@ impl Supervisor {
             let new = NewSession {
                 id: id.as_str(),
                 kind: row.kind,
-                command: row.command,
-                cwd: row.cwd,
+                command: &row.command,
+                cwd: &row.cwd,
                 agent: row.agent.as_str(),
-                preset: row.preset,
+                preset: row.preset.as_deref(),
                 created: self.journal.now(),
                 owner_pid: std::process::id(),
                 control_socket: None,
             };
             crate::schedule::record(s, &new, due, launch)?;
-            match row.account {
+            match &row.account {
                 Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
                 None => Ok(()),
             }

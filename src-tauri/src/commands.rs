@@ -207,7 +207,7 @@ fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Optio
 }
 
 /// Records `form`'s session to start at `due`; the app starts it then (see `crate::schedule`).
-fn schedule_form(state: &AppState, row: Scheduled<'_>, due: &schedule::Due, form: &Form) -> Result<Started, UiError> {
+fn schedule_form(state: &AppState, row: Scheduled, due: &schedule::Due, form: &Form) -> Result<Started, UiError> {
     let form = serde_json::to_value(form).map_err(|e| UiError::new("bad_form", e.to_string()))?;
     let id = state.supervisor.schedule(row, due, &schedule::Launch::App { form })?;
     Ok(Started { id: id.to_string() })
@@ -326,16 +326,7 @@ pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: Ne
     let spec = session_spec(&state, request)?;
     if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
         form.start = StartAt::default();
-        let (argv, cwd) = (spec.command.argv(), spec.command.cwd.display().to_string());
-        let row = Scheduled {
-            kind: nightshift::store::SessionKind::Terminal,
-            command: &argv,
-            cwd: &cwd,
-            agent: spec.agent,
-            preset: spec.preset.as_deref(),
-            account: spec.account.as_ref(),
-        };
-        return schedule_form(&state, row, &due, &Form::Session(form));
+        return schedule_form(&state, Scheduled::session(&spec), &due, &Form::Session(form));
     }
     let handle = state.supervisor.start(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
     crate::awake::recheck(&app);
@@ -365,17 +356,7 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
     let spec = loop_spec(&state, request)?;
     if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
         form.start = StartAt::default();
-        let argv = spec.command_line();
-        let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
-        let row = Scheduled {
-            kind: nightshift::store::SessionKind::Loop,
-            command: &argv,
-            cwd: &cwd,
-            agent: spec.agent,
-            preset: None,
-            account: spec.account.as_ref(),
-        };
-        return schedule_form(&state, row, &due, &Form::Loop(form));
+        return schedule_form(&state, Scheduled::looping(&spec), &due, &Form::Loop(form));
     }
     let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
     crate::awake::recheck(&app);

@@ -88,12 +88,8 @@ struct RunArgs {
     limit_margin: Duration,
     #[command(flatten)]
     schedule: super::schedule::When,
-    /// Run under this account of `config.toml`'s [accounts] (its client config directory)
-    #[arg(long, value_name = "NAME", conflicts_with = "config_dir")]
-    account: Option<String>,
-    /// Run with this client config directory (CLAUDE_CONFIG_DIR, or CODEX_HOME for Codex)
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    config_dir: Option<PathBuf>,
+    #[command(flatten)]
+    accounts: super::AccountArgs,
     /// Write every event as a JSON line to PATH (`-`: stdout)
     #[arg(long, value_name = "PATH|-")]
     events: Option<String>,
@@ -162,7 +158,7 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         harness_args: args.harness_args,
     };
     let (mut spec, warnings) = request.plan(&here, &paths.state_dir)?;
-    spec.account = super::account(&paths, args.account.as_deref(), args.config_dir.as_deref(), spec.agent)?;
+    spec.account = args.accounts.resolve(&paths, spec.agent)?;
     for warning in warnings {
         eprintln!("nightshift: warning: {warning}");
     }
@@ -192,17 +188,7 @@ async fn supervise(
         super::schedule::Begin::Now => host.supervisor.start_loop(spec)?,
         super::schedule::Begin::Adopt(id) => host.supervisor.start_scheduled_loop(id, spec)?,
         super::schedule::Begin::At { due, launch } => {
-            let argv = spec.command_line();
-            let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
-            let row = nightshift::supervisor::Scheduled {
-                kind: nightshift::store::SessionKind::Loop,
-                command: &argv,
-                cwd: &cwd,
-                agent: spec.agent,
-                preset: None,
-                account: spec.account.as_ref(),
-            };
-            let id = host.supervisor.schedule(row, &due, &launch)?;
+            let id = host.supervisor.schedule(nightshift::supervisor::Scheduled::looping(&spec), &due, &launch)?;
             let (start, code) = super::schedule::wait(&host.supervisor, &id, &due).await?;
             if !start {
                 host.finish().await;

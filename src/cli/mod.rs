@@ -176,16 +176,30 @@ fn local_time(ts: &str) -> String {
         .unwrap_or_else(|_| ts.to_string())
 }
 
-/// The account `--account NAME` or `--config-dir DIR` names for `agent`'s session, if either.
-fn account(
-    paths: &nightshift::paths::Paths,
-    name: Option<&str>,
-    dir: Option<&std::path::Path>,
-    agent: nightshift::AgentKind,
-) -> anyhow::Result<Option<nightshift::config::Account>> {
-    Ok(match (name, dir) {
-        (Some(name), _) => Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(name, agent)?),
-        (None, Some(dir)) => Some(nightshift::config::Account::from_dir(agent, dir)?),
-        (None, None) => None,
-    })
+/// `--account NAME` / `--config-dir DIR`, on `run` and `loop`.
+#[derive(Debug, Clone, clap::Args)]
+struct AccountArgs {
+    /// Run under this account of `config.toml`'s [accounts] (its client config directory)
+    #[arg(long, value_name = "NAME", conflicts_with = "config_dir")]
+    account: Option<String>,
+    /// Run with this client config directory (CLAUDE_CONFIG_DIR, or CODEX_HOME for Codex)
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    config_dir: Option<PathBuf>,
+}
+
+impl AccountArgs {
+    /// The account they name for `agent`'s session, if either.
+    fn resolve(
+        &self,
+        paths: &nightshift::paths::Paths,
+        agent: nightshift::AgentKind,
+    ) -> anyhow::Result<Option<nightshift::config::Account>> {
+        Ok(match (&self.account, &self.config_dir) {
+            (Some(name), _) => {
+                Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(name, agent)?)
+            }
+            (None, Some(dir)) => Some(nightshift::config::Account::from_dir(agent, dir)?),
+            (None, None) => None,
+        })
+    }
 }

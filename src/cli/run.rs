@@ -37,12 +37,8 @@ pub struct Args {
     detach: bool,
     #[command(flatten)]
     schedule: super::schedule::When,
-    /// Run under this account of `config.toml`'s [accounts] (its client config directory)
-    #[arg(long, value_name = "NAME", conflicts_with = "config_dir")]
-    account: Option<String>,
-    /// Run with this client config directory (CLAUDE_CONFIG_DIR, or CODEX_HOME for Codex)
-    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    config_dir: Option<PathBuf>,
+    #[command(flatten)]
+    accounts: super::AccountArgs,
     /// Move to the account of `config.toml` with the most headroom before this one's limit: at a
     /// turn's end, after a handoff, on a fresh conversation (Claude; at most once per window)
     #[arg(long)]
@@ -162,7 +158,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let command = CommandSpec { program, args: program_args, cwd, env: Vec::new(), size };
     let mut spec = SessionSpec::new(command);
     spec.agent = agent;
-    spec.account = super::account(&paths, args.account.as_deref(), args.config_dir.as_deref(), agent)?;
+    spec.account = args.accounts.resolve(&paths, agent)?;
     if args.switch_accounts {
         spec.switch = Some(switch_settings(&paths, agent, spec.account.as_ref(), args.switch_at)?);
     }
@@ -336,17 +332,7 @@ async fn supervise(
         super::schedule::Begin::Now => supervisor.start(spec),
         super::schedule::Begin::Adopt(id) => supervisor.start_scheduled(id, spec),
         super::schedule::Begin::At { due, launch } => {
-            let argv = spec.command.argv();
-            let cwd = spec.command.cwd.display().to_string();
-            let row = nightshift::supervisor::Scheduled {
-                kind: nightshift::store::SessionKind::Terminal,
-                command: &argv,
-                cwd: &cwd,
-                agent: spec.agent,
-                preset: spec.preset.as_deref(),
-                account: spec.account.as_ref(),
-            };
-            let id = supervisor.schedule(row, &due, &launch)?;
+            let id = supervisor.schedule(nightshift::supervisor::Scheduled::session(&spec), &due, &launch)?;
             let (start, code) = super::schedule::wait(&supervisor, &id, &due).await?;
             if !start {
                 host.finish().await;
