@@ -186,12 +186,11 @@ pub fn events(due: &Due) -> [EventKind; 2] {
     ]
 }
 
-/// Records session `new.id` as scheduled: its row (state `scheduled` once the events are in) and
-/// its schedule. The events come from [`events`], through the caller's journal.
+/// Records session `new.id` as scheduled: its row, in state `scheduled`, and its schedule, in one
+/// transaction. The events come from [`events`], through the caller's journal.
 pub fn record(store: &mut Store, new: &NewSession<'_>, due: &Due, launch: &Launch) -> Result<(), StoreError> {
-    store.create_session(new)?;
     let launch = serde_json::to_string(launch).expect("a launch serialises");
-    store.schedule(new.id, due.at, &due.why, &launch)
+    store.create_scheduled(new, due.at, &due.why, &launch)
 }
 
 /// The variables a command-line schedule keeps for whoever starts it: where programs and the
@@ -580,6 +579,19 @@ mod tests {
         drop(other);
         cancel(&mut store, &clock, &row, "nightshift stop").unwrap();
         assert_eq!(store.session("starting").unwrap().unwrap().state, SessionState::Exited);
+    }
+
+    #[test]
+    fn a_schedule_is_pending_from_its_first_commit() {
+        // A process killed right after recording it, before its events: still a schedule.
+        let mut store = Store::open_in_memory().unwrap();
+        let due = Due { at: ts("2026-12-01T23:30:00Z"), why: "at 23:30".into() };
+        let launch = Launch::Cli { args: vec!["run".into()], cwd: "/w".into(), env: vec![] };
+        record(&mut store, &new_session("killed"), &due, &launch).unwrap();
+        let row = store.session("killed").unwrap().unwrap();
+        assert_eq!(row.state, SessionState::Scheduled);
+        let pending: Vec<_> = store.pending_schedules().unwrap().into_iter().map(|r| r.session).collect();
+        assert_eq!(pending, ["killed"]);
     }
 
     #[test]

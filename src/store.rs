@@ -489,32 +489,25 @@ impl Store {
     }
 
     pub fn create_session(&mut self, s: &NewSession<'_>) -> Result<(), StoreError> {
-        let created = format_ts(s.created);
-        self.conn.execute(
-            "INSERT INTO sessions (id, command, cwd, agent, preset, created, state, last_event, last_event_at,
-                                   owner_pid, control_socket, kind)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'starting', 'created', ?6, ?7, ?8, ?9)",
-            params![
-                s.id,
-                serde_json::to_string(s.command).expect("strings serialise"),
-                s.cwd,
-                s.agent,
-                s.preset,
-                created,
-                s.owner_pid,
-                s.control_socket,
-                s.kind.as_str(),
-            ],
-        )?;
-        Ok(())
+        insert_session(&self.conn, s, SessionState::Starting)
     }
 
-    /// Records when session `id` (created as `scheduled`) is to start and how.
-    pub fn schedule(&mut self, id: &str, due: DateTime<Utc>, why: &str, launch: &str) -> Result<(), StoreError> {
-        self.conn.execute(
+    /// Records session `s` as scheduled, with when it is to start and how (`launch`), in one
+    /// transaction: a process killed at any moment leaves either nothing or a whole schedule.
+    pub fn create_scheduled(
+        &mut self,
+        s: &NewSession<'_>,
+        due: DateTime<Utc>,
+        why: &str,
+        launch: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        insert_session(&tx, s, SessionState::Scheduled)?;
+        tx.execute(
             "INSERT INTO schedules (session, due, why, launch) VALUES (?1, ?2, ?3, ?4)",
-            params![id, format_ts(due), why, launch],
+            params![s.id, format_ts(due), why, launch],
         )?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -856,6 +849,29 @@ impl Store {
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         Ok(self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
     }
+}
+
+/// A new session's row, in `state`.
+fn insert_session(conn: &Connection, s: &NewSession<'_>, state: SessionState) -> Result<(), StoreError> {
+    let created = format_ts(s.created);
+    conn.execute(
+        "INSERT INTO sessions (id, command, cwd, agent, preset, created, state, last_event, last_event_at,
+                               owner_pid, control_socket, kind)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?10, 'created', ?6, ?7, ?8, ?9)",
+        params![
+            s.id,
+            serde_json::to_string(s.command).expect("strings serialise"),
+            s.cwd,
+            s.agent,
+            s.preset,
+            created,
+            s.owner_pid,
+            s.control_socket,
+            s.kind.as_str(),
+            state.as_str(),
+        ],
+    )?;
+    Ok(())
 }
 
 /// The schema version this build migrates to.

@@ -392,12 +392,23 @@ impl Supervisor {
     /// Starts scheduled session `id` (its schedule claimed by this process) as [`Self::start`]
     /// would a new one.
     pub fn start_scheduled(&self, id: SessionId, spec: SessionSpec) -> Result<SessionHandle, StartError> {
-        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        self.journal.write(|s| s.adopt_session(id.as_str(), std::process::id(), socket.as_deref()))?;
+        self.adopt_scheduled(&id, spec.account.as_ref())?;
         let line = shell_words(&spec.command.argv());
         tracing::info!(session = %id, command = ?spec.command, "starting a scheduled session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {line}, as scheduled")));
         self.launch(id, spec)
+    }
+
+    /// Takes scheduled session `id` over for this process, with the account it starts under.
+    fn adopt_scheduled(&self, id: &SessionId, account: Option<&crate::config::Account>) -> Result<(), StoreError> {
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        self.journal.write(|s| {
+            s.adopt_session(id.as_str(), std::process::id(), socket.as_deref())?;
+            match account {
+                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
+                None => Ok(()),
+            }
+        })
     }
 
     /// Starts scheduled loop `id` (its schedule claimed by this process).
@@ -406,8 +417,7 @@ impl Supervisor {
         id: SessionId,
         mut spec: crate::loops::LoopSpec,
     ) -> Result<SessionHandle, StartError> {
-        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        self.journal.write(|s| s.adopt_session(id.as_str(), std::process::id(), socket.as_deref()))?;
+        self.adopt_scheduled(&id, spec.account.as_ref())?;
         if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
             spec.env.push((var.to_string(), account.dir.display().to_string()));
         }
