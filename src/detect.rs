@@ -386,11 +386,13 @@ impl Detector {
 const FRAME_SETTLE: Duration = Duration::from_millis(30);
 /// ...or at the latest this long after the first unjudged output, if it never pauses.
 const FRAME_MAX_WAIT: Duration = Duration::from_millis(250);
-/// While a turn is being worked, a frame is judged at most this often: the screen only has to keep
+/// While a turn is being worked, a frame is judged at most this often (and at most every half quiet
+/// window, so the last frame is judged before the quiet window ends): the screen only has to keep
 /// saying "working", and a dialog or a limit notice is seen at most this much later. The client
-/// repaints its spinner several times a second; judging each repaint was most of a working
-/// session's cost. A turn's end (the quiet window, or the client's own word) is judged as before.
-pub const WORKING_FRAME_EVERY: Duration = Duration::from_millis(250);
+/// repaints its spinner eight times a second; judging each repaint was most of a working session's
+/// cost, and four a second still a third of it. A turn's end (the quiet window, or the client's own
+/// word) is judged as before.
+pub const WORKING_FRAME_EVERY: Duration = Duration::from_secs(1);
 
 /// A session's screen watched over time: decides when a frame is whole, has the adapter judge it,
 /// and feeds the detector. Pure like the detector: the caller owns the clock and the screen, calls
@@ -408,12 +410,23 @@ pub struct Watcher {
     working_seen: bool,
     /// When the last frame was judged.
     last_judged: Option<Instant>,
+    /// How often a frame is judged while a turn is worked.
+    working_every: Duration,
 }
 
 impl Watcher {
     pub fn new(adapter: Adapter, cfg: DetectConfig, now: Instant) -> Self {
+        let working_every = WORKING_FRAME_EVERY.min(cfg.quiet / 2);
         let detector = Detector::new(cfg, adapter.reads_screen(), now);
-        Self { adapter, detector, pending: None, limit_region: None, working_seen: false, last_judged: None }
+        Self {
+            adapter,
+            detector,
+            pending: None,
+            limit_region: None,
+            working_seen: false,
+            last_judged: None,
+            working_every,
+        }
     }
 
     /// The client's hook: a prompt was submitted.
@@ -453,7 +466,7 @@ impl Watcher {
         let first = self.pending.map_or(now, |(first, _)| first);
         let mut due = (now + FRAME_SETTLE).min(first + FRAME_MAX_WAIT);
         if let Some(last) = self.last_judged.filter(|_| self.detector.turn_being_worked()) {
-            due = due.max(last + WORKING_FRAME_EVERY);
+            due = due.max(last + self.working_every);
         }
         self.pending = Some((first, due));
         self.detector.on_output(now)
@@ -828,7 +841,7 @@ mod tests {
     }
 
     #[test]
-    fn a_worked_turn_is_judged_four_times_a_second_and_its_end_at_once() {
+    fn a_worked_turn_is_judged_once_a_second_and_its_end_at_once() {
         let mut screen = Screen::new(crate::pty::PtySize::new(120, 40));
         screen.feed(include_bytes!("../tests/fixtures/claude-code/2.1.332/working/02-working-t2s.ansi.txt"));
         let t0 = Instant::now();
@@ -840,12 +853,25 @@ mod tests {
         // While the turn is worked: at most one judged frame per WORKING_FRAME_EVERY.
         let t1 = t0 + MS(1200);
         let during = watch(&mut w, &screen, t1, MS(4000), MS(120));
-        assert!((14..=17).contains(&during.len()), "{} frames in 4 s: {during:?}", during.len());
+        assert!((3..=5).contains(&during.len()), "{} frames in 4 s: {during:?}", during.len());
         assert!(during.windows(2).all(|p| p[1] - p[0] >= WORKING_FRAME_EVERY), "{during:?}");
         // The client says the turn ended: the frame held back is judged within the settle time.
         let t2 = t1 + MS(4000);
         w.output(t2);
         w.turn_ended(t2 + MS(5), TurnEnd::Stop);
         assert!(w.next_wakeup().unwrap() <= t2 + MS(5) + FRAME_SETTLE, "{:?}", w.next_wakeup().unwrap() - t2);
+    }
+
+    #[test]
+    fn a_short_quiet_window_judges_a_worked_turn_before_it_ends() {
+        let mut screen = Screen::new(crate::pty::PtySize::new(120, 40));
+        screen.feed(include_bytes!("../tests/fixtures/claude-code/2.1.332/working/02-working-t2s.ansi.txt"));
+        let t0 = Instant::now();
+        let cfg = DetectConfig { quiet: MS(800), ..DetectConfig::default() };
+        let mut w = Watcher::new(Adapter::builtin(crate::AgentKind::Claude), cfg, t0);
+        watch(&mut w, &screen, t0, MS(1200), MS(120));
+        assert_eq!(w.state(), Some(Activity::Working));
+        let during = watch(&mut w, &screen, t0 + MS(1200), MS(4000), MS(120));
+        assert!(during.windows(2).all(|p| p[1] - p[0] <= MS(400) + FRAME_SETTLE), "{during:?}");
     }
 }
