@@ -16,6 +16,8 @@ pub const SESSION_CAP: u64 = 64 << 20;
 pub const KEEP_DAYS: u64 = 14;
 /// How often the compressed stream is flushed to disk (a killed Nightshift loses at most this).
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Pending lines past this size are compressed at once.
+const PENDING_MAX: usize = 64 * 1024;
 
 /// `<state>/recordings/<session>/`.
 pub fn dir(state_dir: &Path, session: &str) -> PathBuf {
@@ -63,6 +65,9 @@ pub fn prune(state_dir: &Path, days: u64, now: SystemTime) {
 /// One life's recording, written as the output comes.
 pub struct Recorder {
     out: Option<GzEncoder<std::fs::File>>,
+    /// Lines not handed to the compressor yet: it is given them once a flush is due, since each
+    /// write to it costs as much as a small chunk's whole handling (it clears its output buffer).
+    pending: Vec<u8>,
     started: Instant,
     last_flush: Instant,
     /// Bytes of an unfinished UTF-8 sequence, kept for the next chunk.
@@ -109,30 +114,57 @@ impl Recorder {
         let ok = out.write_all(line.as_bytes()).is_ok();
         let now = Instant::now();
         // An earlier life's compressed size stands in for its share of the cap (it is smaller).
-        let mut rec = Self { out: ok.then_some(out), started: now, last_flush: now, carry: Vec::new(), written, cap };
+        let mut rec = Self {
+            out: ok.then_some(out),
+            pending: Vec::with_capacity(PENDING_MAX),
+            started: now,
+            last_flush: now,
+            carry: Vec::new(),
+            written,
+            cap,
+        };
         rec.written += line.len() as u64;
         Some(rec)
     }
 
     fn event(&mut self, kind: &str, data: &str) {
-        let Some(out) = &mut self.out else { return };
-        let t = self.started.elapsed().as_secs_f64();
-        let line = format!("[{t:.6}, \"{kind}\", {}]\n", serde_json::Value::String(data.to_string()));
-        if self.written + line.len() as u64 > self.cap {
-            let note = format!("[{t:.6}, \"m\", \"the session's recording cap ({} MB) is reached\"]\n", self.cap >> 20);
-            let _ = out.write_all(note.as_bytes());
+        if self.out.is_none() {
+            return;
+        }
+        let t = self.started.elapsed();
+        let from = self.pending.len();
+        // `[seconds, "kind", "data"]`, the seconds to the microsecond.
+        let _ = write!(self.pending, "[{}.{:06}, \"{kind}\", ", t.as_secs(), t.subsec_micros());
+        let _ = serde_json::to_writer(&mut self.pending, data);
+        self.pending.extend_from_slice(b"]\n");
+        let len = (self.pending.len() - from) as u64;
+        if self.written + len > self.cap {
+            self.pending.truncate(from);
+            let note = format!(
+                "[{}.{:06}, \"m\", \"the session's recording cap ({} MB) is reached\"]\n",
+                t.as_secs(),
+                t.subsec_micros(),
+                self.cap >> 20
+            );
+            self.pending.extend_from_slice(note.as_bytes());
             self.finish();
             return;
         }
-        if out.write_all(line.as_bytes()).is_err() {
+        self.written += len;
+        if self.pending.len() >= PENDING_MAX || self.last_flush.elapsed() >= FLUSH_EVERY {
+            self.flush();
+        }
+    }
+
+    /// Hands the pending lines to the compressor and its output to the file.
+    fn flush(&mut self) {
+        let Some(out) = &mut self.out else { return };
+        let written = out.write_all(&self.pending).and_then(|()| out.flush());
+        self.pending.clear();
+        self.last_flush = Instant::now();
+        if written.is_err() {
             tracing::warn!("the session's recording stopped: the disk refused a write");
             self.out = None;
-            return;
-        }
-        self.written += line.len() as u64;
-        if self.last_flush.elapsed() >= FLUSH_EVERY {
-            let _ = out.flush();
-            self.last_flush = Instant::now();
         }
     }
 
@@ -159,8 +191,9 @@ impl Recorder {
 
     /// Ends the recording (also on drop).
     pub fn finish(&mut self) {
-        if let Some(out) = self.out.take() {
-            if let Err(e) = out.finish() {
+        if let Some(mut out) = self.out.take() {
+            let pending = std::mem::take(&mut self.pending);
+            if let Err(e) = out.write_all(&pending).and_then(|()| out.finish().map(drop)) {
                 tracing::warn!("the session's recording could not be finished: {e}");
             }
         }
@@ -260,6 +293,20 @@ mod tests {
         );
         assert_eq!(text(&path).unwrap(), "café\n2\n3\n4\n5\n6\n7\nlast\n");
         assert_eq!(lives(state.path(), "s1").iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn a_recording_still_being_written_is_on_disk_up_to_its_last_flush() {
+        let state = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::start(state.path(), "s1", 40, 5, SESSION_CAP).unwrap();
+        rec.output(b"first\r\n");
+        rec.last_flush -= FLUSH_EVERY;
+        rec.output(b"second \"quoted\"\r\n");
+        // Killed now: what was flushed reads back, though the stream has no end.
+        let path = lives(state.path(), "s1").last().unwrap().1.clone();
+        assert_eq!(text(&path).unwrap(), "first\nsecond \"quoted\"\n");
+        drop(rec);
+        assert_eq!(text(&path).unwrap(), "first\nsecond \"quoted\"\n");
     }
 
     #[test]
