@@ -259,6 +259,11 @@ impl Executor {
         let mut controls_open = true;
         let mut output: Option<mpsc::Receiver<Vec<u8>>> = None;
         let mut exit_rx: Option<tokio::sync::oneshot::Receiver<Exit>> = None;
+        // The three timers live across turns of the loop and are moved only when their time
+        // changes: a chunk of output usually leaves them where they were.
+        let far = || Instant::now() + Duration::from_secs(86_400 * 365);
+        let (wake_at, tick_at, drain_at) = (sleep_until(far()), sleep_until(far()), sleep_until(far()));
+        tokio::pin!(wake_at, tick_at, drain_at);
         while self.machine.ended().is_none() {
             if let Some(streams) = self.streams.take() {
                 output = Some(streams.output);
@@ -269,6 +274,13 @@ impl Executor {
             let deadline = self.machine.next_deadline().filter(|_| judging || self.process.is_none());
             let drain_until = self.process.as_ref().and_then(|p| p.exited.as_ref().map(|(_, t)| *t));
             let reading = self.process.as_ref().is_some_and(|p| p.output_open);
+            for (timer, at) in
+                [(wake_at.as_mut(), wakeup), (tick_at.as_mut(), deadline), (drain_at.as_mut(), drain_until)]
+            {
+                if let Some(at) = at.filter(|at| *at != timer.deadline()) {
+                    timer.reset(at);
+                }
+            }
             tokio::select! {
                 chunk = recv(&mut output), if reading => match chunk {
                     Some(bytes) => self.output(bytes),
@@ -279,15 +291,15 @@ impl Executor {
                         self.finish_life_if_drained();
                     }
                 },
-                () = sleep_until(wakeup.unwrap_or_else(Instant::now)), if wakeup.is_some() => self.wake(),
-                () = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => self.step(Input::Tick),
+                () = &mut wake_at, if wakeup.is_some() => self.wake(),
+                () = &mut tick_at, if deadline.is_some() => self.step(Input::Tick),
                 exit = exited(&mut exit_rx), if judging => {
                     if let Some(p) = &mut self.process {
                         p.exited = Some((exit, Instant::now() + DRAIN_AFTER_EXIT));
                     }
                     self.finish_life_if_drained();
                 }
-                () = sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
+                () = &mut drain_at, if drain_until.is_some() => {
                     if let Some(p) = &mut self.process {
                         p.output_open = false;
                     }
