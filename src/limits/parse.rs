@@ -46,6 +46,10 @@ static LIMIT: LazyLock<Regex> = LazyLock::new(|| {
     .expect("limit regex")
 });
 
+/// Every limit phrase (and the epoch form) has one of these words: a line without either is passed
+/// over without running the phrases, whose Unicode word boundaries need the slow regex engines.
+static MENTIONS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)limit|extra").expect("mentions regex"));
+
 static WARNING: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\bapproaching\s+(?:your\s+)?(?:usage\s+|rate\s+)?limits?\b").expect("warning regex")
 });
@@ -89,7 +93,7 @@ fn kind_of(caps: &regex::Captures<'_>) -> LimitKind {
 pub fn find_limit<Z: TimeZone>(text: &str, now: DateTime<Utc>, local: &Z) -> Option<LimitText> {
     let mut found = None;
     for line in text.lines() {
-        if WARNING.is_match(line) && !LIMIT.is_match(line) {
+        if !MENTIONS.is_match(line) || WARNING.is_match(line) && !LIMIT.is_match(line) {
             continue;
         }
         if let Some(caps) = EPOCH.captures(line) {

@@ -91,6 +91,7 @@ impl Actor {
             last_tool: None,
             salvages: Vec::new(),
             recorder: None,
+            no_limit_in: None,
             viewers: Vec::new(),
         };
         exec.record_life();
@@ -131,6 +132,9 @@ struct Executor {
     recorder: Option<crate::record::Recorder>,
     /// Attached viewers' output queues.
     viewers: Vec<super::ViewerQueue>,
+    /// The limit region of the last judged frame when it held no limit notice: the same text on
+    /// the next frame (a working turn's footer, every second) holds none either.
+    no_limit_in: Option<String>,
 }
 
 impl Executor {
@@ -361,7 +365,12 @@ impl Executor {
         let t = self.watcher.wake(Instant::now(), &self.screen);
         self.drift();
         if let Some(region) = self.watcher.take_limit_region() {
-            let found = limits::find_limit(&region, self.journal.now(), &chrono::Local);
+            let found = if self.no_limit_in.as_ref() == Some(&region) {
+                None
+            } else {
+                limits::find_limit(&region, self.journal.now(), &chrono::Local)
+            };
+            self.no_limit_in = found.is_none().then_some(region);
             self.step(Input::LimitNotice(found));
         }
         if self.watcher.take_working_seen() {
