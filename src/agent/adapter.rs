@@ -239,8 +239,21 @@ fn parse(file: &str, text: &str) -> Result<SignalsFile, AdapterError> {
 impl Adapter {
     /// The built-in signals of `kind`.
     pub fn builtin(kind: AgentKind) -> Self {
-        let file = parse(&format!("built-in {kind}.toml"), embedded(kind)).expect("built-in adapters parse");
-        Self::compile(kind, file, "built-in").expect("built-in adapters compile")
+        // Compiled once per process: a regex's clone shares its compiled program, and compiling
+        // the signals was most of what starting a session cost.
+        static COMPILED: [std::sync::OnceLock<Adapter>; 3] =
+            [std::sync::OnceLock::new(), std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+        let slot = match kind {
+            AgentKind::Claude => 0,
+            AgentKind::Codex => 1,
+            AgentKind::Generic => 2,
+        };
+        COMPILED[slot]
+            .get_or_init(|| {
+                let file = parse(&format!("built-in {kind}.toml"), embedded(kind)).expect("built-in adapters parse");
+                Self::compile(kind, file, "built-in").expect("built-in adapters compile")
+            })
+            .clone()
     }
 
     /// The signals of `kind`, with `dir/<kind>.toml` laid over the built-in ones when it exists.
