@@ -15,7 +15,9 @@ pub const SESSION_CAP: u64 = 64 << 20;
 /// Recordings older than this are removed.
 pub const KEEP_DAYS: u64 = 14;
 /// How often the compressed stream is flushed to disk (a killed Nightshift loses at most this).
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Each flush ends a compressed block with a Huffman table of its own: once a second, that was
+/// a seventh of what supervising a working session costs.
+const FLUSH_EVERY: Duration = Duration::from_secs(5);
 /// Pending lines past this size are compressed at once.
 const PENDING_MAX: usize = 64 * 1024;
 
