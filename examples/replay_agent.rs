@@ -9,7 +9,8 @@
 //! `stream` replays a capture's `pty.bin` with the timing of its `pty.idx.jsonl`. Where the capture's
 //! `marks.txt` says the user typed a line (`sent:…`), it waits for a line on its input (Enter) and
 //! goes on from there, as the client did. `--loop FROM:TO` plays the part between two of its marks
-//! over and over without waiting for input (a turn that never ends: `--loop work0:work1`). `screens` draws a screen capture (and its `.title.txt`
+//! over and over without waiting for input (a turn that never ends: `--loop work0:work1`), after
+//! drawing at once what came before it (the client's screen as the turn began). `screens` draws a screen capture (and its `.title.txt`
 //! title), and on each KEY typed draws the screen given for it (a menu answered). Either way the
 //! terminal is raw (the client's own mode), the agent then stays at its last screen until its input
 //! closes, or exits with CODE. `--log` appends the argv and every input it read (escaped), for the
@@ -119,6 +120,10 @@ fn stream(agent: &mut Agent, dir: &Path, speed: f64, repeat: Option<&(String, St
     if let Some((from, to)) = repeat {
         let at = |name: &str| marks.iter().find(|(_, m)| m == name).map(|(t, _)| *t).ok_or(format!("no mark {name}"));
         let (from, to) = (at(from)?, at(to)?);
+        // The screen the client had drawn before the turn (its banner, its composer), at once.
+        for (_, off, n) in chunks.iter().filter(|c| c.0 < from) {
+            agent.write(&bytes[*off..(off + n).min(bytes.len())]);
+        }
         let part: Vec<Chunk> = chunks.into_iter().filter(|c| c.0 >= from && c.0 < to).collect();
         loop {
             play(agent, &bytes, &part, from, speed);
