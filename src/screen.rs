@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::pty::PtySize;
 
-/// Rows of history kept above the visible screen.
-const SCROLLBACK: usize = 1000;
+/// Rows of history kept above the visible screen: none. Nothing reads a live session's history
+/// (a viewer is drawn the visible screen; a life's recording has all of it), and a thousand rows
+/// of a wide terminal were megabytes a session by morning.
+const SCROLLBACK: usize = 0;
 
 /// What the child told the terminal that is not cell contents.
 #[derive(Debug, Default)]
