@@ -500,9 +500,9 @@ impl Watcher {
                 } else {
                     self.pending = None;
                     self.last_judged = Some(now);
-                    let snap = screen.snapshot();
-                    self.limit_region = Some(self.adapter.limit_region(&snap));
-                    let verdict = self.adapter.classify(&snap);
+                    let frame = screen.frame();
+                    self.limit_region = Some(self.adapter.limit_region_of_frame(&frame));
+                    let verdict = self.adapter.classify_frame(&frame);
                     self.working_seen |= verdict.working.is_some();
                     if let Some(t) = self.detector.on_frame(now, verdict) {
                         return Some(t);

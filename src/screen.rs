@@ -88,6 +88,73 @@ pub struct Snapshot {
     pub styled: Vec<Vec<Span>>,
 }
 
+/// Rows of a screen as text, each without its trailing blanks: a [`Snapshot`]'s, or a [`Frame`]'s
+/// made only when read.
+pub trait Rows {
+    fn row_count(&self) -> usize;
+    /// Row `i` (below [`Rows::row_count`]).
+    fn row(&self, i: usize) -> &str;
+}
+
+impl Rows for [String] {
+    fn row_count(&self) -> usize {
+        <[String]>::len(self)
+    }
+
+    fn row(&self, i: usize) -> &str {
+        &self[i]
+    }
+}
+
+/// The visible screen now, for judging: a row's text is made the first time it is read. An
+/// adapter reads a few rows at the bottom of a drawn screen, and making every row's text was most
+/// of what judging a frame cost.
+pub struct Frame<'a> {
+    screen: &'a vt100::Screen,
+    rows: Vec<std::cell::OnceCell<String>>,
+    pub title: &'a str,
+    pub program_state: Option<&'a str>,
+}
+
+impl std::fmt::Debug for Frame<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frame").field("rows", &self.rows.len()).field("title", &self.title).finish_non_exhaustive()
+    }
+}
+
+impl Rows for Frame<'_> {
+    fn row_count(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn row(&self, i: usize) -> &str {
+        self.rows[i].get_or_init(|| row_text(self.screen, i as u16))
+    }
+}
+
+/// A row's text as `vt100::Screen::rows` makes it (a wide character's second cell is skipped;
+/// blanks before drawn text are spaces), without its trailing blanks.
+fn row_text(screen: &vt100::Screen, row: u16) -> String {
+    let cols = screen.size().1.get();
+    let mut text = String::new();
+    let mut pad = 0usize;
+    let mut col = 0;
+    while col < cols {
+        let Some(cell) = screen.cell(row, col) else { break };
+        let width: u16 = if cell.is_wide() { 2 } else { 1 };
+        if cell.has_contents() {
+            text.extend(std::iter::repeat_n(' ', pad));
+            pad = 0;
+            text.push_str(cell.contents());
+        } else {
+            pad += usize::from(width);
+        }
+        col += width;
+    }
+    text.truncate(text.trim_end().len());
+    text
+}
+
 /// A run of cells in one row that share their look.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
@@ -243,6 +310,18 @@ impl Screen {
         }
     }
 
+    /// The visible screen for judging, each row's text made when it is read.
+    pub fn frame(&self) -> Frame<'_> {
+        let screen = self.parser.screen();
+        let rows = screen.size().0.get();
+        Frame {
+            screen,
+            rows: (0..rows).map(|_| std::cell::OnceCell::new()).collect(),
+            title: self.title(),
+            program_state: self.parser.callbacks().program_state.as_deref(),
+        }
+    }
+
     /// The visible screen with every row's colours and attributes as well.
     pub fn styled_snapshot(&self) -> Snapshot {
         let screen = self.parser.screen();
@@ -363,6 +442,55 @@ mod tests {
         for part in ["\x1b[?1049l", "\x1b[?25h", "\x1b[?2004l", "\x1b[?1000l"] {
             assert!(seq.contains(part), "{seq:?} lacks {part:?}");
         }
+    }
+
+    /// Every capture of the real clients (their raw streams, fed in uneven chunks, and their drawn
+    /// screens) reads the same row by row through a frame as through a snapshot, and every adapter
+    /// judges the two alike.
+    #[test]
+    fn a_frame_reads_each_row_as_the_snapshot_does() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut files = Vec::new();
+        let mut dirs = vec![root];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.file_name().is_some_and(|n| n == "pty.bin" || n.to_string_lossy().ends_with(".ansi.txt"))
+                {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 20, "{files:?}");
+        let adapters = crate::AgentKind::ALL.map(crate::agent::Adapter::builtin);
+        let mut compared = 0;
+        for path in &files {
+            let bytes = std::fs::read(path).unwrap();
+            for size in [PtySize::new(120, 40), PtySize::new(80, 24), PtySize::new(33, 7)] {
+                let mut screen = Screen::new(size);
+                for (i, chunk) in bytes.chunks(1 + bytes.len() / 7).enumerate() {
+                    screen.feed(chunk);
+                    let (snap, frame) = (screen.snapshot(), screen.frame());
+                    // Read the frame from the bottom, as an adapter does, then the rest.
+                    let from_frame: Vec<String> =
+                        (0..frame.row_count()).rev().map(|r| frame.row(r).to_string()).rev().collect();
+                    assert_eq!(from_frame, snap.rows, "{} at {size:?}, chunk {i}", path.display());
+                    assert_eq!(
+                        (frame.title, frame.program_state),
+                        (snap.title.as_str(), snap.program_state.as_deref())
+                    );
+                    for adapter in &adapters {
+                        let frame = screen.frame();
+                        assert_eq!(adapter.classify_frame(&frame), adapter.classify(&snap), "{}", path.display());
+                        assert_eq!(adapter.limit_region_of_frame(&frame), adapter.limit_region(&snap));
+                    }
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 100, "{compared}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The screen pipeline: arbitrary PTY bytes, in chunks and with resizes, through vt100, the
 //! snapshot, and the Claude, Codex and generic adapters (verdict, limit region, the limit parser on
-//! it, the title, the usage-limit menu).
+//! it, the title, the usage-limit menu); a frame, which reads rows only when asked, must judge as
+//! the snapshot does.
 #![no_main]
 
 use chrono::{TimeZone, Utc};
@@ -20,8 +21,11 @@ fn judge(screen: &Screen) {
     let now = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 0).unwrap();
     let snap = screen.snapshot();
     for adapter in adapters() {
-        let _ = adapter.classify(&snap);
+        let verdict = adapter.classify(&snap);
         let region = adapter.limit_region(&snap);
+        let frame = screen.frame();
+        assert_eq!(adapter.classify_frame(&frame), verdict);
+        assert_eq!(adapter.limit_region_of_frame(&frame), region);
         let _ = nightshift::limits::find_limit(&region, now, &chrono_tz::Europe::London);
         let _ = adapter.title_idle(screen.title());
     }

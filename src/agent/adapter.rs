@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::AgentKind;
-use crate::screen::Snapshot;
+use crate::screen::{Frame, Rows, Snapshot};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdapterError {
@@ -352,23 +352,32 @@ impl Adapter {
 
     /// Judges one whole (settled) frame.
     pub fn classify(&self, snap: &Snapshot) -> Verdict {
+        self.verdict(&snap.rows[..], &snap.title, snap.program_state.as_deref())
+    }
+
+    /// Judges a frame as [`Adapter::classify`] does, reading only the rows it needs.
+    pub fn classify_frame(&self, frame: &Frame<'_>) -> Verdict {
+        self.verdict(frame, frame.title, frame.program_state)
+    }
+
+    fn verdict<R: Rows + ?Sized>(&self, rows: &R, title: &str, program_state: Option<&str>) -> Verdict {
         if !self.screen {
             return Verdict::default();
         }
-        let rows = &snap.rows;
         let composer = self.find_composer(rows);
         let dialog = self.find_dialog(rows, composer);
+        let blank = |r: &&str| r.trim().is_empty();
         let mut working = None;
         if let Some(footer) = &self.footer {
-            let footer_rows: Vec<&String> =
-                rows.iter().rev().filter(|r| !r.trim().is_empty()).take(self.footer_rows).collect();
-            if footer_rows.iter().any(|r| footer.is_match(r)) {
+            let mut footer_rows =
+                (0..rows.row_count()).rev().map(|i| rows.row(i)).filter(|r| !blank(r)).take(self.footer_rows);
+            if footer_rows.any(|r| footer.is_match(r)) {
                 working = Some("the footer shows 'esc to interrupt'".to_string());
             }
         }
         if working.is_none() {
-            let above = composer.map_or(rows.len(), |c| c.top);
-            let candidates = rows[..above].iter().rev().filter(|r| !r.trim().is_empty()).take(self.rows_above);
+            let above = composer.map_or(rows.row_count(), |c| c.top);
+            let candidates = (0..above).rev().map(|i| rows.row(i)).filter(|r| !blank(r)).take(self.rows_above);
             for row in candidates {
                 if self.spinner.iter().any(|re| re.is_match(row.trim_start())) {
                     working = Some(format!("the working line `{}`", row.trim()));
@@ -376,15 +385,15 @@ impl Adapter {
                 }
             }
         }
-        if working.is_none() && self.title_working.as_ref().is_some_and(|re| re.is_match(&snap.title)) {
-            working = Some(format!("the title `{}`", snap.title));
+        if working.is_none() && self.title_working.as_ref().is_some_and(|re| re.is_match(title)) {
+            working = Some(format!("the title `{title}`"));
         }
-        if working.is_none() && self.program_state && snap.program_state.as_deref() == Some("working") {
+        if working.is_none() && self.program_state && program_state == Some("working") {
             working = Some("the client reports state=working".to_string());
         }
         let interrupted = match (composer, &self.interrupted) {
             (Some(c), Some(re)) => {
-                rows[..c.top].iter().rev().find(|r| !r.trim().is_empty()).is_some_and(|r| re.is_match(r))
+                (0..c.top).rev().map(|i| rows.row(i)).find(|r| !blank(r)).is_some_and(|r| re.is_match(r))
             }
             _ => false,
         };
@@ -394,24 +403,30 @@ impl Adapter {
     /// The text of the screen region where this agent draws its own limit notices (empty when it
     /// has none): below the composer, or a dialog in its place; or marked rows above the prompt.
     pub fn limit_region(&self, snap: &Snapshot) -> String {
-        let rows = &snap.rows;
+        self.region_of_limits(&snap.rows[..])
+    }
+
+    /// [`Adapter::limit_region`] of a frame, reading only the rows it needs.
+    pub fn limit_region_of_frame(&self, frame: &Frame<'_>) -> String {
+        self.region_of_limits(frame)
+    }
+
+    fn region_of_limits<R: Rows + ?Sized>(&self, rows: &R) -> String {
+        let len = rows.row_count();
         let composer = self.find_composer(rows);
         let region: Vec<&str> = match (&self.limit_region, composer) {
             (LimitRegion::None, _) => return String::new(),
             (LimitRegion::Footer, Some(c)) => {
-                let is_rule = |r: &String| self.rule.as_ref().is_some_and(|re| re.is_match(r.trim_end()));
-                let bottom =
-                    rows.iter().enumerate().skip(c.top + 2).find(|(_, r)| is_rule(r)).map_or(rows.len(), |(i, _)| i);
-                rows[(bottom + 1).min(rows.len())..].iter().map(String::as_str).collect()
+                let is_rule = |i: &usize| self.rule.as_ref().is_some_and(|re| re.is_match(rows.row(*i).trim_end()));
+                let bottom = (c.top + 2..len).find(is_rule).unwrap_or(len);
+                ((bottom + 1).min(len)..len).map(|i| rows.row(i)).collect()
             }
-            (LimitRegion::Footer, None) => {
-                rows[rows.len().saturating_sub(DIALOG_ROWS)..].iter().map(String::as_str).collect()
-            }
+            (LimitRegion::Footer, None) => (len.saturating_sub(DIALOG_ROWS)..len).map(|i| rows.row(i)).collect(),
             (LimitRegion::AbovePrompt { rows: n, prefix }, composer) => {
-                let above = composer.map_or(rows.len(), |c| c.top);
-                let mut picked: Vec<&str> = rows[..above]
-                    .iter()
+                let above = composer.map_or(len, |c| c.top);
+                let mut picked: Vec<&str> = (0..above)
                     .rev()
+                    .map(|i| rows.row(i))
                     .filter(|r| !r.trim().is_empty())
                     .take(*n)
                     .map(|r| r.trim_start())
@@ -435,18 +450,18 @@ impl Adapter {
         self.title_idle.as_ref().is_some_and(|re| re.is_match(title))
     }
 
-    fn find_composer(&self, rows: &[String]) -> Option<Composer> {
+    fn find_composer<R: Rows + ?Sized>(&self, rows: &R) -> Option<Composer> {
         let prompt = self.prompt.as_ref()?;
-        let is_rule =
-            |i: usize| self.rule.as_ref().is_some_and(|re| rows.get(i).is_some_and(|r| re.is_match(r.trim_end())));
-        for i in (0..rows.len()).rev() {
-            if !prompt.is_match(&rows[i]) {
+        let len = rows.row_count();
+        let is_rule = |i: usize| self.rule.as_ref().is_some_and(|re| i < len && re.is_match(rows.row(i).trim_end()));
+        for i in (0..len).rev() {
+            if !prompt.is_match(rows.row(i)) {
                 continue;
             }
             match &self.rule {
                 // Between two rules: the rule right above, and one below the (maybe multi-line) input.
                 Some(_) => {
-                    if i > 0 && is_rule(i - 1) && (i + 1..rows.len().min(i + 12)).any(is_rule) {
+                    if i > 0 && is_rule(i - 1) && (i + 1..len.min(i + 12)).any(is_rule) {
                         return Some(Composer { top: i - 1 });
                     }
                 }
@@ -456,24 +471,23 @@ impl Adapter {
         None
     }
 
-    fn find_dialog(&self, rows: &[String], composer: Option<Composer>) -> Option<Dialog> {
+    fn find_dialog<R: Rows + ?Sized>(&self, rows: &R, composer: Option<Composer>) -> Option<Dialog> {
         // A client draws its dialogs in place of the composer: with a ruled composer on screen, text
         // above it is transcript, whatever it says.
         // Otherwise the rows at the bottom of what is drawn: a dialog drawn from the top of a tall
         // terminal (a first start's trust question) leaves blank rows below it, which count for
         // nothing.
-        let end = rows.iter().rposition(|r| !r.trim().is_empty()).map_or(0, |i| i + 1);
+        let end = (0..rows.row_count()).rev().find(|&i| !rows.row(i).trim().is_empty()).map_or(0, |i| i + 1);
         let from = match (composer, &self.rule) {
             (Some(c), Some(_)) => c.top + 1,
             _ => end.saturating_sub(DIALOG_ROWS),
         };
-        let region = &rows[from.min(end)..end];
+        let from = from.min(end);
         for (kind, re) in &self.dialogs {
-            if let Some(at) = region.iter().position(|r| re.is_match(r)) {
-                let text = region[..=at]
-                    .iter()
+            if let Some(at) = (from..end).find(|&i| re.is_match(rows.row(i))) {
+                let text = (from..=at)
                     .rev()
-                    .map(|r| r.trim())
+                    .map(|i| rows.row(i).trim())
                     .find(|r| r.ends_with('?') && r.len() > 3)
                     .map(str::to_string);
                 return Some(Dialog { kind: *kind, text });
