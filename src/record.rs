@@ -172,17 +172,31 @@ impl Recorder {
 
     /// Output of the agent.
     pub fn output(&mut self, bytes: &[u8]) {
-        let mut chunk = std::mem::take(&mut self.carry);
-        chunk.extend_from_slice(bytes);
-        // An incomplete UTF-8 sequence at the end waits for the rest.
-        let cut = match std::str::from_utf8(&chunk) {
-            Ok(_) => chunk.len(),
+        if self.carry.is_empty() {
+            self.output_whole(bytes);
+        } else {
+            let mut chunk = std::mem::take(&mut self.carry);
+            chunk.extend_from_slice(bytes);
+            self.output_whole(&chunk);
+        }
+    }
+
+    /// Records `chunk` but an incomplete UTF-8 sequence at its end, which waits for the rest.
+    fn output_whole(&mut self, chunk: &[u8]) {
+        let cut = match std::str::from_utf8(chunk) {
+            // Most chunks are whole text: read once.
+            Ok(text) => {
+                if !text.is_empty() {
+                    self.event("o", text);
+                }
+                return;
+            }
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
             Err(_) => chunk.len(),
         };
-        self.carry = chunk.split_off(cut);
-        if !chunk.is_empty() {
-            self.event("o", &String::from_utf8_lossy(&chunk));
+        self.carry = chunk[cut..].to_vec();
+        if cut > 0 {
+            self.event("o", &String::from_utf8_lossy(&chunk[..cut]));
         }
     }
 
