@@ -14,7 +14,8 @@ use flate2::write::GzEncoder;
 pub const SESSION_CAP: u64 = 64 << 20;
 /// Recordings older than this are removed.
 pub const KEEP_DAYS: u64 = 14;
-/// How often the compressed stream is flushed to disk (a killed Nightshift loses at most this).
+/// How often the compressed stream is flushed to disk while output keeps coming (a killed
+/// Nightshift loses at most this); it is flushed too when the agent goes idle or asks.
 /// Each flush ends a compressed block with a Huffman table of its own: once a second, that was
 /// a seventh of what supervising a working session costs.
 const FLUSH_EVERY: Duration = Duration::from_secs(5);
@@ -158,9 +159,13 @@ impl Recorder {
         }
     }
 
-    /// Hands the pending lines to the compressor and its output to the file.
-    fn flush(&mut self) {
+    /// Hands the pending lines to the compressor and its output to the file (at once; on its own,
+    /// output is flushed every [`FLUSH_EVERY`]).
+    pub fn flush(&mut self) {
         let Some(out) = &mut self.out else { return };
+        if self.pending.is_empty() {
+            return;
+        }
         let written = out.write_all(&self.pending).and_then(|()| out.flush());
         self.pending.clear();
         self.last_flush = Instant::now();

@@ -382,6 +382,13 @@ impl Executor {
     fn activity(&mut self, transition: Option<Transition>) {
         let Some(transition) = transition else { return };
         tracing::debug!(session = %self.id, to = ?transition.to, reason = %transition.reason, "activity changed");
+        // The agent stopped to rest or to ask: what it wrote up to now goes to disk, not only after
+        // its next output.
+        if transition.to != crate::detect::Activity::Working {
+            if let Some(recorder) = &mut self.recorder {
+                recorder.flush();
+            }
+        }
         let (menu, menu_limit) = if transition.verdict.dialog.as_ref().is_some_and(|d| d.kind == DialogKind::Menu) {
             let menu = limits::menu::read(&self.screen.snapshot().rows);
             let notice = menu.as_ref().and_then(|m| m.notice.clone());
