@@ -24,26 +24,6 @@ fn is_activity(e: &Value) -> bool {
     matches!(e["state"].as_str(), Some("working" | "idle" | "waiting_input"))
 }
 
-/// Starts `nightshift run --events FILE -- bash -c SCRIPT` in the background; returns it with the
-/// events file and, once the session runs, its id.
-fn start_background(env: &Env, script: &str) -> (Child, std::path::PathBuf, String) {
-    let events = env.path("events.jsonl");
-    let child = env
-        .cmd(&["run", "--events", events.to_str().unwrap(), "--", "bash", "-c", script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let id = wait_for("the running event", Duration::from_secs(10), || {
-        read_events(&events)
-            .iter()
-            .find(|e| e["state"] == "running")
-            .map(|e| e["session"].as_str().unwrap().to_string())
-    });
-    (child, events, id)
-}
-
 fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     wait_for("nightshift run to exit", Duration::from_secs(10), || child.try_wait().unwrap())
 }
@@ -102,7 +82,7 @@ fn send_types_into_another_processs_session_and_stop_ends_it() {
     let env = Env::new();
     let out = env.path("typed.txt");
     let script = format!(r#"read -r line; printf '%s' "$line" > {}; sleep 100"#, out.display());
-    let (mut child, events, id) = start_background(&env, &script);
+    let (mut child, events, id) = env.start_background(&script);
 
     let sent = env.output(&["send", &id, "good night", "--enter"]);
     assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
@@ -129,7 +109,7 @@ fn send_types_into_another_processs_session_and_stop_ends_it() {
 #[test]
 fn the_control_socket_is_closed_to_other_users() {
     let env = Env::new();
-    let (mut child, _, id) = start_background(&env, "sleep 100");
+    let (mut child, _, id) = env.start_background("sleep 100");
     let socket = wait_for("the socket", Duration::from_secs(5), || {
         std::fs::read_dir(env.runtime_dir())
             .unwrap()
@@ -201,7 +181,7 @@ fn the_server_refuses_peers_of_another_uid() {
 #[test]
 fn the_journal_survives_a_kill_9_of_the_supervisor() {
     let env = Env::new();
-    let (mut child, _, id) = start_background(&env, "echo working; sleep 100");
+    let (mut child, _, id) = env.start_background("echo working; sleep 100");
     child.kill().unwrap(); // SIGKILL: no chance to write anything more
     child.wait().unwrap();
 

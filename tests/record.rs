@@ -67,26 +67,9 @@ fn a_life_is_recorded_plays_in_asciinema_and_reads_back_as_text() {
 #[test]
 fn what_an_agent_wrote_before_it_went_quiet_is_on_disk_while_it_runs() {
     let env = Env::new();
-    let events = env.path("events.jsonl");
-    let mut run = env
-        .cmd(&[
-            "run",
-            "--events",
-            events.to_str().unwrap(),
-            "--",
-            "bash",
-            "-c",
-            "echo written before the rest; exec sleep 60",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let session = common::wait_for("the session to go idle", std::time::Duration::from_secs(20), || {
-        let events = common::read_events(&events);
-        let idle = events.iter().any(|e| e["event"] == "state" && e["state"] == "idle");
-        idle.then(|| events[0]["session"].as_str().unwrap().to_string())
+    let (mut run, events, session) = env.start_background("echo written before the rest; exec sleep 60");
+    common::wait_for("the session to go idle", std::time::Duration::from_secs(20), || {
+        common::read_events(&events).iter().any(|e| e["event"] == "state" && e["state"] == "idle").then_some(())
     });
     // The session runs on (a killed Nightshift would leave the file as it is now).
     let text = env.stdout(&["log", &session]);

@@ -83,6 +83,26 @@ impl Env {
         String::from_utf8(out.stdout).expect("utf-8 output")
     }
 
+    /// Starts `nightshift run --events FILE -- bash -c SCRIPT` in the background; returns it with
+    /// the events file and, once the session runs, its id.
+    pub fn start_background(&self, script: &str) -> (std::process::Child, PathBuf, String) {
+        let events = self.path("events.jsonl");
+        let child = self
+            .cmd(&["run", "--events", events.to_str().unwrap(), "--", "bash", "-c", script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let id = wait_for("the running event", Duration::from_secs(10), || {
+            read_events(&events)
+                .iter()
+                .find(|e| e["state"] == "running")
+                .map(|e| e["session"].as_str().unwrap().to_string())
+        });
+        (child, events, id)
+    }
+
     /// The journal's events as JSON values.
     pub fn journal(&self) -> Vec<serde_json::Value> {
         json_lines(&self.stdout(&["journal", "--json"]))
