@@ -133,7 +133,8 @@ impl Rows for Frame<'_> {
 }
 
 /// A row's text as `vt100::Screen::rows` makes it (a wide character's second cell is skipped;
-/// blanks before drawn text are spaces), without its trailing blanks.
+/// blanks before drawn text are spaces), without its trailing blanks. `cell` finds its row by
+/// walking the scrollback first: cheap only because a live screen keeps none ([`SCROLLBACK`]).
 fn row_text(screen: &vt100::Screen, row: u16) -> String {
     let cols = screen.size().1.get();
     let mut text = String::new();
