@@ -160,7 +160,7 @@ impl Recorder {
     }
 
     /// Hands the pending lines to the compressor and its output to the file (at once; on its own,
-    /// output is flushed every [`FLUSH_EVERY`]).
+    /// output is flushed every `FLUSH_EVERY`).
     pub fn flush(&mut self) {
         let Some(out) = &mut self.out else { return };
         if self.pending.is_empty() {
