@@ -5,6 +5,7 @@ the driver with TAURI_WEBVIEW_AUTOMATION=true in its environment."""
 import base64
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -16,6 +17,37 @@ ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
 class WebDriverError(Exception):
     pass
+
+
+def descendants(pid):
+    """The live processes under `pid`, read from /proc: the app WebKitWebDriver started, and the
+    app's own WebKit web and network processes."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces; the parent's pid follows it.
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def free_port():
@@ -54,6 +86,11 @@ class Driver:
         self.close()
 
     def close(self):
+        """Ends the session, then the app and every process it started. Neither ending the session
+        nor stopping WebKitWebDriver ends the app: closing its window leaves a tray app running, as
+        it should. Left running, the app and its WebKit processes went on writing their caches
+        (mesa_shader_cache) into the test's directory while the test removed it."""
+        started = descendants(self.proc.pid)
         try:
             self._call("DELETE", f"/session/{self.session}", timeout=15)
         except Exception:
@@ -63,6 +100,22 @@ class Driver:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        for pid in started:
+            if alive(pid):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.time() + 10
+        while any(alive(pid) for pid in started) and time.time() < deadline:
+            time.sleep(0.05)
+        for pid in started:
+            if alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         self.log.close()
 
     def _call(self, method, path, body=None, timeout=30):
