@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use nightshift::clock::SystemClock;
 use nightshift::config::Config;
 use nightshift::control::ControlServer;
+use nightshift::event::StopKind;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
 use nightshift::store::Store;
@@ -97,6 +98,66 @@ fn start_mornings(app: tauri::AppHandle, journal: &std::path::Path) {
 pub(crate) fn cli_path() -> std::path::PathBuf {
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("nightshift")));
     beside.filter(|p| p.exists()).unwrap_or_else(|| "nightshift".into())
+}
+
+/// Ends the app as its Quit does when the desktop or a terminal tells it to: SIGTERM (a logout, a
+/// reboot, `kill`), SIGHUP (the terminal it was started from closed) or SIGINT (Ctrl-C there). Each
+/// session is stopped gracefully and a pending resume is kept for the next start, whatever the
+/// setting for Quit says: the user did not choose this end. Left to the signal's default, the app
+/// vanished at once and took its agents' terminals with it. A second signal ends it at once.
+fn end_on_signals(app: tauri::AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        let mut signals = match EndSignals::listen() {
+            Ok(signals) => signals,
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM, SIGHUP and SIGINT ({e}): a logout ends the app without stopping its sessions");
+                return;
+            }
+        };
+        let name = signals.next().await;
+        tracing::info!("{name}: stopping this app's sessions, then exiting");
+        let stopping = {
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move {
+                let state = app.state::<AppState>();
+                state.supervisor.stop_all(&format!("{name} to nightshift-app"), StopKind::Shutdown).await;
+            })
+        };
+        tokio::select! {
+            _ = stopping => app.exit(0),
+            again = signals.next() => {
+                tracing::warn!("{again} again: exiting without waiting for the sessions to stop");
+                std::process::exit(1)
+            }
+        }
+    });
+}
+
+/// The signals that end the app (see [`end_on_signals`]).
+struct EndSignals {
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl EndSignals {
+    fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// The name of the next one to arrive.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
 }
 
 fn fail(message: String) -> ! {
@@ -211,6 +272,7 @@ pub fn run() {
             terminal::terminal_close,
         ])
         .setup(move |app| {
+            end_on_signals(app.handle().clone());
             tray::create(app.handle())?;
             start_mornings(app.handle().clone(), &journal);
             follow::start(app.handle().clone(), journal, bus);

@@ -376,16 +376,29 @@ class Desktop(unittest.TestCase):
             self.assertIsNone(beside.poll(), "the headless run beside goes on")
             survived += 1
         print(f"\napp soak: {survived} of {kills} SIGKILLs survived (seed {os.environ.get('NIGHTSHIFT_SOAK_SEED', '7')})")
-        # One last start restores it once more, with exactly one agent; Quit keeps it.
-        app = subprocess.Popen([str(APP)], env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+        # One last start restores it once more, with exactly one agent. A logout's SIGTERM then ends
+        # the app as its Quit does: the agent stopped, the resume kept, and a clean exit.
+        kept = lambda: [e for e in self.journal(waiting) if e["event"] == "resume_kept"]  # noqa: E731
+        before = len(kept())
+        with open(Path(self.tmp.name) / "soak-app-last.log", "wb") as log:
+            app = subprocess.Popen([str(APP)], env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT)
         try:
             wait("one agent", lambda: agents() == 1, timeout=30)
             time.sleep(1)
             self.assertEqual(agents(), 1, "never twice")
-        finally:
             app.send_signal(signal.SIGTERM)
-            app.wait(30)
+            code = app.wait(30)
+            log_text = (Path(self.tmp.name) / "soak-app-last.log").read_text(errors="replace")[-3000:]
+            self.assertEqual(code, 0, f"the app ends on SIGTERM as on Quit; its output:\n{log_text}")
+            self.assertEqual(agents(), 0, "its agent was stopped with it")
+            self.assertEqual(len(kept()), before + 1, self.journal(waiting)[-5:])
+            stops = [e for e in self.journal(waiting) if e["event"] == "stop_requested"]
+            self.assertEqual((stops[-1]["kind"], stops[-1]["source"]), ("shutdown", "SIGTERM to nightshift-app"))
+        finally:
+            if app.poll() is None:
+                app.kill()
+                app.wait()
         self.stop_run(beside, working)
 
 
