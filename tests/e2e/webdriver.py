@@ -50,6 +50,15 @@ def alive(pid):
         return False
 
 
+def signal_live(pids, sig):
+    for pid in pids:
+        if alive(pid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -101,21 +110,11 @@ class Driver:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for pid in started:
-            if alive(pid):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+        signal_live(started, signal.SIGTERM)
         deadline = time.time() + 10
         while any(alive(pid) for pid in started) and time.time() < deadline:
             time.sleep(0.05)
-        for pid in started:
-            if alive(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        signal_live(started, signal.SIGKILL)
         self.log.close()
 
     def _call(self, method, path, body=None, timeout=30):
