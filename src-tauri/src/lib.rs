@@ -116,15 +116,10 @@ fn end_on_signals(app: tauri::AppHandle) {
         };
         let name = signals.next().await;
         tracing::info!("{name}: stopping this app's sessions, then exiting");
-        let stopping = {
-            let app = app.clone();
-            tauri::async_runtime::spawn(async move {
-                let state = app.state::<AppState>();
-                state.supervisor.stop_all(&format!("{name} to nightshift-app"), StopKind::Shutdown).await;
-            })
-        };
+        let source = format!("{name} to nightshift-app");
+        let supervisor = app.state::<AppState>().supervisor.clone();
         tokio::select! {
-            _ = stopping => app.exit(0),
+            _ = supervisor.stop_all(&source, StopKind::Shutdown) => app.exit(0),
             again = signals.next() => {
                 tracing::warn!("{again} again: exiting without waiting for the sessions to stop");
                 std::process::exit(1)
