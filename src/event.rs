@@ -133,6 +133,34 @@ pub enum SwitchAction {
     Switched,
 }
 
+/// Who answered a dialog the agent waited on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answerer {
+    /// Keys at a terminal: `nightshift run`'s own, or `nightshift attach`.
+    Terminal,
+    /// The tray app's window.
+    Window,
+    /// `nightshift send`.
+    Cli,
+    /// An action button of a push notification.
+    Phone,
+    /// Nightshift itself (a routine confirmation auto-accepted, the limit menu).
+    Nightshift,
+}
+
+impl Answerer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Terminal => "at the terminal",
+            Self::Window => "in the window",
+            Self::Cli => "with nightshift send",
+            Self::Phone => "from the phone",
+            Self::Nightshift => "by Nightshift",
+        }
+    }
+}
+
 /// A change the user made to what a session does by itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -271,6 +299,21 @@ pub enum EventKind {
     },
     /// The client's conversation, as its hooks name it: a restart or a restore resumes this one.
     Conversation { id: String },
+    /// The dialog the agent waited on (`waiting_input`) was answered, `waited_secs` after it was
+    /// shown: the session goes on working.
+    DialogAnswered {
+        dialog: crate::agent::DialogKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        by: Answerer,
+        waited_secs: u64,
+    },
+    /// Nightshift brought the session back after its own end (a killed run, a crash, a reboot):
+    /// `down_secs` is how long no Nightshift ran it, `reason` what it was armed with.
+    Restored { reason: String, down_secs: u64 },
+    /// A fresh conversation after a handoff already starts past the handoff threshold (huge memory
+    /// files or system prompt): no handoff again until its context grows by a real amount.
+    ContextHigh { pct: f64, threshold: f64 },
     /// The client compacted its context (`manual` or `auto`).
     Compacted { trigger: String },
     /// The client's hooks and its screen disagreed for seconds: `hook` is what the hooks said,
@@ -467,6 +510,9 @@ impl EventKind {
             Self::Awake { .. } => "awake",
             Self::Conversation { .. } => "conversation",
             Self::Compacted { .. } => "compacted",
+            Self::DialogAnswered { .. } => "dialog_answered",
+            Self::Restored { .. } => "restored",
+            Self::ContextHigh { .. } => "context_high",
             Self::Drift { .. } => "drift",
             Self::GuardDenied { .. } => "guard_denied",
             Self::PushFailed { .. } => "push_failed",
@@ -572,6 +618,22 @@ impl EventKind {
             },
             Self::Conversation { id } => format!("the client's conversation is {id}"),
             Self::Compacted { trigger } => format!("the client compacted its context ({trigger})"),
+            Self::DialogAnswered { dialog, text, by, waited_secs } => {
+                let what = text.as_deref().map(|t| format!(" \"{t}\"")).unwrap_or_default();
+                format!("the {dialog} dialog{what} was answered {} after {waited_secs} s", by.as_str())
+            }
+            Self::Restored { reason, down_secs } => {
+                format!(
+                    "restored after {} without Nightshift: {reason}",
+                    humantime::format_duration(std::time::Duration::from_secs(*down_secs))
+                )
+            }
+            Self::ContextHigh { pct, threshold } => format!(
+                "the fresh conversation starts with its context at {}%, past the handoff threshold of {}%: \
+                 no handoff again until it grows",
+                pct.round(),
+                threshold.round()
+            ),
             Self::Drift { hook, screen, .. } => {
                 format!("the client's hooks and its screen disagree: the hooks said {hook}, the screen showed {screen}")
             }
