@@ -72,6 +72,10 @@ pub enum Request {
         text: String,
         #[serde(default)]
         enter: bool,
+        /// Who types it, for the journal (an answered dialog names them); `nightshift send` when
+        /// not given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<crate::event::Answerer>,
     },
     Stop {
         session: String,
@@ -392,8 +396,9 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         );
     }
     let result = match request {
-        Request::Send { text, enter, .. } => {
-            handle.send_text(text, enter, "nightshift send").await.map(|()| Response::ok())
+        Request::Send { text, enter, by, .. } => {
+            let by = by.unwrap_or(crate::event::Answerer::Cli);
+            handle.send_text(text, enter, by).await.map(|()| Response::ok())
         }
         Request::Stop { source, .. } => {
             handle.stop(source.as_deref().unwrap_or("nightshift stop")).await.map(|()| Response::ok())
@@ -440,7 +445,7 @@ mod tests {
 
     #[test]
     fn requests_are_tagged_json() {
-        let r = Request::Send { session: "ab".into(), text: "hi".into(), enter: true };
+        let r = Request::Send { session: "ab".into(), text: "hi".into(), enter: true, by: None };
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(json, r#"{"op":"send","session":"ab","text":"hi","enter":true}"#);
         assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);

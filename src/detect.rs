@@ -126,8 +126,13 @@ pub struct Detector {
     last_frame: Option<Instant>,
     /// The hooks' word on the turn, once they have spoken.
     turn: Option<Turn>,
-    /// The client asked the user (its `Notification` hook), until the next turn.
-    asked: Option<crate::agent::Dialog>,
+    /// The client asked the user (its `Notification` hook), and when: until the dialog is seen
+    /// answered (it leaves the screen, or work shows again after it), the client runs another tool,
+    /// or the turn ends or starts anew. Answering a dialog submits no prompt, so the next turn
+    /// would be too late: the night would wait on a question answered long ago.
+    asked: Option<(crate::agent::Dialog, Instant)>,
+    /// The last judged frame showed a dialog.
+    dialog_shown: bool,
     /// The tool the client is about to run (its `PreToolUse` hook): a permission prompt is for it.
     tool: Option<String>,
     /// Drift to report, and whether this turn's was reported.
@@ -153,6 +158,7 @@ impl Detector {
             last_frame: None,
             turn: None,
             asked: None,
+            dialog_shown: false,
             tool: None,
             drift: None,
             drift_reported: false,
@@ -171,6 +177,7 @@ impl Detector {
     /// The client says the turn ended (its `Stop` hook, Codex's notify).
     pub fn on_turn_ended(&mut self, now: Instant, by: TurnEnd) -> Option<Transition> {
         self.turn = Some(Turn::Ended { at: now, by });
+        self.asked = None;
         self.tool = None;
         self.drift_reported = false;
         self.evaluate(now)
@@ -178,12 +185,14 @@ impl Detector {
 
     /// The client's hook says it waits for the user (a permission prompt), with what it wants.
     pub fn on_asked(&mut self, now: Instant, dialog: crate::agent::Dialog) -> Option<Transition> {
-        self.asked = Some(dialog);
+        self.asked = Some((dialog, now));
         self.evaluate(now)
     }
 
     /// The client's hook says which tool it is about to run (`Bash: touch x`).
     pub fn on_tool(&mut self, tool: String) {
+        // A tool after the one it asked about: what it asked was answered.
+        self.asked = None;
         self.tool = Some(tool);
     }
 
@@ -225,6 +234,13 @@ impl Detector {
             (false, _) => None,
         };
         self.last_frame = Some(now);
+        let shown = verdict.dialog.is_some();
+        let worked_since_asked = self.asked.as_ref().zip(self.working_since).is_some_and(|((_, at), w)| w > *at);
+        if !shown && (self.dialog_shown || worked_since_asked) {
+            // The dialog left the screen, or the work went on after it: it was answered.
+            self.asked = None;
+        }
+        self.dialog_shown = shown;
         self.verdict = verdict;
         self.evaluate(now)
     }
@@ -268,7 +284,7 @@ impl Detector {
         if self.verdict.dialog.is_some() {
             return None;
         }
-        if let Some(dialog) = &self.asked {
+        if let Some((dialog, _)) = &self.asked {
             let what = dialog.text.clone().unwrap_or_else(|| "the client waits for the user".into());
             return Some(Some((Activity::WaitingInput, format!("the client's Notification hook: {what}"))));
         }
@@ -366,8 +382,8 @@ impl Detector {
         if to == Activity::WaitingInput {
             // The hook knows the tool and the command a permission prompt is for.
             match (&mut verdict.dialog, &self.asked, &self.tool) {
-                (None, Some(asked), _) => verdict.dialog = Some(asked.clone()),
-                (Some(d), Some(asked), _) if d.kind == crate::agent::DialogKind::Permission => {
+                (None, Some((asked, _)), _) => verdict.dialog = Some(asked.clone()),
+                (Some(d), Some((asked, _)), _) if d.kind == crate::agent::DialogKind::Permission => {
                     d.text.clone_from(&asked.text)
                 }
                 // The screen saw the dialog before the client's word on it: name the tool it is for.
@@ -782,6 +798,58 @@ mod tests {
         let t = d.on_asked(t0 + MS(500), asked).unwrap();
         assert_eq!(t.to, Activity::WaitingInput);
         assert_eq!(t.verdict.dialog.unwrap().text.as_deref(), Some("Claude needs your permission: Bash touch x"));
+    }
+
+    /// The client's Notification comes 6 s after its dialog opened (2.1.332), often after the user
+    /// has read it; the dialog answered, the session must not stay waiting on it.
+    fn dialog_answered_after_the_clients_notification(kind: crate::agent::DialogKind) -> Detector {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        d.on_tool("AskUserQuestion".into());
+        d.on_output(t0 + MS(100));
+        let on_screen = Dialog { kind, text: Some("Which database?".into()) };
+        let frame = Verdict { working: None, dialog: Some(on_screen), prompt: false, interrupted: false };
+        assert_eq!(d.on_frame(t0 + MS(130), frame).unwrap().to, Activity::WaitingInput);
+        let asked =
+            Dialog { kind: crate::agent::DialogKind::Permission, text: Some("Claude needs your permission".into()) };
+        assert_eq!(d.on_asked(t0 + MS(6130), asked), None, "already waiting");
+        // Answered: the dialog leaves the screen and the turn goes on.
+        let trs = run(&mut d, t0, MS(9000), MS(1000), MS(100), &working());
+        assert_eq!(trs.first().map(|(_, t)| t.to), Some(Activity::Working), "{trs:?}");
+        d
+    }
+
+    #[test]
+    fn a_question_answered_after_the_clients_notification_is_no_longer_waited_on() {
+        let mut d = dialog_answered_after_the_clients_notification(crate::agent::DialogKind::Question);
+        let t = d.on_turn_ended(d.last_output.unwrap() + MS(100), TurnEnd::Stop);
+        assert_eq!(t.map(|t| t.to), None, "the spinner is still drawn");
+        let end = d.last_output.unwrap() + MS(200);
+        d.on_output(end);
+        assert_eq!(d.on_frame(end + MS(30), at_prompt()).map(|t| t.to), Some(Activity::Idle));
+    }
+
+    #[test]
+    fn a_permission_answered_after_the_clients_notification_is_no_longer_waited_on() {
+        let mut d = dialog_answered_after_the_clients_notification(crate::agent::DialogKind::Permission);
+        let end = d.last_output.unwrap() + MS(100);
+        d.on_output(end);
+        d.on_frame(end + MS(30), at_prompt());
+        assert_eq!(d.on_turn_ended(end + MS(50), TurnEnd::Stop).map(|t| t.to), Some(Activity::Idle));
+    }
+
+    #[test]
+    fn a_dialog_only_the_hook_saw_ends_when_the_work_goes_on() {
+        let t0 = Instant::now();
+        let mut d = Detector::new(DetectConfig::default(), true, t0);
+        d.on_turn_started(t0);
+        let asked =
+            Dialog { kind: crate::agent::DialogKind::Permission, text: Some("Claude needs your permission".into()) };
+        assert_eq!(d.on_asked(t0 + MS(6000), asked).unwrap().to, Activity::WaitingInput);
+        // The screen never read it as a dialog; once work shows again, it was answered.
+        let trs = run(&mut d, t0, MS(9000), MS(1000), MS(100), &working());
+        assert_eq!(trs.first().map(|(_, t)| t.to), Some(Activity::Working), "{trs:?}");
     }
 
     #[test]

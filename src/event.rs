@@ -147,6 +147,8 @@ pub enum Answerer {
     Phone,
     /// Nightshift itself (a routine confirmation auto-accepted, the limit menu).
     Nightshift,
+    /// Nobody typed anything: the dialog went away by itself (the client withdrew it).
+    Nobody,
 }
 
 impl Answerer {
@@ -157,6 +159,18 @@ impl Answerer {
             Self::Cli => "with nightshift send",
             Self::Phone => "from the phone",
             Self::Nightshift => "by Nightshift",
+            Self::Nobody => "with nothing typed",
+        }
+    }
+
+    /// Who typed, as the journal's `input` events name them.
+    pub fn source(self) -> &'static str {
+        match self {
+            Self::Terminal => "the terminal",
+            Self::Window => "the app",
+            Self::Cli => "nightshift send",
+            Self::Phone => "the phone",
+            Self::Nightshift | Self::Nobody => "nightshift",
         }
     }
 }
@@ -620,7 +634,12 @@ impl EventKind {
             Self::Compacted { trigger } => format!("the client compacted its context ({trigger})"),
             Self::DialogAnswered { dialog, text, by, waited_secs } => {
                 let what = text.as_deref().map(|t| format!(" \"{t}\"")).unwrap_or_default();
-                format!("the {dialog} dialog{what} was answered {} after {waited_secs} s", by.as_str())
+                match by {
+                    Answerer::Nobody => {
+                        format!("the {dialog} dialog{what} went away after {waited_secs} s, nothing typed")
+                    }
+                    by => format!("the {dialog} dialog{what} was answered {} after {waited_secs} s", by.as_str()),
+                }
             }
             Self::Restored { reason, down_secs } => {
                 format!(

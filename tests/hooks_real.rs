@@ -330,3 +330,70 @@ async fn a_restart_resumes_the_same_conversation() {
     assert_eq!(argv[at + 1], conversation, "{argv:?}");
     assert!(!argv.iter().any(|a| a == "--continue"), "{argv:?}");
 }
+
+/// A dialog that comes up in a respawn cycle's kickstart turn is answered with `nightshift send`:
+/// the session goes back to working or idle, the cycles go on, and the answer is journalled.
+async fn a_dialog_answered_mid_cycle_lets_the_night_go_on(kickstart: &str, client_args: &[&str], answer: &str) {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &[
+                "--preset",
+                "overnight",
+                "--idle-timeout",
+                "2",
+                "--user-quiet",
+                "0",
+                "--update-prompt",
+                "",
+                "--clear-init",
+                "false",
+                "--kickstart-prompt",
+                kickstart,
+            ],
+            args: client_args,
+            ..Default::default()
+        },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("start the work mock:fast", true);
+    let (q, _, waiting) = run.wait_state("waiting_input", i + 1, Duration::from_secs(60));
+    assert!(waiting["dialog"]["kind"].is_string(), "{waiting}");
+    // A person reads the dialog before answering it: the client's Notification hook about it comes
+    // meanwhile (6 s after the dialog opened, in 2.1.332).
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    run.send(answer, true);
+    let (_, (_, after, _)) = wait_for("a state after the answer", Duration::from_secs(20), || {
+        run.states().into_iter().enumerate().skip(q + 1).find(|(_, (_, s, _))| s != "waiting_input")
+    });
+    assert!(
+        ["working", "idle", "respawning"].contains(&after.as_str()),
+        "after the answer: {after}; journal:\n{}",
+        run.env.stdout(&["journal"])
+    );
+    // The next cycle comes: the night did not end at the dialog.
+    let cycles = |run: &ClaudeRun| {
+        run.events().iter().filter(|e| e["event"] == "respawn" && e["action"] == "cycle_started").count()
+    };
+    let before = cycles(&run);
+    wait_for("the next respawn cycle", Duration::from_secs(60), || (cycles(&run) > before).then_some(()));
+    let answered = wait_for("the answer journalled", Duration::from_secs(20), || {
+        run.events().into_iter().find(|e| e["event"] == "dialog_answered")
+    });
+    assert_eq!(answered["by"], "cli", "{answered}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_answered_mid_cycle_lets_the_night_go_on() {
+    // Enter picks the first option.
+    a_dialog_answered_mid_cycle_lets_the_night_go_on("carry on, ask first mock:question", &[], "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_answered_mid_cycle_lets_the_night_go_on() {
+    let args = ["--permission-mode", "default"];
+    a_dialog_answered_mid_cycle_lets_the_night_go_on("carry on, make the file mock:perm", &args, "").await;
+}

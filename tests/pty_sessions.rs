@@ -58,7 +58,7 @@ async fn text_sent_arrives_on_stdin() {
     let sup = env.supervisor();
     let handle = sup.start(bash(r#"echo ready; read -r line; echo "got:$line"; sleep 5"#, PtySize::default())).unwrap();
     screen_until(&handle, "ready", |s| has_line(s, "ready")).await;
-    handle.send_text("hello night", true, "test").await.unwrap();
+    handle.send_text("hello night", true, nightshift::event::Answerer::Cli).await.unwrap();
     screen_until(&handle, "the echo of the line read", |s| has_line(s, "got:hello night")).await;
     handle.stop("test").await.unwrap();
     handle.wait().await;

@@ -80,7 +80,7 @@ async fn a_usage_limit_is_waited_out_resumed_and_retried_until_a_turn_starts() {
     let handle = sup.start(spec).unwrap();
 
     next(&mut events, "idle", 15, |k| k.new_state() == Some(SessionState::Idle)).await;
-    handle.send_text("hit the limit mock:limit", true, "the test").await.unwrap();
+    handle.send_text("hit the limit mock:limit", true, nightshift::event::Answerer::Cli).await.unwrap();
     let limit = next(&mut events, "the limit", 15, |k| matches!(k, EventKind::LimitDetected { .. })).await;
     let EventKind::LimitDetected { resets_at, .. } = limit.kind else { unreachable!() };
     assert_eq!(resets_at, Some("2026-12-01T14:33:00Z".parse().unwrap()), "the client's reset, read off its screen");

@@ -147,7 +147,8 @@ pub async fn send_text(state: State<'_, AppState>, id: String, text: String) -> 
     if text.is_empty() {
         return Err(UiError::new("empty_text", "there is nothing to send; type the text first"));
     }
-    ask(&state, &id, |session| Request::Send { session, text, enter: true }).await.map(|_| ())
+    let by = Some(nightshift::event::Answerer::Window);
+    ask(&state, &id, |session| Request::Send { session, text, enter: true, by }).await.map(|_| ())
 }
 
 /// The New session form.

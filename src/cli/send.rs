@@ -19,7 +19,7 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    let request = Request::Send { session: row.id.clone(), text: args.text, enter: args.enter };
+    let request = Request::Send { session: row.id.clone(), text: args.text, enter: args.enter, by: None };
     super::ask(&row, &request)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -421,7 +421,7 @@ impl Executor {
 
     fn control(&mut self, control: Control) {
         match control {
-            Control::Send { text, enter, source } => self.step(Input::Typed { text, enter, source }),
+            Control::Send { text, enter, by } => self.step(Input::Typed { text, enter, by }),
             Control::Keys(bytes) => self.step(Input::Keys(bytes)),
             Control::Attach(reply) => {
                 let (tx, output) = super::Backlog::new();
@@ -469,6 +469,12 @@ impl Executor {
     /// A hook of the client: the detector hears of the turn first, then the machine decides.
     fn hook(&mut self, hook: crate::hooks::Hook) {
         use crate::hooks::Event;
+        let kind = match &hook.event {
+            Event::Notification { kind, .. } => kind.as_str(),
+            Event::SessionStart { source } => source.as_str(),
+            _ => "",
+        };
+        tracing::debug!(session = %self.id, hook = hook.name(), kind, "the client's hook");
         let now = Instant::now();
         let transition = match &hook.event {
             Event::UserPromptSubmit => self.watcher.turn_started(now),

@@ -11,6 +11,7 @@
 //! where it came from and the resume plan), the fresh-window guard, the user's hold, the respawn
 //! cycle, the breakers and the spend.
 
+mod dialog;
 mod hooks;
 mod life;
 mod limit;
@@ -33,6 +34,7 @@ use crate::limits::{self, menu::LimitMenu, resume, LimitText};
 use crate::pty::Exit;
 use crate::respawn;
 
+use dialog::Asked;
 pub use life::Life;
 pub use limit::Limit;
 pub use switch::{Meter, Settings as SwitchSettings, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
@@ -97,11 +99,11 @@ pub enum Input {
     LimitNotice(Option<LimitText>),
     /// A statusLine sample.
     Sample(crate::usage::Sample),
-    /// The user typed text (and maybe Enter) into the session.
+    /// Text (and maybe Enter) typed into the session, by the user or on their behalf.
     Typed {
         text: String,
         enter: bool,
-        source: String,
+        by: crate::event::Answerer,
     },
     /// Raw keys from the user's terminal (not journalled).
     Keys(Vec<u8>),
@@ -257,6 +259,8 @@ pub struct Machine {
     blocked: Option<String>,
     /// The dialog on screen, while the agent waits on the user.
     dialog: Option<Dialog>,
+    /// Since when the agent waits on a dialog, and who typed into it since.
+    asked: Option<Asked>,
     /// A respawn cycle shows as the session's state (from its start until it is abandoned, or until
     /// the agent's next activity after its last step).
     cycling: bool,
@@ -318,6 +322,7 @@ impl Machine {
             last_sample: None,
             blocked: None,
             dialog: None,
+            asked: None,
             cycling: false,
             state: SessionState::Running,
             why: None,
@@ -372,9 +377,10 @@ impl Machine {
             Input::TurnSeen => self.turn_seen(now, &mut fx),
             Input::LimitNotice(found) => self.on_limit_notice(found, now, &mut fx),
             Input::Sample(sample) => self.on_sample(sample, now, &mut fx),
-            Input::Typed { text, enter, source } => self.on_typed(text, enter, source, now, &mut fx),
+            Input::Typed { text, enter, by } => self.on_typed(text, enter, by, now, &mut fx),
             Input::Keys(bytes) => {
                 if self.life.is_live() {
+                    self.typed_by(crate::event::Answerer::Terminal);
                     fx.push(Effect::Write { after: Duration::ZERO, bytes });
                     self.drive(respawn::Input::UserInput, now, &mut fx);
                 }
@@ -515,6 +521,7 @@ impl Machine {
     ) {
         self.activity = Some(t.to);
         self.dialog = t.verdict.dialog.clone();
+        self.dialog_seen(now, fx);
         if self
             .respawn
             .as_ref()
@@ -539,6 +546,7 @@ impl Machine {
         if let Some(Dialog { kind: dialog_kind, .. }) = &dialog {
             let auto = self.respawn.as_ref().is_some_and(|r| r.cycle.settings.auto_accept);
             if auto && !self.held && self.auto_accept.contains(dialog_kind) && *dialog_kind != DialogKind::Question {
+                self.typed_by(crate::event::Answerer::Nightshift);
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });
                 self.emit(
                     EventKind::Respawn {
@@ -556,12 +564,13 @@ impl Machine {
         }
     }
 
-    fn on_typed(&mut self, text: String, enter: bool, source: String, now: Now, fx: &mut Vec<Effect>) {
+    fn on_typed(&mut self, text: String, enter: bool, by: crate::event::Answerer, now: Now, fx: &mut Vec<Effect>) {
         if !self.life.is_live() {
             tracing::info!("input dropped: the agent is not running");
             return;
         }
-        self.emit(EventKind::Input { source, chars: text.chars().count(), enter }, fx);
+        self.typed_by(by);
+        self.emit(EventKind::Input { source: by.source().to_string(), chars: text.chars().count(), enter }, fx);
         self.type_text(text, enter, fx);
         self.drive(respawn::Input::UserInput, now, fx);
     }

@@ -32,7 +32,7 @@ pub enum Control {
     Send {
         text: String,
         enter: bool,
-        source: String,
+        by: crate::event::Answerer,
     },
     /// Raw bytes (keys, escape sequences) as the user's terminal produced them; not journalled.
     Keys(Vec<u8>),
@@ -254,8 +254,14 @@ impl SessionHandle {
         self.control.send(c).await.map_err(|_| SessionEnded(self.id.clone()))
     }
 
-    pub async fn send_text(&self, text: impl Into<String>, enter: bool, source: &str) -> Result<(), SessionEnded> {
-        self.control(Control::Send { text: text.into(), enter, source: source.to_string() }).await
+    /// Types `text` (and Enter) into the agent, as `by` typed it.
+    pub async fn send_text(
+        &self,
+        text: impl Into<String>,
+        enter: bool,
+        by: crate::event::Answerer,
+    ) -> Result<(), SessionEnded> {
+        self.control(Control::Send { text: text.into(), enter, by }).await
     }
 
     pub async fn send_keys(&self, bytes: Vec<u8>) -> Result<(), SessionEnded> {

@@ -168,6 +168,7 @@ impl Machine {
         self.life = Life::live(pid, now.mono);
         self.activity = None;
         self.dialog = None;
+        self.forget_dialog();
         self.state = SessionState::Running;
         self.emit(EventKind::running(pid, format!("process {pid} restarted")), fx);
         // Nothing is typed into the new client before it is seen at its prompt.

@@ -1314,3 +1314,82 @@ fn a_late_hook_of_the_old_client_never_brings_back_its_conversation() {
     sim.input(b);
     assert_eq!(sim.m.conversation.as_deref(), Some("conv-b"));
 }
+
+// ---- Dialogs answered ----------------------------------------------------------------------------
+
+fn cycles_started(sim: &Sim) -> Vec<f64> {
+    sim.events()
+        .filter_map(|(t, k)| matches!(k, EventKind::Respawn { action: respawn::Action::CycleStarted, .. }).then_some(t))
+        .collect()
+}
+
+fn answered(sim: &Sim) -> Vec<(DialogKind, crate::event::Answerer, u64)> {
+    sim.events()
+        .filter_map(|(_, k)| match k {
+            EventKind::DialogAnswered { dialog, by, waited_secs, .. } => Some((*dialog, *by, *waited_secs)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A dialog comes up in a respawn cycle's kickstart turn; the user answers it `answer_after`
+/// seconds later, the turn goes on and ends: the session works again, the answer is journalled,
+/// and the next cycle comes after the idle timeout, as if no dialog had been.
+fn a_dialog_answered_mid_cycle(kind: DialogKind, answer: Input) -> Sim {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
+    sim.input(idle());
+    sim.run(3.5);
+    assert_eq!(cycles_started(&sim).len(), 1, "the first cycle");
+    sim.run(8.0);
+    sim.input(working());
+    sim.input(transition(Activity::WaitingInput, Some(kind)));
+    assert_eq!(sim.m.state(), SessionState::WaitingInput);
+    // Nothing runs over a waiting dialog, however long it waits.
+    sim.run(600.0);
+    assert_eq!(cycles_started(&sim).len(), 1, "no cycle over a dialog");
+    sim.input(answer);
+    sim.run(601.0);
+    sim.input(working());
+    assert_eq!(sim.m.state(), SessionState::Working, "answered: the turn goes on");
+    sim.run(605.0);
+    sim.input(idle());
+    assert_eq!(sim.m.state(), SessionState::Idle);
+    sim.run(610.0);
+    let cycles = cycles_started(&sim);
+    assert_eq!(cycles.len(), 2, "the cycles go on: {cycles:?}");
+    assert!((608.0..=609.0).contains(&cycles[1]), "the idle timeout after the turn's end: {cycles:?}");
+    sim
+}
+
+#[test]
+fn a_question_answered_at_the_terminal_mid_cycle_lets_the_cycles_go_on() {
+    let sim = a_dialog_answered_mid_cycle(DialogKind::Question, Input::Keys(b"\r".to_vec()));
+    assert_eq!(answered(&sim), [(DialogKind::Question, crate::event::Answerer::Terminal, 593)]);
+}
+
+#[test]
+fn a_permission_answered_in_the_window_mid_cycle_lets_the_cycles_go_on() {
+    let typed = Input::Typed { text: "1".into(), enter: false, by: crate::event::Answerer::Window };
+    let sim = a_dialog_answered_mid_cycle(DialogKind::Permission, typed);
+    assert_eq!(answered(&sim), [(DialogKind::Permission, crate::event::Answerer::Window, 593)]);
+}
+
+#[test]
+fn a_trust_dialog_answered_with_send_mid_cycle_lets_the_cycles_go_on() {
+    let typed = Input::Typed { text: String::new(), enter: true, by: crate::event::Answerer::Cli };
+    let sim = a_dialog_answered_mid_cycle(DialogKind::Trust, typed);
+    assert_eq!(answered(&sim), [(DialogKind::Trust, crate::event::Answerer::Cli, 593)]);
+}
+
+#[test]
+fn a_dialog_that_goes_away_by_itself_is_journalled_as_nothing_typed() {
+    let mut sim = Sim::new(start());
+    sim.input(transition(Activity::WaitingInput, Some(DialogKind::Question)));
+    sim.run(30.0);
+    sim.input(idle());
+    assert_eq!(answered(&sim), [(DialogKind::Question, crate::event::Answerer::Nobody, 30)]);
+    // An exit with a dialog up is not an answer.
+    sim.input(transition(Activity::WaitingInput, Some(DialogKind::Permission)));
+    sim.input(Input::Exited { exit: Exit::Code(1), last_screen: vec![] });
+    assert_eq!(answered(&sim).len(), 1);
+}
