@@ -6,6 +6,9 @@ quarter of an hour; the release build is what `make test-deb` checks) with the d
 ~/.local, of a HOME under a temporary directory that already holds a file and a directory of the
 user's. The installed CLI and app are run from there, each shell finds its completions where they
 were put, man finds the pages, and `make uninstall` leaves the home exactly as it was.
+
+Then a PREFIX two folders deep that does not exist yet: install makes it, the CLI runs from it, and
+uninstall takes away the folders install made, and nothing above them.
 """
 
 import os
@@ -27,6 +30,28 @@ def git_revision():
     return out.stdout.strip() if out.returncode == 0 and (ROOT / ".git").exists() else None
 
 
+def make_env(env):
+    """make and cargo as the user runs them, only HOME (and what `env` sets) moved."""
+    out = dict(env, CARGO_TARGET_DIR=str(TARGET.parent),
+               CARGO_HOME=os.environ.get("CARGO_HOME", str(Path.home() / ".cargo")),
+               RUSTUP_HOME=os.environ.get("RUSTUP_HOME", str(Path.home() / ".rustup")))
+    out.pop("MAKEFLAGS", None)
+    out.pop("MAKELEVEL", None)
+    return out
+
+
+def make(env, *args, wrap=()):
+    """`make ARGS` in the repository (under the command `wrap`, if any)."""
+    return subprocess.run([*wrap, "make", "--no-print-directory", "-C", str(ROOT), *args], env=env,
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+
+def make_ok(env, *args):
+    out = make(env, *args)
+    assert out.returncode == 0, f"make {' '.join(args)}:\n{out.stdout}\n{out.stderr}"
+    return out.stdout
+
+
 class MakeInstall(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -44,12 +69,8 @@ class MakeInstall(unittest.TestCase):
         (cls.prefix / "share" / "applications").mkdir(parents=True)
         (cls.prefix / "share" / "applications" / "theirs.desktop").write_text("[Desktop Entry]\n")
         cls.before = installed.tree(cls.home)
-        # make and cargo as the user runs them, only HOME moved (so the default PREFIX is under it).
-        cls.make_env = dict(cls.env, CARGO_TARGET_DIR=str(TARGET.parent),
-                            CARGO_HOME=os.environ.get("CARGO_HOME", str(Path.home() / ".cargo")),
-                            RUSTUP_HOME=os.environ.get("RUSTUP_HOME", str(Path.home() / ".rustup")))
-        cls.make_env.pop("MAKEFLAGS", None)
-        cls.make_env.pop("MAKELEVEL", None)
+        # HOME moved, so the default PREFIX is under it.
+        cls.make_env = make_env(cls.env)
         # Twice: the second is an upgrade over the first, and must still uninstall cleanly.
         for _ in range(2):
             cls.installed = cls.make("install", "PROFILE=debug")
@@ -71,10 +92,7 @@ class MakeInstall(unittest.TestCase):
 
     @classmethod
     def make(cls, *args):
-        out = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), *args], env=cls.make_env,
-                             capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-        assert out.returncode == 0, f"make {' '.join(args)}:\n{out.stdout}\n{out.stderr}"
-        return out.stdout
+        return make_ok(cls.make_env, *args)
 
     def test_1_every_file_in_its_standard_place(self):
         self.assertIn(f"Installed Nightshift in {self.prefix}", self.installed)
@@ -123,6 +141,53 @@ class MakeInstall(unittest.TestCase):
         self.assertEqual(installed.tree(self.home), self.before)
         self.assertIn("Nothing to uninstall", self.make("uninstall"))
 
+
+class NewPrefix(unittest.TestCase):
+    """`make install PREFIX=…/apps/nightshift` where neither apps nor nightshift exists yet."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_binaries()
+        cls.tmp = tempfile.TemporaryDirectory()
+        base = Path(cls.tmp.name)
+        cls.env = isolated_env(base)
+        cls.make_env = make_env(cls.env)
+        # The folder above, the user's, with a file of theirs: it stays, and so does all above it.
+        cls.top = base / "opt"
+        cls.top.mkdir()
+        (cls.top / "theirs").write_text("")
+        cls.top_before = installed.tree(cls.top)
+        cls.prefix = cls.top / "apps" / "nightshift"
+        # Twice: the second finds the prefix there, and must still know that it made it.
+        cls.installs = [make(cls.make_env, "install", "PROFILE=debug", f"PREFIX={cls.prefix}") for _ in range(2)]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_1_install_makes_the_prefix_and_its_parent(self):
+        for out in self.installs:
+            self.assertEqual(out.returncode, 0, f"{out.stdout}\n{out.stderr}")
+            self.assertIn(f"Installed Nightshift in {self.prefix}", out.stdout)
+        pages = installed.generated_pages(TARGET / "nightshift", Path(self.tmp.name))
+        files = {p for p in installed.tree(self.prefix) if not p.endswith("/")}
+        self.assertEqual(files, installed.expected_files(pages, "site-functions") | {"share/nightshift/installed"})
+
+    def test_2_the_installed_cli_runs_from_there(self):
+        installed.check_cli(self, self.prefix / "bin", self.env, git_revision())
+
+    def test_3_uninstall_removes_the_folders_install_made_and_nothing_above(self):
+        out = make_ok(self.make_env, "uninstall", f"PREFIX={self.prefix}")
+        self.assertIn(f"Removed Nightshift from {self.prefix}", out)
+        self.assertFalse((self.top / "apps").exists(), installed.tree(self.top))
+        self.assertEqual(installed.tree(self.top), self.top_before)
+
+    def test_4_a_new_destdir_is_made_and_removed_the_same_way(self):
+        stage = self.top / "stage" / "root"
+        make_ok(self.make_env, "install", "PROFILE=debug", f"DESTDIR={stage}", "PREFIX=/usr")
+        self.assertTrue((stage / "usr" / "bin" / "nightshift").is_file())
+        make_ok(self.make_env, "uninstall", f"DESTDIR={stage}", "PREFIX=/usr")
+        self.assertFalse((self.top / "stage").exists(), installed.tree(self.top))
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
