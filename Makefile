@@ -89,8 +89,12 @@ test-deb: deb deps-test
 	@scripts/ensure-packages $(INSTALL_TEST_PKGS) file
 	CARGO_TARGET_DIR=$(TARGET_DIR) xvfb-run -a dbus-run-session -- $(PYTHON) tests/e2e/test_deb.py
 
+# PREFIX (under DESTDIR) is checked first: one that cannot be made or written fails at once, not
+# after the build (the build is a step of the recipe, not a prerequisite, so that -j keeps the order).
 # Under sudo nothing is built: cargo would leave root-owned files in your target directory.
-install: $(if $(SUDO_USER),,build-$(PROFILE))
+install:
+	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' scripts/install check
+	$(if $(SUDO_USER),,@$(MAKE) --no-print-directory build-$(PROFILE))
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' scripts/install install '$(TARGET_DIR)/$(PROFILE)'
 
 uninstall:

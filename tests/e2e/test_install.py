@@ -8,13 +8,16 @@ user's. The installed CLI and app are run from there, each shell finds its compl
 were put, man finds the pages, and `make uninstall` leaves the home exactly as it was.
 
 Then a PREFIX two folders deep that does not exist yet: install makes it, the CLI runs from it, and
-uninstall takes away the folders install made, and nothing above them.
+uninstall takes away the folders install made, and nothing above them. And a PREFIX that cannot be
+made or written: `make install` stops at once with one line naming it and the fix, before the build.
 """
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -188,6 +191,79 @@ class NewPrefix(unittest.TestCase):
         self.assertTrue((stage / "usr" / "bin" / "nightshift").is_file())
         make_ok(self.make_env, "uninstall", f"DESTDIR={stage}", "PREFIX=/usr")
         self.assertFalse((self.top / "stage").exists(), installed.tree(self.top))
+
+
+# What read-only means for root too: a bind mount of the folder onto itself, made read-only, in a mount
+# namespace of the command's own (it ends with the command, whatever becomes of the test).
+READ_ONLY = ["unshare", "--mount", "sh", "-ec", 'mount --bind "$0" "$0"; mount -o remount,bind,ro "$0"; exec "$@"']
+
+
+class UnwritablePrefix(unittest.TestCase):
+    """A PREFIX (or DESTDIR) that cannot be made or written stops `make install` at once, before the
+    build: one line that names it and the fix, and nothing made. The tests may run as root, whom file
+    modes do not stop, so "cannot" is made in ways that hold for root: a PREFIX under a regular file (no
+    one can make a folder there, on any file system, with no privilege needed to set it up), and an
+    existing PREFIX on a read-only mount (as root; another user gets chmod 555)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.base = Path(cls.tmp.name)
+        cls.make_env = make_env(isolated_env(cls.base))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def refused(self, *args, wrap=()):
+        """`make install ARGS` fails fast with one line of its own; returns that line."""
+        before = installed.tree(self.base)
+        start = time.monotonic()
+        out = make(self.make_env, "install", "PROFILE=debug", *args, wrap=wrap)
+        took = time.monotonic() - start
+        print(f"[{' '.join(args)}: refused in {took:.2f} s] ", end="", file=sys.stderr, flush=True)
+        self.assertNotEqual(out.returncode, 0, out.stdout)
+        # make adds a line of its own when a recipe fails.
+        ours = [line for line in out.stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\* ", line)]
+        self.assertEqual(len(ours), 1, out.stderr)
+        self.assertNotIn("cargo", out.stdout + out.stderr, "the build must not start")
+        self.assertEqual(installed.tree(self.base), before, "nothing is made")
+        self.assertLess(took, 10)
+        return ours[0]
+
+    def test_1_a_prefix_under_a_file(self):
+        (self.base / "a-file").write_text("")
+        prefix = self.base / "a-file" / "apps" / "nightshift"
+        line = self.refused(f"PREFIX={prefix}")
+        self.assertIn(str(prefix), line)
+        self.assertIn("choose another PREFIX", line)
+
+    def test_2_a_prefix_that_cannot_be_written(self):
+        prefix = self.base / "read-only"
+        prefix.mkdir()
+        if os.geteuid() != 0:
+            prefix.chmod(0o555)
+            try:
+                line = self.refused(f"PREFIX={prefix}")
+            finally:
+                prefix.chmod(0o755)
+            self.assertIn("sudo make install", line)
+        else:
+            probe = subprocess.run([*READ_ONLY, str(prefix), "sh", "-c", '! touch "$0/probe"', str(prefix)],
+                                   capture_output=True, text=True)
+            if probe.returncode != 0:
+                self.skipTest(f"no read-only mount can be made here: {probe.stderr.strip()}")
+            line = self.refused(f"PREFIX={prefix}", wrap=[*READ_ONLY, str(prefix)])
+        self.assertIn(str(prefix), line)
+        self.assertIn("choose another PREFIX", line)
+
+    def test_3_a_destdir_under_a_file(self):
+        (self.base / "a-stage").write_text("")
+        stage = self.base / "a-stage" / "root"
+        line = self.refused(f"DESTDIR={stage}", "PREFIX=/usr")
+        self.assertIn(f"{stage}/usr", line)
+        self.assertIn("choose another DESTDIR", line)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
