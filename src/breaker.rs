@@ -60,11 +60,15 @@ impl BreakerKind {
 }
 
 /// What a run may spend; each ceiling optional.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Budget {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// How long after its start the run may go on (wall clock: time the machine slept counts).
+    #[serde(skip_serializing_if = "Option::is_none", with = "crate::clock::opt_secs")]
     pub max_wall_clock: Option<Duration>,
 }
 

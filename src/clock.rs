@@ -118,6 +118,26 @@ pub mod secs {
     }
 }
 
+/// [`secs`] for an optional duration (`null` when absent).
+pub mod opt_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::secs::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        #[derive(Deserialize)]
+        struct Secs(#[serde(with = "super::secs")] Duration);
+        Ok(Option::<Secs>::deserialize(d)?.map(|s| s.0))
+    }
+}
+
 /// [`ts`] for an optional instant (`null` when absent).
 pub mod opt_ts {
     use chrono::{DateTime, Utc};

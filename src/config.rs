@@ -102,7 +102,7 @@ pub struct AccountDirs {
 
 /// The account a session runs under: its name (or the directory given alone) and the client's
 /// config directory. Nightshift hands the directory to the client and never looks inside it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
     pub name: String,
     pub dir: PathBuf,

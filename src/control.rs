@@ -134,6 +134,29 @@ pub enum Request {
     },
 }
 
+/// How long a request waits for a session this process is starting (journalled, its agent not
+/// started yet: its id is in the journal a moment before its actor takes requests).
+const STARTING_WAIT: Duration = Duration::from_secs(2);
+
+/// The session `id` of this process, waiting a moment for one it is starting.
+async fn reachable(supervisor: &Supervisor, id: &str) -> Option<crate::session::SessionHandle> {
+    if let Some(handle) = supervisor.session(id) {
+        return Some(handle);
+    }
+    let mine = |row: &SessionRow| row.owner_pid == Some(i64::from(std::process::id())) && !row.is_final();
+    if !supervisor.with_store(|s| s.session(id)).ok().flatten().is_some_and(|row| mine(&row)) {
+        return None;
+    }
+    let deadline = tokio::time::Instant::now() + STARTING_WAIT;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Some(handle) = supervisor.session(id) {
+            return Some(handle);
+        }
+    }
+    None
+}
+
 /// The one error shape that crosses a process boundary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
@@ -386,7 +409,7 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         | Request::Options { session }
         | Request::Configure { session, .. } => session.clone(),
     };
-    let Some(handle) = supervisor.session(&session) else {
+    let Some(handle) = reachable(supervisor, &session).await else {
         return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
     };
     if handle.kind() == crate::store::SessionKind::Loop && matches!(request, Request::Send { .. }) {

@@ -254,6 +254,9 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_usd: Option<f64>,
     },
+    /// What the user armed for the session (see [`crate::contract`]), journalled before its
+    /// process first starts: every later start builds from it.
+    Contract { contract: Box<crate::contract::Contract> },
     /// Respawn was armed with these settings until `until`: kept in the journal so a restored
     /// session is armed again for the rest of its duration.
     RespawnSettings {
@@ -512,6 +515,7 @@ impl EventKind {
             Self::RespawnStep { .. } => "respawn_step",
             Self::Respawn { .. } => "respawn",
             Self::RespawnSettings { .. } => "respawn_settings",
+            Self::Contract { .. } => "contract",
             Self::Breaker { .. } => "breaker",
             Self::LimitDetected { .. } => "limit_detected",
             Self::LimitCleared { .. } => "limit_cleared",
@@ -606,6 +610,7 @@ impl EventKind {
                 }
                 text
             }
+            Self::Contract { contract } => contract.describe(),
             Self::RespawnSettings { preset, settings, until } => format!(
                 "respawn settings{}: idle timeout {} s, armed until {}",
                 preset.as_deref().map(|p| format!(" of preset {p}")).unwrap_or_default(),

@@ -279,6 +279,30 @@ impl Pty {
     }
 }
 
+/// Ends what is left of an agent whose Nightshift died (a killed run's client may outlive it for
+/// a moment, or hang on): the process group of `pid`, if `pid` is still the process `variable` =
+/// `value` was started as (after a reboot a pid is another program's, never signalled). SIGHUP
+/// first, SIGKILL after `grace`; blocking. True when there was one to end.
+pub fn end_leftover(pid: u32, variable: &str, value: &str, grace: Duration) -> bool {
+    let ours = std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|kv| kv == format!("{variable}={value}").as_bytes()))
+        .unwrap_or(false);
+    if !ours {
+        return false;
+    }
+    let group = Pid::from_raw(pid as i32);
+    let _ = killpg(group, Signal::SIGHUP);
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if killpg(group, None).is_err() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = killpg(group, Signal::SIGKILL);
+    true
+}
+
 fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new().name(name.to_string()).spawn(f).expect("the OS refused to start a thread");
 }

@@ -195,7 +195,7 @@ pub fn record(store: &mut Store, new: &NewSession<'_>, due: &Due, launch: &Launc
 
 /// The variables a command-line schedule keeps for whoever starts it: where programs and the
 /// clients' config directories are (never a token or a key).
-pub const KEPT_ENV: [&str; 4] = ["PATH", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "LANG"];
+pub use crate::contract::KEPT_ENV;
 
 /// Cancels the schedule of `row` (not started yet): the user's stop, in the journal; the process
 /// waiting for it sees it at its next look. It is taken first, like a start, so a process about

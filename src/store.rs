@@ -674,6 +674,37 @@ impl Store {
         Ok(rows)
     }
 
+    /// One session's events of the kinds named, oldest first (a night's `usage` events, its
+    /// `contract`, whatever lies beyond [`Self::recent_events`]).
+    pub fn events_named(&self, session: &str, names: &[&str]) -> Result<Vec<StoredEvent>, StoreError> {
+        let names = serde_json::to_string(names).unwrap_or_else(|_| "[]".into());
+        let mut stmt = self.conn.prepare(
+            "SELECT id, ts, session, event, body FROM events
+             WHERE session = ?1 AND event IN (SELECT value FROM json_each(?2)) ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![session, names], stored_event)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Takes a session whose Nightshift is gone over for process `pid` (with its control socket),
+    /// if its owner is still `was` (another process did not take it first). True when it did: of
+    /// two processes restoring at once (the app and `nightshift restore` at login), exactly one
+    /// starts the agent again.
+    pub fn claim_session(
+        &mut self,
+        id: &str,
+        was: Option<i64>,
+        pid: u32,
+        control_socket: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let n = self.conn.execute(
+            "UPDATE sessions SET owner_pid = ?3, control_socket = ?4, ended = NULL, kept = NULL
+             WHERE id = ?1 AND owner_pid IS ?2 AND ended IS NULL",
+            params![id, was, pid, control_socket],
+        )?;
+        Ok(n == 1)
+    }
+
     /// The id of the newest event (0 when there is none): where a live follower starts.
     pub fn last_event_id(&self) -> Result<i64, StoreError> {
         Ok(self.conn.query_row("SELECT COALESCE(MAX(id), 0) FROM events", [], |r| r.get(0))?)

@@ -12,8 +12,9 @@ use crate::journal::{lock, EventSink, Journal};
 
 use crate::agent::{Adapter, AgentKind};
 use crate::clock::Clock;
+use crate::contract::{Contract, Conversation, Kind};
 use crate::detect::DetectConfig;
-use crate::event::{Automation, Event, EventKind, SessionId, SessionState, StopKind};
+use crate::event::{Event, EventKind, SessionId, SessionState, StopKind};
 use crate::pty::{self, shell_words, CommandSpec, PtySize, SpawnError};
 use crate::session::machine::Start;
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
@@ -81,14 +82,9 @@ pub struct SessionSpec {
     pub auto_resume: Option<crate::limits::resume::Settings>,
     /// What of a fresh 5-hour window is left for the user.
     pub window_guard: crate::limits::WindowGuard,
-    /// Start paused on this limit (a restored session whose resume was pending).
-    pub paused_on: Option<crate::limits::LimitText>,
-    /// Start with every automatic action held (a restored session the user had paused).
-    pub held: bool,
-    /// Refuse, through the client's hooks, commands an unattended session must not run.
+    /// Refuse, through the client's hooks, commands an unattended session must not run (with
+    /// these rules; the supervisor's when respawn's settings ask for the guard).
     pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
-    /// The client's conversation to resume on restarts (a restored session's).
-    pub conversation: Option<String>,
     /// Give a Claude client Nightshift's hooks (exact turns, the guard, handoffs); without them the
     /// session is read from its screen alone. The statusLine exporter is passed either way.
     pub hooks: bool,
@@ -115,10 +111,7 @@ impl SessionSpec {
             respawn: None,
             auto_resume: None,
             window_guard: crate::limits::WindowGuard::default(),
-            paused_on: None,
-            held: false,
             guard: None,
-            conversation: None,
             hooks: true,
             budget: crate::breaker::Budget::default(),
             account: None,
@@ -127,11 +120,115 @@ impl SessionSpec {
     }
 }
 
+impl SessionSpec {
+    /// What the spec arms, as the session's contract: the command's opening prompt apart from its
+    /// arguments, respawn armed until its duration from `started`.
+    pub fn contract(&self, started: chrono::DateTime<chrono::Utc>) -> Contract {
+        // The journal keeps instants to the millisecond: the first start keeps the same ones.
+        let started = chrono::SubsecRound::trunc_subsecs(started, 3);
+        let (args, prompt) = self.agent.split_prompt(&self.command.program, &self.command.args);
+        let respawn_until =
+            self.respawn.as_ref().map(|r| started + chrono::Duration::from_std(r.duration).unwrap_or_default());
+        let guard = self.guard.is_some() || self.respawn.as_ref().is_some_and(|r| r.guard);
+        // The places the command's own environment names (its client's config directory) are
+        // kept over this process's: a later start finds them too. Nothing else of it is journalled.
+        let mut env = Contract::kept_env();
+        for (k, v) in self.command.env.iter().filter(|(k, _)| crate::contract::KEPT_ENV.contains(&k.as_str())) {
+            env.retain(|(key, _)| key != k);
+            env.push((k.clone(), v.clone()));
+        }
+        Contract {
+            version: crate::contract::VERSION,
+            started,
+            agent: self.agent,
+            account: self.account.clone(),
+            env,
+            kind: Kind::Terminal(Box::new(crate::contract::Terminal {
+                program: self.command.program.clone(),
+                args,
+                prompt,
+                cwd: self.command.cwd.clone(),
+                cols: self.command.size.cols,
+                rows: self.command.size.rows,
+                preset: self.preset.clone(),
+                respawn: self.respawn.clone(),
+                respawn_until,
+                auto_resume: self.auto_resume.clone(),
+                window_guard: self.window_guard,
+                budget: self.budget,
+                switch: self.switch.clone(),
+                guard,
+                hooks: self.hooks,
+                adapter: self.adapter.as_ref().and_then(|a| a.overrides().cloned()),
+                quiet: self.detect.quiet,
+                stop_grace: self.stop_grace,
+            })),
+        }
+    }
+}
+
+/// Where a restored session carries on from: what its journal and the state directory say.
+#[derive(Debug, Default)]
+struct Resumption {
+    conversation: Option<String>,
+    /// What its client starts with (the kickstart), never the opening prompt.
+    prompt: Option<String>,
+    paused_on: Option<crate::limits::LimitText>,
+    held: bool,
+    spent: crate::usage::Tally,
+    handoff: Option<(String, chrono::DateTime<chrono::Utc>)>,
+}
+
+/// What a launch takes beside the contract: where the session carries on from (`None`: its
+/// first start), and this process's own plumbing.
+#[derive(Default)]
+struct Runtime {
+    from: Option<Resumption>,
+    /// The first start's own environment for the command (what of it names places is in the
+    /// contract too).
+    env: Vec<(String, String)>,
+    output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
+}
+
+/// What [`Supervisor::restore_all`] did.
+#[derive(Debug, Default)]
+pub struct Restoration {
+    /// The sessions started again, with why.
+    pub restored: Vec<(SessionHandle, String)>,
+    /// The sessions left to their users, with why.
+    pub lost: Vec<(crate::store::SessionRow, String)>,
+}
+
+impl Restoration {
+    pub fn handles(&self) -> Vec<SessionHandle> {
+        self.restored.iter().map(|(h, _)| h.clone()).collect()
+    }
+}
+
+/// Why a lost session could not be resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("session {0} is not lost ({1}): nothing to resume")]
+    NotLost(String, String),
+    #[error("session {0}'s journal has nothing to resume it from")]
+    Unreadable(String),
+    #[error("session {0} was just taken over by another Nightshift")]
+    Taken(String),
+    #[error(transparent)]
+    Start(#[from] StartError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// The command could not be started; the journal records the failure under `session`.
     #[error("{error}")]
     Spawn { session: SessionId, error: SpawnError },
+    /// A loop's contract was given to start a terminal session.
+    #[error("session {0} is a loop, not a terminal session")]
+    NotTerminal(SessionId),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -351,7 +448,16 @@ impl Supervisor {
         })?;
         tracing::info!(session = %id, command = ?spec.command, "starting session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
-        self.launch(id, spec)
+        self.open(id, spec)
+    }
+
+    /// Journals what `spec` arms as the session's contract and starts it from that: the first
+    /// start builds from the record every later start builds from.
+    fn open(&self, id: SessionId, spec: SessionSpec) -> Result<SessionHandle, StartError> {
+        let contract = spec.contract(self.journal.now());
+        self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract.clone()) });
+        let env = spec.command.env;
+        self.launch(id, &contract, Runtime { from: None, env, output_tap: spec.output_tap, guard: spec.guard })
     }
 
     /// Records a session to start at `due` rather than now (see [`crate::schedule`]): its row in
@@ -396,7 +502,7 @@ impl Supervisor {
         let line = shell_words(&spec.command.argv());
         tracing::info!(session = %id, command = ?spec.command, "starting a scheduled session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {line}, as scheduled")));
-        self.launch(id, spec)
+        self.open(id, spec)
     }
 
     /// Takes scheduled session `id` over for this process, with the account it starts under.
@@ -415,28 +521,60 @@ impl Supervisor {
     pub fn start_scheduled_loop(
         &self,
         id: SessionId,
-        mut spec: crate::loops::LoopSpec,
+        spec: crate::loops::LoopSpec,
     ) -> Result<SessionHandle, StartError> {
         self.adopt_scheduled(&id, spec.account.as_ref())?;
-        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
-            spec.env.push((var.to_string(), account.dir.display().to_string()));
-        }
         let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
         tracing::info!(session = %id, ?projects, "starting a scheduled loop");
         let what = format!("starting a loop of {} in {}, as scheduled", spec.command_line()[0], projects.join(", "));
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, what));
+        Ok(self.open_loop(id, spec))
+    }
+
+    /// Journals the loop's contract and runs it from that.
+    fn open_loop(&self, id: SessionId, spec: crate::loops::LoopSpec) -> SessionHandle {
+        let contract = Contract {
+            version: crate::contract::VERSION,
+            started: chrono::SubsecRound::trunc_subsecs(self.journal.now(), 3),
+            agent: spec.agent,
+            account: spec.account.clone(),
+            env: Contract::kept_env(),
+            kind: Kind::Loop(Box::new(crate::contract::Looping { spec: spec.clone() })),
+        };
+        self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract) });
+        self.run_loop(id, spec)
+    }
+
+    /// Runs a restored loop again from its contract, for what is left of its caps: its
+    /// iterations, its budget and its time; its tasks file says which task it was on.
+    fn restore_loop(
+        &self,
+        id: SessionId,
+        contract: &Contract,
+        looping: &crate::contract::Looping,
+    ) -> Result<SessionHandle, StartError> {
+        let mut spec = looping.spec.clone();
+        spec.account.clone_from(&contract.account);
+        let (done, cost, tokens) = self.with_store(|s| loop_spent(s, id.as_str()))?;
+        let settings = &mut spec.settings;
+        settings.max_iterations = settings.max_iterations.map(|max| max.saturating_sub(done).max(1));
+        settings.budget.max_cost_usd = settings.budget.max_cost_usd.map(|max| (max - cost).max(0.01));
+        settings.budget.max_tokens = settings.budget.max_tokens.map(|max| max.saturating_sub(tokens).max(1));
+        let ran = (self.journal.now() - contract.started).to_std().unwrap_or_default();
+        settings.budget.max_wall_clock =
+            settings.budget.max_wall_clock.map(|max| max.saturating_sub(ran).max(Duration::from_secs(1)));
+        let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
+        let what = format!("restarting a loop of {} in {}", spec.command_line()[0], projects.join(", "));
         self.journal.emit(&id, EventKind::state(SessionState::Starting, what));
         Ok(self.run_loop(id, spec))
     }
 
     /// Records and starts a loop of headless iterations (see [`crate::loops`]).
-    pub fn start_loop(&self, mut spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
+    pub fn start_loop(&self, spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
         let id = SessionId::generate();
         let argv = spec.command_line();
         let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
-            spec.env.push((var.to_string(), account.dir.display().to_string()));
-        }
         self.journal.write(|s| {
             s.create_session(&NewSession {
                 id: id.as_str(),
@@ -463,11 +601,15 @@ impl Supervisor {
                 format!("starting a loop of {} in {}", argv[0], projects.join(", ")),
             ),
         );
-        Ok(self.run_loop(id, spec))
+        Ok(self.open_loop(id, spec))
     }
 
-    /// The actor of a recorded loop.
-    fn run_loop(&self, id: SessionId, spec: crate::loops::LoopSpec) -> SessionHandle {
+    /// The actor of a recorded loop (its iterations run under its account).
+    fn run_loop(&self, id: SessionId, mut spec: crate::loops::LoopSpec) -> SessionHandle {
+        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
+            spec.env.retain(|(k, _)| k != var);
+            spec.env.push((var.to_string(), account.dir.display().to_string()));
+        }
         let (control_tx, controls) = tokio::sync::mpsc::channel(64);
         let (status, status_rx) = tokio::sync::watch::channel(crate::session::Status {
             state: SessionState::Starting,
@@ -491,89 +633,189 @@ impl Supervisor {
         handle
     }
 
-    /// Sessions whose Nightshift died while they waited for a usage limit's reset, with auto-resume
-    /// on: each is started again (Claude with `--continue`) under its own id, paused on its limit,
-    /// with its resume re-armed: due at once if the reset passed while Nightshift was down.
-    pub fn restore_pending(&self) -> Vec<SessionHandle> {
+    /// Brings back every session and loop whose Nightshift ended without ending them (a killed
+    /// `run`, a crash, a logout or reboot; see [`crate::restore`]): each one whose armed automation
+    /// has time left is taken over by this process — claimed first, so of two processes restoring
+    /// at once only one starts it — and started again under its own id from its contract: the
+    /// same conversation, its budget, account and handoff, paused on its limit when a resume was
+    /// pending. An attended one is left as it is and listed, for its user to resume.
+    pub fn restore_all(&self) -> Restoration {
+        let mut done = Restoration::default();
         let rows = match self.with_store(|s| s.sessions()) {
             Ok(rows) => rows,
             Err(e) => {
-                tracing::warn!("cannot look for pending resumes: {e}");
-                return Vec::new();
+                tracing::warn!("cannot look for sessions to restore: {e}");
+                return done;
             }
         };
-        let mut restored = Vec::new();
-        // The owner's process must be gone (its socket may vanish with the runtime directory while it
-        // still runs: a second copy of the agent must never start) — unless it said itself that it
-        // ended and kept the resume (after a reboot its pid may be another process's).
-        for row in rows.iter().filter(|r| !r.is_final() && (r.kept.is_some() || !r.owner_process_alive())) {
-            let Some(pending) = self.with_store(|s| pending_resume(s, row)) else { continue };
-            match self.restore(row, pending) {
-                Ok(handle) => restored.push(handle),
-                Err(e) => tracing::warn!(session = %row.id, "could not restore the session: {e}"),
+        for row in rows.iter().filter(|r| self.orphaned(r)) {
+            let replay = match self.with_store(|s| crate::restore::replay(s, row)) {
+                Ok(Some(replay)) => replay,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(session = %row.id, "cannot read the session's journal to restore it: {e}");
+                    continue;
+                }
+            };
+            match crate::restore::verdict(&replay, self.journal.now()) {
+                crate::restore::Verdict::Restore { why, paused } => match self.restore(row, replay, &why, paused) {
+                    Ok(Some(handle)) => done.restored.push((handle, why)),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(session = %row.id, "could not restore the session: {e}"),
+                },
+                crate::restore::Verdict::Lost { why } => done.lost.push((row.clone(), why)),
             }
         }
-        restored
+        done
     }
 
-    fn restore(&self, row: &crate::store::SessionRow, pending: Pending) -> Result<SessionHandle, StartError> {
-        let mut argv = row.command.clone().into_iter();
-        let program = argv.next().unwrap_or_default();
-        let mut args: Vec<String> = argv.collect();
-        let agent = row.agent.parse().unwrap_or(AgentKind::Generic);
-        agent.continue_conversation(&program, &mut args, pending.conversation.as_deref());
-        let command =
-            CommandSpec { program, args, cwd: row.cwd.clone().into(), env: Vec::new(), size: PtySize::default() };
-        let line = shell_words(&command.argv());
-        let mut spec = SessionSpec::new(command);
-        spec.agent = agent;
-        spec.preset.clone_from(&row.preset);
-        // The same account as before: a resumed conversation lives in its config directory.
-        spec.account = row
+    /// Brings back one lost session because its user asked (`nightshift restore ID`, the window's
+    /// Resume): whatever it was armed with, on its own conversation; an attended one starts with
+    /// no prompt, for its user to type.
+    pub fn resume_lost(&self, row: &crate::store::SessionRow) -> Result<SessionHandle, ResumeError> {
+        if !self.orphaned(row) {
+            return Err(ResumeError::NotLost(row.id.clone(), row.shown_state()));
+        }
+        let replay = self
+            .with_store(|s| crate::restore::replay(s, row))?
+            .ok_or_else(|| ResumeError::Unreadable(row.id.clone()))?;
+        let paused = replay.pending.is_some();
+        let why = "its user asked to resume it".to_string();
+        self.restore(row, replay, &why, paused)?.ok_or_else(|| ResumeError::Taken(row.id.clone()))
+    }
+
+    /// Whether `row` is a session no Nightshift runs any more and none ended: its owner is gone
+    /// (its pid is no Nightshift now: after a reboot an old pid is often another program's), or it
+    /// said it ended and kept the resume. A session this very process owns is never taken again.
+    fn orphaned(&self, row: &crate::store::SessionRow) -> bool {
+        if row.is_final() || row.state == SessionState::Scheduled {
+            return false;
+        }
+        let me = i64::from(std::process::id());
+        row.kept.is_some() || !row.owner_pid.is_some_and(|pid| pid == me || crate::store::nightshift_alive(pid))
+    }
+
+    /// Takes `row` over and starts it again from `replay`; `None` when another process took it
+    /// first.
+    fn restore(
+        &self,
+        row: &crate::store::SessionRow,
+        replay: crate::restore::Replay,
+        why: &str,
+        paused: bool,
+    ) -> Result<Option<SessionHandle>, StartError> {
+        let id = SessionId::from(row.id.clone());
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        let me = std::process::id();
+        if !self.journal.write(|s| s.claim_session(&row.id, row.owner_pid, me, socket.as_deref()))? {
+            tracing::info!(session = %id, "another Nightshift took the session over first");
+            return Ok(None);
+        }
+        if let Some(pid) = replay.last_pid {
+            // A killed run's client may linger: never two agents on one conversation.
+            if crate::pty::end_leftover(pid, SESSION_ENV, &row.id, Duration::from_secs(3)) {
+                tracing::info!(session = %id, pid, "ended what was left of the agent its Nightshift ran");
+            }
+        }
+        let now = self.journal.now();
+        let mut contract = replay.contract;
+        // The account it runs under now (a switch may have moved it): its conversation lives there.
+        contract.account = row
             .account
             .clone()
             .zip(row.account_dir.clone())
             .map(|(name, dir)| crate::config::Account { name, dir: dir.into() });
-        spec.auto_resume = Some(pending.settings);
-        spec.held = pending.held;
-        spec.window_guard = pending.guard;
-        spec.conversation = pending.conversation;
-        // Respawn is armed again for what is left of its duration.
-        if let Some((preset, mut settings, until)) = pending.respawn {
-            if let Ok(left) = (until - self.journal.now()).to_std() {
-                settings.duration = left;
-                spec.preset = preset.or(spec.preset);
-                spec.respawn = Some(settings);
-            }
-        }
-        spec.paused_on = Some(crate::limits::LimitText {
+        let down = (now - replay.last_seen).num_seconds().max(0) as u64;
+        let state_dir = self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf);
+        let handoff = state_dir
+            .as_deref()
+            .and_then(|dir| crate::hooks::handoff::latest(dir, &row.id).ok().flatten())
+            .map(|k| (k.text, k.written));
+        let Kind::Terminal(t) = &contract.kind else {
+            let Kind::Loop(looping) = &contract.kind else { unreachable!() };
+            self.journal.emit(&id, EventKind::Restored { reason: why.to_string(), down_secs: down });
+            return self.restore_loop(id, &contract, looping).map(Some);
+        };
+        let kickstart = t.respawn.as_ref().filter(|_| t.respawn_until.is_some_and(|u| u > now));
+        let prompt = if paused {
+            None
+        } else {
+            crate::session::machine::continuation(
+                handoff.as_ref().map(|(text, at)| (text.as_str(), *at)),
+                kickstart.map(|r| r.kickstart_prompt.as_str()),
+                now,
+            )
+        };
+        let paused_on = replay.pending.as_ref().filter(|_| paused).map(|p| crate::limits::LimitText {
             kind: crate::limits::LimitKind::Unspecified,
-            resets_at: pending.resets_at,
+            resets_at: p.resets_at,
             line: "the resume that was pending when Nightshift stopped".into(),
         });
-        let id = SessionId::from(row.id.clone());
-        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        self.journal.write(|s| s.adopt_session(&row.id, std::process::id(), socket.as_deref()))?;
-        tracing::info!(session = %id, "restoring a session with a pending resume");
-        self.journal.emit(
-            &id,
-            EventKind::state(SessionState::Starting, format!("restarting {line} to resume after the limit")),
-        );
-        self.launch(id, spec)
+        if let (Some(p), Kind::Terminal(_)) = (&replay.pending, &contract.kind) {
+            // The pending resume's own settings and guard, as it was armed.
+            if let Kind::Terminal(t) = &mut contract.kind {
+                t.auto_resume = Some(p.settings.clone());
+                t.window_guard = p.guard;
+            }
+        }
+        let reason =
+            if replay.pieced { format!("{why} (read from a journal older than contracts)") } else { why.to_string() };
+        tracing::info!(session = %id, down_secs = down, "restoring the session: {reason}");
+        self.journal.emit(&id, EventKind::Restored { reason, down_secs: down });
+        let resumed = Conversation::Resume { id: replay.conversation.clone(), prompt: prompt.clone() };
+        let line = match &contract.kind {
+            Kind::Terminal(t) => shell_words(&[vec![t.program.clone()], t.command(contract.agent, &resumed)].concat()),
+            Kind::Loop(_) => shell_words(&row.command),
+        };
+        let what = if paused { "to resume after the limit" } else { "on its conversation" };
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("restarting {line} {what}")));
+        let from = Resumption {
+            conversation: replay.conversation,
+            prompt,
+            paused_on,
+            held: replay.held,
+            spent: replay.spent.carried_over(),
+            handoff,
+        };
+        self.launch(id, &contract, Runtime { from: Some(from), ..Runtime::default() }).map(Some)
     }
 
-    /// Starts the process of a recorded session and its actor.
-    fn launch(&self, id: SessionId, mut spec: SessionSpec) -> Result<SessionHandle, StartError> {
-        spec.command.env.push((SESSION_ENV.to_string(), id.to_string()));
+    /// Starts the agent of a recorded session from its contract, and its actor.
+    fn launch(&self, id: SessionId, contract: &Contract, runtime: Runtime) -> Result<SessionHandle, StartError> {
+        let Kind::Terminal(armed) = &contract.kind else {
+            return Err(StartError::NotTerminal(id));
+        };
+        let agent = contract.agent;
+        let now = self.journal.now();
+        let mut t = (**armed).clone();
+        let mut env = contract.env.clone();
+        env.extend(runtime.env);
+        env.push((SESSION_ENV.to_string(), id.to_string()));
         // Before the exporter, which reads Codex's home from the child's environment.
-        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
-            spec.command.env.push((var.to_string(), account.dir.display().to_string()));
+        if let (Some(account), Some(var)) = (&contract.account, crate::config::Account::variable(agent)) {
+            env.retain(|(k, _)| k != var);
+            env.push((var.to_string(), account.dir.display().to_string()));
         }
-        self.attach_exporter(&id, &mut spec);
-        if spec.guard.is_none() && spec.respawn.as_ref().is_some_and(|r| r.guard) {
-            spec.guard.clone_from(&self.guard_rules);
-        }
-        let spawned = match pty::spawn(&spec.command) {
+        // Our statusLine, hooks or notify ride on every start's arguments.
+        self.attach_exporter(&id, agent, t.hooks, &mut t, &mut env);
+        let conversation = match &runtime.from {
+            None => Conversation::Opening,
+            Some(from) => Conversation::Resume { id: from.conversation.clone(), prompt: from.prompt.clone() },
+        };
+        let size = PtySize::new(t.cols, t.rows);
+        let command = CommandSpec {
+            program: t.program.clone(),
+            args: t.command(agent, &conversation),
+            cwd: t.cwd.clone(),
+            env,
+            size,
+        };
+        let guard = match runtime.guard {
+            Some(rules) => Some(rules),
+            None if t.guard => self.guard_rules.clone(),
+            None => None,
+        };
+        let spawned = match pty::spawn(&command) {
             Ok(spawned) => spawned,
             Err(error) => {
                 tracing::info!(session = %id, "{error}");
@@ -583,32 +825,47 @@ impl Supervisor {
         };
         let pid = spawned.pty.pid();
         self.journal.emit(&id, EventKind::running(pid, format!("process {pid} started")));
-        let adapter = spec.adapter.take().unwrap_or_else(|| Adapter::builtin(spec.agent));
+        let adapter = Adapter::with(agent, t.adapter.as_ref()).unwrap_or_else(|e| {
+            tracing::warn!(session = %id, "the session's screen signals no longer read ({e}); using the built-in ones");
+            Adapter::builtin(agent)
+        });
+        // Respawn is armed for what is left of its hours (all of them at the first start).
+        let respawn = t.respawn.clone().zip(t.respawn_until).and_then(|(mut settings, until)| {
+            settings.duration = (until - now).to_std().ok()?;
+            Some(settings)
+        });
+        let from = runtime.from.unwrap_or_default();
         let start = Start {
-            agent: spec.agent,
+            agent,
             auto_accept: adapter.auto_accepted(),
-            respawn: spec.respawn.clone(),
-            preset: spec.preset.clone(),
-            auto_resume: spec.auto_resume.clone(),
-            window_guard: spec.window_guard,
-            stop_grace: spec.stop_grace,
-            paused_on: spec.paused_on.take(),
-            held: spec.held,
+            respawn_until: respawn.as_ref().and(t.respawn_until),
+            respawn,
+            preset: t.preset.clone(),
+            auto_resume: t.auto_resume.clone(),
+            window_guard: t.window_guard,
+            stop_grace: t.stop_grace,
+            paused_on: from.paused_on,
+            held: from.held,
             pid,
-            guard: spec.guard.take(),
-            conversation: spec.conversation.take(),
-            budget: spec.budget,
-            account: spec.account.clone(),
-            switch: spec.switch.take(),
+            guard,
+            conversation: from.conversation,
+            budget: t.budget,
+            account: contract.account.clone(),
+            switch: t.switch.clone(),
+            spent: from.spent,
+            since: Some(contract.started),
+            handoff: from.handoff,
         };
+        let detect = DetectConfig { quiet: t.quiet, ..DetectConfig::default() };
         let actor = Actor {
             id: id.clone(),
-            command: spec.command.clone(),
+            terminal: t,
+            command,
             spawned,
             journal: self.journal.clone(),
-            output_tap: spec.output_tap.take(),
+            output_tap: runtime.output_tap,
             adapter,
-            detect: spec.detect,
+            detect,
             start,
             state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
         };
@@ -629,39 +886,44 @@ impl Supervisor {
     /// passed the same way). For a Codex session whose command is the `codex` CLI: its notify,
     /// passed with `-c notify=[…]` (never written to its config.toml; the user's own notify runs
     /// after ours). And the secret they report with.
-    fn attach_exporter(&self, id: &SessionId, spec: &mut SessionSpec) {
+    fn attach_exporter(
+        &self,
+        id: &SessionId,
+        agent: AgentKind,
+        hooks: bool,
+        t: &mut crate::contract::Terminal,
+        env: &mut Vec<(String, String)>,
+    ) {
         let (Some(cli_path), Some(socket)) = (&self.cli, &self.control_socket) else { return };
-        let program = std::path::Path::new(&spec.command.program).file_name().and_then(|n| n.to_str());
-        let claude = spec.agent == AgentKind::Claude && matches!(program, Some("claude" | "claude.exe"));
+        let program = std::path::Path::new(&t.program).file_name().and_then(|n| n.to_str());
+        let claude = agent == AgentKind::Claude && matches!(program, Some("claude" | "claude.exe"));
         // Codex has no statusLine: without its notify there is nothing to pass.
-        let codex = spec.agent == AgentKind::Codex && program == Some("codex") && spec.hooks;
+        let codex = agent == AgentKind::Codex && program == Some("codex") && hooks;
         if !claude && !codex {
             return;
         }
         let token = crate::control::Token::random();
-        spec.command.env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
-        spec.command.env.push((usage::TOKEN_ENV.to_string(), token.expose().to_string()));
+        env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
+        env.push((usage::TOKEN_ENV.to_string(), token.expose().to_string()));
         if codex {
-            let home = crate::hooks::codex::home(
-                child_env(&spec.command, "CODEX_HOME"),
-                child_env(&spec.command, "HOME").map(PathBuf::from),
-            );
-            crate::hooks::codex::attach(&mut spec.command.args, cli_path, home.as_deref());
+            let home =
+                crate::hooks::codex::home(child_env(env, "CODEX_HOME"), child_env(env, "HOME").map(PathBuf::from));
+            crate::hooks::codex::attach(&mut t.args, cli_path, home.as_deref());
             lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
             return;
         }
         let cli = shell_words(&[cli_path.display().to_string()]);
         let mut ours = usage::settings(&format!("{cli} statusline"));
-        if spec.hooks {
+        if hooks {
             ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"));
         }
-        let args = &mut spec.command.args;
+        let args = &mut t.args;
         match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
             Some(i) => {
                 let theirs = &args[i + 1];
                 let theirs: serde_json::Value = serde_json::from_str(theirs)
                     .or_else(|_| {
-                        std::fs::read_to_string(spec.command.cwd.join(theirs))
+                        std::fs::read_to_string(t.cwd.join(theirs))
                             .map_err(|_| ())
                             .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
                     })
@@ -723,8 +985,8 @@ impl Supervisor {
 }
 
 /// A variable as the child will see it: set for it, or else inherited from this process.
-fn child_env(command: &CommandSpec, key: &str) -> Option<std::ffi::OsString> {
-    match command.env.iter().rev().find(|(k, _)| k == key) {
+fn child_env(env: &[(String, String)], key: &str) -> Option<std::ffi::OsString> {
+    match env.iter().rev().find(|(k, _)| k == key) {
         Some((_, v)) => Some(v.into()),
         None => std::env::var_os(key),
     }
@@ -762,89 +1024,21 @@ pub fn end_orphan(
     Ok(Some(standing))
 }
 
-/// What a session was waiting for when its Nightshift stopped.
-#[derive(Debug)]
-struct Pending {
-    resets_at: Option<chrono::DateTime<chrono::Utc>>,
-    settings: crate::limits::resume::Settings,
-    /// Its fresh-window guard.
-    guard: crate::limits::WindowGuard,
-    /// The user had held its automatic actions.
-    held: bool,
-    /// Its respawn arrangement, if one was armed.
-    respawn: Option<Armed>,
-    /// The client's conversation, as its hooks last named it.
-    conversation: Option<String>,
-}
-
-/// Respawn as it was armed: the preset, the settings, and until when.
-type Armed = (Option<String>, crate::respawn::Settings, chrono::DateTime<chrono::Utc>);
-
-/// How far back a session's journal is read for its pending resume.
-const PENDING_LOOKBACK: usize = 5000;
-
-/// The resume a session was waiting for: the last `resume_armed` with nothing after it that ends
-/// the wait (the limit over or failed, the user's stop, an end, auto-resume switched off) — a stop
-/// because Nightshift itself ended keeps it; and whether the user held the session. Rows this
-/// version cannot read are passed over.
-fn pending_resume(store: &Store, row: &crate::store::SessionRow) -> Option<Pending> {
-    let events = store.recent_events(&row.id, PENDING_LOOKBACK).ok()?;
-    let mut found = None;
-    let mut held = None;
-    // The respawn arrangement: the last word on it (settings, or switched off or over) wins.
-    let mut respawn: Option<Option<Armed>> = None;
-    let mut conversation: Option<String> = None;
-    for stored in events.iter().rev() {
-        let Ok(event) = serde_json::from_str::<Event>(&stored.body) else { continue };
-        match &event.kind {
-            EventKind::Conversation { id } if conversation.is_none() => conversation = Some(id.clone()),
-            EventKind::RespawnSettings { preset, settings, until } if respawn.is_none() => {
-                respawn = Some(Some((preset.clone(), (**settings).clone(), *until)));
-            }
-            EventKind::Respawn {
-                action: crate::respawn::Action::Disarmed | crate::respawn::Action::Expired, ..
-            } if respawn.is_none() => {
-                respawn = Some(None);
-            }
-            // A journal without the settings (0.1.0): the row's built-in preset, from when it was armed.
-            EventKind::Respawn { action: crate::respawn::Action::Armed, .. } if respawn.is_none() => {
-                respawn = Some(row.preset.as_deref().and_then(crate::respawn::builtin).map(|settings| {
-                    let until = event.ts + chrono::Duration::from_std(settings.duration).unwrap_or_default();
-                    (row.preset.clone(), settings, until)
-                }));
-            }
-            _ => {}
-        }
-        match event.kind {
-            EventKind::ResumeArmed { resets_at, settings, guard, .. } if found.is_none() => {
-                found = Some((resets_at, settings, guard))
-            }
-            EventKind::LimitCleared { .. }
-            | EventKind::LimitFailed { .. }
-            | EventKind::StopRequested { kind: StopKind::User, .. }
-                if found.is_none() =>
-            {
-                return None
-            }
-            EventKind::Automation { change, .. } => match change {
-                Automation::AutoResumeOff if found.is_none() => return None,
-                Automation::Held if held.is_none() => held = Some(true),
-                Automation::Released if held.is_none() => held = Some(false),
-                _ => {}
-            },
-            EventKind::State { state, .. } if state.is_final() && found.is_none() => return None,
-            _ => {}
-        }
-        if found.is_some() && held.is_some() && respawn.is_some() && conversation.is_some() {
-            break;
+/// What a loop did before its Nightshift ended: the iterations that ran to an end, their cost
+/// and their tokens.
+fn loop_spent(store: &Store, session: &str) -> Result<(u32, f64, u64), StoreError> {
+    let mut done = (0, 0.0, 0);
+    for e in store.events_named(session, &["iteration_ended"])? {
+        let Ok(Event { kind: EventKind::IterationEnded { probe, cost_usd, tokens, outcome, .. }, .. }) =
+            serde_json::from_str(&e.body)
+        else {
+            continue;
+        };
+        done.1 += cost_usd.unwrap_or(0.0);
+        done.2 += tokens.unwrap_or(0);
+        if !probe && outcome != "killed" {
+            done.0 += 1;
         }
     }
-    found.map(|(resets_at, settings, guard)| Pending {
-        resets_at,
-        settings,
-        guard,
-        held: held.unwrap_or(false),
-        respawn: respawn.flatten(),
-        conversation,
-    })
+    Ok(done)
 }

@@ -40,6 +40,46 @@ pub struct Sample {
     pub tokens: Option<u64>,
 }
 
+/// Money and tokens spent, across the statusLine's own counts: they start again after `/clear`
+/// and with each new process, so a lower figure is a new count, not money back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// The cost as the statusLine last reported it.
+    pub cost: Option<f64>,
+    /// Everything since the session started, across those restarts of the count.
+    pub spent: Option<f64>,
+    /// Tokens as the statusLine last reported them.
+    pub tokens: Option<u64>,
+    /// All of them since the session started.
+    pub tokens_spent: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, sample: &Sample) {
+        if let Some(cost) = sample.cost_usd {
+            let added = match self.cost {
+                Some(before) if cost >= before => cost - before,
+                _ => cost,
+            };
+            self.spent = Some(self.spent.unwrap_or(0.0) + added);
+            self.cost = Some(cost);
+        }
+        if let Some(tokens) = sample.tokens {
+            let added = match self.tokens {
+                Some(before) if tokens >= before => tokens - before,
+                _ => tokens,
+            };
+            self.tokens_spent += added;
+            self.tokens = Some(tokens);
+        }
+    }
+
+    /// What was spent before a new process of the session started: its counts start from zero.
+    pub fn carried_over(&self) -> Self {
+        Self { cost: None, spent: self.spent, tokens: None, tokens_spent: self.tokens_spent }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("not a Claude Code status: {0}")]
 pub struct NotAStatus(String);

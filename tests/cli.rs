@@ -41,8 +41,15 @@ fn run_streams_states_and_exits_with_the_childs_code() {
         assert_eq!(e["session"], session);
         let ts = e["ts"].as_str().unwrap();
         assert!(ts.ends_with('Z') && ts.len() == 24, "RFC 3339 UTC with ms: {ts}");
-        assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "every state change says why: {e}");
+        if e["event"] == "state" {
+            assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "every state change says why: {e}");
+        }
     }
+    // What the run was armed with is journalled once, before its process starts.
+    let contract: Vec<&Value> = events.iter().filter(|e| e["event"] == "contract").collect();
+    assert_eq!(contract.len(), 1, "{events:?}");
+    assert_eq!(contract[0]["contract"]["program"], "bash");
+    assert_eq!(events[1]["event"], "contract", "right after starting, before running");
     let exited = events.iter().find(|e| e["state"] == "exited").unwrap();
     assert_eq!(exited["exit_code"], 3);
     assert_eq!(exited["last_screen"], serde_json::json!(["hello"]), "a failure keeps its last screen");
@@ -73,7 +80,8 @@ fn a_missing_command_fails_with_its_name_and_is_journalled() {
     assert_eq!(stderr.lines().count(), 1, "one clear message, not a log dump: {stderr}");
     let events = env.journal();
     assert_eq!(states(&events), ["starting", "failed"]);
-    assert!(events[1]["error"].as_str().unwrap().contains("/no/such/cmd"));
+    let failed = events.iter().find(|e| e["state"] == "failed").unwrap();
+    assert!(failed["error"].as_str().unwrap().contains("/no/such/cmd"));
     assert!(env.stdout(&["sessions"]).contains("failed"));
 }
 
@@ -97,8 +105,8 @@ fn send_types_into_another_processs_session_and_stop_ends_it() {
     assert_eq!(status.code(), Some(129), "bash ends on SIGHUP: 128 + 1");
     let events: Vec<Value> = read_events(&events).into_iter().filter(|e| !is_activity(e)).collect();
     let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
-    assert_eq!(names, ["state", "state", "input", "stop_requested", "state"]);
-    assert_eq!(events[4]["signal"], "SIGHUP");
+    assert_eq!(names, ["state", "contract", "state", "input", "stop_requested", "state"]);
+    assert_eq!(events[5]["signal"], "SIGHUP");
 
     // A finished session says so instead of failing obscurely.
     let late = env.output(&["send", &id, "anyone?"]);

@@ -114,7 +114,8 @@ async fn a_restart_resumes_the_same_conversation() {
     });
     let args = argv(restarted["pid"].as_u64().unwrap());
     let at = args.iter().position(|a| a == "resume").unwrap_or_else(|| panic!("resume on the restart: {args:?}"));
-    assert_eq!(args[at + 1..], [conversation.as_str()], "{args:?}");
+    // The same thread, going on with the kickstart (`codex resume ID PROMPT`).
+    assert_eq!(args[at + 1..], [conversation.as_str(), nightshift::respawn::DEFAULT_KICKSTART_PROMPT], "{args:?}");
     assert!(!args.iter().any(|a| a.contains("opening prompt")), "the opening prompt is not sent again: {args:?}");
     assert!(args.iter().any(|a| a.starts_with("notify=")), "the restarted client notifies too: {args:?}");
 

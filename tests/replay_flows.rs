@@ -171,7 +171,9 @@ fn a_dying_agent_is_started_again_with_its_conversation_then_the_breaker_opens()
     let lives: Vec<String> = log_lines(&log).into_iter().filter(|l| l.starts_with("argv")).collect();
     assert_eq!(lives.len(), 5, "{lives:?}");
     assert!(!lives[0].contains("--continue"), "the first start is as given");
-    assert!(lives[1..].iter().all(|l| l.ends_with("--continue")), "restarts carry the conversation on: {lives:?}");
+    // Restarts carry the conversation on, once each, and go on with the kickstart.
+    let kickstart = format!("--log {} --continue {}", log.display(), nightshift::respawn::DEFAULT_KICKSTART_PROMPT);
+    assert!(lives[1..].iter().all(|l| l.ends_with(&kickstart)), "restarts carry the conversation on: {lives:?}");
     let id = read_events(&events)[0]["session"].as_str().unwrap().to_string();
     env.stdout(&["stop", &id]);
     let status = wait_for("the run to end", Duration::from_secs(15), || child.try_wait().unwrap());

@@ -109,7 +109,7 @@ async fn a_reset_that_passed_while_nightshift_was_down_resumes_at_once() {
     let (sup, _clock) =
         supervisor(&env, reset() + chrono::Duration::hours(2), &[("pending1", vec![]), ("cleared1", ended)]);
     let mut events = sup.subscribe();
-    let restored = sup.restore_pending();
+    let restored = sup.restore_all().handles();
     assert_eq!(restored.iter().map(|h| h.id().to_string()).collect::<Vec<_>>(), ["pending1"], "only the pending one");
     let handle = &restored[0];
     assert!(screen_shows(handle, "restarted with --continue").await, "Claude is started again with --continue");
@@ -130,16 +130,16 @@ async fn a_reset_still_ahead_resumes_at_the_reset_plus_the_margin() {
     let env = common::Env::new();
     let (sup, clock) = supervisor(&env, reset() - chrono::Duration::minutes(10), &[("pending2", vec![])]);
     let mut events = sup.subscribe();
-    let restored = sup.restore_pending();
+    let restored = sup.restore_all().handles();
     assert_eq!(restored.len(), 1);
     let handle = &restored[0];
     assert!(screen_shows(handle, "restarted with --continue").await);
 
     assert!(resume_within(&mut events, 60).await.is_none(), "nothing before the reset");
-    clock.set(reset() + chrono::Duration::seconds(30));
+    clock.set(reset() + chrono::Duration::seconds(3));
     assert!(resume_within(&mut events, 10).await.is_none(), "nothing within the margin");
-    clock.set(reset() + chrono::Duration::seconds(61));
-    assert!(resume_within(&mut events, 10).await.is_some(), "the resume, at the reset plus the margin");
+    clock.set(reset() + chrono::Duration::seconds(6));
+    assert!(resume_within(&mut events, 10).await.is_some(), "the resume, at the reset plus the margin (5 s)");
     handle.stop("test").await.unwrap();
     handle.wait().await;
 }
@@ -161,7 +161,7 @@ async fn only_waits_still_pending_are_restored_and_a_hold_is_kept() {
         ),
     ];
     let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &seeds);
-    let handles = sup.restore_pending();
+    let handles = sup.restore_all().handles();
     // The actor publishes its options once it runs.
     for h in &handles {
         let started = std::time::Instant::now();
@@ -202,7 +202,7 @@ async fn stopping_a_kept_session_cancels_its_resume() {
     let stopped = env.stdout(&["stop", "kept2"]);
     assert!(stopped.contains("pending resume is cancelled"), "{stopped}");
     let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &[]);
-    assert!(sup.restore_pending().is_empty(), "the user's stop is never undone");
+    assert!(sup.restore_all().handles().is_empty(), "the user's stop is never undone");
     let row = sup.with_store(|s| s.session("kept2")).unwrap().unwrap();
     assert_eq!(row.standing(), nightshift::store::Standing::Ended);
 }
@@ -214,7 +214,7 @@ async fn a_session_whose_owner_still_runs_is_not_started_twice() {
     // Its owner is this very process; its socket is gone (a runtime directory removed at logout).
     sup.with_store(|s| seed(s, &env.state_dir(), "running", vec![]));
     sup.with_store(|s| s.adopt_session("running", std::process::id(), Some("/nonexistent/control.sock"))).unwrap();
-    assert!(sup.restore_pending().is_empty(), "a live owner keeps its session");
+    assert!(sup.restore_all().handles().is_empty(), "a live owner keeps its session");
 }
 
 #[tokio::test(start_paused = true)]
@@ -256,7 +256,7 @@ async fn a_restored_session_is_armed_again_for_the_rest_of_its_duration() {
         guard: WindowGuard::default(),
     });
     let sup = Supervisor::new(store, Arc::new(FakeClock::new(reset() - chrono::Duration::minutes(10))));
-    let restored = sup.restore_pending();
+    let restored = sup.restore_all().handles();
     assert_eq!(restored.len(), 1);
     let options = restored[0].status().options;
     assert!(options.respawn.is_some(), "the overnight preset's respawn is gone after the restore: {options:?}");
@@ -308,7 +308,7 @@ async fn a_restored_session_keeps_its_account() {
     // The agent says which config directory it was given.
     std::fs::write(env.state_dir().join("agent-account1.sh"), "echo \"config=$CLAUDE_CONFIG_DIR\"; exec cat\n")
         .unwrap();
-    let restored = sup.restore_pending();
+    let restored = sup.restore_all().handles();
     assert_eq!(restored.len(), 1);
     assert!(
         screen_shows(&restored[0], &format!("config={}", dir.display())).await,

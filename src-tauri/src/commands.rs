@@ -142,6 +142,19 @@ pub async fn stop_session(state: State<'_, AppState>, id: String) -> Result<(), 
     ask(&state, &id, |session| Request::Stop { session, source: Some("the app".into()) }).await.map(|_| ())
 }
 
+/// Resumes a lost session (its Nightshift ended without ending it, and nothing armed was left to
+/// bring it back by itself) in this app, on its own conversation.
+#[tauri::command]
+pub async fn resume_session(state: State<'_, AppState>, id: String) -> Result<String, UiError> {
+    let row = state.supervisor.with_store(|s| s.find_session(&id))?;
+    let supervisor = state.supervisor.clone();
+    let handle = tauri::async_runtime::spawn_blocking(move || supervisor.resume_lost(&row))
+        .await
+        .map_err(|e| UiError::new("resume_failed", e.to_string()))?
+        .map_err(|e| UiError::new("resume_failed", e.to_string()))?;
+    Ok(handle.id().to_string())
+}
+
 #[tauri::command]
 pub async fn send_text(state: State<'_, AppState>, id: String, text: String) -> Result<(), UiError> {
     if text.is_empty() {

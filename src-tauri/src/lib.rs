@@ -240,6 +240,7 @@ pub fn run() {
             commands::reset_breaker,
             commands::stop_session,
             commands::send_text,
+            commands::resume_session,
             commands::new_session,
             commands::new_loop,
             commands::accounts,
@@ -276,9 +277,14 @@ pub fn run() {
             schedule::start(app.handle().clone());
             let supervisor = app.state::<AppState>().supervisor.clone();
             tauri::async_runtime::spawn(async move {
-                // Sessions that waited for a limit's reset when Nightshift last stopped go on waiting.
-                for handle in supervisor.restore_pending() {
-                    tracing::info!(session = %handle.id(), "restored with its pending resume");
+                // Sessions whose Nightshift ended without ending them (a crash, a logout, a killed
+                // run) go on, when their armed automation has time left; attended ones stay lost.
+                let done = supervisor.restore_all();
+                for (handle, why) in &done.restored {
+                    tracing::info!(session = %handle.id(), "restored: {why}");
+                }
+                for (row, why) in &done.lost {
+                    tracing::info!(session = %row.id, "left as lost: {why}");
                 }
                 supervisor.watch_suspends().await
             });

@@ -208,6 +208,16 @@ pub struct Adapter {
     dialogs: Vec<(DialogKind, Regex)>,
     auto_accept: Vec<DialogKind>,
     limit_region: LimitRegion,
+    /// The user's file laid over the built-in signals, as it was read.
+    overrides: Option<Overrides>,
+}
+
+/// A user's signals file, as read when a session started: its name and its text. A session's
+/// contract keeps it, so every later start of the session reads its screen the same way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overrides {
+    pub file: String,
+    pub text: String,
 }
 
 /// Where an agent draws its own limit notices.
@@ -273,7 +283,22 @@ impl Adapter {
     /// The signals of `kind` with the user file `text` (named `file` in errors) laid over them.
     pub fn with_overrides(kind: AgentKind, file: &str, text: &str) -> Result<Self, AdapterError> {
         let base = parse(&format!("built-in {kind}.toml"), embedded(kind)).expect("built-in adapters parse");
-        Self::compile(kind, base.merge(parse(file, text)?), file)
+        let mut adapter = Self::compile(kind, base.merge(parse(file, text)?), file)?;
+        adapter.overrides = Some(Overrides { file: file.to_string(), text: text.to_string() });
+        Ok(adapter)
+    }
+
+    /// The signals of `kind` with `overrides` laid over them, or the built-in ones.
+    pub fn with(kind: AgentKind, overrides: Option<&Overrides>) -> Result<Self, AdapterError> {
+        match overrides {
+            Some(o) => Self::with_overrides(kind, &o.file, &o.text),
+            None => Ok(Self::builtin(kind)),
+        }
+    }
+
+    /// The user's file laid over the built-in signals, if any.
+    pub fn overrides(&self) -> Option<&Overrides> {
+        self.overrides.as_ref()
     }
 
     fn compile(kind: AgentKind, f: SignalsFile, file: &str) -> Result<Self, AdapterError> {
@@ -332,6 +357,7 @@ impl Adapter {
                     })
                 }
             },
+            overrides: None,
         })
     }
 

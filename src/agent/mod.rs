@@ -3,7 +3,7 @@
 
 mod adapter;
 
-pub use adapter::{Adapter, AdapterError, Dialog, DialogKind, Verdict};
+pub use adapter::{Adapter, AdapterError, Dialog, DialogKind, Overrides, Verdict};
 
 use std::fmt;
 use std::path::Path;
@@ -58,6 +58,61 @@ impl AgentKind {
         }
     }
 
+    /// The command's arguments without its opening prompt, and the prompt: the prompt starts the
+    /// first conversation only, and a restart or a restore must never give it again (a prompt
+    /// such as "migrate the database and drop the old table" must not run twice because a process
+    /// died). Only the agent's own CLI is read so; a wrapper's arguments (`bash -c …`) are its own
+    /// and stay whole.
+    pub fn split_prompt(self, program: &str, args: &[String]) -> (Vec<String>, Option<String>) {
+        let whole = || (args.to_vec(), None);
+        if Self::infer(program) != self {
+            return whole();
+        }
+        let (values, optional, variadic, commands): (&[&str], &[&str], &[&str], &[&str]) = match self {
+            Self::Claude => (&CLAUDE_VALUE_OPTIONS, &CLAUDE_OPTIONAL_VALUE, &CLAUDE_VARIADIC, &CLAUDE_COMMANDS),
+            Self::Codex => (&CODEX_VALUE_OPTIONS, &[], &[], &CODEX_OTHER_COMMANDS),
+            Self::Generic => return whole(),
+        };
+        let mut kept = Vec::with_capacity(args.len());
+        let mut prompt = None;
+        let mut it = args.iter().peekable();
+        let mut only_positionals = false;
+        while let Some(arg) = it.next() {
+            let a = arg.as_str();
+            let positional = only_positionals || !a.starts_with('-') || a == "-";
+            if !positional {
+                kept.push(arg.clone());
+                if a == "--" {
+                    only_positionals = true;
+                } else if a.contains('=') {
+                    // `--model=opus`: the value is in the word.
+                } else if variadic.contains(&a) {
+                    // Commander's variadic options take every word up to the next option (so a
+                    // prompt after `--allowedTools Bash` is a tool name to the client, not a prompt).
+                    while let Some(v) = it.next_if(|v| !v.starts_with('-')) {
+                        kept.push(v.clone());
+                    }
+                } else if values.contains(&a) {
+                    kept.extend(it.next().cloned());
+                } else if optional.contains(&a) {
+                    kept.extend(it.next_if(|v| !v.starts_with('-')).cloned());
+                }
+                continue;
+            }
+            if prompt.is_some() {
+                kept.push(arg.clone());
+                continue;
+            }
+            if !only_positionals && (commands.contains(&a) || (self == Self::Codex && matches!(a, "resume" | "fork"))) {
+                // A subcommand (`claude mcp …`, `codex exec …`, `codex resume ID`): its words are
+                // its own; a restart picks its conversation up by itself.
+                return whole();
+            }
+            prompt = Some(arg.clone());
+        }
+        (kept, prompt)
+    }
+
     /// The instructions file the agent's `/init` writes in its working directory.
     pub fn instructions_file(self) -> Option<&'static str> {
         match self {
@@ -103,6 +158,99 @@ fn claude_fresh(args: &mut Vec<String>) {
     }
     *args = kept;
 }
+
+/// The Claude Code options that take a value (2.1.332's `claude --help`, and the hidden ones its
+/// own text names).
+const CLAUDE_VALUE_OPTIONS: [&str; 33] = [
+    "--agent",
+    "--agents",
+    "--append-system-prompt",
+    "--append-system-prompt-file",
+    "--autocompact",
+    "--debug-file",
+    "--effort",
+    "--environment",
+    "--fallback-model",
+    "--input-format",
+    "--json-schema",
+    "--max-budget-usd",
+    "--max-turns",
+    "--model",
+    "-n",
+    "--name",
+    "--output-format",
+    "--permission-mode",
+    "--permission-prompt-tool",
+    "--permission-prompts",
+    "--plugin-dir",
+    "--plugin-url",
+    "--remote-control-session-name-prefix",
+    "--session-id",
+    "--setting-sources",
+    "--settings",
+    "--system-prompt",
+    "--system-prompt-file",
+    "--system-prompt-snapshot",
+    "--resume-session-at",
+    "--worktree-name",
+    "--teammate-mode",
+    "--sandbox-settings",
+];
+
+/// Its options whose value may be left out (taken when the next word is not an option).
+const CLAUDE_OPTIONAL_VALUE: [&str; 11] = [
+    "--cloud",
+    "-d",
+    "--debug",
+    "--from-pr",
+    "--prompt-suggestions",
+    "--remote-control",
+    "-r",
+    "--resume",
+    "--teleport",
+    "-w",
+    "--worktree",
+];
+
+/// Its options that take every word up to the next option.
+const CLAUDE_VARIADIC: [&str; 10] = [
+    "--add-dir",
+    "--allowedTools",
+    "--allowed-tools",
+    "--betas",
+    "--disallowedTools",
+    "--disallowed-tools",
+    "--file",
+    "--mcp-config",
+    "--tools",
+    "--plugin",
+];
+
+/// Its subcommands, which start no conversation of a prompt.
+const CLAUDE_COMMANDS: [&str; 22] = [
+    "agents",
+    "attach",
+    "auth",
+    "auto-mode",
+    "config",
+    "doctor",
+    "gateway",
+    "import",
+    "install",
+    "kill",
+    "logs",
+    "mcp",
+    "migrate-installer",
+    "plugin",
+    "plugins",
+    "purge",
+    "respawn",
+    "rm",
+    "setup-token",
+    "stop",
+    "ultrareview",
+    "update",
+];
 
 /// The Codex CLI's options that take a value (0.171.0's `codex --help` and `codex resume --help`).
 const CODEX_VALUE_OPTIONS: [&str; 20] = [
@@ -269,6 +417,54 @@ mod tests {
         let mut wrapped: Vec<String> = ["-c", "exec codex"].map(String::from).to_vec();
         AgentKind::Codex.continue_conversation("/bin/sh", &mut wrapped, Some(ID));
         assert_eq!(wrapped, ["-c", "exec codex"], "a wrapper's arguments are its own");
+    }
+
+    fn split(agent: AgentKind, program: &str, args: &[&str]) -> (Vec<String>, Option<String>) {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        agent.split_prompt(program, &args)
+    }
+
+    #[test]
+    fn the_opening_prompt_is_told_apart_from_the_options_and_their_values() {
+        let prompt = Some("Work through TASKS.md".to_string());
+        let (args, p) = split(
+            AgentKind::Claude,
+            "/opt/claude",
+            &["--model", "opus", "--permission-mode", "acceptEdits", "Work through TASKS.md", "--verbose"],
+        );
+        assert_eq!(
+            (args, p),
+            (
+                ["--model", "opus", "--permission-mode", "acceptEdits", "--verbose"].map(String::from).to_vec(),
+                prompt.clone()
+            )
+        );
+        let (args, p) = split(AgentKind::Claude, "claude", &["--model=opus", "-c", "Work through TASKS.md"]);
+        assert_eq!((args, p), (["--model=opus", "-c"].map(String::from).to_vec(), prompt.clone()));
+        // An optional value is taken when the next word is not an option, as the client does.
+        assert_eq!(split(AgentKind::Claude, "claude", &["--resume", "abc", "go on"]).1.as_deref(), Some("go on"));
+        assert_eq!(split(AgentKind::Claude, "claude", &["--resume", "--verbose", "go on"]).1.as_deref(), Some("go on"));
+        // A variadic option takes every word up to the next option: the client sees no prompt.
+        let (args, p) = split(AgentKind::Claude, "claude", &["--allowedTools", "Bash", "Edit", "go on"]);
+        assert_eq!((args.len(), p), (4, None));
+        assert_eq!(split(AgentKind::Claude, "claude", &["--allowedTools=Bash", "go on"]).1.as_deref(), Some("go on"));
+        assert_eq!(
+            split(AgentKind::Claude, "claude", &["--", "-p is a prompt here"]).1.as_deref(),
+            Some("-p is a prompt here")
+        );
+        assert_eq!(split(AgentKind::Claude, "claude", &["mcp", "list"]), (vec!["mcp".into(), "list".into()], None));
+        assert_eq!(split(AgentKind::Claude, "claude", &["--model", "opus"]).1, None, "no prompt at all");
+        // A wrapper's words are its own.
+        assert_eq!(split(AgentKind::Claude, "bash", &["-c", "claude 'go on'"]).1, None);
+        assert_eq!(split(AgentKind::Generic, "aider", &["go on"]).1, None);
+        // Codex: its value options, and its subcommands keep their words.
+        let (args, p) = split(AgentKind::Codex, "codex", &["-m", "o3", "--no-daemon", "fix the flaky test"]);
+        assert_eq!(
+            (args, p.as_deref()),
+            (["-m", "o3", "--no-daemon"].map(String::from).to_vec(), Some("fix the flaky test"))
+        );
+        assert_eq!(split(AgentKind::Codex, "codex", &["resume", ID, "go on"]).1, None);
+        assert_eq!(split(AgentKind::Codex, "codex", &["exec", "go on"]).1, None);
     }
 
     #[test]

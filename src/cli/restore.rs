@@ -1,9 +1,12 @@
-//! `nightshift restore`: for a machine without the tray app. Sessions whose Nightshift ended while
-//! they waited for a usage limit's reset — a logout or reboot, a killed `nightshift run` — are
-//! started again (Claude with `--continue`), paused on their limit with their resume re-armed, and
-//! supervised here in the foreground until they end. Scheduled starts whose own process is gone
-//! are waited for here too, and started at their time (each in a detached `nightshift run` or
-//! `loop` of its own). The app does the same when it starts.
+//! `nightshift restore`: for a machine without the tray app (the systemd user unit runs it at login,
+//! and at boot with lingering). Every session and loop whose Nightshift ended without ending them —
+//! a killed `nightshift run`, a crash, a logout or reboot, a power cut — and whose armed automation
+//! has time left is started again from its contract and supervised here in the foreground until it
+//! ends: Claude on its conversation (`--resume <id>`) with the kickstart, a session that waited for
+//! a limit's reset paused on it with its resume re-armed, a loop on its interrupted task. An
+//! attended session is listed, not resumed: `nightshift restore ID` resumes it. Scheduled starts
+//! whose own process is gone are waited for here too, and started at their time (each in a
+//! detached `nightshift run` or `loop` of its own). The app does the same when it starts.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,11 +15,16 @@ use anyhow::Context as _;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
 use nightshift::schedule::{self, Verdict};
+use nightshift::session::SessionHandle;
 use nightshift::store::Store;
 use tokio::signal::unix::{signal, SignalKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// A lost session to resume although nothing was armed to run it without you (its id, or the
+    /// start of it)
+    #[arg(value_name = "SESSION")]
+    session: Option<String>,
     /// Write every event as a JSON line to PATH (appending), or to stdout with `-`
     #[arg(long, value_name = "PATH|-", value_hint = clap::ValueHint::FilePath)]
     events: Option<String>,
@@ -26,34 +34,52 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(state_dir)?;
     let _log = logging::init(&paths.log_dir(), Stderr::On);
     let store = Store::open(&paths.journal())?;
+    let row = args.session.as_deref().map(|prefix| store.find_session(prefix)).transpose()?;
     let events = super::run::open_events(args.events.as_deref())?;
     let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
     let missed = nightshift::config::Config::load(paths.config_dir.as_deref())?.schedule.missed;
     let cli = std::env::current_exe().context("cannot find the nightshift binary to start scheduled sessions with")?;
     super::runtime()?.block_on(async move {
         let host = super::run::host(&paths, store, events, guard);
+        let _suspends = host.supervisor.watch_suspends();
         let me = std::process::id();
-        let restored = host.supervisor.restore_pending();
+        let restored: Vec<SessionHandle> = match &row {
+            Some(row) => {
+                let handle = host.supervisor.resume_lost(row)?;
+                println!("Resumed session {} on its conversation.", handle.id());
+                vec![handle]
+            }
+            None => {
+                let done = host.supervisor.restore_all();
+                for (handle, why) in &done.restored {
+                    let when = match handle.status().options.resume_due {
+                        Some(due) => format!("it resumes at {}", due.with_timezone(&chrono::Local).format("%a %H:%M")),
+                        None if handle.status().options.limit.is_some() => "it resumes once its limit has reset".into(),
+                        None => "it works again".into(),
+                    };
+                    println!("Restored session {} ({why}): {when}.", handle.id());
+                }
+                for (lost, why) in &done.lost {
+                    println!("Left session {} as it is: {why}. To resume it: nightshift restore {}", lost.id, lost.id);
+                }
+                done.handles()
+            }
+        };
         let waiting = host.supervisor.with_store(|s| schedule::watched(s, me, false))?;
         if restored.is_empty() && waiting.is_empty() {
             println!(
-                "Nothing to restore: no session was waiting for a usage limit's reset, and none is scheduled \
-                 without a Nightshift to start it."
+                "Nothing to restore: no session has armed automation left to run, and none is scheduled without a \
+                 Nightshift to start it."
             );
+            host.finish().await;
             return Ok(ExitCode::SUCCESS);
-        }
-        for handle in &restored {
-            let due = handle.status().options.resume_due.map_or_else(
-                || "as soon as its limit has reset".to_string(),
-                |due| format!("at {}", due.with_timezone(&chrono::Local).format("%a %H:%M")),
-            );
-            println!("Restored session {}: it resumes {due}.", handle.id());
         }
         for row in &waiting {
             let at = row.due.with_timezone(&chrono::Local).format("%a %H:%M:%S");
             println!("Scheduled session {}: it starts {at} ({}).", row.session, row.why);
         }
         super::run::stop_on_signals(&restored, true)?;
+        let awake = super::run::keep_awake_by_policy(&restored, "Nightshift restored sessions are armed");
         nightshift::paths::ensure_private_dir(&paths.log_dir())?;
         let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for signals")?;
         let mut terminate = signal(SignalKind::terminate()).context("cannot listen for signals")?;
@@ -83,6 +109,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         for handle in &restored {
             handle.wait().await;
         }
+        awake.abort();
         host.finish().await;
         Ok(ExitCode::SUCCESS)
     })

@@ -475,6 +475,40 @@ fn detach(state_dir: Option<PathBuf>, args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Holds logind's inhibitors while any of `handles` needs the machine awake by the core's policy
+/// ([`nightshift::awake`]: working, a cycle or restart due, a resume within reach) and lets them go
+/// otherwise, looking every few seconds; a failure to hold them is said once.
+pub(super) fn keep_awake_by_policy(handles: &[SessionHandle], why: &str) -> tokio::task::JoinHandle<()> {
+    let (handles, why) = (handles.to_vec(), why.to_string());
+    tokio::spawn(async move {
+        let mut held: Option<nightshift::awake::Inhibitor> = None;
+        let mut warned = false;
+        loop {
+            let want = handles.iter().any(|h| h.status().exit.is_none() && h.status().options.keeps_awake());
+            if want && held.is_none() {
+                let why = why.clone();
+                match tokio::task::spawn_blocking(move || nightshift::awake::inhibit(&why)).await {
+                    Ok(Ok(inhibitor)) => held = Some(inhibitor),
+                    Ok(Err(e)) if !warned => {
+                        warned = true;
+                        eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
+                    }
+                    _ => {}
+                }
+            } else if !want {
+                held = None;
+            }
+            if handles.iter().all(|h| h.status().exit.is_some()) {
+                return;
+            }
+            tokio::time::sleep(AWAKE_CHECK).await;
+        }
+    })
+}
+
+/// How often a headless host looks at what its sessions need of the machine.
+const AWAKE_CHECK: Duration = Duration::from_secs(5);
+
 /// logind's inhibitors for a headless run, or a one-line warning (the run goes on without).
 pub(super) async fn hold_awake(why: String) -> Option<nightshift::awake::Inhibitor> {
     match tokio::task::spawn_blocking(move || nightshift::awake::inhibit(&why)).await {

@@ -33,14 +33,14 @@ const STDERR_KEPT: usize = 64 << 10;
 const SHOWN_LINES: usize = 200;
 
 /// One project of a loop.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProjectSpec {
     pub cwd: PathBuf,
     pub tasks: Source,
 }
 
-/// A loop to run.
-#[derive(Debug, Clone)]
+/// A loop to run (its contract, as the journal keeps it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LoopSpec {
     pub agent: AgentKind,
     /// The harness's program (`claude`, `codex`, or a path to one).
@@ -50,8 +50,10 @@ pub struct LoopSpec {
     pub projects: Vec<ProjectSpec>,
     pub settings: Settings,
     /// Extra environment for every iteration.
+    #[serde(default)]
     pub env: Vec<(String, String)>,
     /// The client account every iteration runs under (its config directory).
+    #[serde(default)]
     pub account: Option<crate::config::Account>,
 }
 

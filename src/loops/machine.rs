@@ -21,22 +21,28 @@ use crate::limits::{LimitKind, Source};
 use crate::session::machine::Now;
 
 /// How a loop behaves: its caps, budget and ladders.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Settings {
     /// Iterations that ran to an end (a retry or a limit's re-run is the same iteration).
     pub max_iterations: Option<u32>,
     pub budget: Budget,
     /// Transient failures of one iteration retried before the loop gives up; 0: never give up.
     pub max_retries: u32,
+    #[serde(with = "crate::clock::secs")]
     pub retry_first: Duration,
+    #[serde(with = "crate::clock::secs")]
     pub retry_cap: Duration,
     /// Past a limit's reset before the iteration runs again.
+    #[serde(with = "crate::clock::secs")]
     pub limit_margin: Duration,
     /// How often a limit wait probes for an early reset (a one-character prompt, no tools).
+    #[serde(with = "crate::clock::secs")]
     pub probe_every: Duration,
     /// Iterations in a row that settle nothing before a project is backed off.
     pub fruitless_after: u32,
     /// The back-off waits, the last repeated.
+    #[serde(with = "crate::clock::secs_list")]
     pub fruitless_waits: Vec<Duration>,
 }
 

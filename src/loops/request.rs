@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::actor::{global_marker, marker_name, LoopSpec, ProjectSpec};
 use super::machine::{Marker, Settings};
@@ -13,7 +13,7 @@ use crate::agent::AgentKind;
 use crate::breaker::Budget;
 
 /// What is asked for; everything but the task optional.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LoopRequest {
     /// `claude` (default) or `codex`.

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDate;
 
 /// Where a loop's tasks come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The same task every iteration.
     Prompt(String),

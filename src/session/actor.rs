@@ -29,6 +29,10 @@ const LAST_SCREEN_ROWS: usize = 6;
 /// Everything an actor needs to run one session.
 pub(crate) struct Actor {
     pub id: SessionId,
+    /// What the session was armed with (its arguments carrying Nightshift's statusLine and hooks):
+    /// every later start of the agent builds its command from it.
+    pub terminal: crate::contract::Terminal,
+    /// The command the agent runs as now.
     pub command: CommandSpec,
     pub spawned: Spawned,
     pub journal: Journal,
@@ -58,7 +62,7 @@ impl Actor {
     /// Starts the actor task; returns the handle and the task. The machine's first decisions (the
     /// journal's first words of the session, its options) are made before this returns.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
-        let Actor { id, command, spawned, journal, output_tap, adapter, detect, start, state_dir } = self;
+        let Actor { id, terminal, command, spawned, journal, output_tap, adapter, detect, start, state_dir } = self;
         let guard = start.guard.clone();
         let (control_tx, controls) = mpsc::channel(64);
         let (status, status_rx) =
@@ -73,6 +77,7 @@ impl Actor {
             agent,
             screen: Screen::new(command.size),
             watcher: Watcher::new(adapter.clone(), detect, now.mono),
+            terminal,
             command,
             journal,
             status,
@@ -104,6 +109,7 @@ impl Actor {
 struct Executor {
     id: SessionId,
     agent: AgentKind,
+    terminal: crate::contract::Terminal,
     command: CommandSpec,
     screen: Screen,
     watcher: Watcher,
@@ -213,10 +219,11 @@ impl Executor {
     }
 
     /// Starts the agent again on its conversation (Claude: `--resume <id>`, or `--continue`), with
-    /// `prompt` to start from when there is one (a fresh handoff).
+    /// `prompt` to go on from (the kickstart, a fresh handoff), never the opening prompt.
     fn respawn(&mut self, conversation: Option<String>, prompt: Option<String>) {
-        self.agent.continue_conversation(&self.command.program, &mut self.command.args, conversation.as_deref());
-        self.spawn_again(prompt);
+        let conversation = crate::contract::Conversation::Resume { id: conversation, prompt };
+        self.command.args = self.terminal.command(self.agent, &conversation);
+        self.spawn_again();
     }
 
     /// Starts the agent again under `account` (its config directory in the child's environment),
@@ -226,19 +233,17 @@ impl Executor {
             self.command.env.retain(|(k, _)| k != var);
             self.command.env.push((var.to_string(), account.dir.display().to_string()));
         }
-        self.agent.start_fresh(&self.command.program, &mut self.command.args);
+        self.command.args = self.terminal.command(self.agent, &crate::contract::Conversation::Fresh { prompt });
         let (id, dir) = (self.id.to_string(), account.dir.display().to_string());
         if let Err(e) = self.journal.write(|s| s.set_account(&id, &account.name, &dir)) {
             tracing::error!(session = %self.id, "could not journal the session's new account: {e}");
         }
-        self.spawn_again(prompt);
+        self.spawn_again();
     }
 
-    /// Starts the agent's command as it stands now, with `prompt` after its arguments.
-    fn spawn_again(&mut self, prompt: Option<String>) {
-        let mut command = self.command.clone();
-        command.args.extend(prompt);
-        match pty::spawn(&command) {
+    /// Starts the agent's command as it stands now.
+    fn spawn_again(&mut self) {
+        match pty::spawn(&self.command) {
             Ok(spawned) => {
                 let pid = spawned.pty.pid();
                 self.screen = Screen::new(self.command.size);

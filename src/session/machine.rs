@@ -35,6 +35,7 @@ use crate::pty::Exit;
 use crate::respawn;
 
 use dialog::Asked;
+pub use hooks::continuation;
 pub use life::Life;
 pub use limit::Limit;
 pub use switch::{Meter, Settings as SwitchSettings, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
@@ -60,6 +61,8 @@ pub struct Start {
     /// The dialogs the agent's adapter calls routine confirmations.
     pub auto_accept: Vec<DialogKind>,
     pub respawn: Option<respawn::Settings>,
+    /// When the armed respawn ends, as the contract says (its duration from now when not given).
+    pub respawn_until: Option<DateTime<Utc>>,
     pub preset: Option<String>,
     pub auto_resume: Option<resume::Settings>,
     pub window_guard: limits::WindowGuard,
@@ -81,6 +84,14 @@ pub struct Start {
     pub account: Option<crate::config::Account>,
     /// Move to another account before this one's limit, when set.
     pub switch: Option<switch::Settings>,
+    /// What the session spent before this start (a restored session's, from the journal).
+    pub spent: crate::usage::Tally,
+    /// When the session first started, when before now (a restored one): its budget's time
+    /// counts from then.
+    pub since: Option<DateTime<Utc>>,
+    /// The latest handoff the agent wrote, and when (a restored session's, from the state
+    /// directory): a client started again soon after it is given it back.
+    pub handoff: Option<(String, DateTime<Utc>)>,
 }
 
 /// What happened to the session.
@@ -217,18 +228,12 @@ impl Respawn {
     }
 }
 
-/// Money spent, from the statusLine's cost (which starts again after `/clear`).
+/// Money and tokens spent, and where the current cycle's count started.
 #[derive(Debug, Clone, Default)]
 struct Spend {
-    /// The cost as the statusLine last reported it.
-    cost: Option<f64>,
-    /// Everything since the session started, across those restarts of the count.
-    spent: Option<f64>,
-    /// `spent` when the current cycle started.
+    tally: crate::usage::Tally,
+    /// What was spent when the current cycle started.
     cycle_start: Option<f64>,
-    /// Tokens as the statusLine last reported them, and all of them since the start.
-    tokens: Option<u64>,
-    tokens_spent: u64,
 }
 
 /// One session's whole decision state.
@@ -298,7 +303,7 @@ impl Machine {
     /// A session whose process `start.pid` has just started.
     pub fn new(start: Start, now: Now) -> (Self, Vec<Effect>) {
         let respawn = start.respawn.map(|settings| Respawn {
-            until: now.wall + settings.duration,
+            until: start.respawn_until.unwrap_or(now.wall + settings.duration),
             cycle: respawn::State::new(settings, now.mono),
             preset: start.preset,
         });
@@ -318,7 +323,7 @@ impl Machine {
             progress: NoProgress::default(),
             cycle_fingerprint: None,
             life_fingerprint: None,
-            spend: Spend::default(),
+            spend: Spend { tally: start.spent, cycle_start: None },
             last_sample: None,
             blocked: None,
             dialog: None,
@@ -331,13 +336,17 @@ impl Machine {
             conversation: start.conversation,
             guard_rules: start.guard,
             handoff: hooks::Handoff::None,
-            last_handoff: None,
+            last_handoff: start.handoff.map(|(text, at)| hooks::Written { text, at }),
             kick_with_handoff: false,
             context_pct: None,
             hooks_heard: false,
             notice_held: None,
             budget: start.budget,
-            budget_from: now,
+            budget_from: match start.since.and_then(|t| (now.wall - t).to_std().ok()) {
+                // The monotonic clock cannot tell how long ago that was; the wall clock can.
+                Some(ago) => Now { mono: now.mono.checked_sub(ago).unwrap_or(now.mono), wall: now.wall - ago },
+                None => now,
+            },
             budget_tripped: false,
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
         };
@@ -348,7 +357,7 @@ impl Machine {
             let reason = format!(
                 "idle timeout {} s, for {} min",
                 r.cycle.settings.idle_timeout.as_secs_f64(),
-                r.cycle.settings.duration.as_secs() / 60
+                (r.cycle.settings.duration.as_secs_f64() / 60.0).round()
             );
             fx.push(Effect::Emit(EventKind::Respawn {
                 action: respawn::Action::Armed,
@@ -426,8 +435,8 @@ impl Machine {
         // The time the machine slept counts: the bound is on how late the run may go on.
         let elapsed = (now.wall - self.budget_from.wall).to_std().unwrap_or_default();
         let elapsed = elapsed.max(now.mono.saturating_duration_since(self.budget_from.mono));
-        let cost = self.spend.spent.unwrap_or(0.0);
-        let Some(why) = self.budget.crossed(cost, self.spend.tokens_spent, elapsed) else { return };
+        let cost = self.spend.tally.spent.unwrap_or(0.0);
+        let Some(why) = self.budget.crossed(cost, self.spend.tally.tokens_spent, elapsed) else { return };
         self.budget_tripped = true;
         self.emit(
             EventKind::Breaker {
@@ -639,10 +648,10 @@ impl Machine {
         let respawn_event = |action, cycle, reason, cost_usd| EventKind::Respawn { action, cycle, reason, cost_usd };
         match effect {
             respawn::Effect::CycleStarted { cycle } => {
-                self.spend.cycle_start = self.spend.spent;
+                self.spend.cycle_start = self.spend.tally.spent;
                 self.cycling = true;
                 self.because(format!("respawn cycle {cycle} started"));
-                self.emit(respawn_event(respawn::Action::CycleStarted, Some(cycle), None, self.spend.cost), fx);
+                self.emit(respawn_event(respawn::Action::CycleStarted, Some(cycle), None, self.spend.tally.cost), fx);
                 let exclude = self
                     .respawn
                     .as_ref()
@@ -674,7 +683,7 @@ impl Machine {
                 self.emit(respawn_event(respawn::Action::Abandoned, Some(cycle), Some(reason), None), fx);
             }
             respawn::Effect::CycleFinished { cycle } => {
-                let spent = self.spend.spent.zip(self.spend.cycle_start).map(|(now, then)| now - then);
+                let spent = self.spend.tally.spent.zip(self.spend.cycle_start).map(|(now, then)| now - then);
                 self.emit(respawn_event(respawn::Action::CycleFinished, Some(cycle), None, spent), fx);
             }
             respawn::Effect::Expired => {

@@ -174,6 +174,14 @@ pub struct Options {
     /// The move to another account before the limit, when the session opted in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_switch: Option<SwitchView>,
+    /// What the session may spend, and what it spent since it first started (across restarts
+    /// and restores).
+    #[serde(default)]
+    pub budget: crate::breaker::Budget,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent_usd: Option<f64>,
+    #[serde(default)]
+    pub spent_tokens: u64,
 }
 
 /// A session's account switch as its options show it.

@@ -45,6 +45,8 @@ pub struct ClaudeRun {
     pub child: Child,
     pub events: PathBuf,
     pub workdir: PathBuf,
+    /// The environment the run was started with (the client's home, the mock API's address).
+    pub vars: Vec<(String, String)>,
 }
 
 pub struct Options<'a> {
@@ -201,7 +203,9 @@ impl ClaudeRun {
             cmd.env(k, v);
         }
         let child = cmd.spawn().expect("start nightshift run");
-        Self { env, child, events, workdir }
+        let mut vars = client_home.vars;
+        vars.extend(opts.extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        Self { env, child, events, workdir, vars }
     }
 
     pub fn events(&self) -> Vec<Value> {
@@ -253,6 +257,13 @@ impl ClaudeRun {
 
     pub fn send_keys(&self, text: &str) {
         self.send(text, false);
+    }
+
+    /// `nightshift ARGS` in the run's environment (the client's home, the mock API).
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = self.env.cmd(args);
+        cmd.envs(self.vars.iter().map(|(k, v)| (k, v)));
+        cmd
     }
 }
 

@@ -40,6 +40,7 @@ $("back").addEventListener("click", closeSession);
 $("options-back").addEventListener("click", () => openSession(app.openId));
 $("open-options").addEventListener("click", openOptions);
 $("stop-session").addEventListener("click", stopOpen);
+$("resume-session").addEventListener("click", resumeOpen);
 $("send-form").addEventListener("submit", sendText);
 $("take-over").addEventListener("click", takeOver);
 $("release").addEventListener("click", release);

@@ -21,6 +21,8 @@ function renderFacts() {
   const scheduled = s.standing === "scheduled";
   $("stop-session").disabled = !isLive(s) && !scheduled;
   $("stop-session").textContent = scheduled ? "Cancel" : "Stop";
+  // A lost one (its Nightshift ended, nothing armed brought it back) is resumed only when asked.
+  $("resume-session").hidden = s.standing !== "lost";
   $("send-submit").disabled = !isLive(s);
   $("send-text").disabled = !isLive(s);
   // A loop takes no typing and has no respawn options; its screen is what its iteration says.
@@ -193,6 +195,14 @@ async function stopOpen() {
   if ((await call("stop_session", { id })) === FAILED) return;
   notice(s && s.standing === "scheduled" ? `Session ${id} is cancelled: it will not start.`
     : `Stopping session ${id}. Nightshift will not restart it.`);
+  refreshSoon();
+}
+
+async function resumeOpen() {
+  const id = app.openId;
+  clearError();
+  if ((await call("resume_session", { id })) === FAILED) return;
+  notice(`Session ${id} runs again, on its own conversation.`);
   refreshSoon();
 }
 

@@ -47,6 +47,34 @@ pub fn handoff_request(context_pct: Option<f64>) -> String {
     )
 }
 
+/// The prompt a later start of a session's agent begins with — a restart, a restore after
+/// Nightshift's own end, a move to another account — never the opening prompt, which starts the
+/// first conversation only: the kickstart, naming the handoff when one is fresh (written within
+/// 15 minutes: the client is given it as context too); a fresh handoff alone when no kickstart is
+/// armed; nothing otherwise (an attended session waits for its user).
+pub fn continuation(
+    handoff: Option<(&str, DateTime<Utc>)>,
+    kickstart: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let kickstart = kickstart.map(str::trim).filter(|k| !k.is_empty());
+    let fresh = handoff.filter(|(_, at)| now - *at <= FRESH_HANDOFF).map(|(text, _)| text);
+    match (kickstart, fresh) {
+        (Some(kick), Some(text)) => Some(with_handoff(kick, text)),
+        (Some(kick), None) => Some(kick.to_string()),
+        (None, Some(text)) => {
+            Some(format!("Continue the work from your handoff (written before you stopped):\n\n{text}"))
+        }
+        (None, None) => None,
+    }
+}
+
+/// The kickstart, saying what the handoff in the client's context begins with.
+fn with_handoff(kickstart: &str, handoff: &str) -> String {
+    let opening: String = handoff.chars().take(120).collect();
+    format!("{kickstart}\n\nYour handoff from before the context reset is in your context; it begins: \"{opening}…\"")
+}
+
 impl Machine {
     pub(super) fn on_hook(
         &mut self,
@@ -192,14 +220,19 @@ impl Machine {
             return text;
         }
         let Some(written) = &self.last_handoff else { return text };
-        let opening: String = written.text.chars().take(120).collect();
-        format!("{text}\n\nYour handoff from before the context reset is in your context; it begins: \"{opening}…\"")
+        with_handoff(&text, &written.text)
     }
 
-    /// The prompt a restarted client starts with: a fresh handoff, if there is one.
+    /// The prompt a client started again begins with (see [`continuation`]); none while a limit
+    /// holds the session (the resume after the reset says it, and nothing is sent into a window
+    /// that would refuse it).
     pub(super) fn restart_prompt(&self, now: Now) -> Option<String> {
-        let written = self.last_handoff.as_ref().filter(|h| now.wall - h.at <= FRESH_HANDOFF)?;
-        Some(format!("Continue the work from your handoff (written before you stopped):\n\n{}", written.text))
+        if self.limit.is_paused() {
+            return None;
+        }
+        let kickstart =
+            self.respawn.as_ref().filter(|r| r.active()).map(|r| r.cycle.settings.kickstart_prompt.as_str());
+        continuation(self.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at)), kickstart, now.wall)
     }
 
     fn guarded(

@@ -228,23 +228,7 @@ impl Machine {
     /// A usage sample at 100 % with its reset ahead is a limit, whatever the screen says.
     pub(super) fn on_sample(&mut self, sample: crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
         self.context_seen(sample.context_pct);
-        if let Some(cost) = sample.cost_usd {
-            // A lower figure is a new count (after /clear or a restart), not money back.
-            let added = match self.spend.cost {
-                Some(before) if cost >= before => cost - before,
-                _ => cost,
-            };
-            self.spend.spent = Some(self.spend.spent.unwrap_or(0.0) + added);
-            self.spend.cost = Some(cost);
-        }
-        if let Some(tokens) = sample.tokens {
-            let added = match self.spend.tokens {
-                Some(before) if tokens >= before => tokens - before,
-                _ => tokens,
-            };
-            self.spend.tokens_spent += added;
-            self.spend.tokens = Some(tokens);
-        }
+        self.spend.tally.add(&sample);
         self.check_budget(now, fx);
         let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
             reset.filter(|r| *r > now.wall && pct.is_some_and(|p| p >= 100.0))

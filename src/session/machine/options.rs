@@ -29,6 +29,9 @@ impl Machine {
             awake: self.want(now),
             resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             account_switch: self.switch_view(),
+            budget: self.budget,
+            spent_usd: self.spend.tally.spent,
+            spent_tokens: self.spend.tally.tokens_spent,
         }
     }
 

@@ -19,7 +19,7 @@ pub const DEFAULT_THRESHOLD: f64 = 90.0;
 const HOLD_WITHOUT_RESET: chrono::Duration = chrono::Duration::hours(1);
 
 /// The switch as a session is armed with it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
     /// The larger of the 5-hour and 7-day use, in percent, at which the session moves.
     pub threshold: f64,

@@ -51,6 +51,7 @@ fn start() -> Start {
         agent: AgentKind::Claude,
         auto_accept: vec![DialogKind::Trust, DialogKind::Confirmation],
         respawn: None,
+        respawn_until: None,
         preset: None,
         auto_resume: None,
         window_guard: WindowGuard::default(),
@@ -63,6 +64,9 @@ fn start() -> Start {
         budget: crate::breaker::Budget::default(),
         account: None,
         switch: None,
+        spent: crate::usage::Tally::default(),
+        since: None,
+        handoff: None,
     }
 }
 
@@ -963,6 +967,8 @@ fn an_agent_that_will_not_write_a_handoff_is_asked_three_times_then_let_go() {
     assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass), "then it is let go");
 }
 
+/// The rule of a later start's prompt: the opening prompt starts the first conversation only; a
+/// restart goes on with the kickstart, naming a handoff written within 15 minutes.
 #[test]
 fn a_restart_soon_after_a_handoff_starts_from_it() {
     let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(600), 1);
@@ -974,7 +980,9 @@ fn a_restart_soon_after_a_handoff_starts_from_it() {
         sim.log
             .iter()
             .find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None });
-    assert!(prompt.flatten().is_some_and(|p| p.contains(HANDOFF)), "a handoff 10 minutes old is the restart's prompt");
+    let prompt = prompt.flatten().unwrap_or_default();
+    assert!(prompt.starts_with(respawn::DEFAULT_KICKSTART_PROMPT), "the kickstart: {prompt}");
+    assert!(prompt.contains(HANDOFF), "names a handoff 10 minutes old: {prompt}");
     let mut later = Sim::new(with_respawn(start(), quick_respawn())).agent(S(1200), 1);
     later.input(context(80.0));
     later.input(stop(false, "Done."));
@@ -985,7 +993,35 @@ fn a_restart_soon_after_a_handoff_starts_from_it() {
             .log
             .iter()
             .find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None });
-    assert_eq!(prompt, Some(None), "one 20 minutes old is not");
+    let kickstart = Some(respawn::DEFAULT_KICKSTART_PROMPT.to_string());
+    assert_eq!(prompt, Some(kickstart), "one 20 minutes old is not named");
+}
+
+#[test]
+fn a_restart_goes_on_with_the_kickstart_and_never_types_into_a_refused_window() {
+    // No respawn cycles armed to go on with, no handoff: a restart starts the client with nothing.
+    let mut settings = quick_respawn();
+    settings.kickstart_prompt = String::new();
+    let mut sim = Sim::new(with_respawn(start(), settings)).agent(S(60), 1);
+    sim.run(70.0);
+    let prompts: Vec<_> = sim
+        .log
+        .iter()
+        .filter_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None })
+        .collect();
+    assert_eq!(prompts.first(), Some(&None));
+    // Paused on a limit whose reset is ahead: the restarted client is given no prompt (it would
+    // be refused); the resume says it after the reset.
+    let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn()));
+    sim.input(notice(wall0() + hours(2)));
+    sim.input(Input::Exited { exit: Exit::Code(1), last_screen: vec![] });
+    sim.run(120.0);
+    let prompts: Vec<_> = sim
+        .log
+        .iter()
+        .filter_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None })
+        .collect();
+    assert_eq!(prompts, [None], "started again with no prompt while the limit holds");
 }
 
 // ---- The budget --------------------------------------------------------------------------------

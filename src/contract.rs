@@ -1,0 +1,283 @@
+//! The night contract: what the user armed for a session or a loop, as one typed record written
+//! into the journal when it starts — the command and agent, the respawn cycles and until when,
+//! auto-resume, the budget, the account and its switch, the guard, the screen signals' overrides,
+//! the working directory and the terminal's size.
+//!
+//! Every start of the session builds from it and nothing else: the first start, a restart after
+//! the agent exited, a restore after Nightshift itself ended (a kill, a crash, a reboot), an
+//! account switch. The contract keeps the command's opening prompt apart from its arguments: it
+//! starts the first conversation only. A later start resumes the conversation by its id and is
+//! given the kickstart instead (with the handoff, when one is fresh); see
+//! [`Terminal::command`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{AgentKind, Overrides};
+use crate::config::Account;
+
+/// The shape of the record this build writes.
+pub const VERSION: u32 = 1;
+
+/// The variables a session's later starts keep from its first: where programs, the clients'
+/// config directories and their APIs are (never a token or a key). A restore at login runs with
+/// the login's environment, which may not find `claude` on its `PATH`.
+pub const KEPT_ENV: [&str; 6] =
+    ["PATH", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "LANG", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"];
+
+/// What the user armed, as the journal keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Contract {
+    pub version: u32,
+    /// When the session first started: the budget's time counts from here, across restores.
+    #[serde(with = "crate::clock::ts")]
+    pub started: DateTime<Utc>,
+    pub agent: AgentKind,
+    /// The client account it started under (a switch may move it; the journal's row says where
+    /// it is now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<Account>,
+    /// The variables of [`KEPT_ENV`] the first start had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
+    #[serde(flatten)]
+    pub kind: Kind,
+}
+
+/// A terminal session or a loop, with what each arms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Kind {
+    Terminal(Box<Terminal>),
+    Loop(Box<Looping>),
+}
+
+/// A terminal session's command and automation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Terminal {
+    pub program: String,
+    /// The command's arguments, without its opening prompt.
+    pub args: Vec<String>,
+    /// The opening prompt: given to the first conversation only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    pub cwd: PathBuf,
+    pub cols: u16,
+    pub rows: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Respawn cycles, armed until `respawn_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub respawn: Option<crate::respawn::Settings>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+    pub respawn_until: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_resume: Option<crate::limits::resume::Settings>,
+    #[serde(default)]
+    pub window_guard: crate::limits::WindowGuard,
+    #[serde(default)]
+    pub budget: crate::breaker::Budget,
+    /// The move to another account before this one's limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<crate::session::machine::SwitchSettings>,
+    /// Commands an unattended session must not run are refused through the client's hooks.
+    #[serde(default)]
+    pub guard: bool,
+    /// The client is given Nightshift's hooks (Claude) or notify (Codex).
+    #[serde(default = "yes")]
+    pub hooks: bool,
+    /// The user's screen signals laid over the built-in ones, as read at the first start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<Overrides>,
+    /// How long the terminal must be quiet before the agent counts as idle.
+    #[serde(with = "crate::clock::secs")]
+    pub quiet: Duration,
+    /// How long a stopped agent gets between SIGHUP and SIGKILL.
+    #[serde(with = "crate::clock::secs")]
+    pub stop_grace: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A loop: its projects, their tasks, its harness and its settings (budget and caps included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Looping {
+    pub spec: crate::loops::LoopSpec,
+}
+
+/// Which conversation a start of the agent carries on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conversation {
+    /// The first start: the command as the user gave it, with its opening prompt.
+    Opening,
+    /// The conversation of a start before (its id, when its hooks named it), with `prompt` to go
+    /// on from.
+    Resume { id: Option<String>, prompt: Option<String> },
+    /// A fresh conversation (another account's), with `prompt` to start from.
+    Fresh { prompt: Option<String> },
+}
+
+impl Terminal {
+    /// The command's arguments for a start of the agent: the opening prompt only on the opening.
+    pub fn command(&self, agent: AgentKind, conversation: &Conversation) -> Vec<String> {
+        let mut args = self.args.clone();
+        match conversation {
+            Conversation::Opening => args.extend(self.prompt.clone()),
+            Conversation::Resume { id, prompt } => {
+                agent.continue_conversation(&self.program, &mut args, id.as_deref());
+                args.extend(prompt.clone());
+            }
+            Conversation::Fresh { prompt } => {
+                agent.start_fresh(&self.program, &mut args);
+                args.extend(prompt.clone());
+            }
+        }
+        args
+    }
+
+    /// Whether any automation is armed: respawn cycles or auto-resume.
+    pub fn automated(&self) -> bool {
+        self.respawn.is_some() || self.auto_resume.is_some()
+    }
+}
+
+impl Contract {
+    pub fn terminal(&self) -> Option<&Terminal> {
+        match &self.kind {
+            Kind::Terminal(t) => Some(t),
+            Kind::Loop(_) => None,
+        }
+    }
+
+    /// What was armed, in a line for the journal.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            Kind::Terminal(t) => {
+                let mut armed = Vec::new();
+                if let (Some(r), Some(until)) = (&t.respawn, t.respawn_until) {
+                    let preset = t.preset.as_deref().map(|p| format!(" ({p})")).unwrap_or_default();
+                    armed.push(format!(
+                        "respawn{preset} until {}, idle timeout {} s",
+                        crate::clock::format_ts(until),
+                        r.idle_timeout.as_secs_f64()
+                    ));
+                }
+                if let Some(r) = &t.auto_resume {
+                    armed.push(format!("auto-resume {} s after the reset", r.margin.as_secs()));
+                }
+                if t.budget != crate::breaker::Budget::default() {
+                    armed.push("a budget".into());
+                }
+                if let Some(s) = &t.switch {
+                    armed.push(format!("an account switch at {}%", s.threshold.round()));
+                }
+                if t.guard {
+                    armed.push("the guard".into());
+                }
+                let armed = if armed.is_empty() { "nothing armed (attended)".to_string() } else { armed.join(", ") };
+                let prompt = if t.prompt.is_some() { ", with an opening prompt" } else { "" };
+                format!("the {} session in {} is armed with {armed}{prompt}", self.agent, t.cwd.display())
+            }
+            Kind::Loop(l) => {
+                let dirs: Vec<String> = l.spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
+                format!("a loop of {} in {}", self.agent, dirs.join(", "))
+            }
+        }
+    }
+
+    /// The variables of [`KEPT_ENV`] this process has.
+    pub fn kept_env() -> Vec<(String, String)> {
+        KEPT_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_string(), v))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terminal() -> Terminal {
+        let args: Vec<String> = ["--model", "opus", "Work through TASKS.md"].map(String::from).to_vec();
+        let (args, prompt) = AgentKind::Claude.split_prompt("claude", &args);
+        Terminal {
+            program: "claude".into(),
+            args,
+            prompt,
+            cwd: "/work/p".into(),
+            cols: 120,
+            rows: 40,
+            preset: Some("overnight".into()),
+            respawn: Some(crate::respawn::Settings::default()),
+            respawn_until: Some("2026-12-02T06:00:00Z".parse().unwrap()),
+            auto_resume: Some(crate::limits::resume::Settings::default()),
+            window_guard: crate::limits::WindowGuard { reserve_pct: Some(20.0), not_tonight: false },
+            budget: crate::breaker::Budget {
+                max_cost_usd: Some(12.5),
+                max_tokens: None,
+                max_wall_clock: Some(Duration::from_secs(8 * 3600)),
+            },
+            switch: Some(crate::session::machine::SwitchSettings {
+                threshold: 90.0,
+                accounts: vec![Account { name: "work".into(), dir: "/home/u/.claude-work".into() }],
+            }),
+            guard: true,
+            hooks: true,
+            adapter: Some(Overrides { file: "claude.toml".into(), text: "verified = \"2.1.332\"\n".into() }),
+            quiet: Duration::from_secs(2),
+            stop_grace: Duration::from_secs(3),
+        }
+    }
+
+    #[test]
+    fn a_contract_reads_back_as_it_was_written() {
+        let contract = Contract {
+            version: VERSION,
+            started: "2026-12-01T22:00:00Z".parse().unwrap(),
+            agent: AgentKind::Claude,
+            account: Some(Account { name: "home".into(), dir: "/home/u/.claude".into() }),
+            env: vec![("PATH".into(), "/usr/bin".into())],
+            kind: Kind::Terminal(Box::new(terminal())),
+        };
+        let text = serde_json::to_string(&contract).unwrap();
+        assert!(text.contains(r#""kind":"terminal""#), "{text}");
+        assert_eq!(serde_json::from_str::<Contract>(&text).unwrap(), contract);
+        let spec = crate::loops::LoopSpec {
+            agent: AgentKind::Claude,
+            program: "claude".into(),
+            args: vec!["--model".into(), "opus".into()],
+            projects: vec![crate::loops::ProjectSpec {
+                cwd: "/work/p".into(),
+                tasks: crate::loops::tasks::Source::File("/work/p/TASKS.md".into()),
+            }],
+            settings: crate::loops::machine::Settings::default(),
+            env: vec![],
+            account: None,
+        };
+        let looping = Contract { kind: Kind::Loop(Box::new(Looping { spec })), ..contract };
+        let text = serde_json::to_string(&looping).unwrap();
+        assert_eq!(serde_json::from_str::<Contract>(&text).unwrap(), looping);
+    }
+
+    #[test]
+    fn the_opening_prompt_is_given_once_per_conversation() {
+        let t = terminal();
+        let first = t.command(AgentKind::Claude, &Conversation::Opening);
+        assert_eq!(first, ["--model", "opus", "Work through TASKS.md"]);
+        let kick = Some("Continue the work.".to_string());
+        let resumed =
+            t.command(AgentKind::Claude, &Conversation::Resume { id: Some("0b2c".into()), prompt: kick.clone() });
+        assert_eq!(resumed, ["--model", "opus", "--resume", "0b2c", "Continue the work."]);
+        let unknown = t.command(AgentKind::Claude, &Conversation::Resume { id: None, prompt: None });
+        assert_eq!(unknown, ["--model", "opus", "--continue"]);
+        let fresh = t.command(AgentKind::Claude, &Conversation::Fresh { prompt: kick });
+        assert_eq!(fresh, ["--model", "opus", "Continue the work."]);
+        assert!(
+            [resumed, unknown, fresh].iter().all(|a| !a.iter().any(|w| w.contains("TASKS.md"))),
+            "no later start gives the opening prompt again"
+        );
+    }
+}
