@@ -93,8 +93,9 @@ pub struct Args {
     /// the margin; own: cancel the client's timer and resume at the reset plus the margin
     #[arg(long, value_name = "watch|own", default_value = "watch", value_parser = ["watch", "own"])]
     resume_policy: String,
-    /// Seconds after the reset before resuming
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    /// Seconds after the reset before resuming (the reset is known to the second from the client's
+    /// own rate-limit data)
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
     resume_margin: f64,
     /// What is typed to resume
     #[arg(long, value_name = "TEXT", default_value = "continue")]

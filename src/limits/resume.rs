@@ -1,13 +1,20 @@
 //! The wait and the resume after a usage limit, as a pure machine on the wall clock.
 //!
-//! Claude Code, as a subscriber, resumes by itself some tens of seconds after a 5-hour window
-//! resets. Nightshift never adds a second continuation on top of it:
+//! Claude Code, as a subscriber, may resume by itself once a 5-hour window resets. Nightshift never
+//! adds a second continuation on top of it:
 //!
 //! - **watch** (the default) lets the client's own resume run and steps in only when no turn has
-//!   started by the reset plus the margin: Escape first (which also cancels a client timer still
-//!   pending), 600 ms, then the resume prompt;
+//!   started by the reset plus the margin (5 s): Escape first (which also cancels a client timer
+//!   still pending), 600 ms, then the resume prompt;
 //! - **own** cancels the client's timer with Escape as soon as the limit shows, and resumes itself
 //!   at the reset plus the margin.
+//!
+//! The reset is known to the second from the client's own rate-limit data (its statusLine), to
+//! the minute from its notice: the exact one replaces the notice's when it comes. Every minute of
+//! a window a resume comes late is quota the night loses, so the first look is at the due instant
+//! itself; and a resume sent too early (a clock a little off) is not a failure: the limit seen
+//! again within seconds of the reset is tried again on a short ladder (15 s, 30 s, 60 s), with the
+//! reset read again, never into a window that still refuses.
 //!
 //! Before resuming, the quota must be back where it can be seen (a fresh statusLine sample under
 //! 100 %). A session still limited after a resume is retried up to three times, then the limit is
@@ -49,7 +56,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             policy: Policy::Watch,
-            margin: Duration::from_secs(60),
+            margin: DEFAULT_MARGIN,
             prompt: "continue".into(),
             retries: 3,
             fallback: Duration::from_secs(30 * 60),
@@ -57,6 +64,14 @@ impl Default for Settings {
         }
     }
 }
+
+/// How long after a reset the resume is due: enough for a clock a little off, little enough that
+/// the window's first minute is the night's.
+pub const DEFAULT_MARGIN: Duration = Duration::from_secs(5);
+
+/// The waits before a resume again after one the window still refused, the last repeated: the
+/// reset was right there, so the next try is seconds away, not another margin.
+pub const REFUSED_LADDER: [Duration; 3] = [Duration::from_secs(15), Duration::from_secs(30), Duration::from_secs(60)];
 
 /// What the usage data says about the quota now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,8 +168,24 @@ impl Plan {
         if self.attempts >= self.settings.retries {
             return self.fail(&format!("still limited after {} resumes", self.attempts));
         }
-        self.due = due_after(resets_at, now, &self.settings);
+        // Refused at the reset (a clock a little off): soon again, on the ladder; a later reset
+        // read since wins.
+        let step = REFUSED_LADDER[(self.attempts as usize).saturating_sub(1).min(REFUSED_LADDER.len() - 1)];
+        let soon = now + chrono::Duration::from_std(step).unwrap_or_default();
+        self.due = match resets_at {
+            Some(_) => due_after(resets_at, now, &self.settings).max(soon),
+            // No reset to go by: the long wait.
+            None => due_after(None, now, &self.settings),
+        };
         vec![]
+    }
+
+    /// The reset, now known to the second (the client's rate-limit data): a resume not sent yet
+    /// is due at it plus the margin, earlier or later than the notice's minute said.
+    pub fn reset_known(&mut self, resets_at: DateTime<Utc>, now: DateTime<Utc>) {
+        if self.sent_at.is_none() && !self.failed {
+            self.due = due_after(Some(resets_at), now, &self.settings);
+        }
     }
 
     fn fail(&mut self, reason: &str) -> Vec<Effect> {
@@ -187,10 +218,10 @@ mod tests {
     fn resumes_at_the_reset_plus_the_margin_and_not_before() {
         let (mut plan, fx) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
         assert!(fx.is_empty(), "watch leaves the client's timer alone");
-        let fx = run(&mut plan, at(10, 0, 0), at(14, 33, 55), Quota::Back);
+        let fx = run(&mut plan, at(10, 0, 0), at(14, 33, 0), Quota::Back);
         assert!(fx.is_empty(), "{fx:?}");
-        let fx = run(&mut plan, at(14, 34, 0), at(14, 34, 10), Quota::Back);
-        assert_eq!(fx, [(at(14, 34, 0), Effect::Resume { attempt: 1, prompt: "continue".into() })]);
+        let fx = run(&mut plan, at(14, 33, 5), at(14, 33, 30), Quota::Back);
+        assert_eq!(fx, [(at(14, 33, 5), Effect::Resume { attempt: 1, prompt: "continue".into() })]);
     }
 
     #[test]
@@ -211,7 +242,7 @@ mod tests {
     #[test]
     fn a_full_window_in_the_data_postpones_and_eventually_fails() {
         let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
-        let fx = run(&mut plan, at(14, 34, 0), at(14, 55, 0), Quota::StillFull);
+        let fx = run(&mut plan, at(14, 33, 5), at(14, 55, 0), Quota::StillFull);
         let kinds: Vec<&str> = fx
             .iter()
             .map(|(_, e)| match e {
@@ -221,7 +252,7 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, ["postponed", "postponed", "postponed", "failed"]);
-        assert_eq!(fx[1].0, at(14, 39, 0), "every 5 minutes");
+        assert_eq!(fx[1].0, at(14, 38, 5), "every 5 minutes");
         assert!(plan.failed);
         assert!(run(&mut plan, at(15, 0, 0), at(16, 0, 0), Quota::Back).is_empty(), "nothing after failing");
     }
@@ -244,7 +275,7 @@ mod tests {
             let fx = plan.limited_again(Some(now + chrono::Duration::hours(1)), now);
             if attempt < 3 {
                 assert!(fx.is_empty());
-                assert_eq!(plan.due, now + chrono::Duration::hours(1) + chrono::Duration::minutes(1));
+                assert_eq!(plan.due, now + chrono::Duration::hours(1) + chrono::Duration::seconds(5));
             } else {
                 assert!(matches!(&fx[..], [Effect::Failed { reason }] if reason.contains("3 resumes")), "{fx:?}");
             }
@@ -268,9 +299,36 @@ mod tests {
     fn the_same_limit_seen_again_before_any_resume_only_moves_to_a_later_reset() {
         let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
         plan.limited_again(Some(at(13, 0, 0)), at(10, 5, 0));
-        assert_eq!(plan.due, at(14, 34, 0), "an earlier reset does not replace a later one");
+        assert_eq!(plan.due, at(14, 33, 5), "an earlier reset does not replace a later one");
         plan.limited_again(Some(at(18, 0, 0)), at(10, 6, 0));
-        assert_eq!(plan.due, at(18, 1, 0), "the later reset wins");
+        assert_eq!(plan.due, at(18, 0, 5), "the later reset wins");
         assert_eq!(plan.attempts, 0);
+    }
+
+    #[test]
+    fn the_reset_known_to_the_second_replaces_the_notices_minute() {
+        // The notice said 14:33; the client's rate-limit data says 14:33:40, or 14:32:50.
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        plan.reset_known(at(14, 33, 40), at(10, 0, 5));
+        assert_eq!(plan.due, at(14, 33, 45));
+        plan.reset_known(at(14, 32, 50), at(10, 0, 10));
+        assert_eq!(plan.due, at(14, 32, 55), "earlier too: it is the exact one");
+    }
+
+    #[test]
+    fn a_resume_the_window_still_refused_is_tried_again_within_seconds() {
+        // A clock a little off: the resume at the reset plus 5 s is refused, the notice shows the
+        // same reset again.
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        assert_eq!(plan.tick(at(14, 33, 5), Quota::Unknown).len(), 1);
+        assert!(plan.limited_again(Some(at(14, 33, 0)), at(14, 33, 8)).is_empty());
+        assert_eq!(plan.due, at(14, 33, 23), "15 s on, not the margin after a reset that has passed");
+        assert_eq!(plan.tick(at(14, 33, 23), Quota::Unknown).len(), 1);
+        plan.limited_again(Some(at(14, 33, 0)), at(14, 33, 25));
+        assert_eq!(plan.due, at(14, 33, 55), "then 30 s");
+        // A later reset read meanwhile wins over the ladder.
+        assert_eq!(plan.tick(at(14, 33, 55), Quota::Unknown).len(), 1);
+        plan.limited_again(Some(at(19, 0, 0)), at(14, 34, 0));
+        assert!(plan.failed, "three refusals: the limit is marked failed");
     }
 }

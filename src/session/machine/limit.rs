@@ -21,6 +21,8 @@ pub struct Paused {
     pub client_continues: bool,
     /// The resume being waited for, with auto-resume on.
     pub resume: Option<Waiting>,
+    /// The reset is known to the second (the client's rate-limit data), not to a notice's minute.
+    pub exact: bool,
 }
 
 /// A resume waited for.
@@ -113,6 +115,17 @@ impl Guard {
     }
 }
 
+/// When a pending resume looks at the wall clock next: every few seconds, and at its due instant
+/// itself (a wall-clock deadline is never slept on as a whole: a suspend stops the monotonic clock).
+fn first_look(plan: &resume::Plan, now: Now) -> Instant {
+    if plan.sent_at.is_some() || plan.failed {
+        // Waiting to see the resume start a turn: every few seconds is soon enough.
+        return now.mono + RESUME_CHECK;
+    }
+    let until_due = (plan.due - now.wall).to_std().unwrap_or(Duration::ZERO);
+    now.mono + RESUME_CHECK.min(until_due.max(Duration::from_millis(100)))
+}
+
 impl Machine {
     /// The client's usage-limit menu (a weekly limit, or automatic continue off): a limit, and with
     /// auto-resume on, a menu to answer so the session is never left stuck on it — "wait here, then
@@ -177,8 +190,15 @@ impl Machine {
         };
         if let Limit::Paused(p) = &mut self.limit {
             // A notice drawn anew, or one showing a later reset, is the limit seen again: after a
-            // resume, another window ran out; before one, a later reset to wait for.
-            let later = found.resets_at.is_some_and(|r| p.limit.resets_at.is_none_or(|known| r > known));
+            // resume, another window ran out; before one, a later reset to wait for. The same
+            // notice still on screen, read once its minute is long past, names tomorrow's time:
+            // it is not a later limit.
+            let a_day_on = found
+                .resets_at
+                .zip(p.limit.resets_at)
+                .is_some_and(|(found, known)| (found - known - chrono::Duration::days(1)).num_seconds().abs() <= 60);
+            let same = !self.notice_gone && found.line == p.limit.line && a_day_on;
+            let later = !same && found.resets_at.is_some_and(|r| p.limit.resets_at.is_none_or(|known| r > known));
             if self.notice_gone || later {
                 self.notice_gone = false;
                 let sent = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
@@ -270,8 +290,26 @@ impl Machine {
                 let limit = LimitText { kind, resets_at: Some(resets_at), line };
                 self.pause(limit, Source::Data, Timer::Maybe, now, fx);
             }
+            (Some((resets_at, _)), Limit::Paused(p))
+                if !p.exact && p.limit.resets_at.is_some_and(|r| (r - resets_at).num_seconds().abs() <= 120) =>
+            {
+                // The notice's minute, now to the second: the resume is due at the exact reset.
+                p.exact = true;
+                p.limit.resets_at = Some(resets_at);
+                if let Some(waiting) = &mut p.resume {
+                    let was = waiting.plan.due;
+                    waiting.plan.reset_known(resets_at, now.wall);
+                    waiting.next_check = first_look(&waiting.plan, now);
+                    if waiting.plan.due != was {
+                        let (settings, due, guard) =
+                            (waiting.plan.settings.clone(), waiting.plan.due, self.guard.settings);
+                        self.emit(EventKind::ResumeArmed { resets_at: Some(resets_at), due, settings, guard }, fx);
+                    }
+                }
+            }
             (Some((resets_at, _)), Limit::Paused(p)) if p.limit.resets_at.is_none_or(|r| r < resets_at) => {
                 p.limit.resets_at = Some(resets_at);
+                p.exact = true;
                 self.learned_reset(Some(resets_at), now, fx);
             }
             _ => {}
@@ -350,7 +388,8 @@ impl Machine {
         }
         let own = self.auto_resume.as_ref().is_some_and(|s| s.policy == resume::Policy::Own);
         let client_continues = timer == Timer::Maybe && !self.guard.settings.not_tonight && !own;
-        self.limit = Limit::Paused(Paused { limit, source, client_continues, resume });
+        let exact = source == Source::Data;
+        self.limit = Limit::Paused(Paused { limit, source, client_continues, resume, exact });
         self.notice_held = None;
         self.notice_gone = false;
         self.refresh_blocker(now, fx);
@@ -414,7 +453,8 @@ impl Machine {
         }
         self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings, guard: self.guard.settings }, fx);
         self.resume_effects(effects, fx);
-        Waiting { plan, next_check: now.mono + RESUME_CHECK }
+        let next_check = first_look(&plan, now);
+        Waiting { plan, next_check }
     }
 
     pub(super) fn resume_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
@@ -422,7 +462,7 @@ impl Machine {
         let guard = self.guard.settings;
         let at_prompt = self.activity == Some(Activity::Idle);
         let Limit::Paused(Paused { resume: Some(waiting), limit, .. }) = &mut self.limit else { return };
-        waiting.next_check = now.mono + RESUME_CHECK;
+        waiting.next_check = first_look(&waiting.plan, now);
         // A resume is typed only at the agent's prompt: never into a busy pane, a dialog, or a client
         // just started again that has not shown its prompt yet. (Checking a resume sent goes on.)
         if !at_prompt && waiting.plan.sent_at.is_none() && now.wall >= waiting.plan.due {

@@ -273,11 +273,12 @@ fn text_limit() {
     sim.input(idle()); // at its prompt, under the notice
                        // Watch: the client resumes by itself; Nightshift steps in only if no turn started by the
                        // reset plus the margin.
-    let due = sim.until(reset + chrono::Duration::seconds(60));
+    let due = sim.until(reset + chrono::Duration::seconds(5));
     sim.run(due - 1.0);
     assert!(sim.resumes().is_empty(), "nothing before the reset plus the margin");
-    sim.run(due + 5.0);
-    assert_eq!(sim.resumes().len(), 1);
+    sim.run(due + 0.2);
+    assert_eq!(sim.resumes().len(), 1, "at the due instant itself, not at the next 5 s look");
+    assert!(sim.resumes()[0].0 <= due + 0.11, "{:?} for {due}", sim.resumes());
     assert_eq!(sim.written().last().map(Vec::as_slice), Some(&b"\r"[..]), "Escape, the prompt, then Enter");
     sim.input(Input::TurnSeen);
     assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })));
@@ -360,7 +361,7 @@ fn the_own_policy_is_not_fooled_by_the_notice_going_away_after_the_reset() {
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
     sim.input(idle());
-    sim.run(sim.until(reset + chrono::Duration::seconds(10)));
+    sim.run(sim.until(reset + chrono::Duration::seconds(2)));
     sim.input(Input::LimitNotice(None));
     assert_eq!(sim.m.state(), SessionState::LimitPaused, "the client continues nothing by itself");
     sim.run(sim.until(reset + chrono::Duration::seconds(65)));
@@ -672,7 +673,7 @@ fn no_resume_typed_into_a_client_just_started_again() {
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
     sim.input(idle());
-    let dies = sim.until(reset + chrono::Duration::seconds(59));
+    let dies = sim.until(reset + chrono::Duration::seconds(4));
     sim.run(dies);
     sim.input(Input::Exited { exit: Exit::Code(1), last_screen: vec![] });
     sim.run(sim.secs() + 120.0);
@@ -1428,4 +1429,50 @@ fn a_dialog_that_goes_away_by_itself_is_journalled_as_nothing_typed() {
     sim.input(transition(Activity::WaitingInput, Some(DialogKind::Permission)));
     sim.input(Input::Exited { exit: Exit::Code(1), last_screen: vec![] });
     assert_eq!(answered(&sim).len(), 1);
+}
+
+// ---- The resume's latency ------------------------------------------------------------------------
+
+#[test]
+fn the_resume_goes_out_seconds_after_the_exact_reset_the_data_gives() {
+    // The notice says the minute; the client's rate-limit data the second, earlier or later.
+    for offset in [40, -10] {
+        let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+        let minute = wall0() + hours(1);
+        let exact = minute + chrono::Duration::seconds(offset);
+        sim.input(notice(minute));
+        sim.input(idle());
+        sim.input(sample(100.0, exact, 40.0, wall0() + hours(72)));
+        let due = sim.until(exact + chrono::Duration::seconds(5));
+        sim.run(due - 0.5);
+        assert!(sim.resumes().is_empty(), "nothing before the exact reset plus 5 s ({offset:+} s)");
+        sim.run(due + 0.5);
+        let sent = sim.resumes();
+        assert_eq!(sent.len(), 1, "{offset:+} s");
+        let late = sent[0].0 - sim.until(exact);
+        assert!((5.0..=5.2).contains(&late), "{late} s after the reset ({offset:+} s)");
+        let armed: Vec<_> = sim
+            .events()
+            .filter_map(|(_, k)| if let EventKind::ResumeArmed { due, .. } = k { Some(*due) } else { None })
+            .collect();
+        assert_eq!(
+            armed.last(),
+            Some(&(exact + chrono::Duration::seconds(5))),
+            "the journal keeps the due time for a restore"
+        );
+    }
+}
+
+#[test]
+fn the_same_notice_read_after_its_time_is_not_a_limit_a_day_later() {
+    // The machine slept through the reset; the notice still on screen, read again at 17:00, says
+    // "resets 2:33pm": tomorrow's, to a parser. It is the same limit: the resume goes out now.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Watch));
+    let reset = wall0() + hours(1);
+    sim.input(notice(reset));
+    sim.input(idle());
+    sim.sleep(hours(3));
+    sim.input(notice(reset + hours(24)));
+    sim.run(sim.secs() + 6.0);
+    assert_eq!(sim.resumes().len(), 1, "resumed on waking, not a day later");
 }
