@@ -43,6 +43,8 @@ pub struct Facts {
     pub armed_until: Option<DateTime<Utc>>,
     /// Something keeps respawn cycles from running (a breaker, the guard, a limit).
     pub cycles_blocked: bool,
+    /// When an open breaker lets its next probe through.
+    pub breaker_probe: Option<DateTime<Utc>>,
 }
 
 fn at(t: DateTime<Utc>) -> String {
@@ -67,6 +69,9 @@ pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
     }
     if f.restarting {
         return hold("the agent is about to be started again".into());
+    }
+    if let Some(probe) = f.breaker_probe.filter(|p| f.armed_until.is_some_and(|until| *p <= until)) {
+        return hold(format!("an open breaker tries again at {}", at(probe)));
     }
     if let Some(due) = f.resume_due {
         let (horizon, reach) = match f.armed_until {

@@ -7,7 +7,13 @@
 //! - The **crash-loop** breaker stops restarting an agent that keeps dying: five lives in a row that
 //!   ended non-zero within a minute of starting open it, and so do more restarts in a row than the
 //!   cap (ten) with the working tree unchanged. Restarts back off on a ladder (2 s, 10 s, 30 s, 2 min,
-//!   5 min). Only an explicit reset closes it.
+//!   5 min).
+//!
+//! An open breaker does not end the night: it waits ([`Backoff`]: 15, 30, 60, then 120 minutes),
+//! goes half-open and lets one probe through — a cycle, or a restart — which closes it on progress
+//! (the working tree moved; the agent lived past a minute) and opens it again otherwise, for the
+//! next, longer wait. After the last wait it stays open until `nightshift breaker reset`, which
+//! works at any time; an empty ladder keeps the old "open until I say".
 //!
 //! - The **budget** breaker stops a run that spent what the user allowed: money (the harness's or
 //!   the statusLine's own totals), tokens (input, output, cache reads and writes), or time (an outer
@@ -108,17 +114,28 @@ pub const NO_PROGRESS_OPEN: u32 = 3;
 pub struct NoProgress {
     pub state: BreakerState,
     misses: u32,
+    /// Half-open after a wait: the next measured cycle start is the probe's baseline, not a verdict
+    /// (the time the breaker was open changed nothing, and says nothing).
+    pub probing: bool,
 }
 
 impl Default for NoProgress {
     fn default() -> Self {
-        Self { state: BreakerState::Closed, misses: 0 }
+        Self { state: BreakerState::Closed, misses: 0, probing: false }
     }
 }
 
 impl NoProgress {
+    /// The open breaker's wait is over: half-open, one probe cycle goes through.
+    pub fn probe(&mut self) -> Trip {
+        self.state = BreakerState::HalfOpen;
+        self.probing = true;
+        Trip { state: BreakerState::HalfOpen, reason: "after its wait: one probe cycle goes through".into() }
+    }
+
     /// The verdict on one cycle: did the repository move since the last one?
     pub fn record(&mut self, progress: bool) -> Option<Trip> {
+        self.probing = false;
         let before = self.state;
         if progress {
             self.misses = 0;
@@ -149,6 +166,72 @@ impl NoProgress {
     }
 }
 
+/// The waits of an open no-progress or crash-loop breaker before each probe, by default: four tries
+/// a night, then open until reset.
+pub const RETRY: [Duration; 4] = [
+    Duration::from_secs(15 * 60),
+    Duration::from_secs(30 * 60),
+    Duration::from_secs(60 * 60),
+    Duration::from_secs(120 * 60),
+];
+
+/// An open breaker's wait before it tries again: the tries it has had, and when the next is due
+/// (`None`: it waits for no probe — closed, probing now, or out of tries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backoff<T> {
+    tries: u32,
+    next: Option<T>,
+}
+
+impl<T> Default for Backoff<T> {
+    fn default() -> Self {
+        Self { tries: 0, next: None }
+    }
+}
+
+impl<T: Copy + Ord + std::ops::Add<Duration, Output = T>> Backoff<T> {
+    /// The breaker opened at `now`: the wait before its next probe, from `ladder` (the next rung
+    /// after each try), or `None` when the ladder is spent (it stays open).
+    pub fn opened(&mut self, now: T, ladder: &[Duration]) -> Option<Duration> {
+        let wait = ladder.get(self.tries as usize).copied();
+        self.next = wait.map(|w| now + w);
+        wait
+    }
+
+    /// When the next probe is due.
+    pub fn next(&self) -> Option<T> {
+        self.next
+    }
+
+    /// Whether a probe is due at `now`: if so, it is counted and the wait is over.
+    pub fn probe_due(&mut self, now: T) -> bool {
+        if self.next.is_some_and(|t| t <= now) {
+            self.next = None;
+            self.tries += 1;
+            return true;
+        }
+        false
+    }
+
+    /// The breaker closed (progress, or the user's reset): the next opening starts the ladder again.
+    pub fn closed(&mut self) {
+        self.tries = 0;
+        self.next = None;
+    }
+
+    pub fn tries(&self) -> u32 {
+        self.tries
+    }
+}
+
+/// What an opened breaker's journal line adds: when it tries again, or that it will not.
+pub fn retry_words(wait: Option<Duration>, what: &str) -> String {
+    match wait {
+        Some(w) => format!("; it tries {what} again in {}", humantime::format_duration(w)),
+        None => "; it stays open until `nightshift breaker reset`".into(),
+    }
+}
+
 /// A life that ends non-zero within this long of its start is a strike.
 pub const SHORT_LIFE: Duration = Duration::from_secs(60);
 /// Strikes in a row that open the crash-loop breaker.
@@ -172,6 +255,22 @@ pub struct CrashLoop {
     strikes: u32,
     restarts: u32,
     tripped: bool,
+    /// Half-open after a wait: one restart went through, and what opened the breaker says what
+    /// closes it.
+    probing: Option<Cause>,
+    /// What opened it last.
+    cause: Option<Cause>,
+    /// A probe's restart came with progress: closed, not said yet.
+    closed: bool,
+}
+
+/// What opened the crash-loop breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// Lives in a row that ended badly within a minute: a life past a minute closes it.
+    ShortLives,
+    /// Restarts that changed nothing: a restart after measured progress closes it.
+    NoProgress,
 }
 
 impl CrashLoop {
@@ -187,10 +286,12 @@ impl CrashLoop {
             return None;
         }
         self.tripped = true;
+        self.probing = None;
+        self.cause = Some(Cause::ShortLives);
         Some(Trip {
             state: BreakerState::Open,
             reason: format!(
-                "{} lives in a row ended within a minute; no more automatic restarts until `nightshift breaker reset`",
+                "{} lives in a row ended within a minute: no more automatic restarts for now",
                 self.strikes
             ),
         })
@@ -202,13 +303,21 @@ impl CrashLoop {
     pub fn restart(&mut self, progress: bool, cap: u32, ladder: &[Duration]) -> Result<Duration, Trip> {
         if progress {
             self.restarts = 0;
+            if self.probing == Some(Cause::NoProgress) {
+                // The probe's life moved the working tree: the breaker closes with this restart.
+                self.probing = None;
+                self.cause = None;
+                self.closed = true;
+            }
         }
         if self.restarts >= cap {
             self.tripped = true;
+            self.probing = None;
+            self.cause = Some(Cause::NoProgress);
             return Err(Trip {
                 state: BreakerState::Open,
                 reason: format!(
-                    "{cap} restarts without progress in the working tree; no more automatic restarts until `nightshift breaker reset`"
+                    "{cap} restarts without progress in the working tree: no more automatic restarts for now"
                 ),
             });
         }
@@ -224,11 +333,46 @@ impl CrashLoop {
         !self.tripped && self.restarts < cap
     }
 
-    /// Only an explicit reset closes it; the counts start again.
+    /// The explicit reset closes it at any time; the counts start again.
     pub fn reset(&mut self) -> Option<Trip> {
-        let was = self.tripped;
+        let was = self.tripped || self.probing.is_some();
         *self = Self::default();
         was.then(|| Trip { state: BreakerState::Closed, reason: "reset by the user".into() })
+    }
+
+    /// The open breaker's wait is over: half-open, one restart goes through. One more short life,
+    /// or one more restart without progress at `cap`, opens it again.
+    pub fn probe(&mut self, cap: u32) -> Trip {
+        self.tripped = false;
+        self.probing = self.cause;
+        match self.cause {
+            Some(Cause::ShortLives) => self.strikes = STRIKES - 1,
+            _ => self.restarts = cap,
+        }
+        Trip { state: BreakerState::HalfOpen, reason: "after its wait: the agent is started once more".into() }
+    }
+
+    /// A probe of short lives is under way (its agent's first minute decides).
+    pub fn is_probing(&self) -> bool {
+        self.probing == Some(Cause::ShortLives)
+    }
+
+    /// The probe's agent lived past [`SHORT_LIFE`]: a loop of short lives is broken.
+    pub fn lived(&mut self) -> Option<Trip> {
+        if self.probing != Some(Cause::ShortLives) {
+            return None;
+        }
+        *self = Self::default();
+        Some(Trip {
+            state: BreakerState::Closed,
+            reason: "the agent started after the wait lived past a minute".into(),
+        })
+    }
+
+    /// The probe of restarts without progress was answered by progress: closed (said once).
+    pub fn closed_by_progress(&mut self) -> Option<Trip> {
+        std::mem::take(&mut self.closed)
+            .then(|| Trip { state: BreakerState::Closed, reason: "the working tree moved again".into() })
     }
 }
 

@@ -157,6 +157,21 @@ pub mod opt_ts {
     }
 }
 
+/// [`secs_list`] that may be empty (`breaker_retry = []`: no retries).
+pub mod secs_list_or_none {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(list: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        super::secs_list::serialize(list, s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        super::secs_list::waits(Vec::<f64>::deserialize(d)?)
+    }
+}
+
 /// A list of durations as seconds (`restart_backoff = [2, 10, 30]`); never empty.
 pub mod secs_list {
     use std::time::Duration;
@@ -177,6 +192,10 @@ pub mod secs_list {
         if list.is_empty() {
             return Err(serde::de::Error::custom("give at least one wait, in seconds"));
         }
+        waits(list)
+    }
+
+    pub(super) fn waits<E: serde::de::Error>(list: Vec<f64>) -> Result<Vec<Duration>, E> {
         list.into_iter()
             .map(|secs| {
                 if secs.is_finite() && (0.0..=86_400.0).contains(&secs) {

@@ -217,9 +217,11 @@ where
             format!("{label} resumed"),
             format!("The usage limit reset; Nightshift sent the resume prompt (attempt {attempt})."),
         )),
-        EventKind::Breaker { breaker, state: BreakerState::Open, reason } => {
-            Some(notice(Kind::Breaker, format!("{label}: the {} breaker tripped", breaker.as_str()), reason.clone()))
-        }
+        // Once a night: a breaker that waits and probes may open again several times.
+        EventKind::Breaker { breaker, state: BreakerState::Open, reason } => Some(Notice {
+            once: Some(format!("breaker:{}:{id}", breaker.as_str())),
+            ..notice(Kind::Breaker, format!("{label}: the {} breaker tripped", breaker.as_str()), reason.clone())
+        }),
         EventKind::State { state: SessionState::Exited | SessionState::Failed, reason, .. } => {
             Some(notice(Kind::Finished, format!("{label} finished"), reason.clone()))
         }

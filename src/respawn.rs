@@ -94,6 +94,10 @@ pub struct Settings {
     /// Refuse, through the client's hooks, the commands an unattended session must not run
     /// (force pushes to the default branch, `rm -rf` outside the working directory, …).
     pub guard: bool,
+    /// The waits of an open no-progress or crash-loop breaker before it lets one probe through
+    /// (see [`crate::breaker`]); empty: it stays open until `nightshift breaker reset`.
+    #[serde(with = "crate::clock::secs_list_or_none")]
+    pub breaker_retry: Vec<Duration>,
 }
 
 /// Settings left out of a hand-written preset are the Overnight preset's.
@@ -120,6 +124,7 @@ impl Settings {
             restart_backoff: crate::breaker::LADDER.to_vec(),
             handoff_at: 75.0,
             guard: false,
+            breaker_retry: crate::breaker::RETRY.to_vec(),
         }
     }
 

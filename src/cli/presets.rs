@@ -14,6 +14,8 @@ pub struct Args {
     action: Option<Action>,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 enum Action {
     /// One line per preset (the default)
@@ -80,6 +82,10 @@ pub struct SettingsArgs {
     /// `rm -rf` outside the working directory, …); on in the overnight preset
     #[arg(long, value_name = "BOOL")]
     pub guard: Option<bool>,
+    /// Minutes an open no-progress or crash-loop breaker waits before each probe, comma-separated
+    /// (15,30,60,120), or `never`: open until `nightshift breaker reset`
+    #[arg(long, value_name = "M,M,…|never")]
+    pub breaker_retry: Option<String>,
 }
 
 fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
@@ -91,6 +97,20 @@ fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
 
 impl SettingsArgs {
     pub fn apply(&self, s: &mut Settings) -> anyhow::Result<()> {
+        if let Some(list) = &self.breaker_retry {
+            s.breaker_retry = match list.trim() {
+                "never" | "" => Vec::new(),
+                list => list
+                    .split(',')
+                    .map(|m| match m.trim().parse::<f64>() {
+                        Ok(m) if m.is_finite() && m > 0.0 && m <= 1440.0 => Ok(Duration::from_secs_f64(m * 60.0)),
+                        _ => anyhow::bail!(
+                            "--breaker-retry takes minutes separated by commas (15,30,60,120) or `never`, not `{list}`"
+                        ),
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+            };
+        }
         if let Some(v) = self.idle_timeout {
             s.idle_timeout = seconds("idle-timeout", v)?;
         }

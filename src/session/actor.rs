@@ -460,7 +460,7 @@ impl Executor {
             }
             Control::Usage(sample) => self.step(Input::Sample(sample)),
             Control::Configure(change, reply) => {
-                self.step(Input::Configure(change));
+                self.step(Input::Configure(*change));
                 let _ = reply.send(self.machine.options(self.now()));
             }
             Control::Stop { source, kind } => self.step(Input::Stop { source, kind }),

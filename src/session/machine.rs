@@ -254,6 +254,9 @@ pub struct Machine {
     held: bool,
     crash: CrashLoop,
     progress: NoProgress,
+    /// The open breakers' waits before their probes.
+    crash_retry: crate::breaker::Backoff<Instant>,
+    progress_retry: crate::breaker::Backoff<Instant>,
     /// The working tree at the last cycle's start.
     cycle_fingerprint: Option<Fingerprint>,
     /// The working tree when the agent was last started again after measured progress.
@@ -321,6 +324,8 @@ impl Machine {
             held: start.held,
             crash: CrashLoop::default(),
             progress: NoProgress::default(),
+            crash_retry: crate::breaker::Backoff::default(),
+            progress_retry: crate::breaker::Backoff::default(),
             cycle_fingerprint: None,
             life_fingerprint: None,
             spend: Spend { tally: start.spent, cycle_start: None },
@@ -424,7 +429,8 @@ impl Machine {
             .max_wall_clock
             .filter(|_| !self.budget_tripped && self.life.is_live())
             .map(|max| self.budget_from.mono + max);
-        [cycle, life, resume, self.guard.next_deadline(), notice, budget].into_iter().flatten().min()
+        let breakers = self.breaker_deadline();
+        [cycle, life, resume, self.guard.next_deadline(), notice, budget, breakers].into_iter().flatten().min()
     }
 
     /// The budget: a crossing opens the budget breaker and stops the agent (no restart follows).
@@ -586,6 +592,7 @@ impl Machine {
 
     fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         self.check_budget(now, fx);
+        self.breaker_tick(now, fx);
         self.life_tick(now, fx);
         self.notice_tick(now, fx);
         if self.guard.next_deadline().is_some_and(|t| t <= now.mono) && self.guard.tick(now) {

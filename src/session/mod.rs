@@ -48,7 +48,7 @@ pub enum Control {
     /// The agent's latest usage (its cost feeds the respawn cycles' accounting).
     Usage(crate::usage::Sample),
     /// Change what the session does by itself; the reply is its options after the change.
-    Configure(Change, oneshot::Sender<Options>),
+    Configure(Box<Change>, oneshot::Sender<Options>),
     /// A hook of the session's client; the reply is what the hook answers it.
     Hook(crate::hooks::Hook, oneshot::Sender<crate::hooks::Answer>),
     /// A viewer attaches: the reply is the size and the screen as escape codes that draw it, and the
@@ -159,6 +159,9 @@ pub struct Options {
     pub held: bool,
     /// The breakers that are not closed.
     pub breakers: Vec<(crate::breaker::BreakerKind, crate::breaker::BreakerState)>,
+    /// When an open breaker lets its next probe through (none: it stays open until reset).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+    pub breaker_retry_at: Option<DateTime<Utc>>,
     /// Paused on a usage limit.
     pub limit: Option<Paused>,
     /// What of a fresh 5-hour window is left for the user.
@@ -313,7 +316,7 @@ impl SessionHandle {
     /// Changes the session's options; returns them as they are after the change.
     pub async fn configure(&self, change: Change) -> Result<Options, SessionEnded> {
         let (tx, rx) = oneshot::channel();
-        self.control(Control::Configure(change, tx)).await?;
+        self.control(Control::Configure(Box::new(change), tx)).await?;
         rx.await.map_err(|_| SessionEnded(self.id.clone()))
     }
 

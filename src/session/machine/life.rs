@@ -9,7 +9,7 @@
 //! ends it in the journal too, with a final state.
 
 use super::*;
-use crate::breaker::{BreakerKind, Trip, SHORT_LIFE};
+use crate::breaker::{retry_words, BreakerKind, Trip, SHORT_LIFE};
 
 /// Where the session is in its lives.
 #[derive(Debug, Clone, PartialEq)]
@@ -272,7 +272,7 @@ impl Machine {
         self.because("respawn is armed: the agent is started again after a wait");
         self.refresh_blocker(now, fx);
         if let Some(trip) = self.crash.life_ended(exit.shell_code() != 0 && lived < SHORT_LIFE) {
-            self.open_crash_loop(trip, fx);
+            self.open_crash_loop(trip, now, fx);
             return;
         }
         fx.push(Effect::Measure {
@@ -281,8 +281,8 @@ impl Machine {
         });
     }
 
-    fn open_crash_loop(&mut self, trip: Trip, fx: &mut Vec<Effect>) {
-        self.breaker(BreakerKind::CrashLoop, trip, fx);
+    fn open_crash_loop(&mut self, trip: Trip, now: Now, fx: &mut Vec<Effect>) {
+        self.breaker(BreakerKind::CrashLoop, trip, now, fx);
         if let Life::Between { next, .. } = &mut self.life {
             *next = Next::BreakerOpen;
         }
@@ -301,14 +301,18 @@ impl Machine {
             .respawn
             .as_ref()
             .map_or((0, Vec::new()), |r| (r.cycle.settings.max_restarts, r.cycle.settings.restart_backoff.clone()));
-        match self.crash.restart(progress, cap, &ladder) {
+        let restart = self.crash.restart(progress, cap, &ladder);
+        if let Some(trip) = self.crash.closed_by_progress() {
+            self.breaker(BreakerKind::CrashLoop, trip, now, fx);
+        }
+        match restart {
             Ok(wait) => {
                 self.restart_wait = Some(wait);
                 if let Life::Between { next, .. } = &mut self.life {
                     *next = Next::RestartAt(now.mono + wait);
                 }
             }
-            Err(trip) => self.open_crash_loop(trip, fx),
+            Err(trip) => self.open_crash_loop(trip, now, fx),
         }
     }
 
@@ -347,29 +351,86 @@ impl Machine {
             Purpose::Restart => self.restart_measured(fingerprint, now, fx),
             Purpose::Cycle(_) => {
                 let Some(fingerprint) = fingerprint else { return };
-                let Some(before) = self.cycle_fingerprint.replace(fingerprint.clone()) else { return };
+                let before = self.cycle_fingerprint.replace(fingerprint.clone());
+                if std::mem::take(&mut self.progress.probing) {
+                    // The probe cycle's start: its baseline. The next cycle's start is the verdict.
+                    return;
+                }
+                let Some(before) = before else { return };
                 if let Some(trip) = self.progress.record(before != fingerprint) {
-                    self.breaker(BreakerKind::NoProgress, trip, fx);
+                    self.breaker(BreakerKind::NoProgress, trip, now, fx);
                     self.refresh_blocker(now, fx);
                 }
             }
         }
     }
 
-    pub(super) fn breaker(&mut self, kind: BreakerKind, trip: Trip, fx: &mut Vec<Effect>) {
+    /// Journals a breaker's change; an opened no-progress or crash-loop breaker waits for its
+    /// probe on its ladder (or stays open), one that closed starts the ladder again.
+    pub(super) fn breaker(&mut self, kind: BreakerKind, mut trip: Trip, now: Now, fx: &mut Vec<Effect>) {
+        let ladder = self.respawn.as_ref().map(|r| r.cycle.settings.breaker_retry.clone()).unwrap_or_default();
+        let retry = match kind {
+            BreakerKind::NoProgress => Some((&mut self.progress_retry, "one cycle")),
+            BreakerKind::CrashLoop => Some((&mut self.crash_retry, "one restart")),
+            BreakerKind::Budget => None,
+        };
+        if let Some((retry, what)) = retry {
+            match trip.state {
+                BreakerState::Open => trip.reason.push_str(&retry_words(retry.opened(now.mono, &ladder), what)),
+                BreakerState::Closed => retry.closed(),
+                BreakerState::HalfOpen => {}
+            }
+        }
         tracing::info!(breaker = kind.as_str(), state = trip.state.as_str(), "{}", trip.reason);
         self.emit(EventKind::Breaker { breaker: kind, state: trip.state, reason: trip.reason.clone() }, fx);
         self.because(format!("the {} breaker is {}: {}", kind.as_str(), trip.state.as_str(), trip.reason));
     }
 
+    /// An open breaker's wait is over: it lets one probe through (a cycle, or a restart), and the
+    /// probe's outcome closes it or opens it again; the crash-loop probe's agent living past a
+    /// minute closes it.
+    pub(super) fn breaker_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if self.progress.state == BreakerState::Open && self.progress_retry.probe_due(now.mono) {
+            let trip = self.progress.probe();
+            self.breaker(BreakerKind::NoProgress, trip, now, fx);
+            self.refresh_blocker(now, fx);
+        }
+        if self.crash.is_open() && self.crash_retry.probe_due(now.mono) {
+            let cap = self.respawn.as_ref().map_or(0, |r| r.cycle.settings.max_restarts);
+            let trip = self.crash.probe(cap);
+            self.breaker(BreakerKind::CrashLoop, trip, now, fx);
+            if let Life::Between { next: next @ Next::BreakerOpen, .. } = &mut self.life {
+                *next = Next::RestartAt(now.mono);
+            }
+        }
+        if let Life::Live { since, .. } = self.life {
+            if now.mono.saturating_duration_since(since) >= SHORT_LIFE {
+                if let Some(trip) = self.crash.lived() {
+                    self.breaker(BreakerKind::CrashLoop, trip, now, fx);
+                }
+            }
+        }
+    }
+
+    /// When an open breaker's wait, or a probe's life, needs the clock next.
+    pub(super) fn breaker_deadline(&self) -> Option<Instant> {
+        let lived = match self.life {
+            Life::Live { since, .. } if self.crash.is_probing() => Some(since + SHORT_LIFE),
+            _ => None,
+        };
+        let progress = self.progress_retry.next().filter(|_| self.progress.state == BreakerState::Open);
+        let crash = self.crash_retry.next().filter(|_| self.crash.is_open());
+        [lived, progress, crash].into_iter().flatten().min()
+    }
+
     pub(super) fn reset_breakers(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let mut reset = Vec::new();
         if let Some(trip) = self.crash.reset() {
-            self.breaker(BreakerKind::CrashLoop, trip, fx);
+            self.breaker(BreakerKind::CrashLoop, trip, now, fx);
             reset.push("crash_loop");
         }
         if let Some(trip) = self.progress.reset() {
-            self.breaker(BreakerKind::NoProgress, trip, fx);
+            self.breaker(BreakerKind::NoProgress, trip, now, fx);
             reset.push("no_progress");
         }
         let said =

@@ -29,10 +29,19 @@ impl Machine {
             awake: self.want(now),
             resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             account_switch: self.switch_view(),
+            breaker_retry_at: self.breaker_probe_at(now),
             budget: self.budget,
             spent_usd: self.spend.tally.spent,
             spent_tokens: self.spend.tally.tokens_spent,
         }
+    }
+
+    /// When an open breaker lets its next probe through, on the wall clock.
+    fn breaker_probe_at(&self, now: Now) -> Option<DateTime<Utc>> {
+        let progress = self.progress_retry.next().filter(|_| self.progress.state == BreakerState::Open);
+        let crash = self.crash_retry.next().filter(|_| self.crash.is_open());
+        let at = progress.into_iter().chain(crash).min()?;
+        Some(now.wall + chrono::Duration::from_std(at.saturating_duration_since(now.mono)).unwrap_or_default())
     }
 
     /// What the session needs of the machine now.
@@ -50,6 +59,7 @@ impl Machine {
             resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             armed_until: self.respawn.as_ref().filter(|r| r.active()).map(|r| r.until),
             cycles_blocked: self.blocked.is_some(),
+            breaker_probe: self.breaker_probe_at(now),
         };
         crate::awake::want(&facts, now.wall)
     }

@@ -508,7 +508,8 @@ fn restart_ladder() {
 #[test]
 fn a_crash_loop_of_short_lives_opens_the_breaker_after_five() {
     let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(1500), 1);
-    sim.run(3600.0);
+    // Before its first wait is over.
+    sim.run(800.0);
     assert_eq!(sim.exits().len(), 5, "five lives");
     assert_eq!(sim.spawns().len(), 4);
     let (_, kind, reason) = sim.opened().expect("the breaker opened");
@@ -542,13 +543,17 @@ fn clean_exit_ends() {
 
 #[test]
 fn the_restart_cap() {
-    // Long lives that end badly and change nothing in the working tree: ten restarts, then stop.
+    // Long lives that end badly and change nothing in the working tree: ten restarts, then the
+    // breaker; one restart after each of its four waits, none closing it (no progress).
     let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(S(120), 1);
-    sim.run(8.0 * 3600.0);
-    assert_eq!(sim.spawns().len(), 10, "{:?}", sim.spawns());
+    sim.run(7.5 * 3600.0);
+    assert_eq!(sim.spawns().len(), 10 + 4, "{:?}", sim.spawns());
     let (_, kind, reason) = sim.opened().expect("the breaker opened");
     assert_eq!(kind, BreakerKind::CrashLoop);
     assert!(reason.contains("10 restarts without progress"), "{reason}");
+    let changes = breaker_changes(&sim, BreakerKind::CrashLoop);
+    assert!(!changes.iter().any(|c| c.1 == BreakerState::Closed), "{changes:?}");
+    assert_eq!(sim.m.state(), SessionState::BreakerOpen, "open for good once its waits are spent");
 }
 
 #[test]
@@ -685,7 +690,9 @@ fn no_resume_typed_into_a_client_just_started_again() {
 
 #[test]
 fn an_open_crash_loop_breaker_lets_the_machine_sleep() {
-    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(1500), 1);
+    // Set to stay open until the user resets it: nothing is due.
+    let settings = respawn::Settings { breaker_retry: vec![], ..quick_respawn() };
+    let mut sim = Sim::new(with_respawn(start(), settings)).agent(Duration::from_millis(1500), 1);
     sim.run(3600.0);
     assert_eq!(sim.m.state(), SessionState::BreakerOpen);
     let want = sim.m.options(sim.now()).awake;
@@ -1461,6 +1468,114 @@ fn the_resume_goes_out_seconds_after_the_exact_reset_the_data_gives() {
             "the journal keeps the due time for a restore"
         );
     }
+}
+
+// ---- Breakers that wait ------------------------------------------------------------------------
+
+fn breaker_changes(sim: &Sim, kind: BreakerKind) -> Vec<(f64, BreakerState)> {
+    sim.events()
+        .filter_map(|(t, k)| match k {
+            EventKind::Breaker { breaker, state, .. } if *breaker == kind => Some((t, *state)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Cycles of a kickstart alone, on an agent that works a moment after each and goes idle: the
+/// night runs on until `secs`.
+fn kickstarted(settings: respawn::Settings) -> Sim {
+    let settings = respawn::Settings { update_prompt: String::new(), clear_and_init: false, ..settings };
+    let mut sim = Sim::new(with_respawn(start(), settings));
+    sim.input(idle());
+    sim
+}
+
+fn work_until(sim: &mut Sim, secs: f64) {
+    while sim.secs() < secs {
+        let typed = sim.written().len();
+        sim.run((sim.secs() + 1.0).min(secs));
+        if sim.written().len() > typed {
+            sim.input(working());
+            sim.run((sim.secs() + 2.0).min(secs));
+            sim.input(idle());
+        }
+    }
+}
+
+#[test]
+fn an_open_no_progress_breaker_probes_after_its_wait_and_closes_on_progress() {
+    let mut sim = kickstarted(quick_respawn());
+    // Cycles that change nothing: half-open at two, open at three.
+    work_until(&mut sim, 60.0);
+    let opened = breaker_changes(&sim, BreakerKind::NoProgress);
+    let open_at = opened.iter().find(|(_, s)| *s == BreakerState::Open).map(|(t, _)| *t).expect("open");
+    assert_eq!(sim.m.state(), SessionState::BreakerOpen);
+    let reason = sim.opened().unwrap().2;
+    assert!(reason.contains("tries one cycle again in 15m"), "{reason}");
+    assert!(sim.m.options(sim.now()).breaker_retry_at.is_some(), "shown with when it next tries");
+    let cycles = cycles_started(&sim).len();
+    work_until(&mut sim, open_at + 899.0);
+    assert_eq!(cycles_started(&sim).len(), cycles, "no cycle during the wait");
+    assert!(sim.m.options(sim.now()).awake.hold, "the probe is within the armed hours: the machine stays up");
+    // The wait is over: one probe cycle, in which the agent's work moves the tree.
+    work_until(&mut sim, open_at + 901.0);
+    assert_eq!(breaker_changes(&sim, BreakerKind::NoProgress).last().map(|c| c.1), Some(BreakerState::HalfOpen));
+    work_until(&mut sim, open_at + 905.0);
+    assert_eq!(cycles_started(&sim).len(), cycles + 1, "the probe cycle");
+    sim.tree = "tree-moved".into();
+    // The next cycle's start sees the move: closed, and the cycles go on.
+    work_until(&mut sim, open_at + 912.0);
+    assert_eq!(breaker_changes(&sim, BreakerKind::NoProgress).last().map(|c| c.1), Some(BreakerState::Closed));
+    assert!(cycles_started(&sim).len() >= cycles + 2, "the cycles go on");
+}
+
+#[test]
+fn a_probe_without_progress_opens_it_again_for_a_longer_wait_until_the_ladder_is_spent() {
+    let mut sim = kickstarted(respawn::Settings { breaker_retry: vec![S(600), S(1200)], ..quick_respawn() });
+    work_until(&mut sim, 5000.0);
+    let changes: Vec<BreakerState> = breaker_changes(&sim, BreakerKind::NoProgress).into_iter().map(|c| c.1).collect();
+    use BreakerState::{HalfOpen, Open};
+    assert_eq!(changes, [HalfOpen, Open, HalfOpen, Open, HalfOpen, Open], "two probes, then open for good");
+    let reasons: Vec<String> = sim
+        .events()
+        .filter_map(|(_, k)| match k {
+            EventKind::Breaker { state: BreakerState::Open, reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(reasons[0].ends_with("again in 10m"), "{reasons:?}");
+    assert!(reasons[1].ends_with("again in 20m"), "{reasons:?}");
+    assert!(reasons[2].ends_with("stays open until `nightshift breaker reset`"), "{reasons:?}");
+    assert_eq!(sim.m.options(sim.now()).breaker_retry_at, None);
+    // The user's reset works at any time.
+    sim.input(Input::ResetBreakers);
+    assert_eq!(breaker_changes(&sim, BreakerKind::NoProgress).last().map(|c| c.1), Some(BreakerState::Closed));
+}
+
+#[test]
+fn an_open_crash_loop_breaker_starts_the_agent_once_after_its_wait_and_a_long_life_closes_it() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(1500), 1);
+    sim.run(800.0);
+    assert_eq!(sim.m.state(), SessionState::BreakerOpen);
+    let spawns = sim.spawns().len();
+    // Whatever was wrong is fixed meanwhile: the next life lasts.
+    sim.agent = Some(Agent { life: S(3600), code: 1 });
+    sim.run(1300.0);
+    assert_eq!(sim.spawns().len(), spawns + 1, "one restart after the wait");
+    let changes: Vec<BreakerState> = breaker_changes(&sim, BreakerKind::CrashLoop).into_iter().map(|c| c.1).collect();
+    assert_eq!(changes, [BreakerState::Open, BreakerState::HalfOpen, BreakerState::Closed], "{changes:?}");
+    assert!(sim.m.is_live());
+}
+
+#[test]
+fn a_crash_loop_probe_that_dies_again_opens_it_again() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn())).agent(Duration::from_millis(1500), 1);
+    sim.run(3600.0);
+    let changes: Vec<BreakerState> = breaker_changes(&sim, BreakerKind::CrashLoop).into_iter().map(|c| c.1).collect();
+    use BreakerState::{HalfOpen, Open};
+    // Opened; probes after 15 and 30 more minutes, each one short life.
+    assert_eq!(changes, [Open, HalfOpen, Open, HalfOpen, Open], "{changes:?}");
+    assert_eq!(sim.exits().len(), 7, "five lives, then one per probe");
 }
 
 #[test]
