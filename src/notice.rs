@@ -225,6 +225,28 @@ where
         EventKind::State { state: SessionState::Exited | SessionState::Failed, reason, .. } => {
             Some(notice(Kind::Finished, format!("{label} finished"), reason.clone()))
         }
+        EventKind::ContextHigh { pct, threshold } => Some(Notice {
+            once: Some(format!("context_high:{id}")),
+            ..notice(
+                Kind::Breaker,
+                format!("{label} starts each conversation nearly full"),
+                format!(
+                    "After a handoff its fresh context is already at {}% (the handoff threshold is {}%): \
+                     its memory files or system prompt are huge. It goes on, and hands off again only once \
+                     the context has grown.",
+                    pct.round(),
+                    threshold.round()
+                ),
+            )
+        }),
+        EventKind::Restored { reason, down_secs } => Some(notice(
+            Kind::Resume,
+            format!("{label} was brought back"),
+            format!(
+                "Nightshift had stopped for {} without ending it; it goes on ({reason}).",
+                humantime::format_duration(Duration::from_secs(*down_secs))
+            ),
+        )),
         EventKind::GuardDenied { rule, what, command } => Some(Notice {
             once: Some(format!("guard:{rule}")),
             ..notice(
@@ -248,6 +270,8 @@ pub fn may_notify(kind: &EventKind) -> bool {
             | EventKind::ResumeSent { .. }
             | EventKind::Breaker { .. }
             | EventKind::GuardDenied { .. }
+            | EventKind::ContextHigh { .. }
+            | EventKind::Restored { .. }
     )
 }
 

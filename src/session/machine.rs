@@ -290,6 +290,8 @@ pub struct Machine {
     kick_with_handoff: bool,
     /// The context's use, as the statusLine last said.
     context_pct: Option<f64>,
+    /// Where the fresh conversation after the last handoff started.
+    context_floor: hooks::Floor,
     /// Claude's hooks reach the session: its own word on a limit comes before the screen's.
     hooks_heard: bool,
     /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
@@ -344,6 +346,7 @@ impl Machine {
             last_handoff: start.handoff.map(|(text, at)| hooks::Written { text, at }),
             kick_with_handoff: false,
             context_pct: None,
+            context_floor: hooks::Floor::None,
             hooks_heard: false,
             notice_held: None,
             budget: start.budget,

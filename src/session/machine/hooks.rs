@@ -16,6 +16,22 @@ const HANDOFF_ASKS: u32 = 3;
 const FRESH_HANDOFF: chrono::Duration = chrono::Duration::minutes(15);
 /// Shorter than this is not a handoff.
 const HANDOFF_MIN_CHARS: usize = 40;
+/// How much a fresh conversation that starts past the threshold must grow, in points of its
+/// context, before it is asked for a handoff again.
+pub(super) const CONTEXT_GROWTH: f64 = 10.0;
+
+/// Where a fresh conversation's context starts, after a handoff's reset: one that already starts
+/// past the threshold (huge memory files, a huge system prompt) is not asked again and again — it
+/// would hand off every turn and do no work — but once, when it has grown by a real amount.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) enum Floor {
+    #[default]
+    None,
+    /// Reset after a handoff: the next reading says where the fresh conversation starts.
+    Pending,
+    /// It started at this much, past the threshold.
+    At(f64),
+}
 
 /// Where the session is with its handoff.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -122,12 +138,29 @@ impl Machine {
         fx.push(Effect::Answer(answer));
     }
 
-    /// The statusLine's context figure: at the threshold, a handoff is due (with respawn armed).
-    pub(super) fn context_seen(&mut self, pct: Option<f64>) {
+    /// The statusLine's context figure: at the threshold, a handoff is due (with respawn armed);
+    /// for a fresh conversation that starts past it, once it has grown by [`CONTEXT_GROWTH`].
+    pub(super) fn context_seen(&mut self, pct: Option<f64>, fx: &mut Vec<Effect>) {
         self.context_pct = pct.or(self.context_pct);
         let threshold = self.respawn.as_ref().filter(|r| r.active()).map(|r| r.cycle.settings.handoff_at);
         let (Some(pct), Some(threshold)) = (pct, threshold) else { return };
-        if threshold > 0.0 && threshold < 100.0 && pct >= threshold && self.handoff == Handoff::None {
+        if !(threshold > 0.0 && threshold < 100.0) {
+            return;
+        }
+        if self.context_floor == Floor::Pending {
+            self.context_floor = if pct >= threshold {
+                tracing::info!(pct, threshold, "the fresh conversation starts past the handoff threshold");
+                self.emit(EventKind::ContextHigh { pct, threshold }, fx);
+                Floor::At(pct)
+            } else {
+                Floor::None
+            };
+        }
+        let due_at = match self.context_floor {
+            Floor::At(floor) => threshold.max(floor + CONTEXT_GROWTH),
+            _ => threshold,
+        };
+        if pct >= due_at && self.handoff == Handoff::None {
             tracing::info!(pct, threshold, "the context is past the handoff threshold: a handoff is due");
             self.handoff = Handoff::Due;
         }
@@ -142,6 +175,7 @@ impl Machine {
             || self.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF);
         if source == "clear" && self.handoff == Handoff::Written {
             self.handoff = Handoff::None;
+            self.context_floor = Floor::Pending;
         }
         let Some(written) = self.last_handoff.as_ref().filter(|_| fresh) else { return Answer::Pass };
         self.emit(EventKind::HandoffGiven { source: source.to_string() }, fx);

@@ -1438,6 +1438,54 @@ fn a_dialog_that_goes_away_by_itself_is_journalled_as_nothing_typed() {
     assert_eq!(answered(&sim).len(), 1);
 }
 
+// ---- A handoff that would loop -------------------------------------------------------------------
+
+fn handoffs(sim: &Sim) -> usize {
+    sim.events().filter(|(_, k)| matches!(k, EventKind::Handoff { .. })).count()
+}
+
+/// One turn of the fresh conversation after a handoff, its context reported at `pct`.
+fn fresh_turn(sim: &mut Sim, pct: f64) {
+    sim.input(working());
+    sim.input(context(pct));
+    sim.input(stop(false, "Did a step."));
+    if matches!(sim.answers().last(), Some(crate::hooks::Answer::Block { .. })) {
+        sim.input(stop(true, HANDOFF));
+        sim.input(idle());
+        sim.run(sim.secs() + 0.5);
+        sim.input(hook(crate::hooks::Event::SessionStart { source: "clear".into() }));
+    }
+    sim.input(idle());
+    sim.run(sim.secs() + 2.0);
+}
+
+#[test]
+fn a_fresh_conversation_that_starts_past_the_threshold_is_warned_once_not_handed_off_again() {
+    // The client reports 81 % on every answer (a huge CLAUDE.md): before, each turn handed off
+    // again, 16 in two minutes, and no work was done.
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
+    fresh_turn(&mut sim, 81.0);
+    assert_eq!(handoffs(&sim), 1, "the first time past the threshold: a handoff");
+    for _ in 0..10 {
+        fresh_turn(&mut sim, 81.0);
+    }
+    assert_eq!(handoffs(&sim), 1, "no handoff again while the fresh conversation stays where it started");
+    let warned: Vec<f64> = sim
+        .events()
+        .filter_map(|(_, k)| if let EventKind::ContextHigh { pct, .. } = k { Some(*pct) } else { None })
+        .collect();
+    assert_eq!(warned, [81.0], "one warning");
+    // It grows by a real amount: asked again.
+    fresh_turn(&mut sim, 88.0);
+    assert_eq!(handoffs(&sim), 1, "7 points is not yet a real amount");
+    fresh_turn(&mut sim, 91.5);
+    assert_eq!(handoffs(&sim), 2, "past its start plus 10 points: handed off");
+    // A fresh conversation that starts low again is asked at the threshold as before.
+    fresh_turn(&mut sim, 12.0);
+    fresh_turn(&mut sim, 76.0);
+    assert_eq!(handoffs(&sim), 3);
+}
+
 // ---- The resume's latency ------------------------------------------------------------------------
 
 #[test]
