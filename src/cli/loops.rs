@@ -137,6 +137,8 @@ fn leave_marker(state_dir: Option<PathBuf>, marker: Marker, session: Option<Stri
 
 fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> {
     let (paths, store) = super::open_store(state_dir)?;
+    // A loop logs as `run` does: a tasks file it cannot write, a retry, are said, not kept quiet.
+    let _log = nightshift::logging::init(&paths.log_dir(), nightshift::logging::Stderr::On);
     let here = std::env::current_dir().context("cannot read the current directory")?;
     let mut cwd = args.cwd.clone();
     if let Some(file) = &args.projects {
@@ -184,6 +186,7 @@ async fn supervise(
 ) -> anyhow::Result<ExitCode> {
     let guard = nightshift::hooks::guard::Rules::builtin();
     let host = host(&paths, store, events, guard);
+    let _suspends = host.supervisor.watch_suspends();
     let handle = match begin {
         super::schedule::Begin::Now => host.supervisor.start_loop(spec)?,
         super::schedule::Begin::Adopt(id) => host.supervisor.start_scheduled_loop(id, spec)?,

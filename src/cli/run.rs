@@ -306,6 +306,8 @@ async fn supervise(
 ) -> anyhow::Result<ExitCode> {
     let host = host(&paths, store, events, guard);
     let supervisor = host.supervisor.clone();
+    // The machine's sleeps go to the journal in a headless night too (the app does so for its own).
+    let _suspends = supervisor.watch_suspends();
 
     // What a failing agent last showed, to tell the user when nobody watched its screen.
     let last_screen: Arc<Mutex<Option<Vec<String>>>> = Arc::default();

@@ -286,7 +286,14 @@ impl Exec {
             Control::ResetBreaker(reply) => {
                 let _ = reply.send("a loop has no breaker to reset: start it again".into());
             }
-            Control::Configure(_, reply) => {
+            Control::Configure(change, reply) => {
+                // Of what a session does by itself, a loop takes the hold ("Pause all").
+                if let Some(held) = change.held {
+                    let source = if change.source.is_empty() { "a control request".into() } else { change.source };
+                    self.step(Input::Held { held, source });
+                }
+                let held = self.machine.held();
+                self.status.send_modify(|s| s.options.held = held);
                 let _ = reply.send(self.status.borrow().options.clone());
             }
             Control::Hook(_, reply) => {

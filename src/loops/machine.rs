@@ -102,6 +102,12 @@ pub enum Input {
         error: String,
     },
     Marker(Marker),
+    /// The user holds the loop ("Pause all"): the running iteration finishes, no new one starts
+    /// until released; `source` says who, for the journal.
+    Held {
+        held: bool,
+        source: String,
+    },
     Tick,
 }
 
@@ -179,6 +185,8 @@ pub struct Machine {
     running_tokens: u64,
     started: Option<Now>,
     stop: Option<Marker>,
+    /// Held by the user: no new iteration starts.
+    held: bool,
     ended: bool,
     /// It ended on a failure (not its own end: tasks done, a cap, a marker, the budget).
     failed: bool,
@@ -203,6 +211,7 @@ impl Machine {
             running_tokens: 0,
             started: None,
             stop: None,
+            held: false,
             ended: false,
             failed: false,
             shown: None,
@@ -232,6 +241,16 @@ impl Machine {
                 self.fail(format!("stopped: the harness could not be started: {error}"), now, &mut fx);
             }
             Input::Marker(marker) => self.marker(marker, now, &mut fx),
+            Input::Held { held, source } if held != self.held => {
+                self.held = held;
+                let (change, detail) = if held {
+                    (crate::event::Automation::Held, "the running iteration finishes; no new one starts until released")
+                } else {
+                    (crate::event::Automation::Released, "the next iteration may start")
+                };
+                self.emit(EventKind::Automation { change, source, detail: Some(detail.into()) }, &mut fx);
+            }
+            Input::Held { .. } => {}
             Input::Tick => {
                 if self.running.is_some() {
                     if let Some(why) = self.over_budget(now) {
@@ -263,6 +282,11 @@ impl Machine {
 
     pub fn is_ended(&self) -> bool {
         self.ended
+    }
+
+    /// Held by the user.
+    pub fn held(&self) -> bool {
+        self.held
     }
 
     /// It ended on a failure: the harness could not be started, failed for good, or kept failing.
@@ -607,6 +631,9 @@ impl Machine {
     /// Nothing runs: start what is due, or wait.
     fn decide(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let Some(_) = self.started else { return };
+        if self.held && self.stop.is_none() {
+            return;
+        }
         if self.stop.is_some() {
             let kind = if self.stop == Some(Marker::Halt) { "halt" } else { "stop" };
             self.finish(format!("ended by its {kind} marker"), now, fx);

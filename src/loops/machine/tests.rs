@@ -448,3 +448,26 @@ fn stop_during_a_limit_wait_ends_the_loop_at_once() {
     assert!(fx.contains(&Effect::End), "{fx:?}");
     assert_eq!(sim.m.next_deadline(), None);
 }
+
+#[test]
+fn pause_all_holds_a_loop_after_its_running_iteration_and_release_goes_on() {
+    let mut sim = Sim::new(Settings::default(), &[("api", true)]);
+    sim.tasks(0, &["one", "two"]);
+    assert!(sim.running().is_some());
+    sim.input(Input::Held { held: true, source: "Pause all".into() });
+    assert!(sim.m.held());
+    assert!(sim.running().is_some(), "the running iteration is not cut short");
+    sim.end(10.0, Outcome::Done, Some(0.1), true);
+    sim.run(3600.0);
+    assert!(sim.running().is_none(), "no new iteration while held");
+    assert!(!sim.m.is_ended());
+    assert_eq!(sim.spawned().len(), 1);
+    sim.input(Input::Held { held: false, source: "Resume all".into() });
+    assert_eq!(sim.running().and_then(|r| r.task).as_deref(), Some("two"), "released: the next task");
+    let changes: Vec<crate::event::Automation> = sim
+        .events()
+        .into_iter()
+        .filter_map(|k| if let EventKind::Automation { change, .. } = k { Some(change) } else { None })
+        .collect();
+    assert_eq!(changes, [crate::event::Automation::Held, crate::event::Automation::Released]);
+}
