@@ -260,3 +260,57 @@ fn the_digest_in_three_formats_and_since_last_viewed() {
     let none = env.stdout(&["digest", "--morning"]);
     assert!(none.contains("No morning run summary yet"), "{none}");
 }
+
+/// `nightshift service enable` writes a user unit that runs this binary's `restore` and enables it
+/// with `systemctl --user`; `disable` undoes both. systemd cannot run here: a stand-in `systemctl`
+/// and `loginctl` on PATH note what they were asked.
+#[test]
+fn the_restore_service_is_enabled_and_disabled_with_systemctl() {
+    let env = Env::new();
+    let bin = env.path("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = env.path("calls.txt");
+    for (name, out) in [("systemctl", "enabled"), ("loginctl", "no")] {
+        let script = format!("#!/bin/sh\necho \"{name} $*\" >> {}\necho {out}\n", calls.display());
+        std::fs::write(bin.join(name), script).unwrap();
+        std::fs::set_permissions(bin.join(name), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let config = env.path("xdg-config");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let service = |action: &str| {
+        let out = env
+            .cmd(&["service", action])
+            .env("PATH", &path)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("USER", "night")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let said = service("enable");
+    assert!(said.contains("runs at every login"), "{said}");
+    assert!(said.contains("sudo loginctl enable-linger night"), "how to start it at boot too: {said}");
+    let unit = config.join("systemd/user/nightshift-restore.service");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    let exec = text.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
+    assert!(exec.contains(common::bin().to_str().unwrap()) && exec.contains(" restore"), "{exec}");
+    assert!(text.contains("Restart=on-failure") && text.contains("WantedBy=default.target"), "{text}");
+    let logged = std::fs::read_to_string(&calls).unwrap();
+    assert!(
+        logged.contains("systemctl --user daemon-reload\nsystemctl --user enable nightshift-restore.service"),
+        "{logged}"
+    );
+    assert!(service("status").contains("nightshift-restore.service: enabled"));
+    service("disable");
+    assert!(!unit.exists(), "the unit it wrote is removed");
+    assert!(std::fs::read_to_string(&calls).unwrap().contains("systemctl --user disable nightshift-restore.service"));
+    // Without systemd's user manager: one line that says what to do.
+    std::fs::write(bin.join("systemctl"), "#!/bin/sh\necho 'Failed to connect to bus: No medium found' >&2\nexit 1\n")
+        .unwrap();
+    let out = env.cmd(&["service", "enable"]).env("PATH", &path).env("XDG_CONFIG_HOME", &config).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("Failed to connect to bus") && err.contains("run it yourself"), "{err}");
+}

@@ -18,6 +18,7 @@ mod salvage;
 mod schedule;
 mod screen;
 mod send;
+mod service;
 mod sessions;
 mod statusline;
 mod stop;
@@ -90,10 +91,14 @@ enum Command {
     Screen(screen::Args),
     /// Show the plan usage (5-hour and 7-day windows) and the last 24 hours.
     Usage(usage::Args),
-    /// Start again the sessions whose Nightshift ended while they waited for a usage limit's reset,
-    /// and supervise them here; and start the scheduled ones whose own process is gone at their
-    /// time (the tray app does both when it starts).
+    /// Bring back the sessions and loops whose Nightshift ended without ending them (a reboot, a
+    /// logout, a killed run) while their armed automation has time left, and supervise them here;
+    /// start the scheduled ones whose own process is gone at their time (the tray app does both
+    /// when it starts). `nightshift restore SESSION` resumes a lost attended one.
     Restore(restore::Args),
+    /// The systemd user service that runs `nightshift restore` at login (and at boot with
+    /// lingering): enable, disable, status.
+    Service(service::Args),
     /// The statusLine exporter Claude Code runs for Nightshift's sessions (reads JSON on stdin).
     #[command(hide = true)]
     Statusline(statusline::Args),
@@ -128,6 +133,7 @@ pub fn main() -> ExitCode {
         Command::Breaker(args) => breaker::run(cli.state_dir, args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Restore(args) => restore::run(cli.state_dir, args),
+        Command::Service(args) => service::run(cli.state_dir, args),
         Command::Statusline(args) => statusline::run(args),
         Command::Hook(args) => hook::run(args),
         Command::Notify(args) => notify::run(args),

@@ -30,10 +30,18 @@ def expected_files(man_pages, zsh_dir, man_suffix=""):
     """The files an install puts under its prefix, relative to it."""
     files = {"bin/nightshift", "bin/nightshift-app", f"share/applications/{APP_ID}.desktop",
              "share/bash-completion/completions/nightshift", f"share/zsh/{zsh_dir}/_nightshift",
-             "share/fish/vendor_completions.d/nightshift.fish"}
+             "share/fish/vendor_completions.d/nightshift.fish", "share/systemd/user/nightshift-restore.service"}
     files |= {f"share/icons/hicolor/{s}x{s}/apps/{APP_ID}.png" for s in ICON_SIZES}
     files |= {f"share/man/man1/{page}{man_suffix}" for page in man_pages}
     return files
+
+
+def check_restore_unit(test, share, cli):
+    """The systemd user unit runs the installed CLI's `restore` at login, restarted on failure."""
+    text = (share / "systemd" / "user" / "nightshift-restore.service").read_text()
+    test.assertIn(f"ExecStart={cli} restore\n", text)
+    test.assertIn("Restart=on-failure", text)
+    test.assertIn("WantedBy=default.target", text)
 
 
 def generated_pages(cli, tmp):

@@ -121,6 +121,7 @@ class DebianPackage(unittest.TestCase):
 
     def test_4_the_cli_from_usr_bin(self):
         installed.check_cli(self, USR_BIN, self.env, self.revision)
+        installed.check_restore_unit(self, Path("/usr/share"), USR_BIN / "nightshift")
         installed.check_icons(self, "/usr/share")
 
     def test_5_desktop_entry_completions_and_man(self):

@@ -110,6 +110,7 @@ class MakeInstall(unittest.TestCase):
 
     def test_2_the_installed_cli_runs_from_where_it_was_put(self):
         installed.check_cli(self, self.bin, self.user_env, git_revision())
+        installed.check_restore_unit(self, self.prefix / "share", self.bin / "nightshift")
 
     def test_3_the_desktop_entry_validates_and_starts_the_installed_app(self):
         entry = self.prefix / "share" / "applications" / f"{installed.APP_ID}.desktop"
