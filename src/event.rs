@@ -381,8 +381,21 @@ pub enum EventKind {
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
     /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
-    /// the user's index, branch and files untouched.
-    Salvaged { repo: String, reference: String, commit: String, files: usize, bytes: u64, reason: String },
+    /// the user's index, branch and files untouched. `preexisting`: the paths among them that were
+    /// there before the session began, untouched by it (the user's own, not the agent's work).
+    Salvaged {
+        repo: String,
+        reference: String,
+        commit: String,
+        files: usize,
+        bytes: u64,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        preexisting: Vec<String>,
+    },
+    /// Salvage found the uncommitted work of `repo` as the session's latest snapshot, `reference`,
+    /// holds it: no new ref was made.
+    SalvageUnchanged { repo: String, reference: String, reason: String },
     /// Salvage was not done in `repo`, and why (a rebase under way, conflicts, git failed).
     SalvageSkipped { repo: String, why: String, reason: String },
     /// Whether the session needs the machine awake changed (the sleep assertion's policy).
@@ -536,6 +549,7 @@ impl EventKind {
             Self::PushFailed { .. } => "push_failed",
             Self::Salvaged { .. } => "salvaged",
             Self::SalvageSkipped { .. } => "salvage_skipped",
+            Self::SalvageUnchanged { .. } => "salvage_unchanged",
             Self::HandoffAsked { .. } => "handoff_asked",
             Self::Handoff { .. } => "handoff",
             Self::HandoffGiven { .. } => "handoff_given",
@@ -665,12 +679,24 @@ impl EventKind {
             Self::PushFailed { target, reason } => {
                 format!("a push notification ({target}) was not delivered: {reason}; later ones are still tried")
             }
-            Self::Salvaged { repo, reference, files, bytes, reason, .. } => format!(
-                "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
-                 `nightshift salvage show` shows them",
-                crate::event::bytes(*bytes)
-            ),
+            Self::Salvaged { repo, reference, files, bytes, reason, preexisting, .. } => {
+                let mut text = format!(
+                    "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
+                     `nightshift salvage show` shows them",
+                    crate::event::bytes(*bytes)
+                );
+                if !preexisting.is_empty() {
+                    text.push_str(&format!(
+                        "; there before the session began, untouched since: {}",
+                        preexisting.join(", ")
+                    ));
+                }
+                text
+            }
             Self::SalvageSkipped { repo, why, reason } => format!("did not salvage {repo} ({reason}): {why}"),
+            Self::SalvageUnchanged { repo, reference, reason } => {
+                format!("the uncommitted work of {repo} is unchanged since {reference} ({reason}): nothing new to keep")
+            }
             Self::HandoffAsked { times } => {
                 format!("asked the agent for a handoff (time {times}): its context is near full")
             }

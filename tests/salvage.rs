@@ -230,3 +230,56 @@ fn a_loop_keeps_the_work_its_iterations_left_uncommitted_when_it_ends() {
     assert_eq!((index, head, branch, stash), (before.1, before.2, before.3, before.4), "index, HEAD, branch, stash");
     assert!(status.contains("notes.md"), "the file itself stays where the agent left it");
 }
+
+#[test]
+fn an_unchanged_tree_makes_no_new_ref_and_the_users_own_file_is_named_as_such() {
+    let env = Env::new();
+    let dir = repo(&env);
+    // The user's own untracked file, there an hour before the session began.
+    let mine = dir.join("mine.txt");
+    std::fs::write(&mine, "my notes\n").unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&mine).unwrap().set_modified(an_hour_ago).unwrap();
+    let events = env.path("events.jsonl");
+    // Each life writes the same file and fails: five lives, five salvages, then the crash-loop breaker.
+    let child = env
+        .cmd(&[
+            "run",
+            "--respawn",
+            "--preset",
+            "solo",
+            "--restart-backoff",
+            "0.2,0.4",
+            "--events",
+            events.to_str().unwrap(),
+            "--cwd",
+            dir.to_str().unwrap(),
+            "--",
+            "bash",
+            "-c",
+            "printf 'draft\\n' > notes.md; exit 1",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _child = common::KillOnDrop(child);
+    wait_for("the crash-loop breaker", Duration::from_secs(30), || {
+        read_events(&events).iter().any(|e| e["event"] == "breaker" && e["state"] == "open").then_some(())
+    });
+    let all = wait_for("the fifth life's salvage", Duration::from_secs(10), || {
+        let all = read_events(&events);
+        let tried = all.iter().filter(|e| e["event"] == "salvaged" || e["event"] == "salvage_unchanged").count();
+        (tried == 5).then_some(all)
+    });
+    let session = all[0]["session"].as_str().unwrap().to_string();
+    let saved: Vec<_> = all.iter().filter(|e| e["event"] == "salvaged").collect();
+    assert_eq!(saved.len(), 1, "{saved:#?}");
+    assert_eq!(saved[0]["preexisting"], serde_json::json!(["mine.txt"]), "{}", saved[0]);
+    let refs = git(&dir, &["for-each-ref", "--format=%(refname)", "refs/nightshift/"]);
+    assert_eq!(refs.lines().collect::<Vec<_>>(), [format!("refs/nightshift/salvage/{session}/1")]);
+    let unchanged: Vec<_> = all.iter().filter(|e| e["event"] == "salvage_unchanged").collect();
+    assert_eq!(unchanged.len(), 4);
+    assert!(unchanged.iter().all(|e| e["reference"] == saved[0]["reference"]), "{unchanged:#?}");
+}

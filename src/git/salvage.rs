@@ -1,5 +1,6 @@
 //! Salvage: the working tree's uncommitted work, kept as a commit under
 //! `refs/nightshift/salvage/<session>/<n>` when a life ends badly or a cycle is about to `/clear`.
+//! Only what is new: a tree the session's latest snapshot holds already makes no new ref.
 //!
 //! Built through a temporary index: the user's index, HEAD, branch, stash and files are untouched,
 //! no hook runs (`core.hooksPath=/dev/null`), nothing is signed, and a ref that exists is never
@@ -9,6 +10,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -59,7 +61,12 @@ pub struct Snapshot {
 /// What a salvage attempt did in one repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Saved(Snapshot),
+    /// A new snapshot; `preexisting` are the paths it holds that were there, as they are, before
+    /// the session began (older than its start), so the user's own files are not taken for the
+    /// agent's work.
+    Saved { snapshot: Snapshot, preexisting: Vec<String> },
+    /// The uncommitted work is the session's latest snapshot's, as it was: no new ref.
+    Unchanged { reference: String, commit: String },
     /// Nothing uncommitted.
     Clean,
     /// Not now: a rebase, merge, cherry-pick, revert or bisect, or conflicts; or git failed.
@@ -128,8 +135,9 @@ fn git(repo: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Option<S
 }
 
 /// Keeps the uncommitted work of `repo` (tracked changes and untracked files that are not ignored)
-/// as the next snapshot of `session`.
-pub fn snapshot(repo: &Path, session: &str, message: &str) -> Outcome {
+/// as the next snapshot of `session`, unless the session's latest snapshot holds that very tree.
+/// `began`: when the session began, to tell the files that were there before it.
+pub fn snapshot(repo: &Path, session: &str, message: &str, began: Option<SystemTime>) -> Outcome {
     if let Some(op) = operation(repo) {
         return Outcome::Refused(format!("a {op} is in progress"));
     }
@@ -157,6 +165,10 @@ pub fn snapshot(repo: &Path, session: &str, message: &str) -> Outcome {
     if head_tree.as_deref().map(str::trim) == Some(tree.as_str()) {
         return Outcome::Clean;
     }
+    let taken = kept(repo, session);
+    if let Some(latest) = taken.last().filter(|k| k.tree == tree) {
+        return Outcome::Unchanged { reference: latest.reference.clone(), commit: latest.commit.clone() };
+    }
     let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
     if let Some(head) = &head {
         args.extend(["-p", head.as_str()]);
@@ -165,15 +177,72 @@ pub fn snapshot(repo: &Path, session: &str, message: &str) -> Outcome {
         return Outcome::Refused("git commit-tree failed".into());
     };
     // The next number; `create` fails rather than move a ref that exists.
-    let taken = list(repo, Some(session)).len();
-    for n in taken + 1..taken + 100 {
+    let next = taken.last().map_or(0, |k| k.n) + 1;
+    for n in next..next + 100 {
         let reference = format!("{REF_PREFIX}/{session}/{n}");
         if create_ref(repo, &reference, &commit) {
             let (files, bytes) = changes(repo, head.as_deref(), &commit);
-            return Outcome::Saved(Snapshot { repo: repo.to_path_buf(), reference, commit, files, bytes });
+            let preexisting = began.map(|b| untouched_since(repo, &files, b)).unwrap_or_default();
+            let snapshot = Snapshot { repo: repo.to_path_buf(), reference, commit, files, bytes };
+            return Outcome::Saved { snapshot, preexisting };
         }
     }
     Outcome::Refused("git update-ref failed".into())
+}
+
+/// A snapshot's ref as `for-each-ref` lists it.
+struct Kept {
+    n: u64,
+    reference: String,
+    commit: String,
+    tree: String,
+}
+
+/// The session's snapshots in `repo`, by number (one git call, no diffs).
+fn kept(repo: &Path, session: &str) -> Vec<Kept> {
+    let prefix = format!("{REF_PREFIX}/{session}/");
+    let out = run(repo, &["for-each-ref", "--format=%(refname)%09%(objectname)%09%(tree)", &prefix], &[]);
+    let mut kept: Vec<Kept> = out
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.split('\t');
+            let (reference, commit, tree) = (fields.next()?, fields.next()?, fields.next()?);
+            let n = reference.strip_prefix(&prefix)?.parse().ok()?;
+            Some(Kept { n, reference: reference.into(), commit: commit.into(), tree: tree.into() })
+        })
+        .collect();
+    kept.sort_by_key(|k| k.n);
+    kept
+}
+
+/// The added and modified paths of `files` whose file in the working tree was last changed before
+/// `began`: there before the session, and untouched by it.
+fn untouched_since(repo: &Path, files: &[Change], began: SystemTime) -> Vec<String> {
+    files
+        .iter()
+        .filter(|c| c.status != "D")
+        .filter(|c| std::fs::symlink_metadata(repo.join(&c.path)).and_then(|m| m.modified()).is_ok_and(|t| t < began))
+        .map(|c| c.path.clone())
+        .collect()
+}
+
+/// The tree of each of `commits` in `repo` (`None` for one git no longer has), in one git call
+/// when all are there.
+pub fn trees(repo: &Path, commits: &[&str]) -> Vec<Option<String>> {
+    if commits.is_empty() {
+        return Vec::new();
+    }
+    let args: Vec<String> = commits.iter().map(|c| format!("{c}^{{tree}}")).collect();
+    let mut all = vec!["rev-parse"];
+    all.extend(args.iter().map(String::as_str));
+    if let Some(out) = run(repo, &all, &[]) {
+        let lines: Vec<Option<String>> = out.lines().map(|l| Some(l.trim().to_string())).collect();
+        if lines.len() == commits.len() {
+            return lines;
+        }
+    }
+    args.iter().map(|a| run(repo, &["rev-parse", "--verify", "-q", a], &[]).map(|t| t.trim().to_string())).collect()
 }
 
 fn create_ref(repo: &Path, reference: &str, commit: &str) -> bool {
@@ -301,5 +370,72 @@ pub fn restore_to_worktree(repo: &Path, reference: &str) -> Result<(), String> {
             "the snapshot does not apply to this commit ({}); restore it onto a new branch with --branch NAME",
             String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("git apply failed")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn saved(outcome: Outcome) -> (String, Vec<String>) {
+        match outcome {
+            Outcome::Saved { snapshot, preexisting } => (snapshot.reference, preexisting),
+            other => panic!("not saved: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_a_tree_unlike_the_latest_snapshot_makes_a_ref() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q"]);
+        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-qm", "start"]);
+        assert_eq!(snapshot(repo, "s1", "m", None), Outcome::Clean);
+
+        std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+        let (first, _) = saved(snapshot(repo, "s1", "m", None));
+        assert_eq!(first, "refs/nightshift/salvage/s1/1");
+        let again = snapshot(repo, "s1", "m", None);
+        assert!(matches!(&again, Outcome::Unchanged { reference, .. } if *reference == first), "{again:?}");
+
+        // Changed, then back as the first snapshot had it: new against the latest, so kept again.
+        std::fs::write(repo.join("a.txt"), "two\n").unwrap();
+        assert_eq!(saved(snapshot(repo, "s1", "m", None)).0, "refs/nightshift/salvage/s1/2");
+        std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+        assert_eq!(saved(snapshot(repo, "s1", "m", None)).0, "refs/nightshift/salvage/s1/3");
+        // Another session's first snapshot of the same tree is its own.
+        assert_eq!(saved(snapshot(repo, "s2", "m", None)).0, "refs/nightshift/salvage/s2/1");
+        let listed = git(repo, &["for-each-ref", "--format=%(refname)", REF_PREFIX]);
+        assert_eq!(listed.lines().count(), 4, "{listed}");
+    }
+
+    #[test]
+    fn files_older_than_the_session_are_named_as_there_before_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+        std::fs::write(repo.join("mine.txt"), "the user's\n").unwrap();
+        let began = SystemTime::now() + std::time::Duration::from_secs(1);
+        let old = std::fs::File::options().write(true).open(repo.join("mine.txt")).unwrap();
+        old.set_modified(began - std::time::Duration::from_secs(3600)).unwrap();
+        std::fs::write(repo.join("agent.txt"), "the agent's\n").unwrap();
+        let new = std::fs::File::options().write(true).open(repo.join("agent.txt")).unwrap();
+        new.set_modified(began + std::time::Duration::from_secs(60)).unwrap();
+        let (_, preexisting) = saved(snapshot(repo, "s1", "m", Some(began)));
+        assert_eq!(preexisting, ["mine.txt"]);
     }
 }

@@ -561,16 +561,30 @@ async fn exited(exit: &mut Option<tokio::sync::oneshot::Receiver<Exit>>) -> Exit
     }
 }
 
-/// Keeps the uncommitted work of every repository of `dir` for `session`, and journals it.
+/// Keeps the uncommitted work of every repository of `dir` for `session`, and journals it: a new
+/// snapshot (naming the files that were there before the session began), or, when the session's
+/// latest snapshot holds that work already, that it is unchanged.
 /// Blocking (git): off the async workers, or where the end waits for it anyway.
 pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, journal: &Journal) {
     use crate::event::EventKind;
     use crate::git::salvage::{self, Outcome};
-    for repo in salvage::repos(dir) {
+    let repos = salvage::repos(dir);
+    if repos.is_empty() {
+        return;
+    }
+    // When the session began: files older than that, untouched since, are not the agent's work.
+    let began = journal
+        .read(|s| s.session(session.as_str()))
+        .ok()
+        .flatten()
+        .and_then(|row| chrono::DateTime::parse_from_rfc3339(&row.created).ok())
+        .map(std::time::SystemTime::from);
+    for repo in repos {
         let message = format!("WIP salvage of session {session}: {reason} (unreviewed, may not build)");
         let shown = repo.display().to_string();
-        match salvage::snapshot(&repo, session.as_str(), &message) {
-            Outcome::Saved(s) => {
+        let reason = reason.to_string();
+        match salvage::snapshot(&repo, session.as_str(), &message, began) {
+            Outcome::Saved { snapshot: s, preexisting } => {
                 journal.emit(
                     session,
                     EventKind::Salvaged {
@@ -579,13 +593,17 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
                         commit: s.commit,
                         files: s.files.len(),
                         bytes: s.bytes,
-                        reason: reason.to_string(),
+                        reason,
+                        preexisting,
                     },
                 );
             }
+            Outcome::Unchanged { reference, .. } => {
+                journal.emit(session, EventKind::SalvageUnchanged { repo: shown, reference, reason });
+            }
             Outcome::Clean => {}
             Outcome::Refused(why) => {
-                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason: reason.to_string() });
+                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason });
             }
         }
     }
