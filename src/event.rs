@@ -378,6 +378,11 @@ pub enum EventKind {
     /// A push notification could not be delivered to `target` (ntfy, webhook), retries included;
     /// said once until the target works again.
     PushFailed { target: String, reason: String },
+    /// A push notification of `kind` was delivered to `target` (ntfy, webhook).
+    PushSent { target: String, kind: crate::notice::Kind },
+    /// A push notification of `kind` could not be delivered to `target`, retries included (the
+    /// first of an outage also makes a `push_failed`, with the reason).
+    PushNotSent { target: String, kind: crate::notice::Kind },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
     /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
@@ -547,6 +552,8 @@ impl EventKind {
             Self::Drift { .. } => "drift",
             Self::GuardDenied { .. } => "guard_denied",
             Self::PushFailed { .. } => "push_failed",
+            Self::PushSent { .. } => "push_sent",
+            Self::PushNotSent { .. } => "push_not_sent",
             Self::Salvaged { .. } => "salvaged",
             Self::SalvageSkipped { .. } => "salvage_skipped",
             Self::SalvageUnchanged { .. } => "salvage_unchanged",
@@ -679,6 +686,12 @@ impl EventKind {
             Self::PushFailed { target, reason } => {
                 format!("a push notification ({target}) was not delivered: {reason}; later ones are still tried")
             }
+            Self::PushSent { target, kind } => {
+                format!("a push notification ({}) was delivered to {target}", notice_kind(*kind))
+            }
+            Self::PushNotSent { target, kind } => {
+                format!("a push notification ({}) was not delivered to {target}", notice_kind(*kind))
+            }
             Self::Salvaged { repo, reference, files, bytes, reason, preexisting, .. } => {
                 let mut text = format!(
                     "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
@@ -787,6 +800,11 @@ impl Event {
         value["text"] = serde_json::Value::String(self.kind.describe(local));
         value
     }
+}
+
+/// A notice's kind as the journal names it (`question`, `finished`).
+fn notice_kind(kind: crate::notice::Kind) -> String {
+    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {

@@ -23,6 +23,8 @@
 //! Delivery runs on a thread of its own, so a slow or dead server never holds up a session: each
 //! message is tried, then retried after [`RETRY_AFTER`]; a target that still fails is journalled
 //! once (a `push_failed` event) and, until it works again, tried once per message without retries.
+//! What became of each message at each target is journalled too (`push_sent`, `push_not_sent`),
+//! so the digest counts the pushes sent and those that did not arrive.
 
 use std::fmt;
 use std::path::Path;
@@ -274,6 +276,24 @@ pub struct Failure {
     pub reason: String,
 }
 
+/// What became of one message at one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    Sent {
+        target: Target,
+        session: Option<String>,
+        kind: Kind,
+    },
+    /// Not delivered, retries included; `outage` when the target worked until now (said once,
+    /// until it works again).
+    NotSent {
+        target: Target,
+        session: Option<String>,
+        kind: Kind,
+        outage: Option<Failure>,
+    },
+}
+
 enum Job {
     Send(Message),
     /// Answered once everything queued before it was tried.
@@ -310,9 +330,10 @@ fn read(live: &Shared) -> std::sync::RwLockReadGuard<'_, Live> {
 }
 
 impl Pusher {
-    /// Starts the delivery thread. `failed` hears each target that stopped working (once, until it
-    /// works again). Each message goes to the targets set when it is delivered.
-    fn start(live: Shared, retry_after: Vec<Duration>, failed: impl Fn(Failure) + Send + 'static) -> Self {
+    /// Starts the delivery thread. `told` hears what became of each message at each target, with
+    /// each target that stopped working (once, until it works again). Each message goes to the
+    /// targets set when it is delivered.
+    fn start(live: Shared, retry_after: Vec<Duration>, told: impl Fn(Report) + Send + 'static) -> Self {
         let (queue, jobs) = std_mpsc::sync_channel::<Job>(QUEUE);
         let run = move || {
             let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -348,14 +369,22 @@ impl Pusher {
                         std::thread::sleep(*wait);
                         result = deliver(&agent, *target, url, token.as_ref(), &m);
                     }
+                    let (target, session, kind) = (*target, m.session.clone(), m.kind);
                     match result {
-                        Ok(()) => down[i] = false,
+                        Ok(()) => {
+                            down[i] = false;
+                            told(Report::Sent { target, session, kind });
+                        }
                         Err(reason) if !down[i] => {
                             down[i] = true;
                             tracing::warn!(target = target.as_str(), "a push notification was not delivered: {reason}");
-                            failed(Failure { target: *target, session: m.session.clone(), reason });
+                            let outage = Some(Failure { target, session: session.clone(), reason });
+                            told(Report::NotSent { target, session, kind, outage });
                         }
-                        Err(reason) => tracing::debug!(target = target.as_str(), "still not delivered: {reason}"),
+                        Err(reason) => {
+                            tracing::debug!(target = target.as_str(), "still not delivered: {reason}");
+                            told(Report::NotSent { target, session, kind, outage: None });
+                        }
                     }
                 }
             }
@@ -422,9 +451,23 @@ pub fn start(
 ) -> Following {
     let live: Shared = Arc::new(RwLock::new(Live { settings, token }));
     let journal = supervisor.clone();
-    let pusher = Pusher::start(Arc::clone(&live), retry_after, move |f: Failure| {
-        let session = crate::event::SessionId::from(f.session.unwrap_or_default());
-        journal.emit(&session, crate::EventKind::PushFailed { target: f.target.as_str().into(), reason: f.reason });
+    let pusher = Pusher::start(Arc::clone(&live), retry_after, move |report: Report| {
+        let id = |s: Option<String>| crate::event::SessionId::from(s.unwrap_or_default());
+        match report {
+            Report::Sent { target, session, kind } => {
+                journal.emit(&id(session), crate::EventKind::PushSent { target: target.as_str().into(), kind });
+            }
+            Report::NotSent { target, session, kind, outage } => {
+                let session = id(session);
+                if let Some(f) = outage {
+                    journal.emit(
+                        &session,
+                        crate::EventKind::PushFailed { target: target.as_str().into(), reason: f.reason },
+                    );
+                }
+                journal.emit(&session, crate::EventKind::PushNotSent { target: target.as_str().into(), kind });
+            }
+        }
     });
     let pending = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<crate::Event>();
@@ -549,6 +592,76 @@ mod tests {
         assert!(bad("https://ntfy.sh").unwrap().contains("such as https://ntfy.sh/my-night"));
         let hook = Settings { webhook: Some("ftp://x".into()), ..Settings::default() }.problem();
         assert!(hook.unwrap().starts_with("push.webhook:"));
+    }
+
+    /// A local HTTP server answering every request with the status in `status`, then closing.
+    fn server(status: Arc<std::sync::atomic::AtomicU16>) -> String {
+        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let code = status.load(Ordering::SeqCst);
+                let _ = write!(stream, "HTTP/1.1 {code} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            }
+        });
+        format!("http://{addr}/night")
+    }
+
+    #[test]
+    fn each_message_is_reported_sent_or_not_and_an_outage_once() {
+        let status = Arc::new(std::sync::atomic::AtomicU16::new(200));
+        let settings = Settings { ntfy: Some(server(Arc::clone(&status))), ..Settings::default() };
+        let live: Shared = Arc::new(RwLock::new(Live { settings: settings.clone(), token: None }));
+        let (tx, rx) = std_mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let pusher = Pusher::start(live, vec![Duration::from_millis(10)], move |r| {
+            tx.lock().unwrap().send(r).unwrap();
+        });
+        let push = |kind: Kind| {
+            pusher.send(message(&notice(kind, "x"), &settings));
+            assert!(pusher.flush(Duration::from_secs(20)));
+            rx.try_iter().collect::<Vec<Report>>()
+        };
+        let session = Some("s1".to_string());
+        assert_eq!(
+            push(Kind::Question),
+            [Report::Sent { target: Target::Ntfy, session: session.clone(), kind: Kind::Question }]
+        );
+        status.store(503, Ordering::SeqCst);
+        let first = push(Kind::Finished);
+        let outage =
+            Failure { target: Target::Ntfy, session: session.clone(), reason: "the server answered 503".into() };
+        assert_eq!(
+            first,
+            [Report::NotSent {
+                target: Target::Ntfy,
+                session: session.clone(),
+                kind: Kind::Finished,
+                outage: Some(outage)
+            }]
+        );
+        let again = push(Kind::Limit);
+        assert_eq!(
+            again,
+            [Report::NotSent { target: Target::Ntfy, session: session.clone(), kind: Kind::Limit, outage: None }]
+        );
+        status.store(200, Ordering::SeqCst);
+        assert_eq!(push(Kind::Resume), [Report::Sent { target: Target::Ntfy, session, kind: Kind::Resume }]);
     }
 
     #[test]
