@@ -3,9 +3,13 @@
 //! word for it).
 //!
 //! Each session in the range lands in one section — *needs you* (waiting on a question, a breaker
-//! open, a crash, a lost supervisor), *done*, *still running* or *idle* — with its time working, idle
-//! and paused, its respawn cycles, limits, breaker trips and exits, its git progress and its usage.
+//! open, a crash, a lost supervisor: what needs the user now, not what did and was met), *done*,
+//! *still running* or *idle* — with its time working, idle and paused, every kind of event counted
+//! ([`Counts`]), the counts worth a look called out ([`Unusual`]), what happened (met needs and
+//! notes, a line said again shown once with its count), its git progress and its usage.
 
+mod counts;
+mod ledger;
 mod morning;
 mod render;
 pub mod timeline;
@@ -16,11 +20,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Local, NaiveTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::breaker::BreakerState;
 use crate::event::{Event, EventKind, SessionState};
 pub use crate::git::GitProgress;
-use crate::respawn;
 use crate::store::{EventQuery, SessionRow, Standing, Store, StoreError};
+pub use counts::{AnsweredBy, Counts, Unusual, UnusualKind, MAX_AN_HOUR};
+use ledger::Ledger;
 pub use morning::{due_morning, run_mornings, Morning, MorningOutcome, LAST_VIEWED_KEY};
 pub use render::{render, Format};
 pub use usage::{hourly, usage_report};
@@ -79,8 +83,22 @@ pub struct SessionDigest {
     pub cwd: String,
     pub state: String,
     pub section: Section,
-    /// Why it needs the user, when it does.
+    /// Why it needs the user now, when it does.
     pub needs_you: Vec<String>,
+    /// Counts worth a look (more than 3 handoffs in an hour, a breaker that opened twice).
+    #[serde(default)]
+    pub unusual: Vec<Unusual>,
+    /// Every kind of event, counted over the range.
+    #[serde(default)]
+    pub counts: Counts,
+    /// What happened that needs nothing now: needs that were met (a question answered, a breaker
+    /// closed again, a limit over, the session restored) and notes, oldest first; the same line
+    /// said again is one line with its count.
+    #[serde(default)]
+    pub happened: Vec<Happening>,
+    /// The distinct snapshots salvage kept of the agent's work (each also a line of `needs_you`).
+    #[serde(default)]
+    pub salvaged: Vec<SalvageKept>,
     pub working_secs: i64,
     pub idle_secs: i64,
     pub paused_secs: i64,
@@ -134,6 +152,62 @@ pub struct IterationLine {
     pub project: String,
 }
 
+/// A line of what happened.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Happening {
+    pub kind: HappeningKind,
+    /// The line; with its times when it happened once, else with its count and first and last time.
+    pub text: String,
+    pub count: u32,
+    #[serde(with = "crate::clock::ts")]
+    pub first: DateTime<Utc>,
+    #[serde(with = "crate::clock::ts")]
+    pub last: DateTime<Utc>,
+}
+
+/// What a line of what happened is about.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum HappeningKind {
+    /// A dialog the agent showed was answered (by whom, when known).
+    Answered,
+    /// The agent exited while a dialog waited.
+    Unanswered,
+    BreakerClosed,
+    /// A usage limit ended and the agent worked on.
+    LimitOver,
+    /// Nightshift brought the session back after its own end.
+    Restored,
+    Slept,
+    PushFailed,
+    HandoffMissing,
+    ContextHigh,
+    JournalGap,
+    AccountSwitch,
+    /// Salvage kept only files that were there before the session began.
+    SalvagePreexisting,
+}
+
+/// A snapshot salvage kept, followed through the later salvages that found it unchanged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SalvageKept {
+    pub repo: String,
+    pub reference: String,
+    pub files: usize,
+    pub bytes: u64,
+    /// When it was kept.
+    #[serde(with = "crate::clock::ts")]
+    pub at: DateTime<Utc>,
+    /// The last salvage that found it unchanged (`at` when none did).
+    #[serde(with = "crate::clock::ts")]
+    pub last: DateTime<Utc>,
+    /// Later salvages that found the work unchanged.
+    pub unchanged: u32,
+    /// Its files that were there before the session began, untouched since.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preexisting: Vec<String>,
+}
+
 /// A command the guard refused.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct GuardDenial {
@@ -165,6 +239,9 @@ pub struct Digest {
     /// Notes that need no action (limits met and resumed, cycles run).
     pub informational: Vec<String>,
     pub totals: Totals,
+    /// The night's counts: the sessions' added up, a commit or a suspend they share counted once.
+    #[serde(default)]
+    pub counts: Counts,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -175,6 +252,9 @@ pub struct Totals {
     pub limit_pauses: u32,
     pub respawn_cycles: u32,
     pub cost_usd: f64,
+    /// Counts called out as unusual, over all sessions.
+    #[serde(default)]
+    pub unusual: usize,
 }
 
 impl Digest {
@@ -193,6 +273,9 @@ impl Digest {
         if self.totals.needs_you > 0 {
             parts.push(format!("{} needs you", self.totals.needs_you));
         }
+        if self.totals.unusual > 0 {
+            parts.push(format!("{} unusual", self.totals.unusual));
+        }
         parts.join(" · ")
     }
 }
@@ -205,6 +288,7 @@ fn parse_ts(text: &str) -> Option<DateTime<Utc>> {
 pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Digest, StoreError> {
     let mut sessions = Vec::new();
     let mut informational = Vec::new();
+    let mut suspends = std::collections::BTreeSet::new();
     for row in store.sessions()? {
         let created = parse_ts(&row.created).unwrap_or(to);
         let ended = row.ended.as_deref().and_then(parse_ts);
@@ -219,7 +303,9 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
             .filter_map(|e| serde_json::from_str(&e.body).ok())
             .collect();
         let usage = usage_delta(store, &row.id, from, to)?;
-        let mut digest = session_digest(&row, &events, from, to, usage);
+        let trees = salvage_trees(&events);
+        let (mut digest, slept) = session_digest(&row, &events, from, to, usage, &trees);
+        suspends.extend(slept);
         // Where to see what it did: its recorded lives, read by `nightshift log`.
         let state_dir = store.path().and_then(|p| p.parent());
         let lives = state_dir.map(|d| crate::record::lives(d, &row.id)).unwrap_or_default();
@@ -247,8 +333,37 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
         cost_usd: sessions.iter().filter_map(|s| s.usage.as_ref()).map(|u| u.cost_usd).sum::<f64>()
             + sessions.iter().map(|s| s.loop_cost_usd).sum::<f64>()
             + 0.0,
+        unusual: sessions.iter().map(|s| s.unusual.len()).sum(),
     };
-    Ok(Digest { from, to, sessions, informational, totals })
+    let mut counts = Counts::default();
+    for s in &sessions {
+        counts.add(&s.counts);
+    }
+    // What sessions share happened once: a commit in a shared repository, the machine's sleep.
+    counts.commits = u32::try_from(totals.commits).unwrap_or(u32::MAX);
+    counts.suspends = u32::try_from(suspends.len()).unwrap_or(u32::MAX);
+    Ok(Digest { from, to, sessions, informational, totals, counts })
+}
+
+/// The tree of each commit the session's salvage kept, from its repositories (snapshots that
+/// repeat the one before are shown as one).
+fn salvage_trees(events: &[Event]) -> std::collections::HashMap<String, String> {
+    let mut by_repo: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for e in events {
+        if let EventKind::Salvaged { repo, commit, .. } = &e.kind {
+            by_repo.entry(repo.as_str()).or_default().push(commit.as_str());
+        }
+    }
+    let mut trees = std::collections::HashMap::new();
+    for (repo, commits) in by_repo {
+        let found = crate::git::salvage::trees(std::path::Path::new(repo), &commits);
+        for (commit, tree) in commits.iter().zip(found) {
+            if let Some(tree) = tree {
+                trees.insert((*commit).to_string(), tree);
+            }
+        }
+    }
+    trees
 }
 
 /// Sessions sharing a repository share its commits: count each commit once.
@@ -304,139 +419,42 @@ fn session_digest(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     usage: Option<UsageDelta>,
-) -> SessionDigest {
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-    enum Bucket {
-        Working,
-        Idle,
-        Paused,
-    }
-    let bucket = |state: SessionState| match state {
-        SessionState::Working | SessionState::Respawning => Some(Bucket::Working),
-        SessionState::Idle => Some(Bucket::Idle),
-        SessionState::LimitPaused | SessionState::BreakerOpen | SessionState::WaitingInput => Some(Bucket::Paused),
-        _ => None,
-    };
-    let mut time: BTreeMap<Bucket, i64> = BTreeMap::new();
-    let mut close = |state: SessionState, start: DateTime<Utc>, end: DateTime<Utc>| {
-        let (a, b) = (start.max(from), end.min(to));
-        if let (Some(key), true) = (bucket(state), b > a) {
-            *time.entry(key).or_default() += (b - a).num_seconds();
-        }
-    };
-    let mut current: Option<(SessionState, DateTime<Utc>)> = None;
-    let mut last_event_at = from;
-    let (mut cycles, mut restarts, mut limits, mut resumes, mut trips) = (0, 0, 0, 0, 0);
-    let mut exits = Vec::new();
-    let mut denials = Vec::new();
-    let mut switches = Vec::new();
-    let mut salvaged = Vec::new();
-    let mut iterations = Vec::new();
-    let mut tasks_done = Vec::new();
-    let mut loop_cost = 0.0;
-    // A stop was asked for in this life (the user's, or Nightshift's own end): its exit is no crash.
-    let mut stop_asked = false;
-    let mut stopped = false;
-    let mut resume_failed = false;
-    let mut question = None;
-    for ev in events {
-        if ev.ts >= to {
-            break;
-        }
-        last_event_at = last_event_at.max(ev.ts);
-        let in_range = ev.ts >= from;
-        match &ev.kind {
-            EventKind::State { state, exit_code, signal, dialog, .. } => {
-                if let Some((prev, start)) = current.take() {
-                    close(prev, start, ev.ts);
-                }
-                match state {
-                    SessionState::Exited if in_range => {
-                        exits.push(match (signal, exit_code) {
-                            (Some(sig), _) => sig.clone(),
-                            (None, Some(code)) => format!("code {code}"),
-                            _ => "unknown".to_string(),
-                        });
-                        stopped = stop_asked;
-                    }
-                    SessionState::Running => stop_asked = false,
-                    SessionState::WaitingInput => question = dialog.as_ref().and_then(|d| d.text.clone()),
-                    _ => {}
-                }
-                current = Some((*state, ev.ts));
-            }
-            EventKind::StopRequested { .. } => stop_asked = true,
-            EventKind::Respawn { action: respawn::Action::CycleStarted, .. } if in_range => cycles += 1,
-            EventKind::Respawn { action: respawn::Action::Restart, .. } if in_range => restarts += 1,
-            EventKind::LimitDetected { .. } if in_range => limits += 1,
-            EventKind::ResumeSent { .. } if in_range => resumes += 1,
-            EventKind::LimitFailed { .. } if in_range => resume_failed = true,
-            EventKind::Breaker { state: BreakerState::Open, .. } if in_range => trips += 1,
-            EventKind::GuardDenied { what, command, .. } if in_range => {
-                denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() })
-            }
-            EventKind::AccountSwitch { action, reason, .. }
-                if in_range && *action != crate::event::SwitchAction::Due =>
-            {
-                let at = ev.ts.with_timezone(&Local).format("%H:%M");
-                switches.push(match action {
-                    crate::event::SwitchAction::Switched => format!("switched accounts at {at}: {reason}"),
-                    _ => format!("held an account switch at {at}: {reason}"),
-                });
-            }
-            EventKind::Salvaged { repo, reference, files, bytes, .. } if in_range => {
-                let n = reference.rsplit('/').next().unwrap_or("1").to_string();
-                salvaged.push(format!(
-                    "work kept by salvage: {files} uncommitted file(s) ({}) of {repo} as {reference}; \
-                     look: nightshift salvage show {}/{n}",
-                    crate::event::bytes(*bytes),
-                    row.id
-                ));
-            }
-            EventKind::IterationEnded {
-                iteration, attempt, task, probe, outcome, cost_usd, tokens, project, ..
-            } if in_range => {
-                loop_cost += cost_usd.unwrap_or(0.0);
-                if *probe {
-                    continue;
-                }
-                iterations.push(IterationLine {
-                    iteration: *iteration,
-                    attempt: *attempt,
-                    task: task.clone(),
-                    outcome: outcome.clone(),
-                    cost_usd: *cost_usd,
-                    tokens: *tokens,
-                    project: project.clone(),
-                })
-            }
-            EventKind::TaskDone { task, .. } if in_range => tasks_done.push(task.clone()),
-            _ => {}
-        }
-    }
-    // The state in force at the end runs to the end of the range, unless no process is behind it.
+    trees: &std::collections::HashMap<String, String>,
+) -> (SessionDigest, Vec<DateTime<Utc>>) {
     let standing = row.standing();
-    if let Some((state, start)) = current {
-        let end = if standing == Standing::Live { to } else { last_event_at.max(start) };
-        close(state, start, end);
-    }
-
-    let mut needs = Vec::new();
+    let l = Ledger::read(&row.id, events, from, to, standing == Standing::Live, trees);
     let state = row.state;
-    if state == SessionState::WaitingInput {
-        needs.push(match question {
-            Some(q) => format!("waiting on a question: {q}"),
-            None => "waiting for the user".to_string(),
-        });
+
+    // What needs the user now.
+    let mut needs = Vec::new();
+    if state == SessionState::WaitingInput && standing == Standing::Live {
+        // Unless the journal heard it answered (and not yet the state after it).
+        if let Some(question) = &l.waiting {
+            needs.push(match question {
+                Some(q) => format!("waiting on a question: {q}"),
+                None => "waiting for the user".to_string(),
+            });
+        }
     }
-    if state == SessionState::BreakerOpen {
+    // Open by the journal's state, unless the breakers' own events closed it again since.
+    let still_open = !l.breakers_open.is_empty() || !l.breakers_seen;
+    if state == SessionState::BreakerOpen && still_open {
         needs.push(format!("breaker open: {}", row.reason.clone().unwrap_or_default()));
     }
-    if resume_failed {
+    if l.resume_failed {
         needs.push("a usage-limit resume failed".to_string());
     }
     match standing {
-        Standing::Lost => needs.push("its Nightshift process was killed; the session is lost".to_string()),
+        Standing::Lost => {
+            let mut line = "its Nightshift process was killed; the session is lost".to_string();
+            if let (SessionState::WaitingInput, Some(waiting)) = (state, &l.waiting) {
+                line.push_str(&match waiting {
+                    Some(q) => format!("; it was waiting on a question: {q}"),
+                    None => "; it was waiting for the user".to_string(),
+                });
+            }
+            needs.push(line);
+        }
         Standing::Kept => needs.push(
             "Nightshift ended while it waited for a usage limit's reset: it resumes when the app starts \
              (or run `nightshift restore`)"
@@ -447,16 +465,16 @@ fn session_digest(
     if state == SessionState::Failed {
         needs.push(format!("failed to start: {}", row.error.clone().unwrap_or_default()));
     }
-    needs.extend(salvaged);
+    needs.extend(l.salvaged.iter().map(|(_, line)| line.clone()));
     let delivery = crate::git::delivery(std::path::Path::new(&row.cwd), from);
     if let Some(line) = delivery.as_ref().and_then(crate::git::Delivery::needs_you) {
         needs.push(format!("{line}; look: git -C {} log --branches --not --remotes", row.cwd));
     }
     let crashed = state == SessionState::Exited
-        && !stopped
+        && !l.stopped
         && (row.exit_code.is_some_and(|c| c != 0) || row.exit_signal.is_some());
     if crashed {
-        needs.push(format!("exited with {}", exits.last().cloned().unwrap_or_else(|| "an error".into())));
+        needs.push(format!("exited with {}", l.exits.last().cloned().unwrap_or_else(|| "an error".into())));
     }
     let section = if !needs.is_empty() {
         Section::NeedsYou
@@ -467,7 +485,10 @@ fn session_digest(
     } else {
         Section::StillRunning
     };
-    SessionDigest {
+    let git = crate::git::progress(std::path::Path::new(&row.cwd), from, to);
+    let mut counts = l.counts;
+    counts.commits = git.as_ref().map_or(0, |g| u32::try_from(g.commits.len()).unwrap_or(u32::MAX));
+    let digest = SessionDigest {
         id: row.id.clone(),
         agent: row.agent.clone(),
         command_line: crate::pty::shell_words(&row.command),
@@ -475,23 +496,28 @@ fn session_digest(
         state: row.shown_state(),
         section,
         needs_you: needs,
-        working_secs: time.get(&Bucket::Working).copied().unwrap_or(0),
-        idle_secs: time.get(&Bucket::Idle).copied().unwrap_or(0),
-        paused_secs: time.get(&Bucket::Paused).copied().unwrap_or(0),
-        respawn_cycles: cycles,
-        restarts,
-        limits_hit: limits,
-        resumes,
-        breaker_trips: trips,
-        exits,
-        guard_denials: denials,
-        account_switches: switches,
-        iterations,
-        tasks_done,
-        loop_cost_usd: loop_cost,
-        git: crate::git::progress(std::path::Path::new(&row.cwd), from, to),
+        unusual: l.unusual,
+        happened: l.happened,
+        salvaged: l.salvaged.into_iter().map(|(kept, _)| kept).collect(),
+        working_secs: l.working_secs,
+        idle_secs: l.idle_secs,
+        paused_secs: l.paused_secs,
+        respawn_cycles: counts.respawn_cycles,
+        restarts: counts.restarts,
+        limits_hit: counts.limits,
+        resumes: counts.resumes,
+        breaker_trips: counts.breakers_opened,
+        exits: l.exits,
+        guard_denials: l.denials,
+        account_switches: l.switches,
+        iterations: l.iterations,
+        tasks_done: l.tasks_done,
+        loop_cost_usd: l.loop_cost,
+        counts,
+        git,
         delivery,
         recording: None,
         usage,
-    }
+    };
+    (digest, l.suspends)
 }

@@ -378,6 +378,15 @@ fn every_section_and_figure_of_a_night() {
     }
     let json: serde_json::Value = serde_json::from_str(&digest::render(&d, Format::Json)).unwrap();
     assert_eq!(json["totals"]["commits"], 3);
+    // The night's counts: a commit once, whichever sessions share its repository.
+    for (name, n) in [("commits", 3), ("respawn_cycles", 2), ("guard_denials", 1), ("iterations", 3), ("tasks_done", 2)]
+    {
+        assert_eq!(json["counts"][name], n, "counts.{name}");
+    }
+    assert_eq!(
+        json["sessions"].as_array().unwrap().iter().find(|s| s["id"] == "d0000001").unwrap()["counts"]["commits"],
+        3
+    );
     assert_eq!(json["sessions"].as_array().unwrap().len(), 7);
     let back: digest::Digest = serde_json::from_value(json).unwrap();
     assert_eq!(back.headline(), d.headline());
@@ -454,4 +463,257 @@ fn an_empty_stretch_costs_nothing_not_minus_nothing() {
     let d = digest::build(&store, t(1, 0), t(2, 0)).unwrap();
     let text = digest::render(&d, Format::Text);
     assert!(text.contains("$0.00") && !text.contains("$-0.00"), "{text}");
+}
+
+/// The night of issue 34, as the journal had it before the fix: 19 respawn cycles, each salvaging the
+/// same untracked file under a ref of its own; 16 handoffs within two hours; a breaker that opened
+/// and closed, twice; Nightshift killed and the session restored; a question answered at the
+/// terminal as the last thing the journal heard. Written with real git objects.
+fn the_issues_night() -> (tempfile::TempDir, Store, std::path::PathBuf) {
+    use nightshift::breaker::{BreakerKind, BreakerState};
+    use nightshift::respawn::Action;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&tmp.path().join("journal.sqlite3")).unwrap();
+    let repo = tmp.path().join("api");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"], None);
+    commit(&repo, "README", "api\n", "Start", t(21, 0));
+    std::fs::write(repo.join("notes.md"), "n".repeat(134) + "\n").unwrap();
+    // What each cycle's salvage made: the same tree under a new commit and ref every time.
+    let index = tmp.path().join("salvage-index");
+    let with_index = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_INDEX_FILE", &index)
+            .env("GIT_AUTHOR_NAME", "Nightshift")
+            .env("GIT_AUTHOR_EMAIL", "nightshift@localhost")
+            .env("GIT_COMMITTER_NAME", "Nightshift")
+            .env("GIT_COMMITTER_EMAIL", "nightshift@localhost")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    with_index(&["read-tree", "HEAD"]);
+    with_index(&["add", "-A", "--", "."]);
+    let tree = with_index(&["write-tree"]);
+
+    let id = "s0000034";
+    session(&mut store, id, &repo, t(22, 0), std::process::id());
+    state(&mut store, id, t(22, 0), SessionState::Running);
+    state(&mut store, id, t(22, 1), SessionState::Working);
+    for cycle in 1..=19u32 {
+        let at = t(22, 30) + Duration::minutes(20 * i64::from(cycle - 1));
+        let message = format!("WIP salvage of session {id}: before respawn cycle {cycle}'s /clear");
+        let commit = with_index(&["commit-tree", &tree, "-p", "HEAD", "-m", &message]);
+        let reference = format!("refs/nightshift/salvage/{id}/{cycle}");
+        with_index(&["update-ref", &reference, &commit]);
+        state(&mut store, id, at, SessionState::Idle);
+        let started = Action::CycleStarted;
+        ev(
+            &mut store,
+            id,
+            at,
+            EventKind::Respawn { action: started, cycle: Some(cycle), reason: None, cost_usd: None },
+        );
+        ev(
+            &mut store,
+            id,
+            at,
+            EventKind::Salvaged {
+                repo: repo.display().to_string(),
+                reference,
+                commit,
+                files: 1,
+                bytes: 135,
+                reason: format!("before respawn cycle {cycle}'s /clear"),
+                preexisting: Vec::new(),
+            },
+        );
+        state(&mut store, id, at, SessionState::Respawning);
+        state(&mut store, id, at + Duration::minutes(1), SessionState::Working);
+    }
+    // 16 handoffs, one every 7 minutes from midnight: 9 of them within the first hour.
+    for n in 0..16 {
+        let at = t(0, 2) + Duration::minutes(7 * n);
+        ev(&mut store, id, at, EventKind::HandoffAsked { times: 1 });
+        ev(&mut store, id, at + Duration::seconds(20), EventKind::Handoff { chars: 900 });
+        ev(&mut store, id, at + Duration::seconds(40), EventKind::HandoffGiven { source: "clear".into() });
+    }
+    // The no-progress breaker opened and closed at 03:00–03:20 and again at 05:00–05:20.
+    for (open, close) in [(t(3, 0), t(3, 20)), (t(5, 0), t(5, 20))] {
+        let breaker = BreakerKind::NoProgress;
+        let reason = "3 cycles without progress".to_string();
+        ev(&mut store, id, open, EventKind::Breaker { breaker, state: BreakerState::Open, reason });
+        state(&mut store, id, open, SessionState::BreakerOpen);
+        let reason = "progress again".to_string();
+        ev(&mut store, id, close, EventKind::Breaker { breaker, state: BreakerState::Closed, reason });
+        state(&mut store, id, close, SessionState::Working);
+    }
+    ev(
+        &mut store,
+        id,
+        t(3, 40),
+        EventKind::GuardDenied {
+            rule: "force_push".into(),
+            what: "a force push to the default branch".into(),
+            command: "git push --force origin main".into(),
+        },
+    );
+    ev(&mut store, id, t(4, 0), EventKind::Suspended { from: t(3, 45), to: t(4, 0) });
+    // Nightshift was killed at 05:30; the app brought the session back at 06:00.
+    ev(&mut store, id, t(6, 0), EventKind::Restored { reason: "respawn armed".into(), down_secs: 1800 });
+    state(&mut store, id, t(6, 0), SessionState::Running);
+    state(&mut store, id, t(6, 1), SessionState::Working);
+    // The question, answered at the terminal a minute later: the journal's last word on it.
+    ev(
+        &mut store,
+        id,
+        t(6, 10),
+        EventKind::State {
+            state: SessionState::WaitingInput,
+            reason: "question".into(),
+            pid: None,
+            exit_code: None,
+            signal: None,
+            error: None,
+            dialog: Some(nightshift::agent::Dialog {
+                kind: nightshift::agent::DialogKind::Question,
+                text: Some("Which database should I use?".into()),
+            }),
+            last_screen: None,
+        },
+    );
+    ev(
+        &mut store,
+        id,
+        t(6, 11),
+        EventKind::DialogAnswered {
+            dialog: nightshift::agent::DialogKind::Question,
+            text: Some("Which database should I use?".into()),
+            by: nightshift::event::Answerer::Terminal,
+            waited_secs: 60,
+        },
+    );
+    (tmp, store, repo)
+}
+
+fn hm(at: DateTime<Utc>) -> String {
+    at.with_timezone(&chrono::Local).format("%H:%M").to_string()
+}
+
+#[test]
+fn the_issues_night_is_told_once_with_every_kind_of_event_counted() {
+    let (_tmp, mut store, repo) = the_issues_night();
+    let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
+    let text = digest::render(&d, Format::Text);
+    let json: serde_json::Value = serde_json::from_str(&digest::render(&d, Format::Json)).unwrap();
+    let s = &json["sessions"][0];
+    assert_eq!(s["id"], "s0000034", "{json:#}");
+
+    // One salvage line for the one distinct snapshot, and no stale question: nothing else needs you.
+    let needs: Vec<&str> = s["needs_you"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert_eq!(
+        needs,
+        [format!(
+            "work kept by salvage: 1 uncommitted file (135 B) of {}, kept since {}, unchanged through 18 later \
+             cycles; look: nightshift salvage show s0000034/1",
+            repo.display(),
+            hm(t(22, 30))
+        )],
+        "{text}"
+    );
+    assert_eq!(text.matches("work kept by salvage").count(), 1, "{text}");
+    assert!(!text.contains("waiting on a question"), "{text}");
+    // The met needs are what happened, once each.
+    let happened: Vec<&str> = s["happened"].as_array().unwrap().iter().map(|h| h["text"].as_str().unwrap()).collect();
+    for line in [
+        format!(
+            "asked \"Which database should I use?\" at {}, answered at the terminal at {}",
+            hm(t(6, 10)),
+            hm(t(6, 11))
+        ),
+        format!("restored at {} after 30m without Nightshift (respawn armed)", hm(t(6, 0))),
+    ] {
+        assert!(happened.contains(&line.as_str()), "{line:?} not in {happened:#?}");
+        assert_eq!(text.matches(&line).count(), 1, "{line:?} once in:\n{text}");
+    }
+    let breaker = happened.iter().find(|h| h.starts_with("the no-progress breaker opened and closed again"));
+    assert_eq!(
+        breaker.copied(),
+        Some(
+            format!("the no-progress breaker opened and closed again: 2 times, {} to {}", hm(t(3, 0)), hm(t(5, 0)))
+                .as_str()
+        ),
+        "{happened:#?}"
+    );
+
+    // Every kind of event counted, as typed fields.
+    let counts = &s["counts"];
+    for (name, n) in [
+        ("respawn_cycles", 19),
+        ("handoffs", 16),
+        ("handoffs_written", 16),
+        ("handoffs_given", 16),
+        ("handoffs_missing", 0),
+        ("questions", 1),
+        ("questions_answered", 1),
+        ("restores", 1),
+        ("breakers_opened", 2),
+        ("breakers_closed", 2),
+        ("guard_denials", 1),
+        ("suspends", 1),
+        ("salvages", 1),
+        ("salvages_unchanged", 18),
+    ] {
+        assert_eq!(counts[name], n, "counts.{name} in {counts:#}");
+    }
+    assert_eq!(counts["answered_by"]["terminal"], 1, "{counts:#}");
+    // Called out: too many handoffs in an hour, a breaker that opened twice.
+    let unusual: Vec<&str> = s["unusual"].as_array().unwrap().iter().map(|u| u["kind"].as_str().unwrap()).collect();
+    assert_eq!(unusual, ["handoffs", "breaker_reopened"], "{s:#}");
+
+    // The same figures in the text as in the JSON.
+    let c = |name: &str| counts[name].as_u64().unwrap();
+    for phrase in [
+        format!("{} respawn cycles", c("respawn_cycles")),
+        format!("{} handoffs ({} written, {} given back)", c("handoffs"), c("handoffs_written"), c("handoffs_given")),
+        format!("{} question ({} answered)", c("questions"), c("questions_answered")),
+        format!("answered: {} at the terminal", counts["answered_by"]["terminal"]),
+        format!("{} restore", c("restores")),
+        format!("breakers: {} opened, {} closed", c("breakers_opened"), c("breakers_closed")),
+        format!("{} guard denial", c("guard_denials")),
+        format!("{} suspend", c("suspends")),
+        format!("{} snapshot kept by salvage (unchanged {} times)", c("salvages"), c("salvages_unchanged")),
+        "UNUSUAL: 16 handoffs, 9 of them within an hour".to_string(),
+        "UNUSUAL: the no-progress breaker opened 2 times".to_string(),
+        format!(
+            "In all: {} respawn cycles · {} restore · {} handoffs",
+            c("respawn_cycles"),
+            c("restores"),
+            c("handoffs")
+        ),
+    ] {
+        assert!(text.contains(&phrase), "text lacks {phrase:?}:\n{text}");
+    }
+    // The night-wide counts, in the morning summary too.
+    assert_eq!(json["counts"], *counts, "one session: the night's counts are its own");
+    let tz = FixedOffset::east_opt(0).unwrap();
+    let made = Morning::default().check(&mut store, t(8, 0), &tz).unwrap();
+    assert!(matches!(made, Some(MorningOutcome::Made { .. })), "{made:?}");
+    let stored: serde_json::Value = serde_json::from_str(&store.latest_summary().unwrap().unwrap().body).unwrap();
+    assert_eq!(stored["counts"]["handoffs"], 16);
+    assert_eq!(stored["sessions"][0]["needs_you"].as_array().map(Vec::len), Some(1));
+
+    // A summary stored before these fields existed still reads (and shows), with nothing counted.
+    let mut old = stored.clone();
+    old.as_object_mut().unwrap().remove("counts");
+    old["totals"].as_object_mut().unwrap().remove("unusual");
+    for field in ["counts", "unusual", "happened", "salvaged"] {
+        old["sessions"][0].as_object_mut().unwrap().remove(field);
+    }
+    let old: digest::Digest = serde_json::from_value(old).unwrap();
+    assert_eq!(old.counts, digest::Counts::default());
+    assert!(digest::render(&old, Format::Text).contains("work kept by salvage"));
 }

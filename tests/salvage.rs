@@ -182,7 +182,7 @@ fn the_digest_says_what_needs_you_the_snapshot_the_unpushed_commit_and_a_remote_
     let needs: Vec<&str> = ours["needs_you"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     let kept = needs
         .iter()
-        .find(|n| n.starts_with("work kept by salvage: 1 uncommitted file(s)"))
+        .find(|n| n.starts_with("work kept by salvage: 1 uncommitted file ("))
         .unwrap_or_else(|| panic!("{needs:?}"));
     assert!(kept.ends_with(&format!("look: nightshift salvage show {session}/1")), "{kept}");
     let delivery = needs.iter().find(|n| n.contains("on no remote branch")).unwrap_or_else(|| panic!("{needs:?}"));
@@ -282,4 +282,19 @@ fn an_unchanged_tree_makes_no_new_ref_and_the_users_own_file_is_named_as_such() 
     let unchanged: Vec<_> = all.iter().filter(|e| e["event"] == "salvage_unchanged").collect();
     assert_eq!(unchanged.len(), 4);
     assert!(unchanged.iter().all(|e| e["reference"] == saved[0]["reference"]), "{unchanged:#?}");
+    let d: serde_json::Value =
+        serde_json::from_str(&env.stdout(&["digest", "--range", "1h", "--format", "json"])).unwrap();
+    let ours = d["sessions"].as_array().unwrap().iter().find(|s| s["id"] == session.as_str()).unwrap();
+    let kept: Vec<&str> = ours["needs_you"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str().filter(|n| n.starts_with("work kept by salvage")))
+        .collect();
+    assert_eq!(kept.len(), 1, "one line for the one snapshot: {kept:#?}");
+    assert!(kept[0].contains(", unchanged at 4 later salvages;"), "{}", kept[0]);
+    assert!(kept[0].contains("1 of them was there before the session began, untouched since: mine.txt"), "{}", kept[0]);
+    assert_eq!(ours["counts"]["salvages"], 1);
+    assert_eq!(ours["counts"]["salvages_unchanged"], 4);
+    assert_eq!(ours["counts"]["restarts"], 4);
 }

@@ -20,7 +20,8 @@ const SECTIONS: [(Section, &str); 4] = [
     (Section::Idle, "Idle"),
 ];
 
-fn hm(secs: i64) -> String {
+/// A duration as the digest says it: `45s`, `30m`, `2h 05m`.
+pub(super) fn hm(secs: i64) -> String {
     let (h, m) = (secs / 3600, (secs % 3600) / 60);
     match (h, m) {
         (0, 0) if secs > 0 => format!("{secs}s"),
@@ -29,32 +30,45 @@ fn hm(secs: i64) -> String {
     }
 }
 
+fn clock(t: chrono::DateTime<chrono::Utc>) -> String {
+    super::ledger::hhmm(t)
+}
+
 fn local(t: chrono::DateTime<chrono::Utc>) -> String {
     t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
 }
 
-/// The lines that describe one session, without the heading.
+/// `code 1 ×5, SIGKILL`: each value once, in the order first seen, with how many times.
+fn collapsed(values: &[String]) -> String {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for v in values {
+        match seen.iter_mut().find(|(s, _)| *s == v.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((v, 1)),
+        }
+    }
+    let parts: Vec<String> =
+        seen.iter().map(|(v, n)| if *n == 1 { (*v).to_string() } else { format!("{v} ×{n}") }).collect();
+    parts.join(", ")
+}
+
+/// The lines that describe one session, without the heading: what needs the user first, then
+/// what is unusual, the summary line with every count, what happened, and the rest.
 fn details(s: &SessionDigest) -> Vec<String> {
     let mut lines = Vec::new();
     for why in &s.needs_you {
         lines.push(format!("needs you: {why}"));
     }
+    for u in &s.unusual {
+        lines.push(format!("UNUSUAL: {}", u.text));
+    }
     let mut activity =
         format!("working {} · idle {} · paused {}", hm(s.working_secs), hm(s.idle_secs), hm(s.paused_secs));
-    if s.respawn_cycles > 0 {
-        let _ = write!(activity, " · {} respawn cycle(s)", s.respawn_cycles);
-    }
-    if s.restarts > 0 {
-        let _ = write!(activity, " · {} restart(s)", s.restarts);
-    }
-    if s.limits_hit > 0 {
-        let _ = write!(activity, " · {} limit pause(s), {} resume(s)", s.limits_hit, s.resumes);
-    }
-    if s.breaker_trips > 0 {
-        let _ = write!(activity, " · {} breaker trip(s)", s.breaker_trips);
+    for phrase in s.counts.phrases() {
+        let _ = write!(activity, " · {phrase}");
     }
     if !s.exits.is_empty() {
-        let _ = write!(activity, " · exits: {}", s.exits.join(", "));
+        let _ = write!(activity, " · exits: {}", collapsed(&s.exits));
     }
     lines.push(activity);
     if !s.iterations.is_empty() {
@@ -86,16 +100,30 @@ fn details(s: &SessionDigest) -> Vec<String> {
             lines.push(format!("  #{}{attempt} {} {cost}{task}", i.iteration, i.outcome));
         }
     }
-    for line in &s.account_switches {
-        lines.push(format!("account: {line}"));
+    if !s.happened.is_empty() {
+        lines.push("what happened:".to_string());
+        for h in &s.happened {
+            lines.push(format!("  {}", h.text));
+        }
     }
+    // The same command refused again is one line.
+    let mut refused: Vec<(&super::GuardDenial, usize, chrono::DateTime<chrono::Utc>)> = Vec::new();
     for d in &s.guard_denials {
-        lines.push(format!(
-            "guard: refused {} at {}: {}",
-            d.what,
-            d.at.with_timezone(&Local).format("%H:%M"),
-            d.command
-        ));
+        match refused.iter_mut().find(|(r, _, _)| r.what == d.what && r.command == d.command) {
+            Some((_, n, last)) => {
+                *n += 1;
+                *last = d.at;
+            }
+            None => refused.push((d, 1, d.at)),
+        }
+    }
+    for (d, n, last) in refused {
+        let when = if n == 1 {
+            format!("at {}", clock(d.at))
+        } else {
+            format!("{n} times, {} to {}", clock(d.at), clock(last))
+        };
+        lines.push(format!("guard: refused {} {when}: {}", d.what, d.command));
     }
     if let Some(git) = &s.git {
         let mut line = format!(
@@ -145,13 +173,20 @@ pub fn render(d: &Digest, format: Format) -> String {
     let md = format == Format::Markdown;
     let mut out = String::new();
     let span = d.to - d.from;
+    let all = d.counts.phrases().join(" · ");
     if md {
         let _ =
             writeln!(out, "# Nightshift digest\n\n{} → {} ({})\n", local(d.from), local(d.to), hm(span.num_seconds()));
         let _ = writeln!(out, "**{}** · ${:.2}\n", d.headline(), d.totals.cost_usd);
+        if !all.is_empty() {
+            let _ = writeln!(out, "In all: {all}\n");
+        }
     } else {
         let _ = writeln!(out, "Nightshift digest — {} → {} ({})", local(d.from), local(d.to), hm(span.num_seconds()));
         let _ = writeln!(out, "{} · ${:.2}", d.headline(), d.totals.cost_usd);
+        if !all.is_empty() {
+            let _ = writeln!(out, "In all: {all}");
+        }
     }
     if d.sessions.is_empty() {
         let _ = writeln!(out, "\nNothing ran in this range.");
