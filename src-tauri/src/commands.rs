@@ -581,8 +581,10 @@ fn digest_of(supervisor: &nightshift::Supervisor, range: &str, mark_viewed: bool
 #[tauri::command]
 pub fn morning(state: State<'_, AppState>) -> Result<Value, UiError> {
     let Some(summary) = state.supervisor.with_store(|s| s.latest_summary())? else { return Ok(Value::Null) };
-    let text = serde_json::from_str::<digest::Digest>(&summary.body)
-        .map_or_else(|_| summary.headline.clone(), |d| digest::render(&d, Format::Text));
+    // The stored digest itself too: the window shows its figures (`counts`, `totals`) beside the text
+    // made from it. A night when nothing ran has none.
+    let stored = serde_json::from_str::<digest::Digest>(&summary.body).ok();
+    let text = stored.as_ref().map_or_else(|| summary.headline.clone(), |d| digest::render(d, Format::Text));
     let range = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok().map(|t| t.with_timezone(&chrono::Utc));
     let timeline = match (range(&summary.from_ts), range(&summary.to_ts)) {
         (Some(from), Some(to)) => Some(state.supervisor.with_store(|s| digest::timeline::build(s, from, to))?),
@@ -593,6 +595,7 @@ pub fn morning(state: State<'_, AppState>) -> Result<Value, UiError> {
         "created_at": summary.created_at,
         "headline": summary.headline,
         "text": text,
+        "digest": stored,
         "timeline": timeline,
     }))
 }

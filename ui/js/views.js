@@ -175,22 +175,51 @@ function toggleUsage() {
 
 // ---------------------------------------------------------------- digest and morning
 
+// The figures above a digest's text, from the same digest the text was made of: the totals, what
+// needs you and what is unusual first, then each kind of event the night counted (`counts`).
+function renderTotals(list, d) {
+  const t = (d && d.totals) || {};
+  const c = (d && d.counts) || {};
+  const items = [
+    ["sessions", plural(t.sessions ?? 0, "session", "sessions"), false],
+    ["needs_you", `${t.needs_you ?? 0} need${(t.needs_you ?? 0) === 1 ? "s" : ""} you`, !!t.needs_you],
+  ];
+  if (t.unusual) items.push(["unusual", `${t.unusual} unusual`, true]);
+  items.push(
+    ["commits", plural(t.commits ?? 0, "commit", "commits"), false],
+    ["limit_pauses", plural(t.limit_pauses ?? 0, "limit pause", "limit pauses"), false],
+    ["respawn_cycles", plural(t.respawn_cycles ?? 0, "respawn cycle", "respawn cycles"), false],
+  );
+  const counted = [
+    ["restarts", "restart", "restarts"],
+    ["restores", "restore", "restores"],
+    ["handoffs", "handoff", "handoffs"],
+    ["questions", "question", "questions"],
+    ["permissions", "permission prompt", "permission prompts"],
+    ["dialogs_unanswered", "dialog unanswered", "dialogs unanswered"],
+    ["breakers_opened", "breaker opened", "breakers opened"],
+    ["breakers_closed", "breaker closed", "breakers closed"],
+    ["account_switches", "account switch", "account switches"],
+    ["guard_denials", "guard denial", "guard denials"],
+    ["pushes_sent", "push sent", "pushes sent"],
+    ["pushes_failed", "push failed", "pushes failed"],
+    ["suspends", "suspend", "suspends"],
+    ["salvages", "salvage snapshot", "salvage snapshots"],
+  ];
+  for (const [key, one, many] of counted) {
+    if (c[key]) items.push([key, plural(c[key], one, many), key === "pushes_failed"]);
+  }
+  if (t.cost_usd) items.push(["cost_usd", `$${t.cost_usd.toFixed(2)}`, false]);
+  list.replaceChildren(...items.map(([k, v, attention]) =>
+    el("li", { "data-total": k, class: attention ? "attention" : "" }, v)));
+}
+
 async function loadDigest(markViewed = false) {
   const range = $("digest-range").value;
   // Tauri passes command arguments in camelCase: `mark_viewed` on the Rust side is `markViewed` here.
   const got = await call("digest", { range, markViewed });
   if (got === FAILED) return;
-  const t = (got.digest && got.digest.totals) || {};
-  const items = [
-    ["sessions", plural(t.sessions ?? 0, "session", "sessions")],
-    ["needs_you", `${t.needs_you ?? 0} need${(t.needs_you ?? 0) === 1 ? "s" : ""} you`],
-    ["commits", plural(t.commits ?? 0, "commit", "commits")],
-    ["limit_pauses", plural(t.limit_pauses ?? 0, "limit pause", "limit pauses")],
-    ["respawn_cycles", plural(t.respawn_cycles ?? 0, "respawn cycle", "respawn cycles")],
-  ];
-  if (t.cost_usd) items.push(["cost_usd", `$${t.cost_usd.toFixed(2)}`]);
-  $("digest-totals").replaceChildren(...items.map(([k, v]) =>
-    el("li", { "data-total": k, class: k === "needs_you" && t.needs_you ? "attention" : "" }, v)));
+  renderTotals($("digest-totals"), got.digest);
   drawTimeline($("digest-timeline"), got.timeline);
   $("digest-text").textContent = got.text || "Nothing happened in this range.";
   $("digest-text").dataset.range = range;
@@ -206,6 +235,9 @@ async function loadMorning() {
   if (!m) return;
   $("morning-headline").textContent = m.headline;
   $("morning-meta").textContent = `For the night up to ${localTime(m.scheduled_for)} · written ${localTime(m.created_at)}`;
+  // A summary of a night when nothing ran has no digest: no figures.
+  $("morning-totals").hidden = !m.digest;
+  if (m.digest) renderTotals($("morning-totals"), m.digest);
   drawTimeline($("morning-timeline"), m.timeline);
   $("morning-text").textContent = m.text;
 }
