@@ -1,6 +1,7 @@
 //! The night as a picture: for each session over a range, its states as bands (working, idle,
 //! waiting for you, limit waits, respawning, a breaker open) and its events as marks (respawn
-//! cycles, restarts, breaker trips, resumes, commits), with the usage windows' fill beneath. The
+//! cycles, restarts, restores, handoffs, breakers opened and closed, resumes, commits), with the
+//! usage windows' fill beneath. The
 //! window draws it; every band's start and end is a state event's time, clipped to the range.
 
 use chrono::{DateTime, Utc};
@@ -23,7 +24,7 @@ pub struct Band {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Mark {
-    /// `cycle`, `restart`, `breaker`, `resume`, `commit`.
+    /// `cycle`, `restart`, `restore`, `handoff`, `breaker`, `breaker_closed`, `resume`, `commit`.
     pub kind: &'static str,
     #[serde(with = "crate::clock::ts")]
     pub at: DateTime<Utc>,
@@ -90,7 +91,14 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
                         Some(("restart", reason.clone().unwrap_or_else(|| "restarted".into())))
                     }
                     EventKind::Breaker { state: BreakerState::Open, reason, .. } => Some(("breaker", reason.clone())),
+                    EventKind::Breaker { breaker, state: BreakerState::Closed, reason } => {
+                        Some(("breaker_closed", format!("the {} breaker closed: {reason}", breaker.as_str())))
+                    }
                     EventKind::ResumeSent { .. } => Some(("resume", "resumed after the limit".to_string())),
+                    EventKind::Restored { reason, .. } => Some(("restore", format!("restored: {reason}"))),
+                    EventKind::HandoffAsked { times: 1 } => {
+                        Some(("handoff", "a handoff, the context near full".to_string()))
+                    }
                     _ => None,
                 };
                 if let Some((kind, text)) = mark {
@@ -192,6 +200,20 @@ mod tests {
             (lane.marks[0].kind, lane.marks[0].at, lane.marks[0].text.as_str()),
             ("cycle", at("22:31"), "respawn cycle 1")
         );
+
+        // Handoffs and restores are marks too (a loop of handoffs shows as a row of them).
+        let more = vec![
+            Event { ts: at("23:10"), session: String::from("s1").into(), kind: EventKind::HandoffAsked { times: 1 } },
+            Event { ts: at("23:11"), session: String::from("s1").into(), kind: EventKind::HandoffAsked { times: 2 } },
+            Event {
+                ts: at("23:20"),
+                session: String::from("s1").into(),
+                kind: EventKind::Restored { reason: "respawn armed".into(), down_secs: 60 },
+            },
+        ];
+        let marked = super::lane("s1", "api".into(), &more, at("22:00"), at("01:00"));
+        let kinds: Vec<(&str, DateTime<Utc>)> = marked.marks.iter().map(|m| (m.kind, m.at)).collect();
+        assert_eq!(kinds, [("handoff", at("23:10")), ("restore", at("23:20"))], "one mark per handoff asked");
 
         // An exit ends the lane: nothing after it.
         let whole = super::lane("s1", "api".into(), &events, at("21:00"), at("03:00"));
