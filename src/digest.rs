@@ -171,7 +171,7 @@ pub struct Happening {
 pub enum HappeningKind {
     /// A dialog the agent showed was answered (by whom, when known).
     Answered,
-    /// The agent exited while a dialog waited.
+    /// A dialog went away unanswered: nothing was typed, or the agent exited under it.
     Unanswered,
     BreakerClosed,
     /// A usage limit ended and the agent worked on.

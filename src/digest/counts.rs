@@ -42,6 +42,8 @@ pub struct Counts {
     /// Every dialog answered (questions, permission prompts, and the routine ones Nightshift
     /// answers: folder trust, confirmations, the usage-limit menu), by whom.
     pub answered_by: AnsweredBy,
+    /// Dialogs that went away unanswered: nothing was typed, or the agent exited under them.
+    pub dialogs_unanswered: u32,
     pub breakers_opened: u32,
     /// Breakers that closed again after they opened.
     pub breakers_closed: u32,
@@ -79,6 +81,7 @@ pub struct AnsweredBy {
 }
 
 impl AnsweredBy {
+    /// One more answer by `by` (a dialog gone with nothing typed is no answer: not counted here).
     pub fn add(&mut self, by: Answerer) {
         match by {
             Answerer::Terminal => self.terminal += 1,
@@ -86,6 +89,7 @@ impl AnsweredBy {
             Answerer::Cli => self.cli += 1,
             Answerer::Phone => self.phone += 1,
             Answerer::Nightshift => self.nightshift += 1,
+            Answerer::Nobody => {}
         }
     }
 
@@ -129,6 +133,7 @@ impl Counts {
         self.questions_answered += o.questions_answered;
         self.permissions += o.permissions;
         self.permissions_answered += o.permissions_answered;
+        self.dialogs_unanswered += o.dialogs_unanswered;
         for (n, by) in o.answered_by.each() {
             for _ in 0..n {
                 self.answered_by.add(by);
@@ -192,6 +197,7 @@ impl Counts {
                 out.push(format!("{} ({answered} answered)", plural(asked, one, many)));
             }
         }
+        say(&mut out, self.dialogs_unanswered, "dialog unanswered", "dialogs unanswered");
         if self.answered_by.total() > 0 {
             let each = self.answered_by.each();
             let by: Vec<String> =

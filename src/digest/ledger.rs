@@ -177,9 +177,15 @@ fn settle(
         return;
     }
     let what = asked_what(a.kind, a.text.as_deref());
-    if exited {
-        let key = format!("{what}, unanswered when the agent exited");
-        let once = format!("{what} at {}, unanswered when the agent exited at {}", hhmm(a.at), hhmm(at));
+    if exited || by == Some(Answerer::Nobody) {
+        c.dialogs_unanswered += 1;
+        let (key, once) = if exited {
+            let key = format!("{what}, unanswered when the agent exited");
+            (key, format!("{what} at {}, unanswered when the agent exited at {}", hhmm(a.at), hhmm(at)))
+        } else {
+            let key = format!("{what}, gone with nothing typed");
+            (key, format!("{what} at {}, gone at {} with nothing typed", hhmm(a.at), hhmm(at)))
+        };
         lines.note(HappeningKind::Unanswered, key, once, a.at);
         return;
     }
@@ -606,6 +612,7 @@ fn unusual(
 
 #[cfg(test)]
 mod tests {
+    use super::super::AnsweredBy;
     use super::*;
     use crate::agent::Dialog;
     use chrono::TimeZone;
@@ -696,7 +703,7 @@ mod tests {
             state(at(3, 5), SessionState::Exited),
         ]);
         assert_eq!(l.counts.answered_by.nightshift, 2);
-        assert_eq!((l.counts.permissions, l.counts.permissions_answered), (1, 0));
+        assert_eq!((l.counts.permissions, l.counts.permissions_answered, l.counts.dialogs_unanswered), (1, 0, 1));
         assert_eq!(l.waiting, None);
         assert_eq!(
             texts(&l),
@@ -704,6 +711,27 @@ mod tests {
                 "asked permission: \"Allow git push?\" at {}, unanswered when the agent exited at {}",
                 hhmm(at(3, 0)),
                 hhmm(at(3, 5))
+            )]
+        );
+    }
+
+    #[test]
+    fn a_dialog_gone_with_nothing_typed_is_no_answer_and_no_need() {
+        let l = read(&[
+            state(at(22, 0), SessionState::Working),
+            asking(at(2, 10), DialogKind::Question, "Shall I go on?"),
+            answered(at(2, 40), DialogKind::Question, Answerer::Nobody, 1800),
+            state(at(2, 40), SessionState::Idle),
+        ]);
+        assert_eq!(l.waiting, None);
+        assert_eq!((l.counts.questions, l.counts.questions_answered, l.counts.dialogs_unanswered), (1, 0, 1));
+        assert_eq!(l.counts.answered_by, AnsweredBy::default());
+        assert_eq!(
+            texts(&l),
+            [format!(
+                "asked \"Shall I go on?\" at {}, gone at {} with nothing typed",
+                hhmm(at(2, 10)),
+                hhmm(at(2, 40))
             )]
         );
     }
