@@ -612,6 +612,12 @@ impl Store {
                     "UPDATE sessions SET ended = ?2, exit_code = ?3, exit_signal = ?4, error = ?5 WHERE id = ?1",
                     params![event.session.as_str(), ts, exit_code, signal, error],
                 )?;
+            } else {
+                // Started again after an exit (a restart): it has not ended.
+                tx.execute(
+                    "UPDATE sessions SET ended = NULL WHERE id = ?1 AND ended IS NOT NULL",
+                    [event.session.as_str()],
+                )?;
             }
         }
         tx.commit()?;
@@ -699,7 +705,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let n = self.conn.execute(
             "UPDATE sessions SET owner_pid = ?3, control_socket = ?4, ended = NULL, kept = NULL
-             WHERE id = ?1 AND owner_pid IS ?2 AND ended IS NULL",
+             WHERE id = ?1 AND owner_pid IS ?2 AND state NOT IN ('exited', 'failed')",
             params![id, was, pid, control_socket],
         )?;
         Ok(n == 1)
@@ -1197,6 +1203,11 @@ mod tests {
         assert_eq!(store.last_event_id().unwrap(), events[1].id);
         let recent = store.recent_events("0a0a0a0a", 1).unwrap();
         assert_eq!(recent, events[1..]);
+        // Started again after that exit (a respawn restart): not ended, and a restore can claim it.
+        store.record(&ev(EventKind::state(SessionState::Running, "process 7 restarted"))).unwrap();
+        let row = store.find_session("0a0a").unwrap();
+        assert_eq!(row.ended, None, "a session that runs again has not ended");
+        assert!(store.claim_session("0a0a0a0a", row.owner_pid, 4242, None).unwrap());
     }
 
     #[test]
