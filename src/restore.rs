@@ -22,6 +22,8 @@ const LOOKBACK: usize = 5000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pending {
     pub resets_at: Option<DateTime<Utc>>,
+    /// The reset is known to the second: the client's rate-limit data said it.
+    pub exact: bool,
     pub settings: resume::Settings,
     pub guard: crate::limits::WindowGuard,
 }
@@ -108,9 +110,14 @@ pub fn replay(store: &Store, row: &SessionRow) -> Result<Option<Replay>, StoreEr
         },
     };
     let mut spent = crate::usage::Tally::default();
+    // The resets of full windows the client's data reported, to the second.
+    let mut full_resets = Vec::new();
     for e in store.events_named(&row.id, &["usage"])? {
         if let Ok(Event { kind: EventKind::Usage { sample }, .. }) = serde_json::from_str(&e.body) {
             spent.add(&sample);
+            let full = |pct: Option<f64>, at: Option<DateTime<Utc>>| at.filter(|_| pct.is_some_and(|p| p >= 100.0));
+            full_resets.extend(full(sample.five_hour_pct, sample.five_hour_resets_at));
+            full_resets.extend(full(sample.seven_day_pct, sample.seven_day_resets_at));
         }
     }
     let mut replay = Replay {
@@ -150,7 +157,15 @@ pub fn replay(store: &Store, row: &SessionRow) -> Result<Option<Replay>, StoreEr
                 }
             }
             EventKind::ResumeArmed { resets_at, settings, guard, .. } => {
-                pending = Some(Pending { resets_at: *resets_at, settings: settings.clone(), guard: *guard });
+                // A notice says the minute; the data the second it falls in.
+                let exact =
+                    resets_at.and_then(|r| full_resets.iter().copied().filter(|f| resume::same_reset(r, *f)).max());
+                pending = Some(Pending {
+                    resets_at: exact.or(*resets_at),
+                    exact: exact.is_some(),
+                    settings: settings.clone(),
+                    guard: *guard,
+                });
             }
             EventKind::LimitCleared { .. } | EventKind::LimitFailed { .. } => pending = None,
             EventKind::StopRequested { kind: StopKind::User, .. } => pending = None,
@@ -284,6 +299,7 @@ mod tests {
             held: false,
             pending: pending.then(|| Pending {
                 resets_at: Some(at("2026-12-02T03:00:00Z")),
+                exact: false,
                 settings: resume::Settings::default(),
                 guard: Default::default(),
             }),

@@ -174,6 +174,8 @@ struct Resumption {
     /// What its client starts with (the kickstart), never the opening prompt.
     prompt: Option<String>,
     paused_on: Option<crate::limits::LimitText>,
+    /// That limit's reset is known to the second.
+    paused_exact: bool,
     held: bool,
     spent: crate::usage::Tally,
     handoff: Option<(String, chrono::DateTime<chrono::Utc>)>,
@@ -769,10 +771,12 @@ impl Supervisor {
         };
         let what = if paused { "to resume after the limit" } else { "on its conversation" };
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("restarting {line} {what}")));
+        let paused_exact = replay.pending.as_ref().is_some_and(|p| p.exact);
         let from = Resumption {
             conversation: replay.conversation,
             prompt,
             paused_on,
+            paused_exact,
             held: replay.held,
             spent: replay.spent.carried_over(),
             handoff,
@@ -845,6 +849,7 @@ impl Supervisor {
             window_guard: t.window_guard,
             stop_grace: t.stop_grace,
             paused_on: from.paused_on,
+            paused_exact: from.paused_exact,
             held: from.held,
             pid,
             guard,

@@ -91,16 +91,21 @@ async fn a_usage_limit_is_waited_out_resumed_and_retried_until_a_turn_starts() {
     assert_eq!(handle.status().state, SessionState::LimitPaused, "idle under the notice is still paused");
     assert!(!log_lines(&log).iter().any(|l| l.contains("continue")), "nothing typed before the reset");
 
-    clock.set("2026-12-01T14:33:06Z".parse().unwrap());
+    // The notice gives the minute (its seconds dropped): the resume waits out the minute, plus
+    // the margin.
+    clock.set("2026-12-01T14:33:30Z".parse().unwrap());
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(!log_lines(&log).iter().any(|l| l.contains("continue")), "nothing typed within the notice's minute");
+    clock.set("2026-12-01T14:34:06Z".parse().unwrap());
     next(&mut events, "the resume", 15, |k| matches!(k, EventKind::ResumeSent { attempt: 1 })).await;
     // The capture goes on with the client limited again, under the same notice (`resets 2:33pm`,
     // just past): with no turn within the verify time (3 min), the next try is the fallback's
     // half hour on, journalled for a restore; the agent's answer to it ends the limit.
-    clock.set("2026-12-01T14:36:10Z".parse().unwrap());
+    clock.set("2026-12-01T14:37:10Z".parse().unwrap());
     let again = next(&mut events, "the retry armed", 15, |k| matches!(k, EventKind::ResumeArmed { .. })).await;
     let EventKind::ResumeArmed { due, .. } = again.kind else { unreachable!() };
-    assert_eq!(due, "2026-12-01T15:06:10Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap());
-    clock.set("2026-12-01T15:06:15Z".parse().unwrap());
+    assert_eq!(due, "2026-12-01T15:07:10Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap());
+    clock.set("2026-12-01T15:07:15Z".parse().unwrap());
     next(&mut events, "the second resume", 15, |k| matches!(k, EventKind::ResumeSent { attempt: 2 })).await;
     next(&mut events, "the limit's end", 30, |k| matches!(k, EventKind::LimitCleared { .. })).await;
     let typed = log_lines(&log).iter().filter(|l| l.starts_with("input") && l.contains("continue")).count();

@@ -10,7 +10,9 @@
 //!   at the reset plus the margin.
 //!
 //! The reset is known to the second from the client's own rate-limit data (its statusLine), to
-//! the minute from its notice: the exact one replaces the notice's when it comes. Every minute of
+//! the minute from its notice (which drops the seconds: "resets 1:59pm" for 13:59:13): until the
+//! exact one comes and replaces it, a resume waits for the end of that minute, so none goes into
+//! a window that still refuses it. Every minute of
 //! a window a resume comes late is quota the night loses, so the first look is at the due instant
 //! itself; and a resume sent too early (a clock a little off) is not a failure: the limit seen
 //! again within seconds of the reset is tried again on a short ladder (15 s, 30 s, 60 s), with the
@@ -104,23 +106,42 @@ pub struct Plan {
     /// When the last resume was sent, while waiting to see it work.
     pub sent_at: Option<DateTime<Utc>>,
     pub failed: bool,
+    /// The reset is known to the second, not only to a notice's minute.
+    pub exact: bool,
 }
 
-fn due_after(resets_at: Option<DateTime<Utc>>, now: DateTime<Utc>, s: &Settings) -> DateTime<Utc> {
+/// A reset a notice gives to the minute may be anywhere in that minute.
+const MINUTE: chrono::Duration = chrono::Duration::seconds(60);
+
+/// Whether `exact`, a reset the client's data gives, is the one a notice gave as the minute
+/// `minute`: within that minute (its seconds dropped), or half a minute before it (rounded).
+pub fn same_reset(minute: DateTime<Utc>, exact: DateTime<Utc>) -> bool {
+    let off = (exact - minute).num_seconds();
+    (-30..60).contains(&off)
+}
+
+fn due_after(resets_at: Option<DateTime<Utc>>, exact: bool, now: DateTime<Utc>, s: &Settings) -> DateTime<Utc> {
     let margin = chrono::Duration::from_std(s.margin).unwrap_or_default();
     let fallback = chrono::Duration::from_std(s.fallback).unwrap_or_default();
     match resets_at {
-        Some(at) => at + margin,
+        Some(at) if exact => at + margin,
+        Some(at) => at + MINUTE + margin,
         None => now + fallback,
     }
 }
 
 impl Plan {
-    /// A limit was detected at `now`.
-    pub fn new(settings: Settings, resets_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> (Self, Vec<Effect>) {
-        let due = due_after(resets_at, now, &settings);
+    /// A limit was detected at `now`, its reset known to the second (`exact`: the client's data)
+    /// or to a notice's minute.
+    pub fn new(
+        settings: Settings,
+        resets_at: Option<DateTime<Utc>>,
+        exact: bool,
+        now: DateTime<Utc>,
+    ) -> (Self, Vec<Effect>) {
+        let due = due_after(resets_at, exact, now, &settings);
         let fx = if settings.policy == Policy::Own { vec![Effect::CancelClientTimer] } else { vec![] };
-        (Self { settings, due, attempts: 0, sent_at: None, failed: false }, fx)
+        (Self { settings, due, attempts: 0, sent_at: None, failed: false, exact }, fx)
     }
 
     /// Time passed (checked every few seconds against the wall clock).
@@ -159,7 +180,7 @@ impl Plan {
     pub fn limited_again(&mut self, resets_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Vec<Effect> {
         if self.sent_at.take().is_none() {
             // Not after our resume: the same limit, seen again; a later reset wins.
-            let due = due_after(resets_at, now, &self.settings);
+            let due = due_after(resets_at, self.exact, now, &self.settings);
             if resets_at.is_some() && due > self.due {
                 self.due = due;
             }
@@ -173,9 +194,9 @@ impl Plan {
         let step = REFUSED_LADDER[(self.attempts as usize).saturating_sub(1).min(REFUSED_LADDER.len() - 1)];
         let soon = now + chrono::Duration::from_std(step).unwrap_or_default();
         self.due = match resets_at {
-            Some(_) => due_after(resets_at, now, &self.settings).max(soon),
+            Some(_) => due_after(resets_at, self.exact, now, &self.settings).max(soon),
             // No reset to go by: the long wait.
-            None => due_after(None, now, &self.settings),
+            None => due_after(None, false, now, &self.settings),
         };
         vec![]
     }
@@ -183,8 +204,9 @@ impl Plan {
     /// The reset, now known to the second (the client's rate-limit data): a resume not sent yet
     /// is due at it plus the margin, earlier or later than the notice's minute said.
     pub fn reset_known(&mut self, resets_at: DateTime<Utc>, now: DateTime<Utc>) {
+        self.exact = true;
         if self.sent_at.is_none() && !self.failed {
-            self.due = due_after(Some(resets_at), now, &self.settings);
+            self.due = due_after(Some(resets_at), true, now, &self.settings);
         }
     }
 
@@ -216,7 +238,7 @@ mod tests {
 
     #[test]
     fn resumes_at_the_reset_plus_the_margin_and_not_before() {
-        let (mut plan, fx) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let (mut plan, fx) = Plan::new(Settings::default(), Some(at(14, 33, 0)), true, at(10, 0, 0));
         assert!(fx.is_empty(), "watch leaves the client's timer alone");
         let fx = run(&mut plan, at(10, 0, 0), at(14, 33, 0), Quota::Back);
         assert!(fx.is_empty(), "{fx:?}");
@@ -227,13 +249,13 @@ mod tests {
     #[test]
     fn own_cancels_the_clients_timer_at_once() {
         let settings = Settings { policy: Policy::Own, ..Settings::default() };
-        let (_, fx) = Plan::new(settings, Some(at(14, 33, 0)), at(10, 0, 0));
+        let (_, fx) = Plan::new(settings, Some(at(14, 33, 0)), true, at(10, 0, 0));
         assert_eq!(fx, [Effect::CancelClientTimer]);
     }
 
     #[test]
     fn a_machine_that_slept_through_the_reset_resumes_at_the_first_check() {
-        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), true, at(10, 0, 0));
         assert!(plan.tick(at(10, 0, 5), Quota::Back).is_empty());
         // Suspended at 10:00:05, awake at 17:02:11: the clock jumped forward.
         assert_eq!(plan.tick(at(17, 2, 11), Quota::Back), [Effect::Resume { attempt: 1, prompt: "continue".into() }]);
@@ -241,7 +263,7 @@ mod tests {
 
     #[test]
     fn a_full_window_in_the_data_postpones_and_eventually_fails() {
-        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), true, at(10, 0, 0));
         let fx = run(&mut plan, at(14, 33, 5), at(14, 55, 0), Quota::StillFull);
         let kinds: Vec<&str> = fx
             .iter()
@@ -259,7 +281,7 @@ mod tests {
 
     #[test]
     fn still_limited_after_a_resume_retries_up_to_three_times() {
-        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), true, at(10, 0, 0));
         let mut now = at(14, 34, 0);
         for attempt in 1..=3 {
             // Tick until the resume goes out.
@@ -284,7 +306,7 @@ mod tests {
 
     #[test]
     fn no_reset_time_means_a_30_minute_wait_and_a_resume_that_starts_nothing_counts_as_limited() {
-        let (mut plan, _) = Plan::new(Settings::default(), None, at(10, 0, 0));
+        let (mut plan, _) = Plan::new(Settings::default(), None, false, at(10, 0, 0));
         assert_eq!(plan.due, at(10, 30, 0));
         let fx = run(&mut plan, at(10, 0, 0), at(10, 30, 0), Quota::Unknown);
         assert_eq!(fx.len(), 1);
@@ -297,7 +319,7 @@ mod tests {
 
     #[test]
     fn the_same_limit_seen_again_before_any_resume_only_moves_to_a_later_reset() {
-        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), true, at(10, 0, 0));
         plan.limited_again(Some(at(13, 0, 0)), at(10, 5, 0));
         assert_eq!(plan.due, at(14, 33, 5), "an earlier reset does not replace a later one");
         plan.limited_again(Some(at(18, 0, 0)), at(10, 6, 0));
@@ -307,8 +329,10 @@ mod tests {
 
     #[test]
     fn the_reset_known_to_the_second_replaces_the_notices_minute() {
-        // The notice said 14:33; the client's rate-limit data says 14:33:40, or 14:32:50.
-        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        // The notice said 14:33 (its seconds dropped): until the data says, the end of that minute.
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), false, at(10, 0, 0));
+        assert_eq!(plan.due, at(14, 34, 5), "never into a window that may still refuse");
+        // The client's rate-limit data says 14:33:40, or 14:32:50.
         plan.reset_known(at(14, 33, 40), at(10, 0, 5));
         assert_eq!(plan.due, at(14, 33, 45));
         plan.reset_known(at(14, 32, 50), at(10, 0, 10));
@@ -316,10 +340,18 @@ mod tests {
     }
 
     #[test]
+    fn the_data_names_the_notices_reset_only_within_its_minute() {
+        assert!(same_reset(at(14, 12, 0), at(14, 12, 33)), "the seconds the notice dropped");
+        assert!(same_reset(at(14, 13, 0), at(14, 12, 33)), "a notice that rounded");
+        assert!(!same_reset(at(14, 12, 0), at(14, 10, 48)), "an earlier limit's reset is another one");
+        assert!(!same_reset(at(14, 12, 0), at(14, 13, 0)), "the next minute is another one");
+    }
+
+    #[test]
     fn a_resume_the_window_still_refused_is_tried_again_within_seconds() {
         // A clock a little off: the resume at the reset plus 5 s is refused, the notice shows the
         // same reset again.
-        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), at(10, 0, 0));
+        let (mut plan, _) = Plan::new(Settings::default(), Some(at(14, 33, 0)), true, at(10, 0, 0));
         assert_eq!(plan.tick(at(14, 33, 5), Quota::Unknown).len(), 1);
         assert!(plan.limited_again(Some(at(14, 33, 0)), at(14, 33, 8)).is_empty());
         assert_eq!(plan.due, at(14, 33, 23), "15 s on, not the margin after a reset that has passed");

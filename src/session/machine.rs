@@ -69,6 +69,8 @@ pub struct Start {
     pub stop_grace: Duration,
     /// Paused on this limit from the start (a session restored with its pending resume).
     pub paused_on: Option<LimitText>,
+    /// That limit's reset is known to the second (the client's data, as journalled).
+    pub paused_exact: bool,
     /// Every automatic action held from the start (a restored session the user had paused).
     pub held: bool,
     /// The process that runs now.
@@ -376,8 +378,9 @@ impl Machine {
             fx.push(Effect::Emit(r.settings_event()));
         }
         if let Some(limit) = start.paused_on {
-            // Started again with `--continue`: the client has no continuation of its own armed.
-            m.pause(limit, limits::Source::Journal, limit::Timer::None, now, &mut fx);
+            // Started again on its conversation: the client has no continuation of its own armed.
+            let exact = start.paused_exact;
+            m.pause(limit, limits::Source::Journal, exact, limit::Timer::None, now, &mut fx);
         }
         m.refresh_blocker(now, &mut fx);
         m.settle_state(&mut fx);
@@ -551,7 +554,8 @@ impl Machine {
         // The respawn machine hears of the activity before anything it unblocks: a limit ending on a
         // working agent must not let a cycle start on top of it.
         self.drive(respawn::Input::Activity(t.to), now, fx);
-        if t.to == Activity::Working {
+        // With the client's hooks its Stop ends the limit: a turn that starts may be refused.
+        if t.to == Activity::Working && !self.hooks_heard {
             self.clear_limit(now, fx);
         }
         // Without the client's hooks there is no Stop to ask a handoff at: the switch goes at the

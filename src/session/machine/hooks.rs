@@ -112,19 +112,31 @@ impl Machine {
         }
         let answer = match hook.event {
             Event::SessionStart { source } => self.session_started(&source, now, fx),
-            Event::Stop { continued, last_message } => self.stopped(continued, last_message, now, fx),
+            Event::Stop { continued, last_message } => {
+                self.turn_done(now, fx);
+                self.stopped(continued, last_message, now, fx)
+            }
             Event::StopFailure { error, last_message } => {
-                if error == "rate_limit" && !self.limit.is_paused() {
+                if error == "rate_limit" {
                     let limit = limit.unwrap_or_else(|| LimitText {
                         kind: crate::limits::LimitKind::Unspecified,
                         resets_at: None,
                         line: last_message.unwrap_or_else(|| "the client reports a rate limit".into()),
                     });
-                    self.pause(limit, Source::Hook, limit::Timer::Maybe, now, fx);
+                    if self.limit.is_paused() {
+                        // The turn a resume (ours or the client's) started was refused: limited again.
+                        self.refused(limit.resets_at, now, fx);
+                    } else {
+                        self.pause(limit, Source::Hook, false, limit::Timer::Maybe, now, fx);
+                    }
                 }
                 Answer::Pass
             }
-            Event::PreToolUse { tool, input } => self.guarded(&tool, &input, facts.as_ref(), fx),
+            Event::PreToolUse { tool, input } => {
+                // A turn that runs tools was not refused: after the reset, the limit is over.
+                self.turn_done(now, fx);
+                self.guarded(&tool, &input, facts.as_ref(), fx)
+            }
             Event::PreCompact { trigger } => {
                 self.emit(EventKind::Compacted { trigger }, fx);
                 Answer::Pass
@@ -261,7 +273,8 @@ impl Machine {
     /// holds the session (the resume after the reset says it, and nothing is sent into a window
     /// that would refuse it).
     pub(super) fn restart_prompt(&self, now: Now) -> Option<String> {
-        if self.limit.is_paused() {
+        let window_closed = self.limit.paused().is_some_and(|p| p.limit.resets_at.is_none_or(|reset| reset > now.wall));
+        if window_closed {
             return None;
         }
         let kickstart =

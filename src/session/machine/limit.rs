@@ -169,7 +169,7 @@ impl Machine {
                 line: menu.notice.clone().unwrap_or_else(|| "the client's usage-limit menu".into()),
             });
             // The menu armed nothing to cancel, and Escape on it would answer it.
-            self.pause(limit, Source::Text, Timer::None, now, fx);
+            self.pause(limit, Source::Text, false, Timer::None, now, fx);
         }
     }
 
@@ -178,8 +178,9 @@ impl Machine {
         let Some(found) = found else {
             self.notice_gone = true;
             // The client's notice is gone after our resume, or after the reset with its own timer
-            // running: it took the continuation, even one answered too fast to show a turn.
-            if let Some(p) = self.limit.paused() {
+            // running: it took the continuation, even one answered too fast to show a turn. (With
+            // its hooks, its Stop says so, and a refused turn's StopFailure says not.)
+            if let Some(p) = self.limit.paused().filter(|_| !self.hooks_heard) {
                 let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
                 let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
                 if resumed || (reset_passed && p.client_continues) {
@@ -232,7 +233,7 @@ impl Machine {
             }
             return;
         }
-        self.pause(found, Source::Text, Timer::Maybe, now, fx);
+        self.pause(found, Source::Text, false, Timer::Maybe, now, fx);
     }
 
     /// A notice held for the client's hook: when the hook did not come, the screen's word stands.
@@ -240,7 +241,7 @@ impl Machine {
         if self.notice_held.as_ref().is_some_and(|(_, at)| *at <= now.mono) {
             let (found, _) = self.notice_held.take().expect("held");
             if !self.limit.is_paused() {
-                self.pause(found, Source::Text, Timer::Maybe, now, fx);
+                self.pause(found, Source::Text, false, Timer::Maybe, now, fx);
             }
         }
     }
@@ -288,10 +289,10 @@ impl Machine {
                     if kind == LimitKind::Weekly { "7-day" } else { "5-hour" }
                 );
                 let limit = LimitText { kind, resets_at: Some(resets_at), line };
-                self.pause(limit, Source::Data, Timer::Maybe, now, fx);
+                self.pause(limit, Source::Data, true, Timer::Maybe, now, fx);
             }
             (Some((resets_at, _)), Limit::Paused(p))
-                if !p.exact && p.limit.resets_at.is_some_and(|r| (r - resets_at).num_seconds().abs() <= 120) =>
+                if !p.exact && p.limit.resets_at.is_some_and(|r| resume::same_reset(r, resets_at)) =>
             {
                 // The notice's minute, now to the second: the resume is due at the exact reset.
                 p.exact = true;
@@ -330,6 +331,19 @@ impl Machine {
         self.resume_effects(effects, fx);
     }
 
+    /// The client's own word that a turn was refused while paused: after a resume, limited again
+    /// (the plan tries again on its short ladder, never into the window); before one, the same
+    /// limit, with a later reset if it says one.
+    pub(super) fn refused(&mut self, resets_at: Option<DateTime<Utc>>, now: Now, fx: &mut Vec<Effect>) {
+        let Limit::Paused(p) = &mut self.limit else { return };
+        let later = resets_at.filter(|r| p.limit.resets_at.is_none_or(|known| *r > known));
+        if later.is_some() {
+            p.limit.resets_at = later;
+        }
+        let known = p.limit.resets_at;
+        self.learned_reset(known, now, fx);
+    }
+
     /// Whether a resume is pending that only the user may cancel (Nightshift's own end keeps it).
     pub(super) fn keeps_resume(&self) -> bool {
         self.limit.waiting().is_some_and(|w| !w.plan.failed)
@@ -355,9 +369,18 @@ impl Machine {
         self.life = Life::Ended(super::life::End::Kept);
     }
 
-    /// Paused on `limit`; `timer` says whether the client may have armed a continuation of its own
+    /// Paused on `limit`, its reset known to the second (`exact`: the client's data) or to a
+    /// notice's minute; `timer` says whether the client may have armed a continuation of its own
     /// (its notice's "Continuing automatically at …"), which not-tonight and the own policy cancel.
-    pub(super) fn pause(&mut self, limit: LimitText, source: Source, timer: Timer, now: Now, fx: &mut Vec<Effect>) {
+    pub(super) fn pause(
+        &mut self,
+        limit: LimitText,
+        source: Source,
+        exact: bool,
+        timer: Timer,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
         let until = match limit.resets_at {
             Some(at) => format!("until {}", crate::clock::format_ts(at)),
             None => "with no reset time given".to_string(),
@@ -384,11 +407,10 @@ impl Machine {
                 fx,
             );
         } else if let Some(settings) = self.auto_resume.clone().filter(|_| !self.guard.active(now.wall)) {
-            resume = Some(self.arm_resume(settings, limit.resets_at, timer, now, fx));
+            resume = Some(self.arm_resume(settings, limit.resets_at, exact, timer, now, fx));
         }
         let own = self.auto_resume.as_ref().is_some_and(|s| s.policy == resume::Policy::Own);
         let client_continues = timer == Timer::Maybe && !self.guard.settings.not_tonight && !own;
-        let exact = source == Source::Data;
         self.limit = Limit::Paused(Paused { limit, source, client_continues, resume, exact });
         self.notice_held = None;
         self.notice_gone = false;
@@ -398,6 +420,16 @@ impl Machine {
     /// A frame showed the agent in a turn, however short. After the reset (or a resume), that is the
     /// limit over: the client took the continuation.
     pub(super) fn turn_seen(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if self.hooks_heard {
+            // The client's own word ends it: a turn that starts may still be refused.
+            return;
+        }
+        self.turn_done(now, fx);
+    }
+
+    /// A turn ended well (the client's Stop, or a turn the screen saw): after the reset (or a
+    /// resume), that is the limit over.
+    pub(super) fn turn_done(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let Some(p) = self.limit.paused() else { return };
         let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
         let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
@@ -443,11 +475,12 @@ impl Machine {
         &mut self,
         settings: resume::Settings,
         resets_at: Option<DateTime<Utc>>,
+        exact: bool,
         timer: Timer,
         now: Now,
         fx: &mut Vec<Effect>,
     ) -> Waiting {
-        let (plan, mut effects) = resume::Plan::new(settings.clone(), resets_at, now.wall);
+        let (plan, mut effects) = resume::Plan::new(settings.clone(), resets_at, exact, now.wall);
         if timer == Timer::None {
             effects.retain(|e| *e != resume::Effect::CancelClientTimer);
         }

@@ -142,12 +142,13 @@ impl Machine {
                 self.emit(EventKind::Automation { change, source: source.clone(), detail: Some(detail) }, fx);
                 // Already paused on a limit: start waiting for its reset now.
                 let waiting_for = match &self.limit {
-                    Limit::Paused(p) if p.resume.is_none() => Some(p.limit.resets_at),
+                    Limit::Paused(p) if p.resume.is_none() => Some((p.limit.resets_at, p.exact)),
                     _ => None,
                 };
-                if let Some(resets_at) = waiting_for {
+                if let Some((resets_at, exact)) = waiting_for {
                     if !self.guard.active(now.wall) && !self.guard.settings.not_tonight {
-                        let waiting = self.arm_resume(settings, resets_at, super::limit::Timer::Maybe, now, fx);
+                        let timer = super::limit::Timer::Maybe;
+                        let waiting = self.arm_resume(settings, resets_at, exact, timer, now, fx);
                         if let Limit::Paused(p) = &mut self.limit {
                             p.resume = Some(waiting);
                         }

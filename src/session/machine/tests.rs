@@ -57,6 +57,7 @@ fn start() -> Start {
         window_guard: WindowGuard::default(),
         stop_grace: S(3),
         paused_on: None,
+        paused_exact: false,
         held: false,
         pid: 100,
         guard: None,
@@ -272,10 +273,11 @@ fn text_limit() {
     assert_eq!(sim.m.state(), SessionState::LimitPaused);
     sim.input(idle()); // at its prompt, under the notice
                        // Watch: the client resumes by itself; Nightshift steps in only if no turn started by the
-                       // reset plus the margin.
-    let due = sim.until(reset + chrono::Duration::seconds(5));
+                       // reset plus the margin. The notice gives the minute, its seconds dropped: the reset may be
+                       // anywhere in it, and nothing goes into a window that may still refuse.
+    let due = sim.until(reset + chrono::Duration::seconds(65));
     sim.run(due - 1.0);
-    assert!(sim.resumes().is_empty(), "nothing before the reset plus the margin");
+    assert!(sim.resumes().is_empty(), "nothing before the notice's minute is over, plus the margin");
     sim.run(due + 0.2);
     assert_eq!(sim.resumes().len(), 1, "at the due instant itself, not at the next 5 s look");
     assert!(sim.resumes()[0].0 <= due + 0.11, "{:?} for {due}", sim.resumes());
@@ -1638,4 +1640,64 @@ fn the_same_notice_read_after_its_time_is_not_a_limit_a_day_later() {
     sim.input(notice(reset + hours(24)));
     sim.run(sim.secs() + 6.0);
     assert_eq!(sim.resumes().len(), 1, "resumed on waking, not a day later");
+}
+
+fn hook_said(name: &str) -> Input {
+    let payload = match name {
+        "Stop" => serde_json::json!({"hook_event_name": "Stop", "session_id": "c1", "last_assistant_message": "Done."}),
+        _ => serde_json::json!({"hook_event_name": "StopFailure", "session_id": "c1", "error": "rate_limit",
+            "last_assistant_message": "You've hit your 5-hour limit · resets 11:00pm (UTC)"}),
+    };
+    Input::Hook { hook: crate::hooks::Hook::from_payload(&payload).unwrap(), limit: None, facts: None }
+}
+
+#[test]
+fn with_hooks_a_resumed_turn_the_window_refuses_is_limited_again_not_over() {
+    // The client's hooks speak. Our resume starts a turn, and the window still refuses it (a clock
+    // a little off): its StopFailure says so. The limit is not over, no cycle slips in, and the
+    // next try is on the short ladder; the next turn that ends well ends the limit.
+    let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn()));
+    let reset = wall0() + hours(1);
+    sim.input(hook_said("Stop"));
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    sim.input(idle());
+    sim.run(sim.until(reset + chrono::Duration::seconds(6)));
+    assert_eq!(sim.resumes().len(), 1);
+    sim.input(working());
+    assert_eq!(sim.m.state(), SessionState::LimitPaused, "a turn that starts may still be refused");
+    sim.input(hook_said("StopFailure"));
+    sim.input(idle());
+    assert!(!sim.has(|k| matches!(k, EventKind::LimitCleared { .. })));
+    sim.run(sim.until(reset + chrono::Duration::seconds(19)));
+    assert!(cycles_started(&sim).is_empty(), "no cycle into the refusing window");
+    assert_eq!(sim.resumes().len(), 1, "not again at once");
+    sim.run(sim.until(reset + chrono::Duration::seconds(22)));
+    assert_eq!(sim.resumes().len(), 2, "15 s on: {:?}", sim.resumes());
+    sim.input(working());
+    sim.input(hook_said("Stop"));
+    assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })), "the turn ended well: over");
+}
+
+#[test]
+fn a_client_killed_in_the_turn_that_resumed_it_goes_on_with_the_kickstart() {
+    // The resume's turn runs tools (so the window took it), and the client is killed before its
+    // Stop: the restart is after the reset, so it goes on with the kickstart, and the limit ends.
+    let mut sim = Sim::new(with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn()));
+    let reset = wall0() + hours(1);
+    sim.input(hook_said("Stop"));
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    sim.input(idle());
+    sim.run(sim.until(reset + chrono::Duration::seconds(6)));
+    assert_eq!(sim.resumes().len(), 1);
+    sim.input(working());
+    sim.input(hook(crate::hooks::Event::PreToolUse {
+        tool: "Bash".into(),
+        input: serde_json::json!({"command": "git commit"}),
+    }));
+    assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })), "its tools ran: the window took it");
+    sim.input(Input::Exited { exit: Exit::Signal { number: 9, name: "SIGKILL".into() }, last_screen: vec![] });
+    sim.run(sim.secs() + 5.0);
+    let prompt =
+        sim.log.iter().find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { prompt.clone() } else { None });
+    assert_eq!(prompt.as_deref(), Some(respawn::DEFAULT_KICKSTART_PROMPT));
 }
