@@ -335,8 +335,9 @@ impl Ledger {
                     let once = format!("restored at {} after {down} without Nightshift ({reason})", hhmm(ev.ts));
                     lines.note(HappeningKind::Restored, "restored after Nightshift ended".into(), once, ev.ts);
                 }
-                EventKind::LimitDetected { .. } => {
-                    if in_range {
+                EventKind::LimitDetected { source, .. } => {
+                    // A restored session paused again on the limit it waited for is the same one.
+                    if in_range && *source != crate::limits::Source::Journal {
                         c.limits += 1;
                     }
                     limit_since.get_or_insert(ev.ts);
