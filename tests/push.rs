@@ -5,78 +5,15 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::Router;
+use common::ntfy::Fake;
 use common::{replay_agent, wait_for, Env, KillOnDrop};
 use nightshift::pty::{CommandSpec, PtySize};
 use nightshift::push::{self, Settings};
 use nightshift::supervisor::SessionSpec;
-
-/// One publish as the fake server saw it.
-#[derive(Debug, Clone)]
-struct Publish {
-    path: String,
-    headers: HashMap<String, String>,
-    body: String,
-}
-
-#[derive(Clone)]
-struct Fake {
-    seen: Arc<Mutex<Vec<Publish>>>,
-    /// The status every publish gets (503: the server is "down").
-    status: Arc<AtomicU16>,
-    addr: SocketAddr,
-}
-
-impl Fake {
-    /// Serves on a thread of its own, so tests on any runtime (or none) can use it.
-    fn start() -> Self {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let seen: Arc<Mutex<Vec<Publish>>> = Arc::default();
-        let status = Arc::new(AtomicU16::new(200));
-        let (s, st) = (Arc::clone(&seen), Arc::clone(&status));
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new().fallback(publish).with_state((s, st));
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv().unwrap();
-        Self { seen, status, addr }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}/{path}", self.addr)
-    }
-
-    fn seen(&self) -> Vec<Publish> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-type Shared = (Arc<Mutex<Vec<Publish>>>, Arc<AtomicU16>);
-
-async fn publish(State((seen, status)): State<Shared>, uri: Uri, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let headers = headers
-        .iter()
-        .map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-        .collect();
-    let body = String::from_utf8_lossy(&body).into_owned();
-    seen.lock().unwrap().push(Publish { path: uri.path().to_string(), headers, body });
-    StatusCode::from_u16(status.load(Ordering::SeqCst)).unwrap()
-}
 
 /// RFC 2047's encoded word, as ntfy reads a header that is not ASCII.
 fn decoded(header: &str) -> String {

@@ -64,6 +64,10 @@ pub struct Options<'a> {
     /// `.credentials.json` holds the token, as a subscriber's login leaves it. With any, the
     /// client gets no token in its environment: each account's requests carry its own.
     pub accounts: &'a [(&'a str, &'a str)],
+    /// Files of the project (a git repository with them as its first commit, when any).
+    pub project: &'a [(&'a str, &'a str)],
+    /// Nightshift's own `config.toml` (appended to the accounts' tables).
+    pub config: &'a str,
 }
 
 impl Default for Options<'_> {
@@ -77,6 +81,8 @@ impl Default for Options<'_> {
             extra_env: &[],
             client_settings: None,
             accounts: &[],
+            project: &[],
+            config: "",
         }
     }
 }
@@ -174,7 +180,27 @@ impl ClaudeRun {
         if let Some(settings) = opts.client_settings {
             std::fs::write(config.join("settings.json"), settings).unwrap();
         }
+        if !opts.project.is_empty() {
+            for (name, text) in opts.project {
+                std::fs::write(workdir.join(name), text).unwrap();
+            }
+            super::git_in(&workdir, &["init", "-q"], false);
+            super::git_in(&workdir, &["add", "-A"], false);
+            // Made the day before: the night's commits are the agent's alone.
+            let made = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "The project as it starts"])
+                .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+                .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+                .current_dir(&workdir)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        }
         let mut client_home = client_home;
+        if !opts.config.is_empty() {
+            std::fs::create_dir_all(env.path("config")).unwrap();
+            std::fs::write(env.path("config").join("config.toml"), opts.config).unwrap();
+        }
         if !opts.accounts.is_empty() {
             client_home.vars.retain(|(k, _)| k != "CLAUDE_CODE_OAUTH_TOKEN");
             let mut toml = String::new();
@@ -183,6 +209,7 @@ impl ClaudeRun {
                 toml.push_str(&format!("[accounts.{name}]\nclaude = \"{}\"\n", dir.display()));
             }
             std::fs::create_dir_all(env.path("config")).unwrap();
+            toml.push_str(opts.config);
             std::fs::write(env.path("config").join("config.toml"), toml).unwrap();
         }
 
