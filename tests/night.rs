@@ -109,3 +109,278 @@ async fn a_run_killed_mid_turn_works_again_on_its_conversation_after_restore() {
     let status = wait_for("restore to end", Duration::from_secs(20), || restore.0.try_wait().unwrap());
     assert!(status.success());
 }
+
+// ---- The night rehearsal -------------------------------------------------------------------------
+
+/// Commits in the project since its first one.
+fn commits(dir: &std::path::Path) -> usize {
+    common::git_in(dir, &["rev-list", "--count", "HEAD"], false).trim().parse::<usize>().unwrap() - 1
+}
+
+/// Waits until the project has more commits than `than`: the work goes on.
+fn work_goes_on(run: &ClaudeRun, than: usize, after: &str) -> usize {
+    let started = std::time::Instant::now();
+    loop {
+        let n = commits(&run.workdir);
+        if n > than {
+            return n;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no commit after {after}:\n{}",
+            run.env.stdout(&["journal"])
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every event of the night so far, from the journal (whichever process wrote it).
+fn journal(run: &ClaudeRun, id: &str) -> Vec<Value> {
+    common::json_lines(&run.env.stdout(&["journal", "--json", "--session", id]))
+}
+
+fn count(events: &[Value], f: impl Fn(&Value) -> bool) -> usize {
+    events.iter().filter(|e| f(e)).count()
+}
+
+/// `nightshift restore` in the run's environment, its events and what it says kept as `name`.
+fn restore(run: &ClaudeRun, name: &str) -> (KillOnDrop, std::path::PathBuf) {
+    let events = run.env.path(&format!("{name}.jsonl"));
+    let out = std::fs::File::create(run.env.path(&format!("{name}.out"))).unwrap();
+    let child = run
+        .cmd(&["restore", "--events", events.to_str().unwrap()])
+        .env("NIGHTSHIFT_LOG", "nightshift=info")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .unwrap();
+    (KillOnDrop(child), events)
+}
+
+/// What a `restore` said, and the session's journal, for a failure's message.
+fn said(run: &ClaudeRun, name: &str) -> String {
+    let out = std::fs::read_to_string(run.env.path(&format!("{name}.out"))).unwrap_or_default();
+    format!("{out}\n{}", run.env.stdout(&["journal"]))
+}
+
+/// A 5-hour limit resetting `secs` from now (not on a minute: the notice says the minute, the
+/// client's data the second), and the next request meets it.
+fn limit_in(mock: &MockApi, secs: u64) -> std::time::SystemTime {
+    let now = mock_api::epoch(std::time::SystemTime::now());
+    let reset = now + secs;
+    mock.set_usage(mock_api::Usage {
+        five_hour: 0.97,
+        five_hour_reset: reset,
+        seven_day: 0.4,
+        seven_day_reset: now + 3 * 86400,
+    });
+    mock.set_default("limit");
+    std::time::UNIX_EPOCH + Duration::from_secs(reset)
+}
+
+/// One compressed night against the real client and the mock API, in a git repository: turns
+/// that commit, a usage limit, the client killed, a question answered, the context past the
+/// handoff threshold, Nightshift itself SIGKILLed and restored, and Nightshift ended with a resume
+/// pending (a Quit, a logout: SIGTERM) and started again. After each, the work goes on; no request
+/// goes into a refused window, the opening prompt is sent once, each need is pushed once, and the
+/// morning's counts are the journal's and git's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_night_goes_on_after_everything_it_brings() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    mock.set_default("commit");
+    let ntfy = common::ntfy::Fake::start();
+    let config = format!("[push]\nntfy = \"{}\"\n", ntfy.url("night"));
+    let opening = format!("{OPENING} mock:commit");
+    let mut run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &[
+                "--preset",
+                "overnight",
+                "--idle-timeout",
+                "2",
+                "--user-quiet",
+                "0",
+                "--inter-step-delay",
+                "0.5",
+                "--auto-resume",
+                "--handoff-at",
+                "75",
+            ],
+            args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash", &opening],
+            project: &[("TASKS.md", "- [ ] one\n- [ ] two\n- [ ] three\n"), ("work.txt", "")],
+            config: &config,
+            ..Default::default()
+        },
+    );
+    let dir = run.workdir.clone();
+    let id = run.session();
+    let night_started = chrono::Utc::now();
+    let mut done = work_goes_on(&run, 1, "the opening turn and a cycle");
+    eprintln!("phase: turns that commit ({done} commits)");
+
+    // A 5-hour limit, its reset a minute out: the resume comes seconds after it.
+    let reset1 = limit_in(&mock, 60);
+    run.wait_state("limit_paused", 0, Duration::from_secs(60));
+    mock.set_default("commit");
+    done = work_goes_on(&run, done, "the limit's reset");
+    eprintln!("phase: a limit ({done} commits)");
+
+    // The client is killed: it is started again on its conversation.
+    let pid = run.events().iter().rev().find_map(|e| e["pid"].as_u64()).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    done = work_goes_on(&run, done, "the client's kill");
+    eprintln!("phase: the client killed ({done} commits)");
+
+    // A question, answered at the terminal's pace.
+    mock.set_default("question");
+    let asked = run.states().len();
+    run.wait_state("waiting_input", asked.saturating_sub(1), Duration::from_secs(60));
+    mock.set_default("commit");
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    run.send("", true);
+    wait_for("the answer journalled", Duration::from_secs(30), || {
+        run.events().into_iter().find(|e| e["event"] == "dialog_answered" && e["dialog"] == "question")
+    });
+    done = work_goes_on(&run, done, "the question");
+    eprintln!("phase: a question ({done} commits)");
+
+    // The context past the handoff threshold: a handoff, the reset, the work from it.
+    mock.set_default("ctx:800000");
+    wait_for("the handoff", Duration::from_secs(90), || {
+        let events = run.events();
+        if events.iter().any(|e| e["event"] == "handoff_asked") {
+            mock.set_default("commit");
+        }
+        events.into_iter().find(|e| e["event"] == "handoff")
+    });
+    mock.set_default("commit");
+    done = work_goes_on(&run, done, "the handoff");
+    eprintln!("phase: a handoff ({done} commits)");
+
+    // Nightshift itself is SIGKILLed mid-turn, and `nightshift restore` brings the night back.
+    mock.set_default("slow:30");
+    let turns = mock.messages().len();
+    wait_for("a slow turn under way", Duration::from_secs(60), || {
+        mock.messages().iter().skip(turns).any(|r| r.scenario.starts_with("slow")).then_some(())
+    });
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(run.child.id() as i32), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    run.child.wait().unwrap();
+    mock.set_default("commit");
+    let (mut restore1, events1) = restore(&run, "restore1");
+    let killed = Instant::now();
+    let back = std::time::Instant::now();
+    while !read_events(&events1).iter().any(|e| e["session"] == id.as_str() && e["state"] == "working") {
+        assert!(
+            back.elapsed() < Duration::from_secs(60),
+            "not working again after the restore: {}",
+            said(&run, "restore1")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("restore to working: {:.1} s", killed.elapsed().as_secs_f64());
+    done = work_goes_on(&run, done, "Nightshift's kill");
+    eprintln!("phase: Nightshift killed and restored ({done} commits)");
+
+    // A second limit; Nightshift ends while the resume is pending (Quit, a logout: SIGTERM).
+    let paused_before = count(&read_events(&events1), |e| e["state"] == "limit_paused");
+    let reset2 = limit_in(&mock, 70);
+    wait_for("the second pause", Duration::from_secs(60), || {
+        (count(&read_events(&events1), |e| e["state"] == "limit_paused") > paused_before).then_some(())
+    });
+    mock.set_default("commit");
+    // Its reset to the second, from the client's data, is in the journal before Nightshift ends
+    // (its notice gives only the minute).
+    wait_for("the exact reset journalled", Duration::from_secs(30), || {
+        read_events(&events1)
+            .into_iter()
+            .rev()
+            .find(|e| e["event"] == "usage" && e["five_hour_pct"].as_f64().is_some_and(|p| p >= 100.0))
+    });
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(restore1.0.id() as i32), nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    wait_for("the first restore to end", Duration::from_secs(20), || restore1.0.try_wait().unwrap());
+    assert!(read_events(&events1).iter().any(|e| e["event"] == "resume_kept"), "the pending resume is kept");
+    let (mut restore2, _events2) = restore(&run, "restore2");
+    let reset_wait = reset2.duration_since(std::time::SystemTime::now()).unwrap_or_default() + Duration::from_secs(60);
+    let resumed = std::time::Instant::now();
+    while commits(&dir) <= done {
+        assert!(resumed.elapsed() < reset_wait, "no commit after the second reset: {}", said(&run, "restore2"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    done = commits(&dir);
+    eprintln!("phase: ended with a resume pending, started again ({done} commits)");
+
+    // The morning.
+    run.env.stdout(&["stop", &id]);
+    wait_for("the night's end", Duration::from_secs(30), || restore2.0.try_wait().unwrap());
+    let night_ended = chrono::Utc::now();
+    let events = journal(&run, &id);
+    let asked = mock.messages();
+
+    // No request went into a refused window.
+    let refused: Vec<_> = asked.iter().filter(|r| r.scenario == "refused").collect();
+    assert!(
+        refused.is_empty(),
+        "requests into a window still refused: {:?}\n{}",
+        refused
+            .iter()
+            .map(|r| (
+                chrono::DateTime::<chrono::Utc>::from(r.at).to_rfc3339(),
+                r.last_user.chars().rev().take(120).collect::<String>()
+            ))
+            .collect::<Vec<_>>(),
+        run.env.stdout(&["journal"])
+    );
+    // The resume came seconds after each reset.
+    let mut latencies = Vec::new();
+    for reset in [reset1, reset2] {
+        let first = asked.iter().find(|r| r.at >= reset && r.status == 200).expect("a request after the reset");
+        latencies.push(first.at.duration_since(reset).unwrap().as_secs_f64());
+    }
+    latencies.sort_by(f64::total_cmp);
+    eprintln!(
+        "limit resume latency: median {:.1} s, worst {:.1} s over {} limits",
+        latencies[latencies.len() / 2],
+        latencies.last().unwrap(),
+        latencies.len()
+    );
+    assert!(*latencies.last().unwrap() <= 30.0, "a resume later than 30 s after its reset: {latencies:?}");
+    // The opening prompt reached the API once.
+    assert_eq!(asked.iter().filter(|r| r.last_user.contains(OPENING)).count(), 1, "the opening prompt was sent again");
+
+    // The journal's counts of the night.
+    let limits = count(&events, |e| e["event"] == "limit_detected" && e["source"] != "journal");
+    let restarts = count(&events, |e| e["event"] == "respawn" && e["action"] == "restart");
+    let restores = count(&events, |e| e["event"] == "restored");
+    let handoffs = count(&events, |e| e["event"] == "handoff");
+    let questions = count(&events, |e| e["event"] == "dialog_answered" && e["dialog"] == "question");
+    assert_eq!((limits, restores, handoffs, questions), (2, 2, 1, 1), "limits, restores, handoffs, questions");
+    assert!(restarts >= 1, "the client's kill made a restart");
+
+    // One push per need: the question once, each limit once, each restore once.
+    let pushed = |kind: &str| count(&events, |e| e["event"] == "push_sent" && e["kind"] == kind);
+    assert_eq!(pushed("question"), 1, "the question, pushed once");
+    assert_eq!(pushed("limit"), 2, "each limit, pushed once");
+    assert_eq!(ntfy.seen().len(), count(&events, |e| e["event"] == "push_sent"), "every publish journalled once");
+
+    // The morning summary says the same as the journal and git.
+    let range =
+        format!("{}..{}", night_started.to_rfc3339(), (night_ended + chrono::Duration::seconds(1)).to_rfc3339());
+    let digest: Value =
+        serde_json::from_str(&run.env.stdout(&["digest", "--range", &range, "--format", "json"])).unwrap();
+    let session = digest["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id.as_str()).unwrap().clone();
+    let counts = &session["counts"];
+    eprintln!("the morning's counts: {counts}");
+    assert_eq!(counts["limits"], limits as u64, "{counts}");
+    assert_eq!(counts["restarts"], restarts as u64, "{counts}");
+    assert_eq!(counts["restores"], restores as u64, "{counts}");
+    assert_eq!(counts["handoffs_written"], handoffs as u64, "{counts}");
+    assert_eq!(counts["questions_answered"], questions as u64, "{counts}");
+    assert_eq!(counts["commits"], commits(&dir) as u64, "{counts}");
+    assert!(session["needs_you"].as_array().is_none_or(|n| n.is_empty()), "nothing needs you: {session}");
+}

@@ -4,7 +4,10 @@
 //! message, so a test picks what happens by what it types: `mock:fast`, `mock:slow:20` (a streamed
 //! answer lasting 20 s), `mock:tool:30` (a Bash tool call running `sleep 30`), `mock:perm` (a tool
 //! call that needs the user's permission in the default permission mode), `mock:question` (the
-//! AskUserQuestion tool), `mock:edit` (a Bash call that edits, adds and deletes files), `mock:limit` (HTTP 429 with the unified rate-limit headers), `mock:overload`
+//! AskUserQuestion tool), `mock:edit` (a Bash call that edits, adds and deletes files), `mock:commit`
+//! (a Bash call that appends a step to `work.txt` and commits it), `mock:limit` (HTTP 429 with the
+//! unified rate-limit headers; like the real API, every request of that credential is then refused
+//! until the window resets, as `refused`), `mock:overload`
 //! (HTTP 529; `mock:overload:2`: for the first two requests of that prompt, then an answer). A tool result is answered with a short text. Every request is logged with when its
 //! answer's last byte was sent, which is what detection latency is measured from.
 #![allow(dead_code)]
@@ -68,6 +71,8 @@ struct Shared {
     upgrade_paths: Mutex<Option<String>>,
     /// How many `overload:K` answers each prompt has had.
     overloaded: Mutex<std::collections::HashMap<String, u32>>,
+    /// Credentials whose window a limit closed, until its reset (epoch seconds).
+    refusing: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 /// A running mock; stops when dropped.
@@ -96,6 +101,7 @@ impl MockApi {
             default: Mutex::new("fast".into()),
             upgrade_paths: Mutex::new(None),
             overloaded: Mutex::new(std::collections::HashMap::new()),
+            refusing: Mutex::new(std::collections::HashMap::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the mock API");
@@ -166,6 +172,10 @@ pub enum Scenario {
     Push,
     /// A Bash tool call that edits, creates and deletes files (`mock:edit`).
     Edit,
+    /// A Bash tool call that appends a step to `work.txt` and commits it (`mock:commit`).
+    Commit,
+    /// A request into a window a limit closed, before its reset: refused with the same 429.
+    Refused,
     /// The answer to a request for a handoff (Nightshift's, found by its words).
     Handoff,
 }
@@ -190,6 +200,8 @@ impl Scenario {
             Self::Context(n) => format!("ctx:{n}"),
             Self::Push => "push".into(),
             Self::Edit => "edit".into(),
+            Self::Commit => "commit".into(),
+            Self::Refused => "refused".into(),
             Self::Handoff => "handoff".into(),
         }
     }
@@ -207,6 +219,7 @@ pub fn scenario_for(text: &str) -> Scenario {
         "slow" => Scenario::Slow(Duration::from_secs_f64(arg.unwrap_or(20.0))),
         "tool" => Scenario::Tool(arg.unwrap_or(30.0) as u64),
         "edit" => Scenario::Edit,
+        "commit" => Scenario::Commit,
         "perm" => Scenario::Perm,
         "question" => Scenario::Question,
         "limit" => Scenario::Limit,
@@ -352,11 +365,26 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes, cred
     if scenario == Scenario::Limit && epoch(SystemTime::now()) >= reset {
         scenario = Scenario::Fast;
     }
+    // A window a limit closed refuses every request until it resets, as the real one does.
+    let now = epoch(SystemTime::now());
+    {
+        let mut refusing = shared.refusing.lock().unwrap();
+        match refusing.get(&credential) {
+            Some(until) if now < *until => scenario = Scenario::Refused,
+            Some(_) => {
+                refusing.remove(&credential);
+            }
+            None if scenario == Scenario::Limit => {
+                refusing.insert(credential.clone(), reset);
+            }
+            None => {}
+        }
+    }
     let model = request["model"].as_str().unwrap_or("claude-sonnet-5-5").to_string();
     let stream = request["stream"].as_bool().unwrap_or(false);
 
     match scenario {
-        Scenario::Limit => {
+        Scenario::Limit | Scenario::Refused => {
             let i = record(&scenario.name(), 429, text);
             mark_done(&shared, i);
             limit_response(&usage)
@@ -506,6 +534,13 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
                 "description": "Edit, add and delete files"}})),
         ),
         Scenario::Handoff => (vec![HANDOFF_ANSWER.to_string()], Duration::from_millis(20), None),
+        Scenario::Commit => (
+            vec!["I'll do the next step and commit it.".into()],
+            Duration::from_millis(20),
+            Some(json!({"name": "Bash", "input": {
+                "command": "echo \"step $(date +%s%N)\" >> work.txt && git add work.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'Do the next step'",
+                "description": "Do the next step and commit it"}})),
+        ),
         Scenario::Quote => (
             [
                 "The log said: ",
