@@ -311,3 +311,43 @@ async fn two_projects_take_turns() {
         assert!(!std::fs::read_to_string(dir.join("TASKS.md")).unwrap().contains("[ ]"));
     }
 }
+
+/// `nightshift loop` killed mid-iteration (an OOM kill: no word to the journal): `nightshift
+/// restore` runs its interrupted task again, from the loop's contract, and finishes the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_killed_mid_iteration_is_restored_on_its_interrupted_task() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await;
+    let mut l = Loop::new(&mock, &[]);
+    let tasks = l.home.workdir.join("TASKS.md");
+    std::fs::write(&tasks, "- [ ] task-first mock:fast\n- [ ] task-long mock:slow:30\n- [ ] task-last mock:fast\n").unwrap();
+    l.start(&claude, &["--tasks", "TASKS.md", "--max-iterations", "5"]);
+    let session = l.session();
+    wait_for("the long task under way", Duration::from_secs(60), || {
+        mock.messages().iter().any(|r| r.last_user.contains("task-long")).then_some(())
+    });
+    let mut child = l.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let asked = mock.messages().iter().filter(|r| r.last_user.contains("task-long")).count();
+    mock.set_default("fast");
+    std::fs::write(&tasks, std::fs::read_to_string(&tasks).unwrap().replace("mock:slow:30", "mock:fast")).unwrap();
+
+    let events = l.env.path("restore.jsonl");
+    let mut cmd = Command::new(common::bin());
+    cmd.args(["restore", "--events", events.to_str().unwrap()]).current_dir(&l.home.workdir);
+    l.home.apply(&mut cmd);
+    let mut restore = common::KillOnDrop(cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap());
+    let status = wait_for("the restored loop to finish", Duration::from_secs(120), || restore.0.try_wait().unwrap());
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_to_string(&tasks).unwrap(),
+        "- [x] task-first mock:fast\n- [x] task-long mock:fast\n- [x] task-last mock:fast\n",
+        "the interrupted task ran again, and the rest"
+    );
+    assert!(mock.messages().iter().filter(|r| r.last_user.contains("task-long")).count() > asked, "task-long again");
+    let restored = read_events(&events);
+    let said = restored.iter().find(|e| e["event"] == "restored").expect("journalled");
+    assert_eq!(said["session"], session.as_str(), "the same loop, under its own id");
+    assert!(said["reason"].as_str().unwrap().contains("loop"), "{said}");
+}
