@@ -320,7 +320,8 @@ async fn a_loop_killed_mid_iteration_is_restored_on_its_interrupted_task() {
     let mock = MockApi::start().await;
     let mut l = Loop::new(&mock, &[]);
     let tasks = l.home.workdir.join("TASKS.md");
-    std::fs::write(&tasks, "- [ ] task-first mock:fast\n- [ ] task-long mock:slow:30\n- [ ] task-last mock:fast\n").unwrap();
+    std::fs::write(&tasks, "- [ ] task-first mock:fast\n- [ ] task-long mock:slow:30\n- [ ] task-last mock:fast\n")
+        .unwrap();
     l.start(&claude, &["--tasks", "TASKS.md", "--max-iterations", "5"]);
     let session = l.session();
     wait_for("the long task under way", Duration::from_secs(60), || {
@@ -337,7 +338,8 @@ async fn a_loop_killed_mid_iteration_is_restored_on_its_interrupted_task() {
     let mut cmd = Command::new(common::bin());
     cmd.args(["restore", "--events", events.to_str().unwrap()]).current_dir(&l.home.workdir);
     l.home.apply(&mut cmd);
-    let mut restore = common::KillOnDrop(cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap());
+    let mut restore =
+        common::KillOnDrop(cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap());
     let status = wait_for("the restored loop to finish", Duration::from_secs(120), || restore.0.try_wait().unwrap());
     assert!(status.success());
     assert_eq!(
