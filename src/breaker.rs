@@ -87,7 +87,7 @@ impl Budget {
     /// Which ceiling `cost`, `tokens` and `elapsed` crossed, said for people; `None` when none.
     pub fn crossed(&self, cost_usd: f64, tokens: u64, elapsed: Duration) -> Option<String> {
         if let Some(max) = self.max_cost_usd.filter(|max| cost_usd >= *max) {
-            return Some(format!("spent {} of its {}", crate::event::usd(cost_usd), crate::event::usd(max)));
+            return Some(format!("spent {} of its {}", crate::units::usd(cost_usd), crate::units::usd(max)));
         }
         if let Some(max) = self.max_tokens.filter(|max| tokens >= *max) {
             return Some(format!("used {tokens} tokens of its {max}"));

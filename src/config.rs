@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::Account;
 use crate::respawn::{self, Settings};
 
 #[derive(Debug, thiserror::Error)]
@@ -100,24 +101,9 @@ pub struct AccountDirs {
     pub codex: Option<PathBuf>,
 }
 
-/// The account a session runs under: its name (or the directory given alone) and the client's
-/// config directory. Nightshift hands the directory to the client and never looks inside it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Account {
-    pub name: String,
-    pub dir: PathBuf,
-}
-
+/// Reading accounts from the command line and the config file (the type is the agent's: a client's
+/// config directory).
 impl Account {
-    /// The variable that points `agent` at its config directory.
-    pub fn variable(agent: crate::agent::AgentKind) -> Option<&'static str> {
-        match agent {
-            crate::agent::AgentKind::Claude => Some("CLAUDE_CONFIG_DIR"),
-            crate::agent::AgentKind::Codex => Some("CODEX_HOME"),
-            crate::agent::AgentKind::Generic => None,
-        }
-    }
-
     /// `dir` given on the command line (`--config-dir`), named by itself; a relative one is taken
     /// from the current directory, not the session's.
     pub fn from_dir(agent: crate::agent::AgentKind, dir: &Path) -> Result<Self, ConfigError> {
@@ -207,7 +193,10 @@ impl Config {
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let config: Self = toml::from_str(text).map_err(|e| ConfigError::Invalid {
             path: path.to_path_buf(),
-            message: format!("{}; fix it, or move the file aside to use the defaults", toml_problem(text, &e)),
+            message: format!(
+                "{}; fix it, or move the file aside to use the defaults",
+                crate::toml_error::one_line(text, &e)
+            ),
         })?;
         match config.push.problem() {
             Some(message) => Err(ConfigError::Invalid { path: path.to_path_buf(), message }),
@@ -307,35 +296,6 @@ impl Config {
             return Err(ConfigError::Builtin(name.to_string()));
         }
         self.presets.remove(name).map(|_| ()).ok_or_else(|| ConfigError::NoPreset(name.to_string()))
-    }
-}
-
-/// A TOML error in one line: where it is (line, column, the key), then what is wrong. (The error's
-/// own `Display` is a multi-line drawing of the spot.)
-pub fn toml_problem(text: &str, e: &toml::de::Error) -> String {
-    let what = e.message().replace('\n', " ");
-    let Some(at) = e.span().map(|s| s.start.min(text.len())) else { return what };
-    let Some(before) = text.get(..at) else { return what };
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let line_no = before.matches('\n').count() + 1;
-    let column = before[line_start..].chars().count() + 1;
-    let line = text[line_start..].lines().next().unwrap_or_default().trim();
-    let header = |l: &str| l.strip_prefix('[').map(|h| h.trim_matches(['[', ']', ' ']).to_string());
-    let table = before[..line_start].lines().rev().find_map(|l| header(l.trim()));
-    let key = match header(line) {
-        Some(own) => Some(own),
-        None => {
-            let key = line.split('=').next().map(str::trim).filter(|k| !k.is_empty() && line.contains('='));
-            match (table, key) {
-                (Some(t), Some(k)) => Some(format!("{t}.{k}")),
-                (None, Some(k)) => Some(k.to_string()),
-                (_, None) => None,
-            }
-        }
-    };
-    match key {
-        Some(key) => format!("line {line_no}, column {column}, key `{key}`: {what}"),
-        None => format!("line {line_no}, column {column}: {what}"),
     }
 }
 

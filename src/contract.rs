@@ -16,8 +16,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{AgentKind, Overrides};
-use crate::config::Account;
+use crate::agent::{Account, AgentKind, Overrides};
+use crate::breaker::Budget;
 
 /// The shape of the record this build writes.
 pub const VERSION: u32 = 1;
@@ -79,10 +79,10 @@ pub struct Terminal {
     #[serde(default)]
     pub window_guard: crate::limits::WindowGuard,
     #[serde(default)]
-    pub budget: crate::breaker::Budget,
+    pub budget: Budget,
     /// The move to another account before this one's limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub switch: Option<crate::session::machine::SwitchSettings>,
+    pub switch: Option<SwitchSettings>,
     /// Commands an unattended session must not run are refused through the client's hooks.
     #[serde(default)]
     pub guard: bool,
@@ -104,10 +104,96 @@ fn yes() -> bool {
     true
 }
 
+/// The switch as a session is armed with it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SwitchSettings {
+    /// The larger of the 5-hour and 7-day use, in percent, at which the session moves.
+    pub threshold: f64,
+    /// The accounts it may move to (its own is never chosen).
+    pub accounts: Vec<Account>,
+}
+
 /// A loop: its projects, their tasks, its harness and its settings (budget and caps included).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Looping {
-    pub spec: crate::loops::LoopSpec,
+    pub spec: LoopSpec,
+}
+
+/// One project of a loop.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProjectSpec {
+    pub cwd: PathBuf,
+    pub tasks: TaskSource,
+}
+
+/// A loop to run (its contract, as the journal keeps it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoopSpec {
+    pub agent: AgentKind,
+    /// The harness's program (`claude`, `codex`, or a path to one).
+    pub program: String,
+    /// The user's own flags for the harness (model, permission mode), after Nightshift's.
+    pub args: Vec<String>,
+    pub projects: Vec<ProjectSpec>,
+    pub settings: LoopSettings,
+    /// Extra environment for every iteration.
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+    /// The client account every iteration runs under (its config directory).
+    #[serde(default)]
+    pub account: Option<crate::agent::Account>,
+}
+
+/// Where a loop's tasks come from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSource {
+    /// The same task every iteration.
+    Prompt(String),
+    /// The first open item of this file, every iteration.
+    File(PathBuf),
+}
+
+/// How a loop behaves: its caps, budget and ladders.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct LoopSettings {
+    /// Iterations that ran to an end (a retry or a limit's re-run is the same iteration).
+    pub max_iterations: Option<u32>,
+    pub budget: Budget,
+    /// Transient failures of one iteration retried before the loop gives up; 0: never give up.
+    pub max_retries: u32,
+    #[serde(with = "crate::clock::secs")]
+    pub retry_first: Duration,
+    #[serde(with = "crate::clock::secs")]
+    pub retry_cap: Duration,
+    /// Past a limit's reset before the iteration runs again.
+    #[serde(with = "crate::clock::secs")]
+    pub limit_margin: Duration,
+    /// How often a limit wait probes for an early reset (a one-character prompt, no tools).
+    #[serde(with = "crate::clock::secs")]
+    pub probe_every: Duration,
+    /// Iterations in a row that settle nothing before a project is backed off.
+    pub fruitless_after: u32,
+    /// The back-off waits, the last repeated.
+    #[serde(with = "crate::clock::secs_list")]
+    pub fruitless_waits: Vec<Duration>,
+}
+
+impl Default for LoopSettings {
+    fn default() -> Self {
+        Self {
+            max_iterations: None,
+            budget: Budget::default(),
+            max_retries: 0,
+            retry_first: Duration::from_secs(30),
+            retry_cap: Duration::from_secs(300),
+            limit_margin: Duration::from_secs(60),
+            probe_every: Duration::from_secs(30 * 60),
+            fruitless_after: 3,
+            fruitless_waits: [15, 30, 60, 120].map(|m| Duration::from_secs(m * 60)).to_vec(),
+        }
+    }
 }
 
 /// Which conversation a start of the agent carries on.
@@ -170,7 +256,7 @@ impl Contract {
                 if let Some(r) = &t.auto_resume {
                     armed.push(format!("auto-resume {} s after the reset", r.margin.as_secs()));
                 }
-                if t.budget != crate::breaker::Budget::default() {
+                if t.budget != Budget::default() {
                     armed.push("a budget".into());
                 }
                 if let Some(s) = &t.switch {
@@ -215,12 +301,12 @@ mod tests {
             respawn_until: Some("2026-12-02T06:00:00Z".parse().unwrap()),
             auto_resume: Some(crate::limits::resume::Settings::default()),
             window_guard: crate::limits::WindowGuard { reserve_pct: Some(20.0), not_tonight: false },
-            budget: crate::breaker::Budget {
+            budget: Budget {
                 max_cost_usd: Some(12.5),
                 max_tokens: None,
                 max_wall_clock: Some(Duration::from_secs(8 * 3600)),
             },
-            switch: Some(crate::session::machine::SwitchSettings {
+            switch: Some(SwitchSettings {
                 threshold: 90.0,
                 accounts: vec![Account { name: "work".into(), dir: "/home/u/.claude-work".into() }],
             }),
@@ -245,15 +331,15 @@ mod tests {
         let text = serde_json::to_string(&contract).unwrap();
         assert!(text.contains(r#""kind":"terminal""#), "{text}");
         assert_eq!(serde_json::from_str::<Contract>(&text).unwrap(), contract);
-        let spec = crate::loops::LoopSpec {
+        let spec = LoopSpec {
             agent: AgentKind::Claude,
             program: "claude".into(),
             args: vec!["--model".into(), "opus".into()],
             projects: vec![crate::loops::ProjectSpec {
                 cwd: "/work/p".into(),
-                tasks: crate::loops::tasks::Source::File("/work/p/TASKS.md".into()),
+                tasks: TaskSource::File("/work/p/TASKS.md".into()),
             }],
-            settings: crate::loops::machine::Settings::default(),
+            settings: LoopSettings::default(),
             env: vec![],
             account: None,
         };

@@ -8,7 +8,7 @@
 //! The server gives each client a few seconds to send its line and reads at most 1 MiB of it, and
 //! serves a bounded number of connections at once (more are told `busy` and closed): a client that
 //! connects and says nothing, or a flood of them, costs a few file descriptors for a few seconds and
-//! never delays the sessions. Tokens travel as [`Token`], whose `Debug` shows none of it.
+//! never delays the sessions. Tokens travel as [`Token`](crate::token::Token), whose `Debug` shows none of it.
 
 pub mod attach;
 
@@ -23,6 +23,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::store::SessionRow;
 use crate::supervisor::Supervisor;
+use crate::token::Token;
 
 /// How long a client waits for the owning process to answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,36 +33,6 @@ const MAX_REQUEST: usize = 1 << 20;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 /// Connections served at once; more are refused at once.
 const MAX_CONNECTIONS: usize = 256;
-
-/// A session's secret for its statusLine exporter and hooks: compared, never shown (`Debug` prints
-/// `Token(hidden)`, so no log line or error can carry it).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Token(String);
-
-impl Token {
-    /// A fresh random token (128 bits).
-    pub fn random() -> Self {
-        Self(format!("{:032x}", rand::random::<u128>()))
-    }
-
-    /// The secret itself, for the client's environment and for comparing.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<String> for Token {
-    fn from(s: String) -> Self {
-        Self(s)
-    }
-}
-
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Token(hidden)")
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

@@ -379,10 +379,10 @@ pub enum EventKind {
     /// said once until the target works again.
     PushFailed { target: String, reason: String },
     /// A push notification of `kind` was delivered to `target` (ntfy, webhook).
-    PushSent { target: String, kind: crate::notice::Kind },
+    PushSent { target: String, kind: NoticeKind },
     /// A push notification of `kind` could not be delivered to `target`, retries included (the
     /// first of an outage also makes a `push_failed`, with the reason).
-    PushNotSent { target: String, kind: crate::notice::Kind },
+    PushNotSent { target: String, kind: NoticeKind },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
     /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
@@ -453,7 +453,7 @@ pub enum EventKind {
     /// A loop waits: for a retry, a limit's reset, or a project's back-off to end (`until` absent:
     /// the wait ended).
     LoopWait {
-        why: crate::loops::WaitKind,
+        why: WaitKind,
         #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
         until: Option<DateTime<Utc>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -696,7 +696,7 @@ impl EventKind {
                 let mut text = format!(
                     "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
                      `nightshift salvage show` shows them",
-                    crate::event::bytes(*bytes)
+                    crate::units::bytes(*bytes)
                 );
                 if !preexisting.is_empty() {
                     text.push_str(&format!(
@@ -750,7 +750,7 @@ impl EventKind {
                 if let Some(detail) = detail {
                     text.push_str(&format!(": {detail}"));
                 }
-                let cost = cost_usd.map_or_else(|| "spend unknown".to_string(), usd);
+                let cost = cost_usd.map_or_else(|| "spend unknown".to_string(), crate::units::usd);
                 text.push_str(&format!(" ({cost}"));
                 if let Some(tokens) = tokens {
                     text.push_str(&format!(", {tokens} tokens"));
@@ -803,7 +803,7 @@ impl Event {
 }
 
 /// A notice's kind as the journal names it (`question`, `finished`).
-fn notice_kind(kind: crate::notice::Kind) -> String {
+fn notice_kind(kind: NoticeKind) -> String {
     serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
@@ -814,20 +814,33 @@ fn is_default_guard(guard: &crate::limits::WindowGuard) -> bool {
 /// Dollars for people: cents, or tenths of a cent under ten cents (one headless answer can cost
 /// $0.004).
 /// A size as people read it: `812 B`, `14.2 KB`, `3.1 MB`.
-pub fn bytes(n: u64) -> String {
-    match n {
-        n if n < 1024 => format!("{n} B"),
-        n if n < 1024 * 1024 => format!("{:.1} KB", n as f64 / 1024.0),
-        n => format!("{:.1} MB", n as f64 / (1024.0 * 1024.0)),
-    }
+/// The kinds of notification, each with its own switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeKind {
+    /// An agent waits on a question or a permission.
+    Question,
+    /// A usage limit stopped an agent (or its resume failed, or the fresh-window guard held it).
+    Limit,
+    Resume,
+    Breaker,
+    /// A session ended.
+    Finished,
+    Morning,
+    /// The guard refused a command (once per kind of command per night).
+    Guard,
 }
 
-pub fn usd(cost: f64) -> String {
-    if cost.abs() < 0.1 {
-        format!("${cost:.4}")
-    } else {
-        format!("${cost:.2}")
-    }
+/// What a loop waits for, in its `loop_wait` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// A transient failure: the same iteration again.
+    Retry,
+    /// A usage limit's reset.
+    Limit,
+    /// A project that settled nothing for several iterations.
+    Fruitless,
 }
 
 #[cfg(test)]

@@ -38,6 +38,9 @@ pub mod screen;
 pub mod session;
 pub mod store;
 pub mod supervisor;
+pub mod token;
+pub mod toml_error;
+pub mod units;
 pub mod usage;
 
 pub use agent::AgentKind;

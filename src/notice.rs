@@ -13,22 +13,9 @@ use crate::breaker::BreakerState;
 use crate::event::{EventKind, SessionState};
 use crate::store::{Store, StoreError};
 
-/// The kinds of notification, each with its own switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// An agent waits on a question or a permission.
-    Question,
-    /// A usage limit stopped an agent (or its resume failed, or the fresh-window guard held it).
-    Limit,
-    Resume,
-    Breaker,
-    /// A session ended.
-    Finished,
-    Morning,
-    /// The guard refused a command (once per kind of command per night).
-    Guard,
-}
+/// The kinds of notification, each with its own switch (named in the journal's push events, so
+/// the type is the events').
+pub use crate::event::NoticeKind as Kind;
 
 /// The per-kind switches, all on unless the user says otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -255,8 +255,8 @@ impl Plan {
         out.push(match (self.expected_usd, self.cost_per_hour) {
             (Some(usd), Some(rate)) => format!(
                 "Expected spend: about {} (at {}/h over the last 3 hours)",
-                crate::event::usd(usd),
-                crate::event::usd(rate)
+                crate::units::usd(usd),
+                crate::units::usd(rate)
             ),
             _ => "Expected spend: unknown (no cost readings in the last 3 hours)".into(),
         });

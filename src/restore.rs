@@ -248,7 +248,7 @@ fn pieced(row: &SessionRow, events: &[Event]) -> Option<Contract> {
             .account
             .clone()
             .zip(row.account_dir.clone())
-            .map(|(name, dir)| crate::config::Account { name, dir: dir.into() }),
+            .map(|(name, dir)| crate::agent::Account { name, dir: dir.into() }),
         env: Vec::new(),
         kind: Kind::Terminal(Box::new(t)),
     })

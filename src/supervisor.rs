@@ -24,9 +24,6 @@ use crate::usage::{self, Sample};
 /// The longest a session may take to answer its client's hook (the hook itself gives up later).
 const HOOK_ANSWER: Duration = Duration::from_millis(1000);
 
-/// Environment variable that tells a child which Nightshift session it runs in.
-pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
-
 /// What the journal's row of a scheduled session says (see [`Supervisor::schedule`]): what a
 /// session or loop spec will record when it starts.
 #[derive(Debug, Clone)]
@@ -36,7 +33,7 @@ pub struct Scheduled {
     cwd: String,
     agent: AgentKind,
     preset: Option<String>,
-    account: Option<crate::config::Account>,
+    account: Option<crate::agent::Account>,
 }
 
 impl Scheduled {
@@ -92,7 +89,7 @@ pub struct SessionSpec {
     pub budget: crate::breaker::Budget,
     /// The client account it runs under (its config directory); the client's own default when
     /// `None`.
-    pub account: Option<crate::config::Account>,
+    pub account: Option<crate::agent::Account>,
     /// Move to another account before this one's limit (Claude sessions), when set.
     pub switch: Option<crate::session::machine::SwitchSettings>,
 }
@@ -253,7 +250,7 @@ pub enum UsageError {
 /// What the exporter of one session may report, and what it last did.
 #[derive(Debug)]
 struct Reporter {
-    token: crate::control::Token,
+    token: crate::token::Token,
     last: Option<Sample>,
 }
 
@@ -508,7 +505,7 @@ impl Supervisor {
     }
 
     /// Takes scheduled session `id` over for this process, with the account it starts under.
-    fn adopt_scheduled(&self, id: &SessionId, account: Option<&crate::config::Account>) -> Result<(), StoreError> {
+    fn adopt_scheduled(&self, id: &SessionId, account: Option<&crate::agent::Account>) -> Result<(), StoreError> {
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
         self.journal.write(|s| {
             s.adopt_session(id.as_str(), std::process::id(), socket.as_deref())?;
@@ -608,7 +605,7 @@ impl Supervisor {
 
     /// The actor of a recorded loop (its iterations run under its account).
     fn run_loop(&self, id: SessionId, mut spec: crate::loops::LoopSpec) -> SessionHandle {
-        if let (Some(account), Some(var)) = (&spec.account, crate::config::Account::variable(spec.agent)) {
+        if let (Some(account), Some(var)) = (&spec.account, crate::agent::Account::variable(spec.agent)) {
             spec.env.retain(|(k, _)| k != var);
             spec.env.push((var.to_string(), account.dir.display().to_string()));
         }
@@ -715,7 +712,7 @@ impl Supervisor {
         }
         if let Some(pid) = replay.last_pid {
             // A killed run's client may linger: never two agents on one conversation.
-            if crate::pty::end_leftover(pid, SESSION_ENV, &row.id, Duration::from_secs(3)) {
+            if crate::pty::end_leftover(pid, crate::session::SESSION_ENV, &row.id, Duration::from_secs(3)) {
                 tracing::info!(session = %id, pid, "ended what was left of the agent its Nightshift ran");
             }
         }
@@ -726,7 +723,7 @@ impl Supervisor {
             .account
             .clone()
             .zip(row.account_dir.clone())
-            .map(|(name, dir)| crate::config::Account { name, dir: dir.into() });
+            .map(|(name, dir)| crate::agent::Account { name, dir: dir.into() });
         let down = (now - replay.last_seen).num_seconds().max(0) as u64;
         let state_dir = self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf);
         let handoff = state_dir
@@ -794,9 +791,9 @@ impl Supervisor {
         let mut t = (**armed).clone();
         let mut env = contract.env.clone();
         env.extend(runtime.env);
-        env.push((SESSION_ENV.to_string(), id.to_string()));
+        env.push((crate::session::SESSION_ENV.to_string(), id.to_string()));
         // Before the exporter, which reads Codex's home from the child's environment.
-        if let (Some(account), Some(var)) = (&contract.account, crate::config::Account::variable(agent)) {
+        if let (Some(account), Some(var)) = (&contract.account, crate::agent::Account::variable(agent)) {
             env.retain(|(k, _)| k != var);
             env.push((var.to_string(), account.dir.display().to_string()));
         }
@@ -907,7 +904,7 @@ impl Supervisor {
         if !claude && !codex {
             return;
         }
-        let token = crate::control::Token::random();
+        let token = crate::token::Token::random();
         env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
         env.push((usage::TOKEN_ENV.to_string(), token.expose().to_string()));
         if codex {

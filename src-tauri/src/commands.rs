@@ -288,7 +288,7 @@ pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec
 fn switch_settings(
     state: &AppState,
     agent: AgentKind,
-    current: Option<&nightshift::config::Account>,
+    current: Option<&nightshift::agent::Account>,
 ) -> Result<nightshift::session::machine::SwitchSettings, UiError> {
     if agent != AgentKind::Claude {
         return Err(UiError::new(
@@ -314,7 +314,7 @@ fn account(
     state: &AppState,
     name: Option<&str>,
     agent: AgentKind,
-) -> Result<Option<nightshift::config::Account>, UiError> {
+) -> Result<Option<nightshift::agent::Account>, UiError> {
     let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
     Ok(Some(Config::load(state.paths.config_dir.as_deref())?.account(name, agent)?))
 }

@@ -241,7 +241,7 @@ fn parse(file: &str, text: &str) -> Result<SignalsFile, AdapterError> {
         file: file.to_string(),
         message: format!(
             "{}; fix it, or remove the file to use the built-in signals",
-            crate::config::toml_problem(text, &e)
+            crate::toml_error::one_line(text, &e)
         ),
     })
 }

@@ -340,6 +340,25 @@ fn codex_resume(args: &mut Vec<String>, id: &str) {
     *args = kept;
 }
 
+/// The account a session runs under: its name (or the directory given alone) and the client's
+/// config directory. Nightshift hands the directory to the client and never looks inside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    pub name: String,
+    pub dir: std::path::PathBuf,
+}
+
+impl Account {
+    /// The variable that points `agent` at its config directory.
+    pub fn variable(agent: AgentKind) -> Option<&'static str> {
+        match agent {
+            AgentKind::Claude => Some("CLAUDE_CONFIG_DIR"),
+            AgentKind::Codex => Some("CODEX_HOME"),
+            AgentKind::Generic => None,
+        }
+    }
+}
+
 impl fmt::Display for AgentKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use nightshift::control::{Request, Response};
 use nightshift::hooks::HOOK_TIMEOUT;
-use nightshift::supervisor::SESSION_ENV;
+use nightshift::session::SESSION_ENV;
 use nightshift::usage::{CONTROL_ENV, TOKEN_ENV};
 use serde_json::Value;
 

@@ -199,12 +199,12 @@ impl AccountArgs {
         &self,
         paths: &nightshift::paths::Paths,
         agent: nightshift::AgentKind,
-    ) -> anyhow::Result<Option<nightshift::config::Account>> {
+    ) -> anyhow::Result<Option<nightshift::agent::Account>> {
         Ok(match (&self.account, &self.config_dir) {
             (Some(name), _) => {
                 Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(name, agent)?)
             }
-            (None, Some(dir)) => Some(nightshift::config::Account::from_dir(agent, dir)?),
+            (None, Some(dir)) => Some(nightshift::agent::Account::from_dir(agent, dir)?),
             (None, None) => None,
         })
     }

@@ -390,7 +390,7 @@ async fn supervise(
 pub(super) fn switch_settings(
     paths: &Paths,
     agent: AgentKind,
-    current: Option<&nightshift::config::Account>,
+    current: Option<&nightshift::agent::Account>,
     at: Option<u8>,
 ) -> anyhow::Result<nightshift::session::machine::SwitchSettings> {
     if agent != AgentKind::Claude {

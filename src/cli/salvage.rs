@@ -95,7 +95,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                         row.id,
                         s.repo.display(),
                         s.files.len(),
-                        nightshift::event::bytes(s.bytes),
+                        nightshift::units::bytes(s.bytes),
                         s.reference
                     );
                     for f in &s.files {

@@ -13,7 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use nightshift::control::Request;
-use nightshift::supervisor::SESSION_ENV;
+use nightshift::session::SESSION_ENV;
 use nightshift::usage::{self, Sample, CONTROL_ENV, TOKEN_ENV};
 use serde_json::Value;
 

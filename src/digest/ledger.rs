@@ -158,7 +158,7 @@ fn salvage_line(id: &str, s: &Snapshot) -> String {
     format!(
         "work kept by salvage: {} ({}) of {}, {kept}; look: nightshift salvage show {id}/{n}",
         plural(k.files as u64, "uncommitted file", "uncommitted files"),
-        crate::event::bytes(k.bytes),
+        crate::units::bytes(k.bytes),
         k.repo
     )
 }

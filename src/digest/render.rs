@@ -74,7 +74,7 @@ fn details(s: &SessionDigest) -> Vec<String> {
     if !s.iterations.is_empty() {
         // Codex reports tokens and no cost: its loops are told in tokens.
         let cost = if s.iterations.iter().any(|i| i.cost_usd.is_some()) {
-            let mut cost = crate::event::usd(s.loop_cost_usd);
+            let mut cost = crate::units::usd(s.loop_cost_usd);
             if s.iterations.iter().any(|i| i.cost_usd.is_none()) {
                 cost.push_str(" and some not measured");
             }
@@ -91,7 +91,7 @@ fn details(s: &SessionDigest) -> Vec<String> {
         }
         for i in &s.iterations[shown..] {
             let cost = match (i.cost_usd, i.tokens) {
-                (Some(usd), _) => crate::event::usd(usd),
+                (Some(usd), _) => crate::units::usd(usd),
                 (None, Some(tokens)) => format!("{tokens} tokens"),
                 (None, None) => "spend unknown".to_string(),
             };

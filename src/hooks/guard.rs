@@ -85,7 +85,7 @@ fn parse(file: &str, text: &str) -> Result<File, GuardError> {
         file: file.to_string(),
         message: format!(
             "{}; fix it, or remove the file to use the built-in rules",
-            crate::config::toml_problem(text, &e)
+            crate::toml_error::one_line(text, &e)
         ),
     })
 }

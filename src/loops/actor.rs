@@ -12,7 +12,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::machine::{Effect, Input, Machine, Marker, Project, Run, Settings};
+use super::machine::{Effect, Input, Machine, Marker, Project, Run};
 use super::stream::{self, Reader, Report};
 use super::tasks::{self, Source};
 use crate::agent::AgentKind;
@@ -32,31 +32,9 @@ const STDERR_KEPT: usize = 64 << 10;
 /// Readable lines of the running iteration the window's "screen" shows.
 const SHOWN_LINES: usize = 200;
 
-/// One project of a loop.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ProjectSpec {
-    pub cwd: PathBuf,
-    pub tasks: Source,
-}
+pub use crate::contract::{LoopSpec, ProjectSpec};
 
-/// A loop to run (its contract, as the journal keeps it).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LoopSpec {
-    pub agent: AgentKind,
-    /// The harness's program (`claude`, `codex`, or a path to one).
-    pub program: String,
-    /// The user's own flags for the harness (model, permission mode), after Nightshift's.
-    pub args: Vec<String>,
-    pub projects: Vec<ProjectSpec>,
-    pub settings: Settings,
-    /// Extra environment for every iteration.
-    #[serde(default)]
-    pub env: Vec<(String, String)>,
-    /// The client account every iteration runs under (its config directory).
-    #[serde(default)]
-    pub account: Option<crate::config::Account>,
-}
-
+/// The harness's command for each iteration (the spec is the contract's; running it is the loop's).
 impl LoopSpec {
     /// The harness's arguments for `run`: a fresh headless session that streams its events.
     pub fn argv(&self, run: &Run) -> Vec<String> {
@@ -401,7 +379,7 @@ impl Exec {
         cmd.args(&argv[1..])
             .current_dir(&project.cwd)
             .envs(self.spec.env.iter().cloned())
-            .env(crate::supervisor::SESSION_ENV, self.id.as_str())
+            .env(crate::session::SESSION_ENV, self.id.as_str())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -598,7 +576,7 @@ mod tests {
             program: agent.as_str().into(),
             args: args.iter().map(|a| a.to_string()).collect(),
             projects: Vec::new(),
-            settings: Settings::default(),
+            settings: crate::contract::LoopSettings::default(),
             env: Vec::new(),
             account: None,
         }

@@ -12,55 +12,14 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use super::stream::{Outcome, Report};
-use crate::breaker::{BreakerKind, BreakerState, Budget};
-use crate::event::{EventKind, SessionState};
+use crate::breaker::{BreakerKind, BreakerState};
+use crate::event::{EventKind, SessionState, WaitKind};
 use crate::limits::{LimitKind, Source};
 use crate::session::machine::Now;
 
-/// How a loop behaves: its caps, budget and ladders.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Settings {
-    /// Iterations that ran to an end (a retry or a limit's re-run is the same iteration).
-    pub max_iterations: Option<u32>,
-    pub budget: Budget,
-    /// Transient failures of one iteration retried before the loop gives up; 0: never give up.
-    pub max_retries: u32,
-    #[serde(with = "crate::clock::secs")]
-    pub retry_first: Duration,
-    #[serde(with = "crate::clock::secs")]
-    pub retry_cap: Duration,
-    /// Past a limit's reset before the iteration runs again.
-    #[serde(with = "crate::clock::secs")]
-    pub limit_margin: Duration,
-    /// How often a limit wait probes for an early reset (a one-character prompt, no tools).
-    #[serde(with = "crate::clock::secs")]
-    pub probe_every: Duration,
-    /// Iterations in a row that settle nothing before a project is backed off.
-    pub fruitless_after: u32,
-    /// The back-off waits, the last repeated.
-    #[serde(with = "crate::clock::secs_list")]
-    pub fruitless_waits: Vec<Duration>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            max_iterations: None,
-            budget: Budget::default(),
-            max_retries: 0,
-            retry_first: Duration::from_secs(30),
-            retry_cap: Duration::from_secs(300),
-            limit_margin: Duration::from_secs(60),
-            probe_every: Duration::from_secs(30 * 60),
-            fruitless_after: 3,
-            fruitless_waits: [15, 30, 60, 120].map(|m| Duration::from_secs(m * 60)).to_vec(),
-        }
-    }
-}
+pub use crate::contract::LoopSettings as Settings;
 
 /// One project of the loop: where its sessions run, and whether its tasks come from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -608,7 +567,7 @@ impl Machine {
         self.wait = Wait::None;
         let (cost, tokens) = self.spent();
         // A harness that never reports a cost (Codex) is told in tokens alone.
-        let cost = if self.costed { format!("{}, ", crate::event::usd(cost)) } else { String::new() };
+        let cost = if self.costed { format!("{}, ", crate::units::usd(cost)) } else { String::new() };
         let mut reason = format!("{reason} ({} iteration(s), {cost}{tokens} tokens", self.finished);
         if let Some(started) = self.started {
             let wall = (now.wall - started.wall).to_std().unwrap_or_default();
@@ -749,18 +708,6 @@ fn margin(d: Duration) -> chrono::Duration {
 
 fn round(d: Duration) -> Duration {
     Duration::from_secs(d.as_secs() / 60 * 60)
-}
-
-/// What a loop waits for, in its `loop_wait` events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WaitKind {
-    /// A transient failure: the same iteration again.
-    Retry,
-    /// A usage limit's reset.
-    Limit,
-    /// A project that settled nothing for several iterations.
-    Fruitless,
 }
 
 #[cfg(test)]

@@ -16,6 +16,6 @@ pub mod request;
 pub mod stream;
 pub mod tasks;
 
+pub use crate::event::WaitKind;
 pub use actor::{global_marker, loop_dir, marker_name, stream_file, LoopSpec, ProjectSpec};
-pub use machine::WaitKind;
 pub use request::{leftover_marker, LoopError, LoopRequest};

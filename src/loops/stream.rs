@@ -413,7 +413,7 @@ pub fn readable(v: &Value) -> Vec<String> {
             out.push(format!("= failed: {}", v["error"]["message"].as_str().unwrap_or("no message")))
         }
         Some("result") => {
-            let cost = v["total_cost_usd"].as_f64().map_or_else(|| "spend unknown".into(), crate::event::usd);
+            let cost = v["total_cost_usd"].as_f64().map_or_else(|| "spend unknown".into(), crate::units::usd);
             let how = if v["is_error"] == true { "ended with an error" } else { "done" };
             out.push(format!("= {how}, {cost}"));
         }

@@ -9,15 +9,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
 
-/// Where a loop's tasks come from.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// The same task every iteration.
-    Prompt(String),
-    /// The first open item of this file, every iteration.
-    File(PathBuf),
-}
+pub use crate::contract::TaskSource as Source;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TasksError {

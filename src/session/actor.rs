@@ -228,8 +228,8 @@ impl Executor {
 
     /// Starts the agent again under `account` (its config directory in the child's environment),
     /// on a fresh conversation, and journals the session's new account.
-    fn switch_account(&mut self, account: &crate::config::Account, prompt: Option<String>) {
-        if let Some(var) = crate::config::Account::variable(self.agent) {
+    fn switch_account(&mut self, account: &crate::agent::Account, prompt: Option<String>) {
+        if let Some(var) = crate::agent::Account::variable(self.agent) {
             self.command.env.retain(|(k, _)| k != var);
             self.command.env.push((var.to_string(), account.dir.display().to_string()));
         }

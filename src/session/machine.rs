@@ -34,11 +34,12 @@ use crate::limits::{self, menu::LimitMenu, resume, LimitText};
 use crate::pty::Exit;
 use crate::respawn;
 
+pub use crate::contract::SwitchSettings;
 use dialog::Asked;
 pub use hooks::continuation;
 pub use life::Life;
 pub use limit::Limit;
-pub use switch::{Meter, Settings as SwitchSettings, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
+pub use switch::{Meter, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
 
 /// The gap between typed text and the Enter that submits it (see [`crate::pty::Pty::write_after`]).
 const ENTER_DELAY: Duration = Duration::from_millis(120);
@@ -83,9 +84,9 @@ pub struct Start {
     /// the agent.
     pub budget: crate::breaker::Budget,
     /// The client account it runs under; `None`: the client's default.
-    pub account: Option<crate::config::Account>,
+    pub account: Option<crate::agent::Account>,
     /// Move to another account before this one's limit, when set.
-    pub switch: Option<switch::Settings>,
+    pub switch: Option<SwitchSettings>,
     /// What the session spent before this start (a restored session's, from the journal).
     pub spent: crate::usage::Tally,
     /// When the session first started, when before now (a restored one): its budget's time
@@ -204,7 +205,7 @@ pub enum Effect {
     /// Start the agent again under `account`, on a fresh conversation (never the old account's),
     /// with `prompt` to start from when there is one (the handoff); the journal's session row
     /// takes the account.
-    SwitchAccount { account: crate::config::Account, prompt: Option<String> },
+    SwitchAccount { account: crate::agent::Account, prompt: Option<String> },
 }
 
 /// Respawn cycles as armed: the machine, the preset it came from and when it ends.

@@ -22,6 +22,10 @@ use crate::screen::Snapshot;
 
 pub(crate) use actor::Actor;
 
+/// Environment variable that tells a child (a session's client, a loop's iteration, their hooks)
+/// which Nightshift session it runs in.
+pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
+
 /// How long a stopped child gets between SIGHUP and SIGKILL, unless the session says otherwise.
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(3);
 

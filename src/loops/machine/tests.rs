@@ -7,6 +7,7 @@ use tokio::time::Instant;
 use chrono::{DateTime, Utc};
 
 use super::*;
+use crate::breaker::Budget;
 use crate::loops::stream::Spend;
 
 struct Sim {

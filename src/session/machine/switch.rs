@@ -9,7 +9,7 @@
 //! against the cap.
 
 use super::*;
-use crate::config::Account;
+use crate::agent::Account;
 use crate::event::SwitchAction;
 
 /// The threshold when none is given: the larger window at 90 %.
@@ -18,14 +18,7 @@ pub const DEFAULT_THRESHOLD: f64 = 90.0;
 /// How long a hold lasts when the window's reset is not known.
 const HOLD_WITHOUT_RESET: chrono::Duration = chrono::Duration::hours(1);
 
-/// The switch as a session is armed with it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Settings {
-    /// The larger of the 5-hour and 7-day use, in percent, at which the session moves.
-    pub threshold: f64,
-    /// The accounts it may move to (its own is never chosen).
-    pub accounts: Vec<Account>,
-}
+use crate::contract::SwitchSettings as Settings;
 
 /// What the journal knows of one account's plan windows: its latest sample (`account` `None`: the
 /// client's default account).

@@ -1119,8 +1119,8 @@ fn a_cycle_salvages_before_its_clear() {
 
 // ---- Switching accounts before the limit -------------------------------------------------------
 
-fn account(name: &str) -> crate::config::Account {
-    crate::config::Account { name: name.into(), dir: format!("/accounts/{name}").into() }
+fn account(name: &str) -> crate::agent::Account {
+    crate::agent::Account { name: name.into(), dir: format!("/accounts/{name}").into() }
 }
 
 /// A session on account `a` that may move to `b` or `c` at 90 %, its client's hooks heard.
