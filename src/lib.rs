@@ -1,9 +1,30 @@
 //! Nightshift core: supervised agent sessions in pseudo-terminals Nightshift owns, a durable journal
 //! of everything that happens to them, and the control socket other Nightshift processes use.
 //!
-//! Data flows one way: PTY bytes → [`screen`] → (detection, later issues) → the session's state;
-//! every change becomes an [`event::Event`], committed to the [`store`] journal before it is
-//! broadcast to the CLI's `--events` stream and the tray app. This crate has no GUI dependency.
+//! Data flows one way: PTY bytes → [`screen`] → [`detect`] (with the client's [`hooks`]) → the
+//! session's state machine; every change becomes an [`event::Event`], committed to the [`store`]
+//! journal before it is broadcast to the CLI's `--events` stream and the tray app. This crate has
+//! no GUI dependency.
+//!
+//! # Layers
+//!
+//! Each top-level module uses modules of its own layer or below, never above, and no two modules
+//! use each other, even by a detour. The table is the rule: `layers::the_modules_keep_their_layers`
+//! reads it and fails naming the edge that breaks it, so a new module finds its place here first.
+//!
+//! | Layer | Modules | What they are |
+//! |-------|---------|---------------|
+//! | 1. foundations | `awake`, `clock`, `git`, `keyring`, `limits`, `logging`, `paths`, `power`, `pty`, `record`, `screen`, `token`, `toml_error`, `units`, `usage` | the world as Nightshift meets it: time, terminals, repositories, the machine's power, the plan's windows and usage; each knows nothing of sessions |
+//! | 2. agents and decisions | `agent`, `breaker`, `detect`, `hooks`, `respawn` | what each client is and how its screen and hooks read; the pure decisions over them |
+//! | 3. the contract | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
+//! | 4. events | `event` | the vocabulary of the journal: everything that happens, typed |
+//! | 5. the journal | `journal`, `store` | where events are kept, written once, read by all |
+//! | 6. settings and what the journal tells | `config`, `digest`, `notice`, `overview`, `plan`, `push`, `schedule` | the user's settings, and what the journal says to the user: notices, the tray's glance, the plan, the morning |
+//! | 7. executors | `loops`, `session` | the actors that own a child and apply their machines' effects |
+//! | 8. the supervisor | `restore`, `supervisor` | the sessions of one process, and bringing a night back after any end |
+//! | 9. surfaces | `control`, `doctor` | what other processes and the user reach: the control socket, the checks before a night |
+//!
+//! The CLI (`src/cli`, `src/main.rs`) and the tray app (`src-tauri`) stand on top of all of them.
 
 pub mod agent;
 pub mod awake;
@@ -46,3 +67,6 @@ pub mod usage;
 pub use agent::AgentKind;
 pub use event::{Event, EventKind, SessionId, SessionState};
 pub use supervisor::{SessionSpec, Supervisor};
+
+#[cfg(test)]
+mod layers;
