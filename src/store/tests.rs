@@ -1,0 +1,179 @@
+//! The journal's own tests: opening, migrating, refusing, and each kind of row.
+use super::schema::{latest_version, migrations};
+use super::*;
+use crate::event::SessionId;
+use chrono::TimeZone;
+
+fn new_session<'a>(id: &'a str, command: &'a [String]) -> NewSession<'a> {
+    NewSession {
+        id,
+        kind: crate::store::SessionKind::Terminal,
+        command,
+        cwd: "/tmp",
+        agent: "generic",
+        preset: None,
+        created: Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 0).unwrap(),
+        owner_pid: 42,
+        control_socket: None,
+    }
+}
+
+#[test]
+fn migrations_are_valid() {
+    migrations().validate().unwrap();
+}
+
+#[test]
+fn old_usage_is_thinned_to_ten_minutes_keeping_cost_resets_and_the_last_day_whole() {
+    let mut store = Store::open_in_memory().unwrap();
+    let cmd = vec!["claude".to_string()];
+    store.create_session(&new_session("0a0a0a0a", &cmd)).unwrap();
+    let t0 = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 0).unwrap();
+    // An hour at one sample a minute; the cost starts again (a /clear) at minute 33.
+    for m in 0..60 {
+        let cost = if m < 33 { m as f64 } else { (m - 33) as f64 };
+        let sample = Sample { cost_usd: Some(cost), context_pct: Some(m as f64), ..Sample::default() };
+        let ts = t0 + chrono::Duration::minutes(m);
+        store.record_usage("0a0a0a0a", ts, &sample).unwrap();
+        let ev = Event { ts, session: SessionId::from("0a0a0a0a".to_string()), kind: EventKind::Usage { sample } };
+        store.record(&ev).unwrap();
+    }
+    // Thin what is older than minute 40: its last ten minutes are 22:30–22:39.
+    let (samples, events) = store.thin_usage(t0 + chrono::Duration::minutes(40)).unwrap();
+    let kept: Vec<i64> =
+        store.usage(None, None).unwrap().iter().map(|r| r.sample.context_pct.unwrap() as i64).collect();
+    let mut expected = vec![9, 19, 29, 32, 39];
+    expected.extend(40..60);
+    assert_eq!(kept, expected, "the last of each ten minutes, the one before the cost's reset, the rest whole");
+    assert_eq!(samples, 60 - expected.len());
+    assert_eq!(events, 40 - 4, "usage events: the last of each ten minutes");
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn threads_opening_a_fresh_journal_together_all_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    let barrier = std::sync::Barrier::new(16);
+    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let (path, barrier) = (&path, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut store = Store::open(path).map_err(|e| e.to_string())?;
+                    let id = format!("{i:08x}");
+                    store.create_session(&new_session(&id, &["true".to_string()])).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(Store::open(&path).unwrap().sessions().unwrap().len(), 16);
+}
+
+/// The file's bytes and its WAL's, to show a refused journal was not written.
+fn contents(path: &Path) -> (Vec<u8>, Option<Vec<u8>>) {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    (std::fs::read(path).unwrap(), std::fs::read(PathBuf::from(wal)).ok())
+}
+
+#[test]
+fn a_journal_from_a_newer_nightshift_is_refused_and_left_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    drop(Store::open(&path).unwrap());
+    let newer = latest_version() + 1;
+    let conn = Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", newer).unwrap();
+    conn.execute_batch("CREATE TABLE from_the_future (x TEXT)").unwrap();
+    drop(conn);
+    let before = contents(&path);
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::TooNew { found, .. } if found == newer), "{err:?}");
+    let shown = err.to_string();
+    assert!(!shown.contains('\n') && shown.contains(&path.display().to_string()), "{shown}");
+    assert!(shown.contains("newer Nightshift") && shown.contains("left as it is"), "{shown}");
+    assert_eq!(contents(&path), before, "a journal this version cannot read is never written");
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_and_left_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    let text = "these are someone's notes, not a journal\n".repeat(200);
+    std::fs::write(&path, &text).unwrap();
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::NotAJournal { .. }), "{err:?}");
+    let shown = err.to_string();
+    assert!(!shown.contains('\n') && shown.contains("move it aside"), "{shown}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[test]
+fn a_failed_migration_names_the_file_without_its_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    // A version-0 file that already has a table of the first migration's: it cannot migrate.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE sessions (id TEXT)").unwrap();
+    drop(conn);
+    let shown = Store::open(&path).unwrap_err().to_string();
+    assert!(shown.contains("table sessions already exists"), "{shown}");
+    assert!(!shown.contains("CREATE") && !shown.contains('\n'), "no SQL dumped: {shown}");
+    assert!(shown.contains(&path.display().to_string()), "{shown}");
+}
+
+#[test]
+fn events_update_the_session_summary() {
+    let mut store = Store::open_in_memory().unwrap();
+    let cmd = vec!["bash".to_string(), "-c".to_string(), "exit 3".to_string()];
+    store.create_session(&new_session("0a0a0a0a", &cmd)).unwrap();
+    let at = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 1).unwrap();
+    let ev = |kind| Event { ts: at, session: SessionId::from("0a0a0a0a".to_string()), kind };
+    store.record(&ev(EventKind::state(SessionState::Running, "process started"))).unwrap();
+    store
+        .record(&ev(EventKind::State {
+            state: SessionState::Exited,
+            reason: "process exited with code 3".into(),
+            pid: None,
+            exit_code: Some(3),
+            signal: None,
+            error: None,
+            dialog: None,
+            last_screen: None,
+        }))
+        .unwrap();
+    let row = store.find_session("0a0a").unwrap();
+    assert_eq!(row.state, SessionState::Exited);
+    assert_eq!(row.exit_code, Some(3));
+    assert_eq!(row.command, cmd);
+    assert_eq!(row.ended.as_deref(), Some("2026-11-30T22:00:01.000Z"));
+    let events = store.events(&EventQuery { session: Some(row.id.clone()), ..Default::default() }).unwrap();
+    assert_eq!(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(), ["state", "state"]);
+    let last: Event = serde_json::from_str(&events[1].body).unwrap();
+    assert_eq!(last.kind.new_state(), Some(SessionState::Exited));
+    assert_eq!(store.last_event_id().unwrap(), events[1].id);
+    let recent = store.recent_events("0a0a0a0a", 1).unwrap();
+    assert_eq!(recent, events[1..]);
+    // Started again after that exit (a respawn restart): not ended, and a restore can claim it.
+    store.record(&ev(EventKind::state(SessionState::Running, "process 7 restarted"))).unwrap();
+    let row = store.find_session("0a0a").unwrap();
+    assert_eq!(row.ended, None, "a session that runs again has not ended");
+    assert!(store.claim_session("0a0a0a0a", row.owner_pid, 4242, None).unwrap());
+}
+
+#[test]
+fn prefixes_resolve_or_say_why_not() {
+    let mut store = Store::open_in_memory().unwrap();
+    let cmd = vec!["true".to_string()];
+    store.create_session(&new_session("abc11111", &cmd)).unwrap();
+    store.create_session(&new_session("abc22222", &cmd)).unwrap();
+    assert_eq!(store.find_session("abc1").unwrap().id, "abc11111");
+    let err = store.find_session("abc").unwrap_err().to_string();
+    assert!(err.contains("abc11111") && err.contains("abc22222"), "{err}");
+    let err = store.find_session("ffff").unwrap_err().to_string();
+    assert!(err.contains("nightshift sessions"), "{err}");
+}
