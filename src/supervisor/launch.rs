@@ -1,0 +1,174 @@
+//! Every start of a terminal session, from its contract: the first, a restore, a scheduled one.
+
+use super::*;
+
+impl Supervisor {
+    /// Starts the agent of a recorded session from its contract, and its actor.
+    pub(super) fn launch(
+        &self,
+        id: SessionId,
+        contract: &Contract,
+        runtime: Runtime,
+    ) -> Result<SessionHandle, StartError> {
+        let Kind::Terminal(armed) = &contract.kind else {
+            return Err(StartError::NotTerminal(id));
+        };
+        let agent = contract.agent;
+        let now = self.journal.now();
+        let mut t = (**armed).clone();
+        let mut env = contract.env.clone();
+        env.extend(runtime.env);
+        env.push((crate::session::SESSION_ENV.to_string(), id.to_string()));
+        // Before the exporter, which reads Codex's home from the child's environment.
+        if let (Some(account), Some(var)) = (&contract.account, crate::agent::Account::variable(agent)) {
+            env.retain(|(k, _)| k != var);
+            env.push((var.to_string(), account.dir.display().to_string()));
+        }
+        // Our statusLine, hooks or notify ride on every start's arguments.
+        self.attach_exporter(&id, agent, t.hooks, &mut t, &mut env);
+        let conversation = match &runtime.from {
+            None => Conversation::Opening,
+            Some(from) => Conversation::Resume { id: from.conversation.clone(), prompt: from.prompt.clone() },
+        };
+        let size = PtySize::new(t.cols, t.rows);
+        let command = CommandSpec {
+            program: t.program.clone(),
+            args: t.command(agent, &conversation),
+            cwd: t.cwd.clone(),
+            env,
+            size,
+        };
+        let guard = match runtime.guard {
+            Some(rules) => Some(rules),
+            None if t.guard => self.guard_rules.clone(),
+            None => None,
+        };
+        let spawned = match pty::spawn(&command) {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                tracing::info!(session = %id, "{error}");
+                self.journal.emit(&id, EventKind::failed("failed to start", &error));
+                return Err(StartError::Spawn { session: id, error });
+            }
+        };
+        let pid = spawned.pty.pid();
+        self.journal.emit(&id, EventKind::running(pid, format!("process {pid} started")));
+        let adapter = Adapter::with(agent, t.adapter.as_ref()).unwrap_or_else(|e| {
+            tracing::warn!(session = %id, "the session's screen signals no longer read ({e}); using the built-in ones");
+            Adapter::builtin(agent)
+        });
+        // Respawn is armed for what is left of its hours (all of them at the first start).
+        let respawn = t.respawn.clone().zip(t.respawn_until).and_then(|(mut settings, until)| {
+            settings.duration = (until - now).to_std().ok()?;
+            Some(settings)
+        });
+        let from = runtime.from.unwrap_or_default();
+        let start = Start {
+            agent,
+            auto_accept: adapter.auto_accepted(),
+            respawn_until: respawn.as_ref().and(t.respawn_until),
+            respawn,
+            preset: t.preset.clone(),
+            auto_resume: t.auto_resume.clone(),
+            window_guard: t.window_guard,
+            stop_grace: t.stop_grace,
+            paused_on: from.paused_on,
+            paused_exact: from.paused_exact,
+            held: from.held,
+            pid,
+            guard,
+            conversation: from.conversation,
+            budget: t.budget,
+            account: contract.account.clone(),
+            switch: t.switch.clone(),
+            spent: from.spent,
+            since: Some(contract.started),
+            handoff: from.handoff,
+        };
+        let detect = DetectConfig { quiet: t.quiet, ..DetectConfig::default() };
+        let actor = Actor {
+            id: id.clone(),
+            terminal: t,
+            command,
+            spawned,
+            journal: self.journal.clone(),
+            output_tap: runtime.output_tap,
+            adapter,
+            detect,
+            start,
+            state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
+        };
+        let (handle, task) = actor.start();
+        lock(&self.sessions).insert(id.clone(), handle.clone());
+        let sessions = Arc::clone(&self.sessions);
+        let reporters = Arc::clone(&self.reporters);
+        tokio::spawn(async move {
+            let _ = task.await;
+            lock(&sessions).remove(&id);
+            lock(&reporters).remove(&id);
+        });
+        Ok(handle)
+    }
+
+    /// For a Claude session whose command is the `claude` CLI itself: the statusLine exporter and
+    /// the hooks, passed with `--settings` (never written to a file; laid over settings the user
+    /// passed the same way). For a Codex session whose command is the `codex` CLI: its notify,
+    /// passed with `-c notify=[…]` (never written to its config.toml; the user's own notify runs
+    /// after ours). And the secret they report with.
+    fn attach_exporter(
+        &self,
+        id: &SessionId,
+        agent: AgentKind,
+        hooks: bool,
+        t: &mut crate::contract::Terminal,
+        env: &mut Vec<(String, String)>,
+    ) {
+        let (Some(cli_path), Some(socket)) = (&self.cli, &self.control_socket) else { return };
+        let program = std::path::Path::new(&t.program).file_name().and_then(|n| n.to_str());
+        let claude = agent == AgentKind::Claude && matches!(program, Some("claude" | "claude.exe"));
+        // Codex has no statusLine: without its notify there is nothing to pass.
+        let codex = agent == AgentKind::Codex && program == Some("codex") && hooks;
+        if !claude && !codex {
+            return;
+        }
+        let token = crate::token::Token::random();
+        env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
+        env.push((usage::TOKEN_ENV.to_string(), token.expose().to_string()));
+        if codex {
+            let home =
+                crate::hooks::codex::home(child_env(env, "CODEX_HOME"), child_env(env, "HOME").map(PathBuf::from));
+            crate::hooks::codex::attach(&mut t.args, cli_path, home.as_deref());
+            lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
+            return;
+        }
+        let cli = shell_words(&[cli_path.display().to_string()]);
+        let mut ours = usage::settings(&format!("{cli} statusline"));
+        if hooks {
+            ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"));
+        }
+        let args = &mut t.args;
+        match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
+            Some(i) => {
+                let theirs = &args[i + 1];
+                let theirs: serde_json::Value = serde_json::from_str(theirs)
+                    .or_else(|_| {
+                        std::fs::read_to_string(t.cwd.join(theirs))
+                            .map_err(|_| ())
+                            .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
+                    })
+                    .unwrap_or_else(|()| serde_json::json!({}));
+                args[i + 1] = crate::hooks::merge_settings(&theirs, &ours).to_string();
+            }
+            None => args.splice(0..0, ["--settings".to_string(), ours.to_string()]).for_each(drop),
+        }
+        lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
+    }
+}
+
+/// A variable as the child will see it: set for it, or else inherited from this process.
+fn child_env(env: &[(String, String)], key: &str) -> Option<std::ffi::OsString> {
+    match env.iter().rev().find(|(k, _)| k == key) {
+        Some((_, v)) => Some(v.into()),
+        None => std::env::var_os(key),
+    }
+}

@@ -1,0 +1,140 @@
+//! Loops in the supervisor: started now, at a scheduled time, or brought back.
+
+use super::*;
+
+impl Supervisor {
+    /// Starts scheduled loop `id` (its schedule claimed by this process).
+    pub fn start_scheduled_loop(
+        &self,
+        id: SessionId,
+        spec: crate::loops::LoopSpec,
+    ) -> Result<SessionHandle, StartError> {
+        self.adopt_scheduled(&id, spec.account.as_ref())?;
+        let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
+        tracing::info!(session = %id, ?projects, "starting a scheduled loop");
+        let what = format!("starting a loop of {} in {}, as scheduled", spec.command_line()[0], projects.join(", "));
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, what));
+        Ok(self.open_loop(id, spec))
+    }
+
+    /// Journals the loop's contract and runs it from that.
+    fn open_loop(&self, id: SessionId, spec: crate::loops::LoopSpec) -> SessionHandle {
+        let contract = Contract {
+            version: crate::contract::VERSION,
+            started: chrono::SubsecRound::trunc_subsecs(self.journal.now(), 3),
+            agent: spec.agent,
+            account: spec.account.clone(),
+            env: Contract::kept_env(),
+            kind: Kind::Loop(Box::new(crate::contract::Looping { spec: spec.clone() })),
+        };
+        self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract) });
+        self.run_loop(id, spec)
+    }
+
+    /// Runs a restored loop again from its contract, for what is left of its caps: its
+    /// iterations, its budget and its time; its tasks file says which task it was on.
+    pub(super) fn restore_loop(
+        &self,
+        id: SessionId,
+        contract: &Contract,
+        looping: &crate::contract::Looping,
+    ) -> Result<SessionHandle, StartError> {
+        let mut spec = looping.spec.clone();
+        spec.account.clone_from(&contract.account);
+        let (done, cost, tokens) = self.with_store(|s| loop_spent(s, id.as_str()))?;
+        let settings = &mut spec.settings;
+        settings.max_iterations = settings.max_iterations.map(|max| max.saturating_sub(done).max(1));
+        settings.budget.max_cost_usd = settings.budget.max_cost_usd.map(|max| (max - cost).max(0.01));
+        settings.budget.max_tokens = settings.budget.max_tokens.map(|max| max.saturating_sub(tokens).max(1));
+        let ran = (self.journal.now() - contract.started).to_std().unwrap_or_default();
+        settings.budget.max_wall_clock =
+            settings.budget.max_wall_clock.map(|max| max.saturating_sub(ran).max(Duration::from_secs(1)));
+        let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
+        let what = format!("restarting a loop of {} in {}", spec.command_line()[0], projects.join(", "));
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, what));
+        Ok(self.run_loop(id, spec))
+    }
+
+    /// Records and starts a loop of headless iterations (see [`crate::loops`]).
+    pub fn start_loop(&self, spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
+        let id = SessionId::generate();
+        let argv = spec.command_line();
+        let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        self.journal.write(|s| {
+            s.create_session(&NewSession {
+                id: id.as_str(),
+                kind: crate::store::SessionKind::Loop,
+                command: &argv,
+                cwd: &cwd,
+                agent: spec.agent.as_str(),
+                preset: None,
+                created: self.journal.now(),
+                owner_pid: std::process::id(),
+                control_socket: socket.as_deref(),
+            })?;
+            match &spec.account {
+                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
+                None => Ok(()),
+            }
+        })?;
+        let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
+        tracing::info!(session = %id, ?projects, "starting loop");
+        self.journal.emit(
+            &id,
+            EventKind::state(
+                SessionState::Starting,
+                format!("starting a loop of {} in {}", argv[0], projects.join(", ")),
+            ),
+        );
+        Ok(self.open_loop(id, spec))
+    }
+
+    /// The actor of a recorded loop (its iterations run under its account).
+    fn run_loop(&self, id: SessionId, mut spec: crate::loops::LoopSpec) -> SessionHandle {
+        if let (Some(account), Some(var)) = (&spec.account, crate::agent::Account::variable(spec.agent)) {
+            spec.env.retain(|(k, _)| k != var);
+            spec.env.push((var.to_string(), account.dir.display().to_string()));
+        }
+        let (control_tx, controls) = tokio::sync::mpsc::channel(64);
+        let (status, status_rx) = tokio::sync::watch::channel(crate::session::Status {
+            state: SessionState::Starting,
+            exit: None,
+            options: crate::session::Options::default(),
+        });
+        let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Loop);
+        let actor = crate::loops::actor::LoopActor {
+            id: id.clone(),
+            spec,
+            journal: self.journal.clone(),
+            state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
+            status,
+        };
+        lock(&self.sessions).insert(id.clone(), handle.clone());
+        let sessions = Arc::clone(&self.sessions);
+        tokio::spawn(async move {
+            actor.run(controls).await;
+            lock(&sessions).remove(&id);
+        });
+        handle
+    }
+}
+
+/// What a loop did before its Nightshift ended: the iterations that ran to an end, their cost
+/// and their tokens.
+fn loop_spent(store: &Store, session: &str) -> Result<(u32, f64, u64), StoreError> {
+    let mut done = (0, 0.0, 0);
+    for e in store.events_named(session, &["iteration_ended"])? {
+        let Ok(Event { kind: EventKind::IterationEnded { probe, cost_usd, tokens, outcome, .. }, .. }) =
+            serde_json::from_str(&e.body)
+        else {
+            continue;
+        };
+        done.1 += cost_usd.unwrap_or(0.0);
+        done.2 += tokens.unwrap_or(0);
+        if !probe && outcome != "killed" {
+            done.0 += 1;
+        }
+    }
+    Ok(done)
+}

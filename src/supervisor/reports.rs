@@ -1,0 +1,96 @@
+//! What a session's client reports on its own: its hooks, Codex's notify, the statusLine's usage,
+//! each proved by the session's token.
+
+use super::*;
+
+impl Supervisor {
+    /// Checks that `token` is the one `session`'s client was given.
+    fn check_token(&self, session: &str, token: &str) -> Result<(), UsageError> {
+        let reporters = lock(&self.reporters);
+        let reporter = reporters
+            .get(&SessionId::from(session.to_string()))
+            .ok_or_else(|| UsageError::UnknownSession(session.to_string()))?;
+        if reporter.token.expose() != token {
+            return Err(UsageError::BadToken(session.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Takes a hook of `session`'s client: hands it to the session and returns its answer. A session
+    /// that cannot answer within the hook's time gets the client going on (a pass).
+    pub async fn record_hook(
+        &self,
+        session: &str,
+        token: &str,
+        payload: &serde_json::Value,
+    ) -> Result<crate::hooks::Answer, UsageError> {
+        self.check_token(session, token)?;
+        let hook = crate::hooks::Hook::from_payload(payload)?;
+        let Some(handle) = self.session(session) else { return Ok(crate::hooks::Answer::Pass) };
+        let answered = tokio::time::timeout(HOOK_ANSWER, handle.hook(hook)).await;
+        Ok(match answered {
+            Ok(Ok(answer)) => answer,
+            _ => {
+                tracing::warn!(session, "the session did not answer its client's hook in time; it goes on");
+                crate::hooks::Answer::Pass
+            }
+        })
+    }
+
+    /// Takes Codex's notify of `session`: a completed turn of its conversation goes to the session
+    /// as the client's word. `rollout` says whether Codex keeps a rollout file of the payload's
+    /// thread; without one the thread is not the conversation (it names a new thread) and nothing
+    /// is said.
+    pub async fn record_notify(
+        &self,
+        session: &str,
+        token: &str,
+        payload: &serde_json::Value,
+        rollout: bool,
+    ) -> Result<(), UsageError> {
+        self.check_token(session, token)?;
+        let notification = crate::hooks::codex::Notification::from_payload(payload)?;
+        if !notification.turn_complete() {
+            tracing::debug!(session, kind = %notification.kind, "a Codex notification of a kind Nightshift does not read");
+            return Ok(());
+        }
+        if !rollout {
+            tracing::debug!(session, thread = ?notification.thread, "Codex notified for a thread it keeps no rollout of (a thread's title): not the conversation");
+            return Ok(());
+        }
+        let Some(handle) = self.session(session) else { return Ok(()) };
+        if tokio::time::timeout(HOOK_ANSWER, handle.hook(notification.into_hook())).await.is_err() {
+            tracing::warn!(session, "the session did not take Codex's notify in time");
+        }
+        Ok(())
+    }
+
+    /// Takes a statusLine report of `session`; journals and announces the sample when it changed.
+    pub fn record_status(&self, session: &str, token: &str, status: &[u8]) -> Result<Option<Sample>, UsageError> {
+        let id = SessionId::from(session.to_string());
+        let sample = {
+            let reporters = lock(&self.reporters);
+            let reporter = reporters.get(&id).ok_or_else(|| UsageError::UnknownSession(session.to_string()))?;
+            if reporter.token.expose() != token {
+                return Err(UsageError::BadToken(session.to_string()));
+            }
+            let sample = Sample::from_status(status)?;
+            if reporter.last.as_ref() == Some(&sample) {
+                return Ok(None);
+            }
+            sample
+        };
+        let now = self.journal.now();
+        if let Err(e) = self.journal.write(|s| s.record_usage(session, now, &sample)) {
+            tracing::error!(session, "could not journal a usage sample: {e}");
+        }
+        self.journal.emit(&id, EventKind::Usage { sample: sample.clone() });
+        if let Some(r) = lock(&self.reporters).get_mut(&id) {
+            r.last = Some(sample.clone());
+        }
+        if let Some(handle) = self.session(session) {
+            handle.usage(sample.clone());
+        }
+        Ok(Some(sample))
+    }
+}
