@@ -128,64 +128,161 @@ async fn reachable(supervisor: &Supervisor, id: &str) -> Option<crate::session::
     None
 }
 
+/// Why a request was refused, by its name on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Code {
+    /// Too many connections are open.
+    Busy,
+    /// The line was not a request.
+    BadRequest,
+    /// The session does not run in the answering process.
+    NoSession,
+    /// Typing into a loop, or attaching to one: it has no terminal.
+    NotATerminal,
+    /// The session ended while the request was answered.
+    SessionEnded,
+    /// The request belongs on another channel (attach over its own socket).
+    NotHere,
+    /// A statusLine's report, a hook's or a notify's was not the session's (a wrong token).
+    UsageRefused,
+    HookRefused,
+    NotifyRefused,
+    /// A code a newer Nightshift sent that this one does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Busy => "busy",
+            Self::BadRequest => "bad_request",
+            Self::NoSession => "no_session",
+            Self::NotATerminal => "not_a_terminal",
+            Self::SessionEnded => "session_ended",
+            Self::NotHere => "not_here",
+            Self::UsageRefused => "usage_refused",
+            Self::HookRefused => "hook_refused",
+            Self::NotifyRefused => "notify_refused",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The one error shape that crosses a process boundary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct ErrorBody {
-    pub code: String,
+    pub code: Code,
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Response {
-    pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorBody>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub screen: Option<crate::screen::Snapshot>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<crate::session::Options>,
-    /// For a hook: what it prints for the client.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hook: Option<String>,
+impl ErrorBody {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+}
+
+/// What a request is answered with, one kind per request: [`Request::Screen`] gets a screen,
+/// [`Request::Options`] and [`Request::Configure`] the options, [`Request::ResetBreaker`] what it
+/// did, [`Request::Hook`] what the hook prints; the others are done or refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Response {
+    Done,
+    Screen(Box<crate::screen::Snapshot>),
+    Options(Box<crate::session::Options>),
+    /// What a breaker reset did, in words.
+    Reset(String),
+    /// What the hook prints for its client (nothing: the client goes on as it would).
+    Hook(Option<String>),
 }
 
 impl Response {
-    /// A refusal as an error, anything else as the response.
-    pub fn into_result(self) -> Result<Self, ControlError> {
-        match self.error {
-            Some(body) if !self.ok => Err(ControlError::Refused(body)),
-            _ => Ok(self),
-        }
+    /// The error for an answer of another kind than the one asked for.
+    pub fn unexpected(&self, asked: &str) -> ControlError {
+        let kind = match self {
+            Self::Done => "done",
+            Self::Screen(_) => "a screen",
+            Self::Options(_) => "the options",
+            Self::Reset(_) => "a breaker's reset",
+            Self::Hook(_) => "a hook's answer",
+        };
+        ControlError::Unexpected { asked: asked.to_string(), answered: kind }
     }
+}
 
-    fn ok() -> Self {
-        Self {
-            ok: true,
-            error: None,
-            pid: Some(std::process::id()),
-            screen: None,
-            message: None,
-            options: None,
-            hook: None,
-        }
-    }
+/// The answer's line on the socket: `ok`, then the refusal or the one field the request asks for
+/// (and the answering process's pid).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Line {
+    ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorBody>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    screen: Option<Box<crate::screen::Snapshot>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    options: Option<Box<crate::session::Options>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hook: Option<String>,
+}
 
-    fn error(code: &str, message: impl Into<String>) -> Self {
-        Self {
-            ok: false,
-            error: Some(ErrorBody { code: code.into(), message: message.into() }),
-            pid: None,
-            screen: None,
-            message: None,
-            options: None,
-            hook: None,
+/// An answer as its line on the socket, newline included.
+pub(crate) fn answer_line(answer: Result<Response, ErrorBody>) -> Vec<u8> {
+    let line = match answer {
+        Err(error) => Line { error: Some(error), ..Line::default() },
+        Ok(response) => {
+            let done = Line { ok: true, pid: Some(std::process::id()), ..Line::default() };
+            match response {
+                Response::Done => done,
+                Response::Screen(screen) => Line { screen: Some(screen), ..done },
+                Response::Options(options) => Line { options: Some(options), ..done },
+                Response::Reset(message) => Line { message: Some(message), ..done },
+                Response::Hook(hook) => Line { hook, ..done },
+            }
         }
+    };
+    let mut out = serde_json::to_vec(&line).expect("answers serialise");
+    out.push(b'\n');
+    out
+}
+
+/// Reads the answer to `request` from its line, from the process listening at `path`: a refusal,
+/// or the kind of answer the request asks for (a line without it is the other process's fault).
+pub fn read_answer(request: &Request, line: &str, path: &Path) -> Result<Response, ControlError> {
+    let protocol = |message: String| ControlError::Protocol { path: path.to_path_buf(), message };
+    let read: Line = serde_json::from_str(line).map_err(|e| protocol(format!("{e}: {line:?}")))?;
+    if !read.ok {
+        return Err(match read.error {
+            Some(body) => ControlError::Refused(body),
+            None => protocol(format!("a refusal without its reason: {line:?}")),
+        });
     }
+    let missing = |what: &str| protocol(format!("an answer without its {what}: {line:?}"));
+    Ok(match request {
+        Request::Screen { .. } => Response::Screen(read.screen.ok_or_else(|| missing("screen"))?),
+        Request::Options { .. } | Request::Configure { .. } => {
+            Response::Options(read.options.ok_or_else(|| missing("options"))?)
+        }
+        Request::ResetBreaker { .. } => Response::Reset(read.message.ok_or_else(|| missing("message"))?),
+        Request::Hook { .. } => Response::Hook(read.hook),
+        Request::Ping
+        | Request::Send { .. }
+        | Request::Stop { .. }
+        | Request::Attach { .. }
+        | Request::Usage { .. }
+        | Request::Notify { .. } => Response::Done,
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -198,6 +295,9 @@ pub enum ControlError {
     Protocol { path: PathBuf, message: String },
     #[error("{0}")]
     Refused(ErrorBody),
+    /// An answer of another kind than the request asks for (a bug on one side or the other).
+    #[error("asked for {asked}, the session's process answered with {answered}")]
+    Unexpected { asked: String, answered: &'static str },
     /// No process runs the session: it ended, or its Nightshift is gone.
     #[error("{0}")]
     NotRunning(String),
@@ -229,10 +329,11 @@ pub fn owner_socket(row: &SessionRow) -> Result<&Path, ControlError> {
     if row.is_final() {
         return Err(ended(row));
     }
+    let pid = row.owner_pid.map(|pid| format!(" (pid {pid})"));
     Err(ControlError::NotRunning(format!(
-        "the Nightshift process that ran session {} (pid {}) is gone; the session is lost",
+        "the Nightshift process that ran session {}{} is gone; the session is lost",
         row.id,
-        row.owner_pid.unwrap_or_default()
+        pid.as_deref().unwrap_or("")
     )))
 }
 
@@ -310,9 +411,10 @@ async fn accept_loop(listener: UnixListener, supervisor: Supervisor) {
 
 async fn refuse_busy(mut stream: UnixStream) {
     tracing::warn!("refused a control connection: {MAX_CONNECTIONS} are open already");
-    let busy = Response::error("busy", format!("{MAX_CONNECTIONS} control connections are open; try again"));
-    let mut out = serde_json::to_vec(&busy).expect("responses serialise");
-    out.push(b'\n');
+    let out = answer_line(Err(ErrorBody::new(
+        Code::Busy,
+        format!("{MAX_CONNECTIONS} control connections are open; try again"),
+    )));
     let _ = tokio::time::timeout(REQUEST_TIMEOUT, stream.write_all(&out)).await;
 }
 
@@ -340,36 +442,35 @@ async fn serve(stream: UnixStream, supervisor: Supervisor) -> io::Result<()> {
             return attach::serve(reader, write, &supervisor, &session, cols, rows).await;
         }
         Some(Ok(request)) => answer(request, &supervisor).await,
-        Some(Err(message)) => Response::error("bad_request", message),
+        Some(Err(message)) => Err(ErrorBody::new(Code::BadRequest, message)),
     };
-    let mut out = serde_json::to_vec(&response).expect("responses serialise");
-    out.push(b'\n');
-    write.write_all(&out).await?;
+    write.write_all(&answer_line(response)).await?;
     write.shutdown().await
 }
 
 /// Answers a request for a session of `supervisor`, as the socket would (the app uses it for its own
 /// sessions, so its sessions and other processes' answer alike).
-pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
+pub async fn answer(request: Request, supervisor: &Supervisor) -> Result<Response, ErrorBody> {
     let session = match &request {
-        Request::Ping => return Response::ok(),
+        Request::Ping => return Ok(Response::Done),
         Request::Usage { session, token, status } => {
-            let bytes = serde_json::to_vec(status).unwrap_or_default();
-            return match supervisor.record_status(session, token.expose(), &bytes) {
-                Ok(_) => Response::ok(),
-                Err(e) => Response::error("usage_refused", e.to_string()),
+            // A JSON value's text: what the statusLine's command printed, as the supervisor reads it.
+            let text = status.to_string();
+            return match supervisor.record_status(session, token.expose(), text.as_bytes()) {
+                Ok(_) => Ok(Response::Done),
+                Err(e) => Err(ErrorBody::new(Code::UsageRefused, e.to_string())),
             };
         }
         Request::Hook { session, token, payload } => {
             return match supervisor.record_hook(session, token.expose(), payload).await {
-                Ok(answer) => Response { hook: answer.stdout(), ..Response::ok() },
-                Err(e) => Response::error("hook_refused", e.to_string()),
+                Ok(answer) => Ok(Response::Hook(answer.stdout())),
+                Err(e) => Err(ErrorBody::new(Code::HookRefused, e.to_string())),
             };
         }
         Request::Notify { session, token, payload, rollout } => {
             return match supervisor.record_notify(session, token.expose(), payload, *rollout).await {
-                Ok(()) => Response::ok(),
-                Err(e) => Response::error("notify_refused", e.to_string()),
+                Ok(()) => Ok(Response::Done),
+                Err(e) => Err(ErrorBody::new(Code::NotifyRefused, e.to_string())),
             };
         }
         Request::Send { session, .. }
@@ -381,38 +482,39 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Response {
         | Request::Configure { session, .. } => session.clone(),
     };
     let Some(handle) = reachable(supervisor, &session).await else {
-        return Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
+        return Err(ErrorBody::new(
+            Code::NoSession,
+            format!("session {session} is not running in this Nightshift process"),
+        ));
     };
     if handle.kind() == crate::store::SessionKind::Loop && matches!(request, Request::Send { .. }) {
-        return Response::error(
-            "not_a_terminal",
+        return Err(ErrorBody::new(
+            Code::NotATerminal,
             format!("session {session} is a loop: it takes no typing (end it with `nightshift loop stop {session}`)"),
-        );
+        ));
     }
     let result = match request {
         Request::Send { text, enter, by, .. } => {
             let by = by.unwrap_or(crate::event::Answerer::Cli);
-            handle.send_text(text, enter, by).await.map(|()| Response::ok())
+            handle.send_text(text, enter, by).await.map(|()| Response::Done)
         }
         Request::Stop { source, .. } => {
-            handle.stop(source.as_deref().unwrap_or("nightshift stop")).await.map(|()| Response::ok())
+            handle.stop(source.as_deref().unwrap_or("nightshift stop")).await.map(|()| Response::Done)
         }
-        Request::Screen { .. } => handle.snapshot().await.map(|s| Response { screen: Some(s), ..Response::ok() }),
-        Request::ResetBreaker { .. } => {
-            handle.reset_breaker().await.map(|m| Response { message: Some(m), ..Response::ok() })
-        }
-        Request::Options { .. } => Ok(Response { options: Some(handle.status().options), ..Response::ok() }),
-        Request::Configure { change, .. } => {
-            handle.configure(*change).await.map(|o| Response { options: Some(o), ..Response::ok() })
-        }
+        Request::Screen { .. } => handle.snapshot().await.map(|s| Response::Screen(Box::new(s))),
+        Request::ResetBreaker { .. } => handle.reset_breaker().await.map(Response::Reset),
+        Request::Options { .. } => Ok(Response::Options(Box::new(handle.status().options))),
+        Request::Configure { change, .. } => handle.configure(*change).await.map(|o| Response::Options(Box::new(o))),
         // Only over a socket of its own (see `serve`): the window has its own way to the screen.
-        Request::Attach { .. } => Ok(Response::error("not_here", "attach over the session's control socket")),
-        Request::Ping | Request::Usage { .. } | Request::Hook { .. } | Request::Notify { .. } => Ok(Response::ok()),
+        Request::Attach { .. } => {
+            return Err(ErrorBody::new(Code::NotHere, "attach over the session's control socket"));
+        }
+        Request::Ping | Request::Usage { .. } | Request::Hook { .. } | Request::Notify { .. } => Ok(Response::Done),
     };
-    result.unwrap_or_else(|e| Response::error("session_ended", e.to_string()))
+    result.map_err(|e| ErrorBody::new(Code::SessionEnded, e.to_string()))
 }
 
-/// Sends one request to the process listening at `path`.
+/// Sends one request to the process listening at `path`, and reads its answer.
 pub async fn request(path: &Path, request: &Request) -> Result<Response, ControlError> {
     let exchange = async {
         let mut stream = UnixStream::connect(path)
@@ -424,13 +526,11 @@ pub async fn request(path: &Path, request: &Request) -> Result<Response, Control
         stream.write_all(&line).await.map_err(io_err)?;
         let mut answer = String::new();
         BufReader::new(stream).read_line(&mut answer).await.map_err(io_err)?;
-        serde_json::from_str::<Response>(&answer)
-            .map_err(|e| ControlError::Protocol { path: path.to_path_buf(), message: format!("{e}: {answer:?}") })
+        read_answer(request, &answer, path)
     };
-    let response = tokio::time::timeout(CLIENT_TIMEOUT, exchange)
+    tokio::time::timeout(CLIENT_TIMEOUT, exchange)
         .await
-        .map_err(|_| ControlError::Timeout { path: path.to_path_buf(), secs: CLIENT_TIMEOUT.as_secs() })??;
-    response.into_result()
+        .map_err(|_| ControlError::Timeout { path: path.to_path_buf(), secs: CLIENT_TIMEOUT.as_secs() })?
 }
 
 #[cfg(test)]
@@ -443,6 +543,48 @@ mod tests {
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(json, r#"{"op":"send","session":"ab","text":"hi","enter":true}"#);
         assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);
+    }
+
+    fn line(answer: Result<Response, ErrorBody>) -> String {
+        String::from_utf8(answer_line(answer)).unwrap()
+    }
+
+    #[test]
+    fn each_request_reads_its_own_kind_of_answer_and_nothing_is_defaulted() {
+        let here = Path::new("/run/test.sock");
+        let options = crate::session::Options::default();
+        let ask = Request::Options { session: "ab".into() };
+        let said = line(Ok(Response::Options(Box::new(options.clone()))));
+        // The line on the socket is the one older Nightshift processes read and write.
+        let v: serde_json::Value = serde_json::from_str(&said).unwrap();
+        assert_eq!((v["ok"].as_bool(), v["pid"].as_u64()), (Some(true), Some(u64::from(std::process::id()))));
+        assert!(v["options"].is_object(), "{said}");
+        assert_eq!(read_answer(&ask, &said, here).unwrap(), Response::Options(Box::new(options)));
+
+        // An answer without what was asked for is an error, not an empty value.
+        let done = line(Ok(Response::Done));
+        for asked in [ask, Request::Screen { session: "ab".into() }, Request::ResetBreaker { session: "ab".into() }] {
+            let e = read_answer(&asked, &done, here).unwrap_err();
+            assert!(matches!(e, ControlError::Protocol { .. }) && e.to_string().contains("without its"), "{e}");
+        }
+        let hook = Request::Hook { session: "ab".into(), token: Token::random(), payload: serde_json::json!({}) };
+        assert_eq!(read_answer(&hook, &done, here).unwrap(), Response::Hook(None));
+        let stop = Request::Stop { session: "ab".into(), source: None };
+        assert_eq!(read_answer(&stop, &done, here).unwrap(), Response::Done);
+
+        let refused = line(Err(ErrorBody::new(Code::NoSession, "session ab is not running")));
+        assert_eq!(
+            refused.trim_end(),
+            r#"{"ok":false,"error":{"code":"no_session","message":"session ab is not running"}}"#
+        );
+        match read_answer(&stop, &refused, here) {
+            Err(ControlError::Refused(body)) => assert_eq!(body.code, Code::NoSession),
+            other => panic!("{other:?}"),
+        }
+        // A code from a newer Nightshift still reads, as one this one does not know.
+        let newer = r#"{"ok":false,"error":{"code":"on_fire","message":"m"}}"#;
+        assert!(matches!(read_answer(&stop, newer, here), Err(ControlError::Refused(b)) if b.code == Code::Unknown));
+        assert!(matches!(read_answer(&stop, r#"{"ok":false}"#, here), Err(ControlError::Protocol { .. })));
     }
 
     #[test]

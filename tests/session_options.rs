@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nightshift::control::{self, ControlServer, Request};
+use nightshift::control::{self, ControlServer, Request, Response};
 use nightshift::event::Automation;
 use nightshift::limits::resume;
 use nightshift::pty::{CommandSpec, PtySize};
@@ -204,8 +204,11 @@ async fn options_are_read_and_changed_over_the_control_socket() {
     let handle = sup.start(echo_agent()).unwrap();
     let id = handle.id().to_string();
 
-    let before = control::request(&socket, &Request::Options { session: id.clone() }).await.unwrap();
-    assert!(before.ok && before.options.unwrap().auto_resume.is_none());
+    let Response::Options(before) = control::request(&socket, &Request::Options { session: id.clone() }).await.unwrap()
+    else {
+        panic!("options are answered with the options")
+    };
+    assert!(before.auto_resume.is_none());
 
     // What the window sends: JSON with durations in seconds.
     let change: Change = serde_json::from_value(serde_json::json!({
@@ -213,19 +216,22 @@ async fn options_are_read_and_changed_over_the_control_socket() {
         "source": "the app"
     }))
     .unwrap();
-    let after =
-        control::request(&socket, &Request::Configure { session: id.clone(), change: Box::new(change) }).await.unwrap();
-    let resume = after.options.as_ref().and_then(|o| o.auto_resume.clone()).expect("auto-resume on");
+    let Response::Options(after) =
+        control::request(&socket, &Request::Configure { session: id.clone(), change: Box::new(change) }).await.unwrap()
+    else {
+        panic!("a change is answered with the options")
+    };
+    let resume = after.auto_resume.clone().expect("auto-resume on");
     assert_eq!(resume.policy, resume::Policy::Own);
     assert_eq!(resume.margin, Duration::from_secs(90));
-    let awake = after.options.unwrap().awake;
+    let awake = after.awake;
     assert!(!awake.hold, "auto-resume alone, with no limit met, keeps nothing awake: {}", awake.reason);
 
     let bad =
         serde_json::from_value::<Change>(serde_json::json!({"respawn": {"on": {"settings": {"idle_timeout": -1}}}}));
     assert!(bad.unwrap_err().to_string().contains("not a number of seconds"));
     let unknown = control::request(&socket, &Request::Options { session: "nope".into() }).await;
-    assert!(matches!(unknown, Err(control::ControlError::Refused(body)) if body.code == "no_session"));
+    assert!(matches!(unknown, Err(control::ControlError::Refused(body)) if body.code == control::Code::NoSession));
     stop(&handle).await;
 }
 

@@ -78,11 +78,8 @@ async fn wants(state: &AppState) -> Vec<(String, Want)> {
         let Ok(socket) = control::owner_socket(row) else { continue };
         let request = Request::Options { session: row.id.clone() };
         match control::request(socket, &request).await {
-            Ok(response) => {
-                if let Some(options) = response.options {
-                    wants.push((row.id.clone(), options.awake));
-                }
-            }
+            Ok(control::Response::Options(options)) => wants.push((row.id.clone(), options.awake)),
+            Ok(_) => {}
             Err(e) => {
                 let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if inner.unanswered.insert(row.id.clone()) {

@@ -85,7 +85,7 @@ pub async fn ask(state: &AppState, id: &str, request: impl FnOnce(String) -> Req
     let row = state.supervisor.with_store(|s| s.find_session(id))?;
     let request = request(row.id.clone());
     let answered = if state.supervisor.session(&row.id).is_some() {
-        control::answer(request, &state.supervisor).await.into_result()
+        control::answer(request, &state.supervisor).await.map_err(control::ControlError::Refused)
     } else {
         match control::owner_socket(&row) {
             Ok(socket) => control::request(socket, &request).await,
@@ -96,15 +96,19 @@ pub async fn ask(state: &AppState, id: &str, request: impl FnOnce(String) -> Req
 }
 
 #[tauri::command]
-pub async fn session_screen(state: State<'_, AppState>, id: String) -> Result<Value, UiError> {
-    let response = ask(&state, &id, |session| Request::Screen { session }).await?;
-    Ok(serde_json::to_value(response.screen).unwrap_or(Value::Null))
+pub async fn session_screen(state: State<'_, AppState>, id: String) -> Result<nightshift::screen::Snapshot, UiError> {
+    match ask(&state, &id, |session| Request::Screen { session }).await? {
+        Response::Screen(screen) => Ok(*screen),
+        other => Err(other.unexpected("the screen").into()),
+    }
 }
 
 #[tauri::command]
 pub async fn session_options(state: State<'_, AppState>, id: String) -> Result<Options, UiError> {
-    let response = ask(&state, &id, |session| Request::Options { session }).await?;
-    Ok(response.options.unwrap_or_default())
+    match ask(&state, &id, |session| Request::Options { session }).await? {
+        Response::Options(options) => Ok(*options),
+        other => Err(other.unexpected("the options").into()),
+    }
 }
 
 #[tauri::command]
@@ -119,13 +123,18 @@ pub async fn configure_session(
     }
     let response = ask(&state, &id, |session| Request::Configure { session, change: Box::new(change) }).await?;
     crate::awake::recheck(&app);
-    Ok(response.options.unwrap_or_default())
+    match response {
+        Response::Options(options) => Ok(*options),
+        other => Err(other.unexpected("the options").into()),
+    }
 }
 
 #[tauri::command]
 pub async fn reset_breaker(state: State<'_, AppState>, id: String) -> Result<String, UiError> {
-    let response = ask(&state, &id, |session| Request::ResetBreaker { session }).await?;
-    Ok(response.message.unwrap_or_default())
+    match ask(&state, &id, |session| Request::ResetBreaker { session }).await? {
+        Response::Reset(message) => Ok(message),
+        other => Err(other.unexpected("the breaker's reset").into()),
+    }
 }
 
 #[tauri::command]

@@ -45,13 +45,13 @@ impl From<nightshift::config::ConfigError> for UiError {
 
 impl From<nightshift::control::ControlError> for UiError {
     fn from(e: nightshift::control::ControlError) -> Self {
-        use nightshift::control::ControlError;
+        use nightshift::control::{Code, ControlError};
         match e {
             // The session is gone from its process, or no process runs it: nothing to ask.
-            ControlError::Refused(body) if body.code == "no_session" || body.code == "session_ended" => {
+            ControlError::Refused(body) if matches!(body.code, Code::NoSession | Code::SessionEnded) => {
                 Self::new("not_running", body.message)
             }
-            ControlError::Refused(body) => Self { code: body.code, message: body.message },
+            ControlError::Refused(body) => Self { code: body.code.to_string(), message: body.message },
             ControlError::NotRunning(message) => Self::new("not_running", message),
             other => Self::new("unreachable", other.to_string()),
         }
@@ -72,10 +72,10 @@ mod tests {
 
     #[test]
     fn a_refusal_from_another_process_keeps_its_code() {
-        let body = nightshift::control::ErrorBody { code: "bad_request".into(), message: "not a request".into() };
+        let body = nightshift::control::ErrorBody::new(nightshift::control::Code::BadRequest, "not a request");
         let e = UiError::from(nightshift::control::ControlError::Refused(body));
         assert_eq!((e.code.as_str(), e.message.as_str()), ("bad_request", "not a request"));
-        let body = nightshift::control::ErrorBody { code: "session_ended".into(), message: "gone".into() };
+        let body = nightshift::control::ErrorBody::new(nightshift::control::Code::SessionEnded, "gone");
         let e = UiError::from(nightshift::control::ControlError::Refused(body));
         assert_eq!((e.code.as_str(), e.message.as_str()), ("not_running", "gone"), "nothing to ask, however said");
     }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::control::Request;
+use nightshift::control::{Request, Response};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -24,7 +24,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let Action::Reset { session } = args.action;
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&session)?;
-    let response = super::ask(&row, &Request::ResetBreaker { session: row.id.clone() })?;
-    println!("session {}: {}", row.id, response.message.unwrap_or_default());
+    match super::ask(&row, &Request::ResetBreaker { session: row.id.clone() })? {
+        Response::Reset(said) => println!("session {}: {said}", row.id),
+        other => return Err(other.unexpected("the breaker's reset").into()),
+    }
     Ok(ExitCode::SUCCESS)
 }

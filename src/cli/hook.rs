@@ -7,10 +7,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use nightshift::control::{Request, Response};
+use nightshift::control::{read_answer, Request, Response};
 use nightshift::hooks::HOOK_TIMEOUT;
 use nightshift::session::SESSION_ENV;
 use nightshift::usage::{CONTROL_ENV, TOKEN_ENV};
@@ -27,7 +28,10 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let answer = serde_json::from_slice::<Value>(&input)
         .ok()
         .and_then(|payload| forward(|session, token| Request::Hook { session, token: token.into(), payload }))
-        .and_then(|r| r.hook);
+        .and_then(|answer| match answer {
+            Response::Hook(out) => out,
+            _ => None,
+        });
     if let Some(out) = answer {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
@@ -44,13 +48,14 @@ pub(super) fn forward(make: impl FnOnce(String, String) -> Request) -> Option<Re
     let session = std::env::var(SESSION_ENV).ok()?;
     let started = Instant::now();
     let left = || HOOK_TIMEOUT.checked_sub(started.elapsed()).filter(|d| !d.is_zero());
-    let mut stream = UnixStream::connect(socket).ok()?;
+    let mut stream = UnixStream::connect(&socket).ok()?;
     stream.set_write_timeout(left()).ok()?;
-    let mut line = serde_json::to_vec(&make(session, token)).ok()?;
+    let request = make(session, token);
+    let mut line = serde_json::to_vec(&request).ok()?;
     line.push(b'\n');
     stream.write_all(&line).ok()?;
     stream.set_read_timeout(left()).ok()?;
     let mut answer = String::new();
     BufReader::new(stream).read_line(&mut answer).ok()?;
-    serde_json::from_str::<Response>(&answer).ok()
+    read_answer(&request, &answer, Path::new(&socket)).ok()
 }

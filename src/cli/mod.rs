@@ -168,7 +168,7 @@ fn ask(row: &SessionRow, request: &control::Request) -> anyhow::Result<control::
     let socket = control::owner_socket(row)?;
     match runtime()?.block_on(control::request(socket, request)) {
         // Its process is there but the session ended in it.
-        Err(control::ControlError::Refused(body)) if body.code == "no_session" && row.is_final() => {
+        Err(control::ControlError::Refused(body)) if body.code == control::Code::NoSession && row.is_final() => {
             Err(control::ended(row).into())
         }
         other => Ok(other?),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::control::Request;
+use nightshift::control::{Request, Response};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -17,8 +17,10 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    let response = super::ask(&row, &Request::Screen { session: row.id.clone() })?;
-    let screen = response.screen.ok_or_else(|| anyhow::anyhow!("the session's process sent no screen"))?;
+    let screen = match super::ask(&row, &Request::Screen { session: row.id.clone() })? {
+        Response::Screen(screen) => screen,
+        other => return Err(other.unexpected("the screen").into()),
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&screen)?);
     } else {

@@ -16,7 +16,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
-use super::{ControlError, Request, Response};
+use super::{answer_line, read_answer, Code, ControlError, ErrorBody, Request, Response};
 use crate::pty::PtySize;
 use crate::supervisor::Supervisor;
 
@@ -62,10 +62,8 @@ pub fn parse_size(text: &str) -> Option<PtySize> {
     (cols > 0 && rows > 0).then(|| PtySize::new(cols, rows))
 }
 
-async fn answer_line(write: &mut OwnedWriteHalf, response: &Response) -> io::Result<()> {
-    let mut out = serde_json::to_vec(response).expect("responses serialise");
-    out.push(b'\n');
-    write.write_all(&out).await
+async fn answer(write: &mut OwnedWriteHalf, answer: Result<Response, ErrorBody>) -> io::Result<()> {
+    write.write_all(&answer_line(answer)).await
 }
 
 /// The size, then the whole screen drawn at it.
@@ -86,24 +84,25 @@ pub(super) async fn serve(
     rows: u16,
 ) -> io::Result<()> {
     let Some(handle) = supervisor.session(session) else {
-        let no = Response::error("no_session", format!("session {session} is not running in this Nightshift process"));
-        return answer_line(&mut write, &no).await;
+        let no =
+            ErrorBody::new(Code::NoSession, format!("session {session} is not running in this Nightshift process"));
+        return answer(&mut write, Err(no)).await;
     };
     if handle.kind() == crate::store::SessionKind::Loop {
-        let no = Response::error(
-            "not_a_terminal",
+        let no = ErrorBody::new(
+            Code::NotATerminal,
             format!("session {session} is a loop: it has no terminal (`nightshift log {session}` shows what it did)"),
         );
-        return answer_line(&mut write, &no).await;
+        return answer(&mut write, Err(no)).await;
     }
     if cols > 0 && rows > 0 {
         let _ = handle.resize(PtySize::new(cols, rows)).await;
     }
     let Ok(mut attached) = handle.attach().await else {
-        return answer_line(&mut write, &Response::error("session_ended", format!("session {session} has ended")))
+        return answer(&mut write, Err(ErrorBody::new(Code::SessionEnded, format!("session {session} has ended"))))
             .await;
     };
-    answer_line(&mut write, &Response::ok()).await?;
+    answer(&mut write, Ok(Response::Done)).await?;
     write_screen(&mut write, &attached).await?;
 
     // The viewer's frames, read on their own (a read cut off mid-frame by a select would lose it).
@@ -184,19 +183,17 @@ impl Viewer {
         let stream = UnixStream::connect(socket).await.map_err(unreachable)?;
         let (read, mut write) = stream.into_split();
         let (cols, rows) = size.map_or((0, 0), |s| (s.cols, s.rows));
-        let mut request = serde_json::to_vec(&Request::Attach { session: session.to_string(), cols, rows })
-            .expect("requests serialise");
-        request.push(b'\n');
-        write.write_all(&request).await.map_err(unreachable)?;
+        let request = Request::Attach { session: session.to_string(), cols, rows };
+        let mut out = serde_json::to_vec(&request).expect("requests serialise");
+        out.push(b'\n');
+        write.write_all(&out).await.map_err(unreachable)?;
         let mut reader = BufReader::new(read);
         let mut line = String::new();
         let answered = tokio::time::timeout(super::CLIENT_TIMEOUT, reader.read_line(&mut line))
             .await
             .map_err(|_| ControlError::Timeout { path: socket.to_path_buf(), secs: super::CLIENT_TIMEOUT.as_secs() })?;
         answered.map_err(unreachable)?;
-        let answer: Response = serde_json::from_str(&line)
-            .map_err(|e| ControlError::Protocol { path: socket.to_path_buf(), message: format!("{e}: {line:?}") })?;
-        answer.into_result()?;
+        read_answer(&request, &line, socket)?;
         Ok(Self { reader, keyboard: Some(Keyboard(write)) })
     }
 
