@@ -208,6 +208,36 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The files `text` (the source of `file`) declares as `#[cfg(test)]` modules of their own, by a
+/// `#[path = "…"]` or by name: test code, like a `#[cfg(test)]` item.
+fn test_files(file: &Path, text: &str) -> Vec<PathBuf> {
+    let dir = file.parent().unwrap();
+    let stem = file.file_stem().unwrap().to_string_lossy();
+    // A `mod x;` in src/a.rs is src/a/x.rs; in a mod.rs (or lib.rs), beside it.
+    let own = if stem == "mod" || stem == "lib" { dir.to_path_buf() } else { dir.join(&*stem) };
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("#[cfg(test)]") {
+        let rest = text[at + "#[cfg(test)]".len()..].trim_start();
+        let (path, rest) = match rest.strip_prefix("#[path = \"") {
+            Some(p) => match p.split_once("\"]") {
+                Some((path, rest)) => (Some(path), rest.trim_start()),
+                None => continue,
+            },
+            None => (None, rest),
+        };
+        let Some(name) = rest.strip_prefix("mod ").and_then(|r| r.split_once(';')).map(|(n, _)| n.trim()) else {
+            continue;
+        };
+        found.push(match path {
+            // A path attribute in src/a.rs is relative to src/; in a mod.rs, to its folder.
+            Some(path) => dir.join(path),
+            None if own.join(format!("{name}.rs")).is_file() => own.join(format!("{name}.rs")),
+            None => own.join(name).join("mod.rs"),
+        });
+    }
+    found
+}
+
 /// Every edge between the crate's top-level modules, with where it is.
 fn edges(src: &Path, known: &BTreeSet<String>) -> Edges {
     let mut edges = Edges::new();
@@ -221,10 +251,12 @@ fn edges(src: &Path, known: &BTreeSet<String>) -> Edges {
             rust_files(&src.join(module), &mut files);
         }
         files.sort();
-        for file in files {
-            let text = std::fs::read_to_string(&file).unwrap();
+        let texts: Vec<(PathBuf, String)> =
+            files.into_iter().map(|f| (f.clone(), std::fs::read_to_string(&f).unwrap())).collect();
+        let tests: BTreeSet<PathBuf> = texts.iter().flat_map(|(f, text)| test_files(f, text)).collect();
+        for (file, text) in texts.iter().filter(|(f, _)| !tests.contains(f)) {
             let at = file.strip_prefix(src).unwrap().display().to_string();
-            for (to, line) in uses(&code(&text), known) {
+            for (to, line) in uses(&code(text), known) {
                 if &to != module {
                     edges.entry(module.clone()).or_default().entry(to).or_default().push(format!("{at}:{line}"));
                 }
@@ -319,6 +351,18 @@ fn uses_are_read_from_code_only() {
     );
     let found = uses(&code(&text), &known);
     assert_eq!(found, [("event".into(), 2), ("store".into(), 3), ("session".into(), 8)]);
+}
+
+#[test]
+fn test_modules_of_their_own_are_test_code() {
+    let src = src();
+    let declared = |file: &str| test_files(&src.join(file), &std::fs::read_to_string(src.join(file)).unwrap());
+    assert_eq!(declared("detect.rs"), [src.join("detect/tests.rs")]);
+    assert_eq!(declared("loops/machine.rs"), [src.join("loops/machine/tests.rs")]);
+    assert_eq!(declared("store/mod.rs"), [src.join("store/tests.rs")]);
+    for files in [declared("detect.rs"), declared("loops/machine.rs"), declared("store/mod.rs")] {
+        assert!(files.iter().all(|f| f.is_file()), "{files:?}");
+    }
 }
 
 #[test]

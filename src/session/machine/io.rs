@@ -1,0 +1,164 @@
+//! What goes into the session machine and what comes out: both clocks at one instant, what a
+//! session starts with, its inputs, and the effects the actor carries out.
+
+use super::*;
+
+/// Both clocks at one instant: tokio's for durations, the wall clock for resets "at 3pm".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub mono: Instant,
+    pub wall: DateTime<Utc>,
+}
+
+/// What a session starts with.
+#[derive(Debug, Clone)]
+pub struct Start {
+    pub agent: AgentKind,
+    /// The dialogs the agent's adapter calls routine confirmations.
+    pub auto_accept: Vec<DialogKind>,
+    pub respawn: Option<respawn::Settings>,
+    /// When the armed respawn ends, as the contract says (its duration from now when not given).
+    pub respawn_until: Option<DateTime<Utc>>,
+    pub preset: Option<String>,
+    pub auto_resume: Option<resume::Settings>,
+    pub window_guard: limits::WindowGuard,
+    pub stop_grace: Duration,
+    /// Paused on this limit from the start (a session restored with its pending resume).
+    pub paused_on: Option<LimitText>,
+    /// That limit's reset is known to the second (the client's data, as journalled).
+    pub paused_exact: bool,
+    /// Every automatic action held from the start (a restored session the user had paused).
+    pub held: bool,
+    /// The process that runs now.
+    pub pid: u32,
+    /// The guard's rules, when the session is guarded (commands refused while nobody watches).
+    pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
+    /// The client's conversation, when known (a restored session): restarts resume it.
+    pub conversation: Option<String>,
+    /// What the session may spend (the statusLine's cost and tokens, and time): crossing it stops
+    /// the agent.
+    pub budget: crate::breaker::Budget,
+    /// The client account it runs under; `None`: the client's default.
+    pub account: Option<crate::agent::Account>,
+    /// Move to another account before this one's limit, when set.
+    pub switch: Option<SwitchSettings>,
+    /// What the session spent before this start (a restored session's, from the journal).
+    pub spent: crate::usage::Tally,
+    /// When the session first started, when before now (a restored one): its budget's time
+    /// counts from then.
+    pub since: Option<DateTime<Utc>>,
+    /// The latest handoff the agent wrote, and when (a restored session's, from the state
+    /// directory): a client started again soon after it is given it back.
+    pub handoff: Option<(String, DateTime<Utc>)>,
+}
+
+/// What happened to the session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The detector changed the agent's activity; `menu` is the usage-limit menu on screen when the
+    /// dialog is a menu, and `menu_limit` the limit its notice says.
+    Activity {
+        transition: Transition,
+        menu: Option<LimitMenu>,
+        menu_limit: Option<LimitText>,
+    },
+    /// A whole frame showed the agent in a turn, however short.
+    TurnSeen,
+    /// The frame's limit-notice region was read: the limit it shows, if any.
+    LimitNotice(Option<LimitText>),
+    /// A statusLine sample.
+    Sample(crate::usage::Sample),
+    /// Text (and maybe Enter) typed into the session, by the user or on their behalf.
+    Typed {
+        text: String,
+        enter: bool,
+        by: crate::event::Answerer,
+    },
+    /// Raw keys from the user's terminal (not journalled).
+    Keys(Vec<u8>),
+    Stop {
+        source: String,
+        kind: StopKind,
+    },
+    ResetBreakers,
+    Configure(Change),
+    /// The process ended and its last output was read; `last_screen` is what it left on screen.
+    Exited {
+        exit: Exit,
+        last_screen: Vec<String>,
+    },
+    /// The agent was started again ([`Effect::Spawn`]).
+    Started {
+        pid: u32,
+    },
+    /// Starting it again failed.
+    SpawnFailed {
+        error: String,
+        exit_code: i32,
+    },
+    /// A fingerprint asked for with [`Effect::Measure`].
+    Measured {
+        purpose: Purpose,
+        fingerprint: Option<Fingerprint>,
+    },
+    /// A hook of the client, answered with [`Effect::Answer`]; `limit` is what a `StopFailure`'s
+    /// message says of a usage limit, `facts` what the repository says for the guard.
+    Hook {
+        hook: crate::hooks::Hook,
+        limit: Option<LimitText>,
+        facts: Option<crate::hooks::guard::Facts>,
+    },
+    /// The client's hooks and its screen disagreed (see [`crate::detect::Drift`]); the screen as it
+    /// was is kept at `capture`.
+    Drift {
+        drift: crate::detect::Drift,
+        capture: Option<String>,
+    },
+    /// What the journal knows of each account's plan windows ([`Effect::Meters`]).
+    Meters(Vec<Meter>),
+    /// Time passed (at the deadline the machine asked for, or later).
+    Tick,
+}
+
+/// Why progress is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Where the working tree stands as the session starts.
+    Baseline,
+    /// A respawn cycle started: the no-progress breaker's verdict.
+    Cycle(u32),
+    /// The agent exited and is to be started again: did its life change anything?
+    Restart,
+}
+
+/// What the actor must do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Journal this event.
+    Emit(EventKind),
+    /// Queue bytes for the agent's input `after` everything queued before them.
+    Write { after: Duration, bytes: Vec<u8> },
+    /// Signal the agent's process group.
+    Signal(Signal),
+    /// Start the agent again, resuming its conversation (Claude: `--resume <id>` when its id is
+    /// known, else `--continue`).
+    Spawn { conversation: Option<String>, prompt: Option<String> },
+    /// Keep the agent's handoff in the state directory (never the repository).
+    SaveHandoff { text: String },
+    /// Fingerprint the working tree without `exclude`, off the runtime, and answer with
+    /// [`Input::Measured`].
+    Measure { purpose: Purpose, exclude: Vec<String> },
+    /// The answer to [`Input::ResetBreakers`].
+    Reply(String),
+    /// The answer to [`Input::Hook`], for the client.
+    Answer(crate::hooks::Answer),
+    /// Keep the working tree's uncommitted work under a salvage ref (`git::salvage`), off the
+    /// runtime, and journal what was kept or why not; done before the session's end is reported.
+    Salvage { reason: String },
+    /// Read every account's latest plan windows from the journal and answer with [`Input::Meters`].
+    Meters,
+    /// Start the agent again under `account`, on a fresh conversation (never the old account's),
+    /// with `prompt` to start from when there is one (the handoff); the journal's session row
+    /// takes the account.
+    SwitchAccount { account: crate::agent::Account, prompt: Option<String> },
+}
