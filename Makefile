@@ -185,6 +185,6 @@ fuzz-seeds:
 # The long versions of the reliability tests `make test` runs short: 20 SIGKILLs, a 100 MB output
 # storm, a week of a chatty journal.
 soak:
-	NIGHTSHIFT_SOAK_ROUNDS=20 $(CARGO) test --locked --test crash_soak -- --nocapture
-	NIGHTSHIFT_STORM_MB=100 $(CARGO) test --locked --test output_storm -- --nocapture
-	NIGHTSHIFT_GROWTH_NIGHTS=7 $(CARGO) test --locked --test journal_growth -- --nocapture
+	NIGHTSHIFT_SOAK_ROUNDS=20 $(CARGO) test --locked --test integration crash_soak:: -- --nocapture
+	NIGHTSHIFT_STORM_MB=100 $(CARGO) test --locked --test integration output_storm:: -- --nocapture
+	NIGHTSHIFT_GROWTH_NIGHTS=7 $(CARGO) test --locked --test integration journal_growth:: -- --nocapture

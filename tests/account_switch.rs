@@ -4,9 +4,7 @@
 //! client starts again under `b` with a fresh conversation, and `b`'s first request carries the
 //! handoff through `SessionStart`. With no account to move to, it stays and the hold is journalled.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::time::{Duration, SystemTime};
 

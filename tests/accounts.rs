@@ -3,7 +3,7 @@
 //! ran under, usage samples carry their account, and `nightshift usage` shows each account's
 //! windows. Nightshift never looks inside the directory.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use nightshift::store::{NewSession, Store};

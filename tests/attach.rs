@@ -3,9 +3,7 @@
 //! keys to the agent, two viewers alike, the detach key leaves the session running, and a viewer
 //! sees the session end.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::io::{Read, Write};
 use std::process::Stdio;

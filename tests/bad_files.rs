@@ -2,7 +2,7 @@
 //! and config or agent files with bad TOML, unknown keys or wrong types. Each is one line on stderr
 //! naming the file (and for TOML the line, column and key) and the fix; a journal is never written.
 
-mod common;
+use crate::common;
 
 use common::Env;
 

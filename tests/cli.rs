@@ -1,6 +1,6 @@
 //! The real `nightshift` binary, as a user or a script runs it.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;

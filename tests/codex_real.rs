@@ -4,9 +4,7 @@
 //! conversation, and that it leaves the user's Codex home as it found it and no Codex process
 //! behind.
 
-mod common;
-#[path = "mock_responses/mod.rs"]
-mod mock_responses;
+use crate::{common, mock_responses};
 
 use std::time::Duration;
 

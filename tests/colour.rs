@@ -2,7 +2,7 @@
 //! output through a pipe carries no escape sequence, and on a real terminal `NO_COLOR` turns off the
 //! colour that is otherwise there.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

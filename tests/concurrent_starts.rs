@@ -2,7 +2,7 @@
 //! projects, the app and a terminal together — all create, migrate and write the one journal: none
 //! of them fails, and every session is journalled. Real processes, a real SQLite file.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Output, Stdio};
 

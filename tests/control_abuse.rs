@@ -2,7 +2,7 @@
 //! lines, a flood of connections, and the per-session tokens (another session's is refused, and no
 //! token reaches the log, the events, the journal or an error).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;

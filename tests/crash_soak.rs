@@ -6,7 +6,7 @@
 //! The agent is the replay of the real Claude client's limit screens (`examples/replay_agent.rs`).
 //! 3 kills by default (one of each); NIGHTSHIFT_SOAK_ROUNDS=20 (`make soak`) for the full soak.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};

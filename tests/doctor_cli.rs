@@ -2,9 +2,7 @@
 //! read by the drift probe, working directories that are not a repository or are mid-rebase, and
 //! the JSON form's schema.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

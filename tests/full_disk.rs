@@ -4,7 +4,7 @@
 //! Needs root for the mount (it says so and passes over otherwise; NIGHTSHIFT_REQUIRE_TMPFS=1 makes
 //! that a failure).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

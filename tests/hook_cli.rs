@@ -2,7 +2,7 @@
 //! the payload to the session's supervisor over its control socket and prints the answer, and it
 //! fails open — whatever goes wrong, the client carries on within two seconds.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

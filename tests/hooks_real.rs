@@ -3,9 +3,7 @@
 //! limits first-hand, the handoff before the context fills, the guard, a frozen Nightshift that
 //! costs the client at most two seconds a hook, and a restart that resumes the same conversation.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! old vocabulary is read, and the session 0.1.0 left waiting for a usage limit's reset — held by
 //! the user, its Nightshift killed — is started again held, with its resume and guard.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

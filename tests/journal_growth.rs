@@ -3,7 +3,7 @@
 //! way the supervisor journals a report (a usage sample and a `usage` event), on a real SQLite file.
 //! `NIGHTSHIFT_GROWTH_NIGHTS=7` measures a week.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! session bus holds the token, and a headless run's push carries it to a fake ntfy server on
 //! 127.0.0.1. A locked item, or no keyring at all, falls back to the 0600 file.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -4,9 +4,7 @@
 //! two away; the flows in between (pauses, retries, restore) run in seconds in `replay_flows.rs`
 //! and as specs of the session machine.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::time::{Duration, SystemTime};
 

@@ -2,9 +2,7 @@
 //! conversations per task, tasks checked off, the budget, a limit's wait and re-run, the retry
 //! ladder, narration that quotes a limit, STOP during a wait, two projects in turn.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

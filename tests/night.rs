@@ -1,8 +1,7 @@
 //! The night as a whole, against the real Claude Code client and the project's mock API: a run
 //! killed mid-turn comes back on its conversation with what it was armed with.
 
-mod common;
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::io::{BufRead, Write};
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! starts the user's own notify program, hands the payload to the session's supervisor over its
 //! control socket, and fails open — whatever goes wrong, it is done within two seconds.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! Nightshift does not panic, its memory stays bounded, and its control socket answers meanwhile.
 //! 8 MB of random bytes by default; NIGHTSHIFT_STORM_MB=100 for the full figure.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `nightshift run` on a real terminal: the user sees the agent's screen, types into it, and a
 //! resize of their terminal reaches the agent. The "user's terminal" here is a PTY the test owns.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! `nightshift plan` over a real journal: an armed session whose 5-hour window burns toward its
 //! reset, as text and as JSON; and a journal with no readings, which says so.
 
-mod common;
+use crate::common;
 
 use chrono::{Duration, DurationRound, Utc};
 use common::Env;

@@ -1,6 +1,6 @@
 //! Real PTYs under the supervisor: sizes, resizes, input, stopping, the screen model, failures.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! pushes a question from a replayed real client screen and a headless run's finish, nothing is
 //! sent without a topic, and a server that is down is retried, then journalled once.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::sync::atomic::Ordering;

@@ -6,9 +6,7 @@
 //! hooks (an older one, Codex, a generic agent) stays measured against the real client. The hooks'
 //! signals are `tests/hooks_real.rs`.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::time::{Duration, SystemTime};
 

@@ -1,7 +1,7 @@
 //! Every life's output is recorded as an asciicast: the real `asciinema` player reads it, and
 //! `nightshift log SESSION` prints what the screen showed, scrolled. What is typed is not recorded.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

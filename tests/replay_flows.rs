@@ -3,7 +3,7 @@
 //! screen before it dies — and Nightshift reacts as it does to the client itself. The wall clock is
 //! a `FakeClock` where a reset must pass; everything else runs in real time, briefly.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

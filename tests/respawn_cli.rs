@@ -1,6 +1,6 @@
 //! Respawn through the CLI: restarts, the crash-loop breaker and its reset, presets.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

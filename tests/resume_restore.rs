@@ -3,7 +3,7 @@
 //! paused on the limit, and resumes it — at once when the reset passed while Nightshift was down,
 //! at the reset plus the margin otherwise. Virtual time: tokio's paused clock and a fake wall clock.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

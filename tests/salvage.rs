@@ -3,7 +3,7 @@
 //! file, HEAD and branch are as they were; nothing during a rebase (journalled why); a restore into
 //! the working tree and onto a branch round-trip.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

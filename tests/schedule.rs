@@ -3,7 +3,7 @@
 //! stop` cancels one and it never starts; one whose time passed while no Nightshift ran starts at
 //! once or is skipped per `[schedule] missed`; `--after-reset` waits for the account's window.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, SystemTime};

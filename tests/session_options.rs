@@ -1,7 +1,7 @@
 //! A running session's options changed from outside (the app's Session Options, the tray's Pause
 //! all): respawn armed and disarmed, auto-resume, the hold; in-process and over the control socket.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,8 +1,6 @@
 //! The plan-usage chip: the statusLine exporter between a Claude session and the supervisor.
 
-mod common;
-#[path = "mock_api/mod.rs"]
-mod mock_api;
+use crate::{common, mock_api};
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -1,10 +1,10 @@
 //! `nightshift --version` names the git revision it was built from, and a build without git degrades
 //! to the bare version: the build script's own function, run on real repositories.
 
+use crate::common;
+
 #[path = "../build.rs"]
 mod build_script;
-
-mod common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,0 +1,17 @@
+//! The real agent clients under Nightshift: Claude Code against the project's mock Messages API
+//! (`tests/mock_api`), Codex against its mock Responses API (`tests/mock_responses`), and the night
+//! rehearsal. Each test says which client it needs; without it a test skips, unless
+//! `NIGHTSHIFT_REQUIRE_CLAUDE` / `NIGHTSHIFT_REQUIRE_CODEX` make that a failure (`make test` does).
+
+mod common;
+mod mock_api;
+mod mock_responses;
+
+mod account_switch;
+mod codex_real;
+mod doctor_cli;
+mod hooks_real;
+mod limits_real;
+mod loops_real;
+mod night;
+mod real_claude;
