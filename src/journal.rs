@@ -139,19 +139,20 @@ impl Journal {
         f(&mut lock(&self.shared.writer))
     }
 
-    /// A read on a connection of its own. The writer's is lent only when no other can be opened (a
-    /// journal in memory, or a file that cannot be opened again).
-    pub fn read<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
-        let Some(path) = &self.shared.path else { return f(&mut lock(&self.shared.writer)) };
+    /// A read on a connection of its own, opened read-only: whatever a reader does, events go
+    /// through [`Journal::emit`] and other writes through [`Journal::write`]. The writer's is lent
+    /// only when no other can be opened (a journal in memory, or a file that cannot be opened again).
+    pub fn read<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
+        let Some(path) = &self.shared.path else { return f(&lock(&self.shared.writer)) };
         let pooled = lock(&self.shared.readers).pop();
-        let mut reader = match pooled.map(Ok).unwrap_or_else(|| Store::open_reader(path)) {
+        let reader = match pooled.map(Ok).unwrap_or_else(|| Store::open_reader(path)) {
             Ok(reader) => reader,
             Err(e) => {
                 tracing::warn!("no read connection to the journal ({e}); reading through the writer's");
-                return f(&mut lock(&self.shared.writer));
+                return f(&lock(&self.shared.writer));
             }
         };
-        let result = f(&mut reader);
+        let result = f(&reader);
         let mut readers = lock(&self.shared.readers);
         if readers.len() < READERS_KEPT {
             readers.push(reader);

@@ -19,7 +19,7 @@ use chrono::{DateTime, LocalResult, NaiveTime, TimeZone, Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
-use crate::event::{Event, EventKind, SessionId, SessionState, StopKind};
+use crate::event::{EventKind, SessionState, StopKind};
 use crate::store::{NewSession, SessionRow, Store, StoreError};
 
 /// How often a waiting process looks at the wall clock (and at the journal, for a cancel).
@@ -197,11 +197,16 @@ pub fn record(store: &mut Store, new: &NewSession<'_>, due: &Due, launch: &Launc
 /// clients' config directories are (never a token or a key).
 pub use crate::contract::KEPT_ENV;
 
-/// Cancels the schedule of `row` (not started yet): the user's stop, in the journal; the process
-/// waiting for it sees it at its next look. It is taken first, like a start, so a process about
-/// to start it cannot: one that already has is [`StoreError::ScheduleStarting`].
-pub fn cancel(store: &mut Store, clock: &dyn Clock, row: &SessionRow, source: &str) -> Result<(), StoreError> {
-    let session = SessionId::from(row.id.clone());
+/// Cancels the schedule of `row` (not started yet): taken first, like a start, so a process about
+/// to start it cannot (one that already has is [`StoreError::ScheduleStarting`]); the user's stop
+/// is returned for the caller's writer to journal, and the process waiting for it sees it at its
+/// next look.
+pub fn cancel(
+    store: &mut Store,
+    clock: &dyn Clock,
+    row: &SessionRow,
+    source: &str,
+) -> Result<[EventKind; 2], StoreError> {
     let schedule = store.schedule_of(&row.id)?;
     let me = std::process::id();
     let taken = match schedule.as_ref().and_then(|s| s.claimed_by.filter(|_| s.stale_claim())) {
@@ -213,29 +218,24 @@ pub fn cancel(store: &mut Store, clock: &dyn Clock, row: &SessionRow, source: &s
     }
     let due = schedule.map(|s| s.due);
     let when = due.map(|d| format!(" (it was to start {})", d.with_timezone(&chrono::Local).format("%a %H:%M")));
-    let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
-    record(EventKind::StopRequested { source: source.to_string(), kind: StopKind::User })?;
-    record(EventKind::state(SessionState::Exited, format!("cancelled before it started{}", when.unwrap_or_default())))?;
-    Ok(())
+    Ok([
+        EventKind::StopRequested { source: source.to_string(), kind: StopKind::User },
+        EventKind::state(SessionState::Exited, format!("cancelled before it started{}", when.unwrap_or_default())),
+    ])
 }
 
-/// Skips a schedule whose time passed while no Nightshift ran (claimed first by the caller).
-pub fn skip(
-    store: &mut Store,
-    clock: &dyn Clock,
-    schedule: &crate::store::ScheduleRow,
-    late_by: chrono::Duration,
-) -> Result<(), StoreError> {
-    let session = SessionId::from(schedule.session.clone());
+/// What skipping a schedule whose time passed while no Nightshift ran says (claimed first by the
+/// caller), for the caller's writer to journal.
+pub fn skip(schedule: &crate::store::ScheduleRow, late_by: chrono::Duration) -> [EventKind; 2] {
     let minutes = late_by.num_minutes();
     let reason = format!(
         "its time passed {minutes} min ago while no Nightshift ran, and missed starts are skipped \
          ([schedule] missed = \"skip\")"
     );
-    let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
-    record(EventKind::ScheduleSkipped { due: schedule.due, reason: reason.clone() })?;
-    record(EventKind::state(SessionState::Exited, format!("skipped: {reason}")))?;
-    Ok(())
+    [
+        EventKind::ScheduleSkipped { due: schedule.due, reason: reason.clone() },
+        EventKind::state(SessionState::Exited, format!("skipped: {reason}")),
+    ]
 }
 
 /// One look at the journal's pending schedules by process `pid`, which takes over those whose
@@ -359,6 +359,7 @@ pub fn relaunch(cli: &std::path::Path, session: &str, launch: &Launch) -> Option
 mod tests {
     use super::*;
     use crate::clock::FakeClock;
+    use crate::event::{Event, SessionId};
 
     fn ts(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
@@ -620,7 +621,9 @@ mod tests {
         let found = due_now(&mut store, &clock, std::process::id(), Missed::Skip, false).unwrap();
         assert_eq!(found.len(), 1);
         let Verdict::Skip { late_by } = found[0].2 else { panic!("{found:?}") };
-        skip(&mut store, &clock, &found[0].0, late_by).unwrap();
+        for kind in skip(&found[0].0, late_by) {
+            store.record(&Event { ts: clock.now(), session: SessionId::from("late".to_string()), kind }).unwrap();
+        }
         let row = store.session("late").unwrap().unwrap();
         assert_eq!(row.state, SessionState::Exited);
         assert!(row.reason.as_deref().is_some_and(|r| r.contains("90 min ago")), "{row:?}");

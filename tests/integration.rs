@@ -60,5 +60,8 @@ fn every_test_file_is_in_a_binary() {
             missing.push(name);
         }
     }
-    assert!(missing.is_empty(), "{missing:?} in no test binary: add `mod NAME;` to tests/integration.rs or tests/clients.rs");
+    assert!(
+        missing.is_empty(),
+        "{missing:?} in no test binary: add `mod NAME;` to tests/integration.rs or tests/clients.rs"
+    );
 }

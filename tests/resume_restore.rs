@@ -208,13 +208,32 @@ async fn stopping_a_kept_session_cancels_its_resume() {
     assert_eq!(row.standing(), nightshift::store::Standing::Ended);
 }
 
+/// The window's Stop of a kept session is journalled through the app's one writer, so the window
+/// and every `--events` follower hear it (it was written through a read connection, heard by none).
+#[tokio::test]
+async fn a_stop_of_a_session_no_nightshift_runs_is_heard_on_the_bus() {
+    let env = common::Env::new();
+    let shutdown = EventKind::StopRequested { source: "quit from the tray".into(), kind: StopKind::Shutdown };
+    let (sup, _) = supervisor(&env, reset() - chrono::Duration::hours(1), &[("kept3", vec![shutdown, kept()])]);
+    let mut heard = sup.subscribe();
+    let row = sup.with_store(|s| s.session("kept3")).unwrap().unwrap();
+    assert_eq!(sup.end_orphan(&row, "the app").unwrap(), Some(nightshift::store::Standing::Kept));
+    let mut names = Vec::new();
+    while let Ok(event) = heard.try_recv() {
+        names.push((event.session.to_string(), event.kind.name()));
+    }
+    assert_eq!(names, [("kept3".to_string(), "stop_requested"), ("kept3".to_string(), "state")]);
+    let row = sup.with_store(|s| s.session("kept3")).unwrap().unwrap();
+    assert_eq!(row.standing(), nightshift::store::Standing::Ended);
+}
+
 #[tokio::test]
 async fn a_session_whose_owner_still_runs_is_not_started_twice() {
     let env = common::Env::new();
     let (sup, _) = supervisor(&env, reset(), &[]);
     // Its owner is this very process; its socket is gone (a runtime directory removed at logout).
-    sup.with_store(|s| seed(s, &env.state_dir(), "running", vec![]));
-    sup.with_store(|s| s.adopt_session("running", std::process::id(), Some("/nonexistent/control.sock"))).unwrap();
+    sup.write_store(|s| seed(s, &env.state_dir(), "running", vec![]));
+    sup.write_store(|s| s.adopt_session("running", std::process::id(), Some("/nonexistent/control.sock"))).unwrap();
     assert!(sup.restore_all().handles().is_empty(), "a live owner keeps its session");
 }
 
@@ -305,7 +324,7 @@ async fn a_restored_session_keeps_its_account() {
     let (sup, _clock) = supervisor(&env, reset() + chrono::Duration::hours(2), &[("account1", vec![])]);
     let dir = env.path("claude-work");
     std::fs::create_dir_all(&dir).unwrap();
-    sup.with_store(|s| s.set_account("account1", "work", &dir.display().to_string())).unwrap();
+    sup.write_store(|s| s.set_account("account1", "work", &dir.display().to_string())).unwrap();
     // The agent says which config directory it was given.
     std::fs::write(env.state_dir().join("agent-account1.sh"), "echo \"config=$CLAUDE_CONFIG_DIR\"; exec cat\n")
         .unwrap();

@@ -140,12 +140,8 @@ pub async fn reset_breaker(state: State<'_, AppState>, id: String) -> Result<Str
 #[tauri::command]
 pub async fn stop_session(state: State<'_, AppState>, id: String) -> Result<(), UiError> {
     // A session no Nightshift runs (lost, or kept waiting on a limit) is stopped in the journal.
-    let clock = state.supervisor.clock().clone();
-    let ended = state.supervisor.with_store(|s| -> Result<_, nightshift::store::StoreError> {
-        let row = s.find_session(&id)?;
-        nightshift::supervisor::end_orphan(s, clock.as_ref(), &row, "the app")
-    })?;
-    if ended.is_some() {
+    let row = state.supervisor.with_store(|s| s.find_session(&id))?;
+    if state.supervisor.end_orphan(&row, "the app")?.is_some() {
         return Ok(());
     }
     ask(&state, &id, |session| Request::Stop { session, source: Some("the app".into()) }).await.map(|_| ())
@@ -582,7 +578,7 @@ fn digest_of(supervisor: &nightshift::Supervisor, range: &str, mark_viewed: bool
     })?;
     let (d, timeline) = d;
     if mark_viewed {
-        supervisor.with_store(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
+        supervisor.write_store(|s| s.set_meta(LAST_VIEWED_KEY, &nightshift::clock::format_ts(now)))?;
     }
     Ok(json!({ "text": digest::render(&d, Format::Text), "digest": d, "timeline": timeline }))
 }

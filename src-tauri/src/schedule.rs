@@ -27,7 +27,7 @@ fn look(app: &AppHandle) {
         .unwrap_or_default();
     let clock = state.supervisor.clock().clone();
     let me = std::process::id();
-    let due = match state.supervisor.with_store(|s| schedule::due_now(s, clock.as_ref(), me, missed, true)) {
+    let due = match state.supervisor.write_store(|s| schedule::due_now(s, clock.as_ref(), me, missed, true)) {
         Ok(due) => due,
         Err(e) => {
             tracing::warn!("cannot look at the scheduled starts: {e}");
@@ -38,8 +38,8 @@ fn look(app: &AppHandle) {
     for (row, launch, verdict) in due {
         let id = SessionId::from(row.session.clone());
         if let Verdict::Skip { late_by } = verdict {
-            if let Err(e) = state.supervisor.with_store(|s| schedule::skip(s, clock.as_ref(), &row, late_by)) {
-                tracing::warn!(session = %id, "cannot journal a skipped start: {e}");
+            for kind in schedule::skip(&row, late_by) {
+                state.supervisor.emit(&id, kind);
             }
             continue;
         }

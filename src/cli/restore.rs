@@ -85,11 +85,14 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         let mut terminate = signal(SignalKind::terminate()).context("cannot listen for signals")?;
         loop {
             let clock = host.supervisor.clock().clone();
-            let due = host.supervisor.with_store(|s| schedule::due_now(s, clock.as_ref(), me, missed, false))?;
+            let due = host.supervisor.write_store(|s| schedule::due_now(s, clock.as_ref(), me, missed, false))?;
             for (row, launch, verdict) in due {
                 match verdict {
                     Verdict::Skip { late_by } => {
-                        host.supervisor.with_store(|s| schedule::skip(s, clock.as_ref(), &row, late_by))?;
+                        let session = nightshift::SessionId::from(row.session.clone());
+                        for kind in schedule::skip(&row, late_by) {
+                            host.supervisor.emit(&session, kind);
+                        }
                         println!("Skipped scheduled session {}: its time passed while no Nightshift ran.", row.session);
                     }
                     _ => start(&host.supervisor, &paths, &cli, &row.session, &launch),

@@ -135,7 +135,7 @@ pub async fn wait(supervisor: &Supervisor, id: &SessionId, due: &Due) -> anyhow:
                 Ok((false, ExitCode::SUCCESS))
             }
             Waited::Due => {
-                let claimed = supervisor.with_store(|s| s.claim_schedule(id.as_str(), std::process::id(), clock.now()))?;
+                let claimed = supervisor.write_store(|s| s.claim_schedule(id.as_str(), std::process::id(), clock.now()))?;
                 if !claimed {
                     eprintln!("nightshift: session {id} was started by another Nightshift process");
                 }

@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::clock::SystemClock;
+use nightshift::clock::{Clock, SystemClock};
 use nightshift::control::Request;
 use nightshift::store::Standing;
 use nightshift::supervisor::end_orphan;
+use nightshift::{Event, SessionId};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -19,7 +20,15 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, mut store) = super::open_store(state_dir)?;
     let row = store.find_session(&args.session)?;
-    match end_orphan(&mut store, &SystemClock, &row, "nightshift stop")? {
+    let ended = end_orphan(&mut store, &SystemClock, &row, "nightshift stop")?;
+    if let Some((_, said)) = &ended {
+        // This command runs no session, so its store is the one writer here, and nobody listens.
+        let session = SessionId::from(row.id.clone());
+        for kind in said {
+            store.record(&Event { ts: SystemClock.now(), session: session.clone(), kind: kind.clone() })?;
+        }
+    }
+    match ended.map(|(standing, _)| standing) {
         Some(Standing::Kept) => println!("session {} will not be resumed: its pending resume is cancelled", row.id),
         Some(Standing::Scheduled) => println!("session {} is cancelled: it will not start", row.id),
         Some(_) => println!("session {} is marked stopped: no Nightshift ran it any more", row.id),

@@ -115,12 +115,13 @@ impl Store {
         Ok(store)
     }
 
-    /// Another connection to a journal that [`Store::open`] has opened (and migrated): for readers,
-    /// so they never wait on the writer's connection.
+    /// Another connection to a journal that [`Store::open`] has opened (and migrated), read-only:
+    /// for readers, so they never wait on the writer's connection, and never write past it.
     pub fn open_reader(path: &Path) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
         let open = |source| StoreError::Open { path: shown.clone(), source };
-        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(open)?;
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(open)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(open)?;
         Ok(Self { conn, path: Some(path.to_path_buf()) })

@@ -177,3 +177,16 @@ fn prefixes_resolve_or_say_why_not() {
     let err = store.find_session("ffff").unwrap_err().to_string();
     assert!(err.contains("nightshift sessions"), "{err}");
 }
+
+#[test]
+fn a_reader_connection_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    let mut writer = Store::open(&path).unwrap();
+    writer.set_meta("k", "written").unwrap();
+    let mut reader = Store::open_reader(&path).unwrap();
+    assert_eq!(reader.meta("k").unwrap().as_deref(), Some("written"));
+    let refused = reader.set_meta("k", "by a reader").unwrap_err().to_string();
+    assert!(refused.contains("readonly"), "{refused}");
+    assert_eq!(writer.meta("k").unwrap().as_deref(), Some("written"));
+}

@@ -196,10 +196,17 @@ impl Supervisor {
         self.journal.failing()
     }
 
-    /// Runs `f` on a read connection of its own (events are written only through the journal's
-    /// writer; small writes of the reader's own, such as the digest's last-viewed mark, are fine).
-    pub fn with_store<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+    /// Runs `f` on a read-only connection of its own: events are written through [`Supervisor::emit`]
+    /// only, so the sinks and the bus hear every one, and other writes through
+    /// [`Supervisor::write_store`].
+    pub fn with_store<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
         self.journal.read(f)
+    }
+
+    /// A write other than an event (a schedule's claim, a mark of the window's), through the
+    /// journal's one writer.
+    pub fn write_store<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+        self.journal.write(f)
     }
 
     /// Records and starts a session. A command that cannot start is journalled as `failed` and

@@ -154,34 +154,52 @@ impl Supervisor {
     }
 }
 
-/// Ends, in the journal, a session that no Nightshift process runs (lost, kept waiting for a
-/// limit's reset, or scheduled and not started yet): the user's stop, so nothing will start it
-/// again, and its pending resume or its schedule is cancelled. For `nightshift stop` and the window's Stop; `None` when the session is not such a one.
+impl Supervisor {
+    /// [`end_orphan`] through this process's journal writer, so its sinks and the bus (the window,
+    /// `--events`) hear the stop like any other event.
+    pub fn end_orphan(&self, row: &crate::store::SessionRow, source: &str) -> Result<Option<Standing>, StoreError> {
+        let clock = self.clock().clone();
+        let Some((standing, said)) = self.write_store(|s| end_orphan(s, clock.as_ref(), row, source))? else {
+            return Ok(None);
+        };
+        let session = SessionId::from(row.id.clone());
+        for kind in said {
+            self.emit(&session, kind);
+        }
+        Ok(Some(standing))
+    }
+}
+
+/// Ends a session that no Nightshift process runs (lost, kept waiting for a limit's reset, or
+/// scheduled and not started yet): the user's stop, so nothing will start it again, and its pending
+/// resume or its schedule is cancelled. For `nightshift stop` and the window's Stop, which journal
+/// the events returned through their writer; `None` when the session is not such a one.
 pub fn end_orphan(
     store: &mut Store,
     clock: &dyn Clock,
     row: &crate::store::SessionRow,
     source: &str,
-) -> Result<Option<Standing>, StoreError> {
+) -> Result<Option<(Standing, Vec<EventKind>)>, StoreError> {
     let standing = row.standing();
     if standing == Standing::Scheduled {
-        crate::schedule::cancel(store, clock, row, source)?;
-        return Ok(Some(standing));
+        let said = crate::schedule::cancel(store, clock, row, source)?;
+        return Ok(Some((standing, said.into())));
     }
     if !matches!(standing, Standing::Lost | Standing::Kept) {
         return Ok(None);
     }
     if standing == Standing::Lost && row.owner_process_alive() {
         // Its Nightshift still runs (only its socket is gone): it would go on running the agent.
-        return Err(StoreError::OwnerUnreachable { session: row.id.clone(), pid: row.owner_pid.unwrap_or_default() });
+        let pid = row.owner_pid.unwrap_or(0);
+        return Err(StoreError::OwnerUnreachable { session: row.id.clone(), pid });
     }
-    let session = SessionId::from(row.id.clone());
-    let mut record = |kind| store.record(&Event { ts: clock.now(), session: session.clone(), kind });
-    record(EventKind::StopRequested { source: source.to_string(), kind: StopKind::User })?;
     let reason = match standing {
         Standing::Kept => "stopped on request while no Nightshift ran it; its pending resume is cancelled",
         _ => "stopped on request while no Nightshift ran it; nothing will start it again",
     };
-    record(EventKind::state(SessionState::Exited, reason))?;
-    Ok(Some(standing))
+    let said = vec![
+        EventKind::StopRequested { source: source.to_string(), kind: StopKind::User },
+        EventKind::state(SessionState::Exited, reason),
+    ];
+    Ok(Some((standing, said)))
 }
