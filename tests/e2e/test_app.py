@@ -544,7 +544,8 @@ class AppWindow(unittest.TestCase):
                                                 text=True, timeout=30).stdout
             ready = lambda screen: "Claude Code v" in screen and "auto mode on" in screen
             d.wait_for("the client's composer", lambda: ready(cli_screen()), timeout=60)
-            d.run_js("openSession(arguments[0])", session)
+            self.open_view("#nav-list", "list")
+            self.click(f'tr[data-session-id="{session}"] td.id')
             d.wait_for("the client's screen in the page's terminal", lambda: ready(self.terminal_text()), timeout=30)
             # The same screen `nightshift screen` prints (the client redraws its footer now and then:
             # compared until the two agree), every row that has text.
@@ -574,14 +575,15 @@ class AppWindow(unittest.TestCase):
             d.wait_for("the mock API to receive it", lambda: any("hello from the window" in l for l in mock.lines),
                        timeout=30)
             # The session follows the window's size now: the fitted size at Take over, then the new
-            # window's when it is resized (the session says so, and `nightshift screen` agrees).
-            size_js = "return document.getElementById('terminal').dataset.size"
-            fitted = lambda: d.run_js("return term.xterm.cols + 'x' + term.xterm.rows")
-            taken = d.wait_for("the session at the fitted size", lambda: d.run_js(size_js) == fitted()
-                               and d.run_js(size_js) != "110x32" and d.run_js(size_js))
+            # window's when it is resized (the session says so, the page's terminal draws that many
+            # rows, and `nightshift screen` agrees).
+            def fitted(*before):
+                size = d.run_js("return document.getElementById('terminal').dataset.size")
+                rows = d.run_js("return document.querySelectorAll('#terminal .xterm-rows > div').length")
+                return size not in (None, *before) and size.endswith(f"x{rows}") and size
+            taken = d.wait_for("the session at the fitted size", lambda: fitted("110x32"))
             d.set_size(700, 560)
-            sized = d.wait_for("the session at the window's new size", lambda: d.run_js(size_js) == fitted()
-                               and d.run_js(size_js) not in ("110x32", taken) and d.run_js(size_js))
+            sized = d.wait_for("the session at the window's new size", lambda: fitted("110x32", taken))
             cols, rows = (int(n) for n in sized.split("x"))
             d.wait_for("`nightshift screen` at the new size", lambda: tuple(json.loads(subprocess.run(
                 [str(CLI), "screen", "--json", session], env=self.env, capture_output=True, text=True,

@@ -1,17 +1,17 @@
-// The window's groundwork, shared by the other scripts (loaded first; see index.html): the command and
-// event bridges, the state the views share, DOM and time helpers, and the #error and #notice banners.
-// Everything the core says arrives through `invoke` (commands) and events (`listen`). Every command
-// error has one shape, { code, message }, and is shown in the #error banner.
-"use strict";
+// The window's groundwork, imported by the other modules: the command and event bridges, the state
+// the views share, DOM and time helpers, and the #error and #notice banners. Everything the core says
+// arrives through `invoke` (commands) and events (`listen`). Every command error has one shape,
+// { code, message }, and is shown in the #error banner.
 
+// Tauri's API is a global of its own (withGlobalTauri): read once, here.
 const { invoke } = window.__TAURI__.core;
-const { listen } = window.__TAURI__.event;
+export const { listen } = window.__TAURI__.event;
 
-const $ = (id) => document.getElementById(id);
-const FAILED = Symbol("failed");
+export const $ = (id) => document.getElementById(id);
+export const FAILED = Symbol("failed");
 
-// The state more than one script reads or writes; anything else stays in the script that owns it.
-const app = {
+// The state more than one module reads or writes; anything else stays in the module that owns it.
+export const app = {
   sessions: [],
   view: "list",
   openId: null,          // the session whose page (or options) is open
@@ -23,7 +23,7 @@ const app = {
 
 // ---------------------------------------------------------------- helpers
 
-function el(tag, attrs = {}, ...children) {
+export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === undefined || v === null) continue;
@@ -35,18 +35,18 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-function svg(tag, attrs = {}) {
+export function svg(tag, attrs = {}) {
   const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   return node;
 }
 
-function localTime(ts) {
+export function localTime(ts) {
   const d = new Date(ts);
   return isNaN(d) ? String(ts) : d.toLocaleString();
 }
 
-function clock(ts) {
+export function clock(ts) {
   const d = new Date(ts);
   if (isNaN(d)) return String(ts);
   const sameDay = d.toDateString() === new Date().toDateString();
@@ -54,7 +54,7 @@ function clock(ts) {
   return sameDay ? time : `${d.toLocaleDateString([], { weekday: "short" })} ${time}`;
 }
 
-function ago(ts) {
+export function ago(ts) {
   const s = Math.round((Date.now() - new Date(ts).getTime()) / 1000);
   if (!(s >= 0)) return localTime(ts);
   if (s < 60) return `${s}s ago`;
@@ -63,7 +63,7 @@ function ago(ts) {
   return localTime(ts);
 }
 
-function span(secs) {
+export function span(secs) {
   secs = Math.max(0, Math.round(secs));
   if (secs < 60) return `${secs} s`;
   const m = Math.round(secs / 60);
@@ -72,17 +72,17 @@ function span(secs) {
   return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
 }
 
-function plural(n, one, many) {
+export function plural(n, one, many) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
 // A Nightshift process runs it (the core says so: `standing`).
-function isLive(s) {
+export function isLive(s) {
   return !!s && s.standing === "live";
 }
 
 // The colour family of a session's state (`shown_state` is only for reading).
-function stateClass(s) {
+export function stateClass(s) {
   if (s.standing === "lost") return "state-lost";
   if (s.standing === "kept") return "state-limit_paused";
   if (s.state === "exited" || s.state === "failed") return s.exit_code === 0 ? "state-done" : "state-bad";
@@ -96,19 +96,19 @@ function errorOf(e) {
   return { code: "error", message: String(e) };
 }
 
-function showError(e) {
+export function showError(e) {
   const err = errorOf(e);
   $("error-code").textContent = err.code;
   $("error-message").textContent = err.message;
   $("error").hidden = false;
 }
 
-function clearError() {
+export function clearError() {
   $("error").hidden = true;
 }
 
 let noticeTimer = null;
-function notice(text, sticky = false) {
+export function notice(text, sticky = false) {
   $("notice-text").textContent = text;
   $("notice").hidden = false;
   clearTimeout(noticeTimer);
@@ -116,7 +116,7 @@ function notice(text, sticky = false) {
 }
 
 // Invokes a command; a failure is shown and returns FAILED, so callers never swallow it.
-async function call(name, args, { quietCodes = [] } = {}) {
+export async function call(name, args, { quietCodes = [] } = {}) {
   try {
     return await invoke(name, args);
   } catch (e) {
@@ -127,7 +127,7 @@ async function call(name, args, { quietCodes = [] } = {}) {
   }
 }
 
-function debounce(fn, ms) {
+export function debounce(fn, ms) {
   let t = null;
   return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };
 }

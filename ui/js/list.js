@@ -1,5 +1,7 @@
 // The sessions list: every session in the journal with its state, and Pause all / Resume all.
-"use strict";
+
+import { $, FAILED, ago, app, call, clearError, debounce, el, isLive, localTime, notice, plural, stateClass } from "./core.js";
+import { openSession, renderFacts } from "./session.js";
 
 function renderList() {
   const body = $("sessions").querySelector("tbody");
@@ -29,16 +31,16 @@ function renderList() {
   $("counts").textContent = app.sessions.length ? `${live} running · ${app.sessions.length} in the journal` : "";
 }
 
-async function refresh() {
+export async function refresh() {
   const list = await call("list_sessions");
   if (list === FAILED) return;
   app.sessions = list;
   renderList();
   if (app.view === "detail" && app.openId) renderFacts();
 }
-const refreshSoon = debounce(refresh, 150);
+export const refreshSoon = debounce(refresh, 150);
 
-async function pauseAll() {
+export async function pauseAll() {
   clearError();
   const n = await call("pause_all");
   if (n === FAILED) return;
@@ -46,7 +48,7 @@ async function pauseAll() {
   refreshSoon();
 }
 
-async function resumeAll() {
+export async function resumeAll() {
   clearError();
   const n = await call("resume_all");
   if (n === FAILED) return;

@@ -1,14 +1,29 @@
 // Nightshift's window: the sessions in the journal, live; one session's screen, journal and options;
 // new sessions; the usage chip; the away digest, the morning run summary and the app's settings.
-// This script, loaded last, routes between the views, wires the controls and the core's events to the
-// other scripts, and starts the window.
-"use strict";
+// This module, the window's entry (index.html), routes between the views, wires the controls and the
+// core's events to the other modules, and starts the window.
+
+import { $, FAILED, app, call, clearError, debounce, el, listen, notice } from "./core.js";
+import { pauseAll, refresh, refreshSoon, resumeAll } from "./list.js";
+import {
+  SETTING_FIELDS, applyResume, deleteSelectedPreset, disableRespawn, enableRespawn, loadOptions, openOptions,
+  presetPicked, resetBreakers, savePreset, selectOptionsTab, settingEdited, toggleAutoResume, toggleHold,
+} from "./options.js";
+import { checkNewSession, prepareReady, runReady } from "./ready.js";
+import {
+  closeSession, loadEventsSoon, loadHandoff, loadLives, openSession, resumeOpen, sendText, stopOpen, stopScreen,
+} from "./session.js";
+import { closeTerminal, focusTerminal, release, takeOver } from "./terminal.js";
+import {
+  dismissPowerBanner, keepResumesChanged, launchChanged, loadDigest, loadMorning, loadSettings, loadUsage,
+  notificationChanged, prepareNewForm, renderPower, savePush, showNewKind, showNewStart, submitNew, toggleUsage,
+} from "./views.js";
 
 // ---------------------------------------------------------------- views
 
 const VIEWS = ["list", "new", "detail", "options", "digest", "morning", "ready", "settings"];
 
-function show(name) {
+export function show(name) {
   if (name !== app.view) $("notice").hidden = true;  // a notice is about the view it was shown in
   app.view = name;
   for (const v of VIEWS) $(`${v}-view`).hidden = v !== name;
@@ -26,7 +41,7 @@ function show(name) {
   if (name === "ready") prepareReady();
 }
 
-function focusHeading(section) {
+export function focusHeading(section) {
   const h = $(section).querySelector("h2");
   if (h) { h.tabIndex = -1; h.focus({ preventScroll: true }); }
 }

@@ -1,12 +1,16 @@
 // Session options: respawn with its presets (pick, edit, save, delete), auto-resume after usage limits,
 // the breakers, and holding the session.
-"use strict";
+
+import { $, FAILED, app, call, clearError, clock, el, notice, plural, showError, span } from "./core.js";
+import { refreshSoon } from "./list.js";
+import { focusHeading, show } from "./main.js";
+import { loadEventsSoon } from "./session.js";
 
 const SOURCE = "the app";
 
-const SETTING_FIELDS = () => [...document.querySelectorAll("#respawn-form [data-setting]")];
+export const SETTING_FIELDS = () => [...document.querySelectorAll("#respawn-form [data-setting]")];
 
-async function loadPresets() {
+export async function loadPresets() {
   const list = await call("presets");
   if (list === FAILED) return false;
   app.presets = list;
@@ -22,7 +26,7 @@ function presetLabel(name) {
   return p ? p.title : name;
 }
 
-function fillPresetSelect(select, { offLabel = null, customLabel = null } = {}) {
+export function fillPresetSelect(select, { offLabel = null, customLabel = null } = {}) {
   const keep = select.value;
   const groups = [];
   if (offLabel !== null) groups.push(el("option", { value: "" }, offLabel));
@@ -91,7 +95,7 @@ function sameSettings(a, b) {
   return Object.keys(a).every((k) => same(a[k], b[k]));
 }
 
-async function openOptions() {
+export async function openOptions() {
   if (!app.openId) return;
   clearError();
   app.formDirty = false;
@@ -103,7 +107,7 @@ async function openOptions() {
   await loadOptions();
 }
 
-async function loadOptions() {
+export async function loadOptions() {
   const id = app.openId;
   const o = await call("session_options", { id });
   if (o === FAILED || id !== app.openId) return;
@@ -185,14 +189,14 @@ function updatePresetButtons() {
   $("preset-delete").hidden = !(p && p.source === "user");
 }
 
-function presetPicked() {
+export function presetPicked() {
   const p = presetByName($("respawn-preset").value);
   if (p) writeSettings(p.settings);
   app.formDirty = true;
   updatePresetButtons();
 }
 
-function settingEdited() {
+export function settingEdited() {
   app.formDirty = true;
   const p = presetByName($("respawn-preset").value);
   if (!p) return;
@@ -238,7 +242,7 @@ async function configure(change) {
   return true;
 }
 
-async function enableRespawn(ev) {
+export async function enableRespawn(ev) {
   ev.preventDefault();
   clearError();
   const settings = readSettings();
@@ -251,7 +255,7 @@ async function enableRespawn(ev) {
   }
 }
 
-async function disableRespawn() {
+export async function disableRespawn() {
   clearError();
   if (await configure({ respawn: "off" })) notice("Respawn is off. The agent keeps running; no more cycles start.");
 }
@@ -298,7 +302,7 @@ function readResume() {
   };
 }
 
-async function toggleAutoResume() {
+export async function toggleAutoResume() {
   clearError();
   const on = $("auto-resume").checked;
   let change;
@@ -311,7 +315,7 @@ async function toggleAutoResume() {
   notice(on ? "Nightshift will resume this session when its usage limit resets." : "Auto-resume is off for this session.");
 }
 
-async function applyResume(ev) {
+export async function applyResume(ev) {
   ev.preventDefault();
   clearError();
   const r = readResume();
@@ -319,14 +323,14 @@ async function applyResume(ev) {
   if (await configure({ auto_resume: { on: r } })) notice("Auto-resume is on with these settings.");
 }
 
-async function toggleHold() {
+export async function toggleHold() {
   clearError();
   const held = $("hold").checked;
   if (!(await configure({ held }))) { $("hold").checked = !held; return; }
   notice(held ? "Session held: no cycle, restart or resume starts until you release it." : "Session released.");
 }
 
-async function resetBreakers() {
+export async function resetBreakers() {
   clearError();
   const what = await call("reset_breaker", { id: app.openId });
   if (what === FAILED) return;
@@ -337,7 +341,7 @@ async function resetBreakers() {
 
 const BUILTIN_NAMES = ["solo", "subagents", "team", "ralph", "overnight"];
 
-async function savePreset() {
+export async function savePreset() {
   clearError();
   const input = $("preset-name");
   const name = input.value.trim();
@@ -364,7 +368,7 @@ async function savePreset() {
   notice(`Preset “${name}” saved.`);
 }
 
-async function deletePreset(name) {
+export async function deletePreset(name) {
   clearError();
   if ((await call("delete_preset", { name })) === FAILED) return false;
   await loadPresets();
@@ -372,7 +376,7 @@ async function deletePreset(name) {
   return true;
 }
 
-async function deleteSelectedPreset() {
+export async function deleteSelectedPreset() {
   const name = $("respawn-preset").value;
   if (!name || !(await deletePreset(name))) return;
   fillPresetSelect($("respawn-preset"), { customLabel: "Custom settings" });
@@ -380,7 +384,7 @@ async function deleteSelectedPreset() {
   updatePresetButtons();
 }
 
-function selectOptionsTab(which) {
+export function selectOptionsTab(which) {
   const tabs = { respawn: ["options-tab-respawn", "options-respawn"], session: ["options-tab-session", "options-session-panel"] };
   for (const [key, [tab, panel]] of Object.entries(tabs)) {
     const on = key === which;

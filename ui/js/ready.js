@@ -1,6 +1,8 @@
 // "Ready for tonight?": the doctor's checks (the same as `nightshift doctor`), as a view of their
 // own and, on the New session page, the WARNs and FAILs for the agent and folder about to start.
-"use strict";
+
+import { $, FAILED, call, el } from "./core.js";
+import { drawPlan } from "./timeline.js";
 
 function checkItem(c) {
   const badge = el("span", { class: `badge check-${c.status}` }, c.status.toUpperCase());
@@ -9,7 +11,7 @@ function checkItem(c) {
   return el("li", { "data-id": c.id, "data-status": c.status }, badge, " ", text, remedy ? el("br") : null, remedy);
 }
 
-async function runReady() {
+export async function runReady() {
   const cwds = $("ready-cwd").value.trim().split(/\s+/).filter(Boolean);
   localStorage.setItem("nightshift.ready.cwd", $("ready-cwd").value.trim());
   $("ready-run").disabled = true;
@@ -35,7 +37,7 @@ async function loadPlan() {
   $("plan-text").textContent = got.text;
 }
 
-function prepareReady() {
+export function prepareReady() {
   if (!$("ready-cwd").value) {
     $("ready-cwd").value = localStorage.getItem("nightshift.ready.cwd") || localStorage.getItem("nightshift.cwd") || "";
   }
@@ -45,7 +47,7 @@ function prepareReady() {
 
 // The New session page: what would stall this agent in this folder (no probe: it stays quick).
 let newReadyAsked = 0;
-async function checkNewSession() {
+export async function checkNewSession() {
   const cwd = $("new-cwd").value.trim();
   if (!cwd) { $("new-ready").hidden = true; return; }
   const asked = ++newReadyAsked;

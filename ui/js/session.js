@@ -1,6 +1,10 @@
 // One session's page: its facts, the live terminal (terminal.js) or a loop's running iteration, the
 // journal, typing to the agent and Stop.
-"use strict";
+
+import { $, FAILED, app, call, clearError, debounce, el, isLive, localTime, notice, stateClass } from "./core.js";
+import { refresh, refreshSoon } from "./list.js";
+import { focusHeading, show } from "./main.js";
+import { closeTerminal, openTerminal, terminalSession } from "./terminal.js";
 
 // The core says what each event means (the same words `nightshift journal` prints).
 function describe(ev) {
@@ -9,7 +13,7 @@ function describe(ev) {
   return `${event} ${JSON.stringify(rest)}`;
 }
 
-function renderFacts() {
+export function renderFacts() {
   const s = app.sessions.find((x) => x.id === app.openId);
   if (!s) return;
   $("detail-title").textContent = s.id;
@@ -40,7 +44,7 @@ function renderFacts() {
   $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   if (!isLive(s)) return;
   if (loop) startScreen();
-  else if (term.session !== s.id) {
+  else if (terminalSession() !== s.id) {
     // A scheduled one that has just started: its terminal replaces the note.
     $("screen-note").hidden = true;
     openTerminal(s.id);
@@ -73,11 +77,11 @@ function renderIterations(events) {
     el("td", {}, ev.project)));
   $("iterations-table").tBodies[0].replaceChildren(...rows);
 }
-const loadEventsSoon = debounce(loadEvents, 150);
+export const loadEventsSoon = debounce(loadEvents, 150);
 
 // What the agent wrote for its next self before its context was reset (kept by Nightshift in its
 // state directory, never in the repository).
-async function loadHandoff() {
+export async function loadHandoff() {
   const id = app.openId;
   const handoff = await call("session_handoff", { id });
   if (handoff === FAILED || id !== app.openId) return;
@@ -87,7 +91,7 @@ async function loadHandoff() {
   $("handoff-text").textContent = handoff.text;
 }
 
-async function openSession(id) {
+export async function openSession(id) {
   clearError();
   if (!app.sessions.some((s) => s.id === id)) await refresh();
   app.openId = id;
@@ -115,7 +119,7 @@ async function openSession(id) {
 }
 
 // The session's recorded lives: what each one's screen showed, scrolled.
-async function loadLives(pick) {
+export async function loadLives(pick) {
   const id = app.openId;
   const got = await call("session_lives", { id, life: pick ?? null }, { quietCodes: ["no_recording"] });
   if (got === FAILED || got[FAILED] || app.openId !== id || !got.lives.length) return;
@@ -127,7 +131,7 @@ async function loadLives(pick) {
   $("lives").hidden = false;
 }
 
-function closeSession() {
+export function closeSession() {
   app.openId = null;
   closeTerminal();
   show("list");
@@ -144,7 +148,7 @@ function startScreen() {
   screenTimer = setInterval(() => { if (!document.hidden) loadScreen(); }, 1000);
 }
 
-function stopScreen() {
+export function stopScreen() {
   clearInterval(screenTimer);
   screenTimer = null;
 }
@@ -188,7 +192,7 @@ function renderScreen(screen) {
   $("screen-note").hidden = true;
 }
 
-async function stopOpen() {
+export async function stopOpen() {
   const id = app.openId;
   clearError();
   const s = app.sessions.find((x) => x.id === id);
@@ -198,7 +202,7 @@ async function stopOpen() {
   refreshSoon();
 }
 
-async function resumeOpen() {
+export async function resumeOpen() {
   const id = app.openId;
   clearError();
   if ((await call("resume_session", { id })) === FAILED) return;
@@ -206,7 +210,7 @@ async function resumeOpen() {
   refreshSoon();
 }
 
-async function sendText(ev) {
+export async function sendText(ev) {
   ev.preventDefault();
   const text = $("send-text").value;
   if (!text.trim()) { $("send-text").focus(); return; }

@@ -1,8 +1,11 @@
 // A session page's live terminal: xterm.js (ui/vendor, pinned from npm by `make ui-vendor`) fed with
 // the session's output on a channel — the whole screen at once, then the bytes as they come. It
 // watches at the session's own size; "Take over" gives it the keyboard and the window's size (what
-// it types counts as you typing, so respawn holds off), "Release" gives both back.
-"use strict";
+// it types counts as you typing, so respawn holds off), "Release" gives both back. xterm.js is a
+// classic script of globals, loaded before the modules (index.html): read as `window.Terminal` and
+// `window.FitAddon`.
+
+import { $, FAILED, call } from "./core.js";
 
 // xterm.js puts some of its rules in <style> elements and a cell's true colour in a style
 // attribute; the window's content security policy (style-src 'self') refuses both. The same rules
@@ -61,6 +64,11 @@ const term = {
   resizeObserver: null,
 };
 
+// The session whose terminal is open, if one is.
+export function terminalSession() {
+  return term.session;
+}
+
 function terminalTheme() {
   const css = getComputedStyle(document.documentElement);
   return { background: css.getPropertyValue("--screen-bg").trim() || "#1b1d2b",
@@ -68,15 +76,15 @@ function terminalTheme() {
 }
 
 // Attaches the page's terminal to session `id` (a live terminal session).
-async function openTerminal(id) {
+export async function openTerminal(id) {
   closeTerminal();
   const box = $("terminal");
   box.hidden = false;
-  const x = new Terminal({
+  const x = new window.Terminal({
     disableStdin: true, cursorBlink: false, scrollback: 2000, fontSize: 13, theme: terminalTheme(),
     fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
   });
-  const fit = new FitAddon.FitAddon();
+  const fit = new window.FitAddon.FitAddon();
   x.loadAddon(fit);
   x.open(box);
   Object.assign(term, { xterm: x, fit, session: id, viewer: null, takenOver: false, ended: false, drawn: 0 });
@@ -137,7 +145,7 @@ function terminalGone(text) {
   renderTakeOver();
 }
 
-function closeTerminal() {
+export function closeTerminal() {
   if (term.viewer !== null) call("terminal_close", { viewer: term.viewer });
   if (term.resizeObserver) term.resizeObserver.disconnect();
   if (term.xterm) term.xterm.dispose();
@@ -148,7 +156,7 @@ function closeTerminal() {
   renderTakeOver();
 }
 
-function takeOver() {
+export function takeOver() {
   if (!term.xterm || term.viewer === null || term.ended) return;
   term.takenOver = true;
   term.xterm.options.disableStdin = false;
@@ -159,7 +167,7 @@ function takeOver() {
   term.xterm.focus();
 }
 
-function release() {
+export function release() {
   if (!term.xterm) return;
   term.takenOver = false;
   term.xterm.options.disableStdin = true;
@@ -179,7 +187,7 @@ function renderTakeOver() {
 }
 
 // Brings the terminal into view with the agent's latest screen (its dialog, when it asks).
-function focusTerminal() {
+export function focusTerminal() {
   if (!term.xterm) return;
   term.xterm.scrollToBottom();
   $("terminal").scrollIntoView({ block: "center" });

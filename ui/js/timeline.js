@@ -1,6 +1,7 @@
 // Timelines drawn as SVG: the night per session (the digest and the morning summary) and the plan
 // for the rest of the night (Ready?). Times on the bands are the journal's, kept as data attributes.
-"use strict";
+
+import { localTime, svg } from "./core.js";
 
 const TL = { width: 1000, left: 130, right: 10, lane: 20, gap: 6, fill: 44, axis: 18 };
 
@@ -35,7 +36,7 @@ function tlTitle(node, text) {
 }
 
 // The night per session, from `digest::timeline`.
-function drawTimeline(figure, tl) {
+export function drawTimeline(figure, tl) {
   for (const old of figure.querySelectorAll("svg")) old.remove();
   if (!tl || !tl.lanes.length) { figure.hidden = true; return; }
   const x = tlScale(tl.from, tl.to);
@@ -76,7 +77,7 @@ function drawTimeline(figure, tl) {
 }
 
 // The plan for the rest of the night, from `plan::Plan`.
-function drawPlan(figure, plan) {
+export function drawPlan(figure, plan) {
   for (const old of figure.querySelectorAll("svg")) old.remove();
   const x = tlScale(plan.now, plan.until);
   const height = TL.lane + TL.axis + 4;

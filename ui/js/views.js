@@ -1,10 +1,16 @@
 // The other views: New session, the usage chip and its panel, the away digest, the morning run
 // summary and Settings.
-"use strict";
+
+import { $, FAILED, ago, app, call, clearError, clock, el, localTime, notice, plural, showError, span, svg } from "./core.js";
+import { refresh } from "./list.js";
+import { deletePreset, fillPresetSelect, loadPresets } from "./options.js";
+import { checkNewSession } from "./ready.js";
+import { openSession } from "./session.js";
+import { drawTimeline } from "./timeline.js";
 
 // ---------------------------------------------------------------- new session
 
-async function prepareNewForm() {
+export async function prepareNewForm() {
   clearError();
   if (await loadPresets()) fillPresetSelect($("new-preset"), { offLabel: "Off" });
   await fillAccounts();
@@ -29,7 +35,7 @@ async function fillAccounts() {
 }
 
 // "At a time" asks for the time.
-function showNewStart() {
+export function showNewStart() {
   const at = $("new-start").value === "at";
   $("new-start-at-field").hidden = !at;
   if (at && !$("new-start-at").value) $("new-start-at").value = "23:30";
@@ -46,13 +52,13 @@ function newKind() {
 }
 
 // Shows the fields of the kind chosen (a terminal session or a loop).
-function showNewKind() {
+export function showNewKind() {
   const kind = newKind();
   for (const node of document.querySelectorAll("#new-form [data-kind]")) node.hidden = node.dataset.kind !== kind;
   $("new-submit").textContent = kind === "loop" ? "Start loop" : "Start session";
 }
 
-async function submitNew(ev) {
+export async function submitNew(ev) {
   ev.preventDefault();
   clearError();
   for (const id of ["new-command", "new-cwd", "new-tasks"]) $(id).removeAttribute("aria-invalid");
@@ -131,7 +137,7 @@ function drawBars(node, values, w, h, gap) {
   });
 }
 
-async function loadUsage() {
+export async function loadUsage() {
   const u = await call("usage");
   if (u === FAILED) return;
   const chip = $("usage-chip");
@@ -166,7 +172,7 @@ async function loadUsage() {
   $("usage-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 
-function toggleUsage() {
+export function toggleUsage() {
   const panel = $("usage-panel");
   panel.hidden = !panel.hidden;
   $("usage-chip").setAttribute("aria-expanded", String(!panel.hidden));
@@ -214,7 +220,7 @@ function renderTotals(list, d) {
     el("li", { "data-total": k, class: attention ? "attention" : "" }, v)));
 }
 
-async function loadDigest(markViewed = false) {
+export async function loadDigest(markViewed = false) {
   const range = $("digest-range").value;
   // Tauri passes command arguments in camelCase: `mark_viewed` on the Rust side is `markViewed` here.
   const got = await call("digest", { range, markViewed });
@@ -226,7 +232,7 @@ async function loadDigest(markViewed = false) {
   if (markViewed) notice("Marked as read. “Since you last looked” now starts from here.");
 }
 
-async function loadMorning() {
+export async function loadMorning() {
   $("morning-dot").hidden = true;
   const m = await call("morning");
   if (m === FAILED) return;
@@ -244,7 +250,7 @@ async function loadMorning() {
 
 // ---------------------------------------------------------------- settings
 
-function renderPower(power) {
+export function renderPower(power) {
   if (!power) return;
   const status = $("power-status");
   status.dataset.holding = String(!!power.holding);
@@ -264,7 +270,7 @@ function renderPower(power) {
 let dismissedPowerWarning = null;
 let currentPowerWarning = null;
 
-function dismissPowerBanner() {
+export function dismissPowerBanner() {
   $("power-banner").hidden = true;
   dismissedPowerWarning = currentPowerWarning;
 }
@@ -282,7 +288,7 @@ function renderUserPresets() {
   }));
 }
 
-async function loadSettings() {
+export async function loadSettings() {
   $("settings-view").dataset.loaded = "false";
   const s = await call("app_settings");
   if (s !== FAILED) {
@@ -296,12 +302,15 @@ async function loadSettings() {
   $("settings-view").dataset.loaded = "true";
 }
 
-async function notificationChanged(ev) {
+export async function notificationChanged(ev) {
   clearError();
   const switches = {};
   for (const box of document.querySelectorAll("[data-notify]")) switches[box.dataset.notify] = box.checked;
   if ((await call("set_notifications", { switches })) === FAILED) { ev.target.checked = !ev.target.checked; return; }
 }
+
+// The push kinds config.toml has, the morning summary's among them.
+let pushKinds = {};
 
 function renderPush(p, token) {
   $("push-ntfy").value = p.ntfy || "";
@@ -310,15 +319,15 @@ function renderPush(p, token) {
   $("push-short").checked = !!p.short;
   for (const box of document.querySelectorAll("[data-push]")) box.checked = !!(p.kinds || {})[box.dataset.push];
   // The morning summary has no switch here: it is the desktop's, kept as the file has it.
-  app.pushKinds = p.kinds || {};
+  pushKinds = p.kinds || {};
   $("push-token-state").textContent = token === "keyring" ? "the token is in your keyring."
     : token ? "a token is there." : "there is none now.";
 }
 
-async function savePush(ev) {
+export async function savePush(ev) {
   ev.preventDefault();
   clearError();
-  const kinds = { ...(app.pushKinds || {}) };
+  const kinds = { ...pushKinds };
   for (const box of document.querySelectorAll("[data-push]")) kinds[box.dataset.push] = box.checked;
   const settings = { ntfy: $("push-ntfy").value, webhook: $("push-webhook").value, click: $("push-click").value,
     short: $("push-short").checked, kinds };
@@ -327,14 +336,14 @@ async function savePush(ev) {
   notice(on ? "Saved: the next notices go to your phone." : "Saved: nothing goes to your phone.");
 }
 
-async function keepResumesChanged() {
+export async function keepResumesChanged() {
   clearError();
   const keep = $("keep-resumes").checked;
   if ((await call("set_keep_resumes_on_quit", { keep })) === FAILED) { $("keep-resumes").checked = !keep; return; }
   notice(keep ? "Quitting keeps pending resumes for the next start." : "Quitting now cancels pending resumes.");
 }
 
-async function launchChanged() {
+export async function launchChanged() {
   clearError();
   const enabled = $("launch-at-login").checked;
   if ((await call("set_launch_at_login", { enabled })) === FAILED) { $("launch-at-login").checked = !enabled; return; }
