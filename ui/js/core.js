@@ -8,7 +8,6 @@ const { invoke } = window.__TAURI__.core;
 export const { listen } = window.__TAURI__.event;
 
 export const $ = (id) => document.getElementById(id);
-export const FAILED = Symbol("failed");
 
 // The state more than one module reads or writes; anything else stays in the module that owns it.
 export const app = {
@@ -115,15 +114,16 @@ export function notice(text, sticky = false) {
   if (!sticky) noticeTimer = setTimeout(() => { $("notice").hidden = true; }, 6000);
 }
 
-// Invokes a command; a failure is shown and returns FAILED, so callers never swallow it.
+// Invokes a command. Its result has one shape whatever happened: { ok: true, value } or
+// { ok: false, error: { code, message } }. A failure is shown in the #error banner unless the caller
+// named its code in `quietCodes` (it says so itself), so no caller swallows one by forgetting.
 export async function call(name, args, { quietCodes = [] } = {}) {
   try {
-    return await invoke(name, args);
+    return { ok: true, value: await invoke(name, args) };
   } catch (e) {
-    const err = errorOf(e);
-    if (quietCodes.includes(err.code)) return { [FAILED]: err };
-    showError(err);
-    return FAILED;
+    const error = errorOf(e);
+    if (!quietCodes.includes(error.code)) showError(error);
+    return { ok: false, error };
   }
 }
 

@@ -1,6 +1,6 @@
 // The sessions list: every session in the journal with its state, and Pause all / Resume all.
 
-import { $, FAILED, ago, app, call, clearError, debounce, el, isLive, localTime, notice, plural, stateClass } from "./core.js";
+import { $, ago, app, call, clearError, debounce, el, isLive, localTime, notice, plural, stateClass } from "./core.js";
 import { openSession, renderFacts } from "./session.js";
 
 function renderList() {
@@ -32,9 +32,9 @@ function renderList() {
 }
 
 export async function refresh() {
-  const list = await call("list_sessions");
-  if (list === FAILED) return;
-  app.sessions = list;
+  const got = await call("list_sessions");
+  if (!got.ok) return;
+  app.sessions = got.value;
   renderList();
   if (app.view === "detail" && app.openId) renderFacts();
 }
@@ -42,16 +42,18 @@ export const refreshSoon = debounce(refresh, 150);
 
 export async function pauseAll() {
   clearError();
-  const n = await call("pause_all");
-  if (n === FAILED) return;
+  const got = await call("pause_all");
+  if (!got.ok) return;
+  const n = got.value;
   notice(n ? `Held ${plural(n, "session", "sessions")}: no cycle, restart or resume starts until you resume them.` : "No session to hold.");
   refreshSoon();
 }
 
 export async function resumeAll() {
   clearError();
-  const n = await call("resume_all");
-  if (n === FAILED) return;
+  const got = await call("resume_all");
+  if (!got.ok) return;
+  const n = got.value;
   notice(n ? `Released ${plural(n, "session", "sessions")}.` : "No session was held.");
   refreshSoon();
 }

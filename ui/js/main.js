@@ -3,7 +3,7 @@
 // This module, the window's entry (index.html), routes between the views, wires the controls and the
 // core's events to the other modules, and starts the window.
 
-import { $, FAILED, app, call, clearError, debounce, el, listen, notice } from "./core.js";
+import { $, app, call, clearError, debounce, el, listen, notice } from "./core.js";
 import { pauseAll, refresh, refreshSoon, resumeAll } from "./list.js";
 import {
   SETTING_FIELDS, applyResume, deleteSelectedPreset, disableRespawn, enableRespawn, loadOptions, openOptions,
@@ -156,10 +156,10 @@ loadUsage();
 // Files the app started without, a journal that cannot be written: said until fixed.
 async function loadProblems() {
   const got = await call("problems");
-  if (got === FAILED) return;
-  $("problem-list").replaceChildren(...got.map((p) => el("li", {}, p)));
-  $("problem-banner").hidden = got.length === 0;
+  if (!got.ok) return;
+  $("problem-list").replaceChildren(...got.value.map((p) => el("li", {}, p)));
+  $("problem-banner").hidden = got.value.length === 0;
 }
 loadProblems();
 setInterval(() => { if (!document.hidden) loadProblems(); }, 10000);
-call("app_settings").then((s) => { if (s !== FAILED && s.power && s.power.warning) renderPower(s.power); });
+call("app_settings").then((got) => { if (got.ok && got.value.power && got.value.power.warning) renderPower(got.value.power); });

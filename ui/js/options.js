@@ -1,7 +1,7 @@
 // Session options: respawn with its presets (pick, edit, save, delete), auto-resume after usage limits,
 // the breakers, and holding the session.
 
-import { $, FAILED, app, call, clearError, clock, el, notice, plural, showError, span } from "./core.js";
+import { $, app, call, clearError, clock, el, notice, plural, showError, span } from "./core.js";
 import { refreshSoon } from "./list.js";
 import { focusHeading, show } from "./main.js";
 import { loadEventsSoon } from "./session.js";
@@ -11,9 +11,9 @@ const SOURCE = "the app";
 export const SETTING_FIELDS = () => [...document.querySelectorAll("#respawn-form [data-setting]")];
 
 export async function loadPresets() {
-  const list = await call("presets");
-  if (list === FAILED) return false;
-  app.presets = list;
+  const got = await call("presets");
+  if (!got.ok) return false;
+  app.presets = got.value;
   return true;
 }
 
@@ -109,9 +109,9 @@ export async function openOptions() {
 
 export async function loadOptions() {
   const id = app.openId;
-  const o = await call("session_options", { id });
-  if (o === FAILED || id !== app.openId) return;
-  app.options = o;
+  const got = await call("session_options", { id });
+  if (!got.ok || id !== app.openId) return;
+  app.options = got.value;
   renderOptions();
 }
 
@@ -234,9 +234,9 @@ function readSettingsQuiet() {
 
 async function configure(change) {
   const id = app.openId;
-  const o = await call("configure_session", { id, change: { ...change, source: SOURCE } });
-  if (o === FAILED) return false;
-  if (id === app.openId) { app.options = o; app.formDirty = false; app.resumeDirty = false; renderOptions(); }
+  const got = await call("configure_session", { id, change: { ...change, source: SOURCE } });
+  if (!got.ok) return false;
+  if (id === app.openId) { app.options = got.value; app.formDirty = false; app.resumeDirty = false; renderOptions(); }
   loadEventsSoon();
   refreshSoon();
   return true;
@@ -332,9 +332,9 @@ export async function toggleHold() {
 
 export async function resetBreakers() {
   clearError();
-  const what = await call("reset_breaker", { id: app.openId });
-  if (what === FAILED) return;
-  notice(what ? `Reset: ${what}.` : "Breakers reset.");
+  const got = await call("reset_breaker", { id: app.openId });
+  if (!got.ok) return;
+  notice(got.value ? `Reset: ${got.value}.` : "Breakers reset.");
   loadOptions();
   loadEventsSoon();
 }
@@ -358,7 +358,7 @@ export async function savePreset() {
   }
   const settings = readSettings();
   if (!settings) return;
-  if ((await call("save_preset", { name, settings })) === FAILED) return;
+  if (!(await call("save_preset", { name, settings })).ok) return;
   await loadPresets();
   fillPresetSelect($("respawn-preset"), { customLabel: "Custom settings" });
   $("respawn-preset").value = name;
@@ -370,7 +370,7 @@ export async function savePreset() {
 
 export async function deletePreset(name) {
   clearError();
-  if ((await call("delete_preset", { name })) === FAILED) return false;
+  if (!(await call("delete_preset", { name })).ok) return false;
   await loadPresets();
   notice(`Preset “${name}” deleted.`);
   return true;

@@ -1,7 +1,7 @@
 // "Ready for tonight?": the doctor's checks (the same as `nightshift doctor`), as a view of their
 // own and, on the New session page, the WARNs and FAILs for the agent and folder about to start.
 
-import { $, FAILED, call, el } from "./core.js";
+import { $, call, el } from "./core.js";
 import { drawPlan } from "./timeline.js";
 
 function checkItem(c) {
@@ -17,9 +17,10 @@ export async function runReady() {
   $("ready-run").disabled = true;
   $("ready-summary").textContent = "Checking…";
   $("ready-list").replaceChildren();
-  const report = await call("doctor", { ask: { cwds, probe: true } });
+  const got = await call("doctor", { ask: { cwds, probe: true } });
   $("ready-run").disabled = false;
-  if (report === FAILED) { $("ready-summary").textContent = ""; return; }
+  if (!got.ok) { $("ready-summary").textContent = ""; return; }
+  const report = got.value;
   const { pass, warn, fail } = report.counts;
   $("ready-summary").textContent = fail ? `Not ready: ${fail} to fix, ${warn} warning(s), ${pass} fine.`
     : warn ? `Ready, with ${warn} warning(s) (${pass} fine).` : `Ready for tonight: all ${pass} checks pass.`;
@@ -32,9 +33,9 @@ export async function runReady() {
 
 async function loadPlan() {
   const got = await call("plan");
-  if (got === FAILED) return;
-  drawPlan($("plan-timeline"), got.plan);
-  $("plan-text").textContent = got.text;
+  if (!got.ok) return;
+  drawPlan($("plan-timeline"), got.value.plan);
+  $("plan-text").textContent = got.value.text;
 }
 
 export function prepareReady() {
@@ -52,10 +53,10 @@ export async function checkNewSession() {
   if (!cwd) { $("new-ready").hidden = true; return; }
   const asked = ++newReadyAsked;
   const agent = $("new-agent").value || "claude";
-  const report = await call("doctor", { ask: { agents: [agent], cwds: [cwd], probe: false } }, { quietCodes: ["bad_agent"] });
-  if (asked !== newReadyAsked || report === FAILED || report[FAILED]) return;
+  const got = await call("doctor", { ask: { agents: [agent], cwds: [cwd], probe: false } }, { quietCodes: ["bad_agent"] });
+  if (asked !== newReadyAsked || !got.ok) return;
   // Only what this start depends on: the agent, the folder, the state directory and the power.
-  const relevant = report.checks.filter((c) => c.status !== "pass" && /^(harness|cwd|state|power)\./.test(c.id));
+  const relevant = got.value.checks.filter((c) => c.status !== "pass" && /^(harness|cwd|state|power)\./.test(c.id));
   $("new-ready-list").replaceChildren(...relevant.map(checkItem));
   $("new-ready").hidden = relevant.length === 0;
 }

@@ -1,7 +1,7 @@
 // One session's page: its facts, the live terminal (terminal.js) or a loop's running iteration, the
 // journal, typing to the agent and Stop.
 
-import { $, FAILED, app, call, clearError, debounce, el, isLive, localTime, notice, stateClass } from "./core.js";
+import { $, app, call, clearError, debounce, el, isLive, localTime, notice, stateClass } from "./core.js";
 import { refresh, refreshSoon } from "./list.js";
 import { focusHeading, show } from "./main.js";
 import { closeTerminal, openTerminal, terminalSession } from "./terminal.js";
@@ -53,8 +53,9 @@ export function renderFacts() {
 
 async function loadEvents() {
   const id = app.openId;
-  const events = await call("session_events", { id });
-  if (events === FAILED || id !== app.openId) return;
+  const got = await call("session_events", { id });
+  if (!got.ok || id !== app.openId) return;
+  const events = got.value;
   const list = $("detail-events");
   const atBottom = list.lastElementChild === null;
   list.replaceChildren(...events.map((ev) =>
@@ -83,8 +84,9 @@ export const loadEventsSoon = debounce(loadEvents, 150);
 // state directory, never in the repository).
 export async function loadHandoff() {
   const id = app.openId;
-  const handoff = await call("session_handoff", { id });
-  if (handoff === FAILED || id !== app.openId) return;
+  const got = await call("session_handoff", { id });
+  if (!got.ok || id !== app.openId) return;
+  const handoff = got.value;
   $("handoff").hidden = !handoff;
   if (!handoff) return;
   $("handoff-meta").textContent = `Written ${localTime(handoff.written)} · kept in ${handoff.path}`;
@@ -122,12 +124,13 @@ export async function openSession(id) {
 export async function loadLives(pick) {
   const id = app.openId;
   const got = await call("session_lives", { id, life: pick ?? null }, { quietCodes: ["no_recording"] });
-  if (got === FAILED || got[FAILED] || app.openId !== id || !got.lives.length) return;
+  if (!got.ok || app.openId !== id || !got.value.lives.length) return;
+  const { lives, life, file, text } = got.value;
   const select = $("life-pick");
-  select.replaceChildren(...got.lives.map((n) => el("option", { value: String(n) }, `life ${n}`)));
-  select.value = String(got.life);
-  $("life-meta").textContent = `Life ${got.life} of ${got.lives.length}: every line the screen showed, the last screen at the end. Kept in ${got.file}.`;
-  $("life-text").textContent = got.text;
+  select.replaceChildren(...lives.map((n) => el("option", { value: String(n) }, `life ${n}`)));
+  select.value = String(life);
+  $("life-meta").textContent = `Life ${life} of ${lives.length}: every line the screen showed, the last screen at the end. Kept in ${file}.`;
+  $("life-text").textContent = text;
   $("lives").hidden = false;
 }
 
@@ -156,16 +159,16 @@ export function stopScreen() {
 async function loadScreen() {
   const id = app.openId;
   if (!id) return;
-  const screen = await call("session_screen", { id }, { quietCodes: ["not_running"] });
-  if (screen === FAILED || id !== app.openId) { stopScreen(); return; }
-  if (screen[FAILED]) {
+  const got = await call("session_screen", { id }, { quietCodes: ["not_running"] });
+  if (id !== app.openId || (!got.ok && got.error.code !== "not_running")) { stopScreen(); return; }
+  if (!got.ok) {
     stopScreen();
     $("screen").hidden = true;
     $("screen-note").textContent = "No iteration is running, so there is no screen to show. Its journal is below.";
     $("screen-note").hidden = false;
     return;
   }
-  renderScreen(screen);
+  renderScreen(got.value);
 }
 
 function renderScreen(screen) {
@@ -196,7 +199,7 @@ export async function stopOpen() {
   const id = app.openId;
   clearError();
   const s = app.sessions.find((x) => x.id === id);
-  if ((await call("stop_session", { id })) === FAILED) return;
+  if (!(await call("stop_session", { id })).ok) return;
   notice(s && s.standing === "scheduled" ? `Session ${id} is cancelled: it will not start.`
     : `Stopping session ${id}. Nightshift will not restart it.`);
   refreshSoon();
@@ -205,7 +208,7 @@ export async function stopOpen() {
 export async function resumeOpen() {
   const id = app.openId;
   clearError();
-  if ((await call("resume_session", { id })) === FAILED) return;
+  if (!(await call("resume_session", { id })).ok) return;
   notice(`Session ${id} runs again, on its own conversation.`);
   refreshSoon();
 }
@@ -215,7 +218,7 @@ export async function sendText(ev) {
   const text = $("send-text").value;
   if (!text.trim()) { $("send-text").focus(); return; }
   clearError();
-  if ((await call("send_text", { id: app.openId, text })) === FAILED) return;
+  if (!(await call("send_text", { id: app.openId, text })).ok) return;
   $("send-text").value = "";
   loadEventsSoon();
 }

@@ -5,7 +5,7 @@
 // classic script of globals, loaded before the modules (index.html): read as `window.Terminal` and
 // `window.FitAddon`.
 
-import { $, FAILED, call } from "./core.js";
+import { $, call } from "./core.js";
 
 // xterm.js puts some of its rules in <style> elements and a cell's true colour in a style
 // attribute; the window's content security policy (style-src 'self') refuses both. The same rules
@@ -98,13 +98,13 @@ export async function openTerminal(id) {
 
   const channel = new window.__TAURI__.core.Channel();
   channel.onmessage = (message) => { if (term.xterm === x) heard(message); };
-  const viewer = await call("terminal_open", { id, output: channel }, { quietCodes: ["not_running", "session_ended", "no_session"] });
+  const got = await call("terminal_open", { id, output: channel }, { quietCodes: ["not_running", "session_ended", "no_session"] });
   if (term.xterm !== x) {
-    if (typeof viewer === "number") call("terminal_close", { viewer });
+    if (got.ok) call("terminal_close", { viewer: got.value });
     return;
   }
-  if (viewer === FAILED || viewer[FAILED]) { terminalGone("The agent is not running, so there is no terminal to show. Its journal is below."); return; }
-  term.viewer = viewer;
+  if (!got.ok) { terminalGone("The agent is not running, so there is no terminal to show. Its journal is below."); return; }
+  term.viewer = got.value;
   renderTakeOver();
 }
 

@@ -1,7 +1,7 @@
 // The other views: New session, the usage chip and its panel, the away digest, the morning run
 // summary and Settings.
 
-import { $, FAILED, ago, app, call, clearError, clock, el, localTime, notice, plural, showError, span, svg } from "./core.js";
+import { $, ago, app, call, clearError, clock, el, localTime, notice, plural, showError, span, svg } from "./core.js";
 import { refresh } from "./list.js";
 import { deletePreset, fillPresetSelect, loadPresets } from "./options.js";
 import { checkNewSession } from "./ready.js";
@@ -23,8 +23,9 @@ export async function prepareNewForm() {
 
 // The picker lists config.toml's accounts; with none it stays hidden.
 async function fillAccounts() {
-  const names = await call("accounts");
-  if (names === FAILED) return;
+  const got = await call("accounts");
+  if (!got.ok) return;
+  const names = got.value;
   const select = $("new-account");
   const chosen = select.value;
   select.replaceChildren(el("option", { value: "" }, "The client's own"),
@@ -102,14 +103,14 @@ export async function submitNew(ev) {
     made = await call("new_session", { request });
   }
   $("new-submit").disabled = false;
-  if (made === FAILED) return;
+  if (!made.ok) return;
   localStorage.setItem("nightshift.cwd", cwd);
   $("new-command").value = "";
   // A start time is for this session only.
   $("new-start").value = "now";
   showNewStart();
   await refresh();
-  openSession(made.id);
+  openSession(made.value.id);
 }
 
 // ---------------------------------------------------------------- usage chip
@@ -138,8 +139,9 @@ function drawBars(node, values, w, h, gap) {
 }
 
 export async function loadUsage() {
-  const u = await call("usage");
-  if (u === FAILED) return;
+  const got = await call("usage");
+  if (!got.ok) return;
+  const u = got.value;
   const chip = $("usage-chip");
   const values = u.last_24h_hourly_five_hour_pct || [];
   $("usage-text").textContent = u.chip || "5h – · 7d –";
@@ -224,18 +226,20 @@ export async function loadDigest(markViewed = false) {
   const range = $("digest-range").value;
   // Tauri passes command arguments in camelCase: `mark_viewed` on the Rust side is `markViewed` here.
   const got = await call("digest", { range, markViewed });
-  if (got === FAILED) return;
-  renderTotals($("digest-totals"), got.digest);
-  drawTimeline($("digest-timeline"), got.timeline);
-  $("digest-text").textContent = got.text || "Nothing happened in this range.";
+  if (!got.ok) return;
+  const d = got.value;
+  renderTotals($("digest-totals"), d.digest);
+  drawTimeline($("digest-timeline"), d.timeline);
+  $("digest-text").textContent = d.text || "Nothing happened in this range.";
   $("digest-text").dataset.range = range;
   if (markViewed) notice("Marked as read. “Since you last looked” now starts from here.");
 }
 
 export async function loadMorning() {
   $("morning-dot").hidden = true;
-  const m = await call("morning");
-  if (m === FAILED) return;
+  const got = await call("morning");
+  if (!got.ok) return;
+  const m = got.value;
   $("morning-empty").hidden = !!m;
   $("morning-body").hidden = !m;
   if (!m) return;
@@ -290,8 +294,9 @@ function renderUserPresets() {
 
 export async function loadSettings() {
   $("settings-view").dataset.loaded = "false";
-  const s = await call("app_settings");
-  if (s !== FAILED) {
+  const got = await call("app_settings");
+  if (got.ok) {
+    const s = got.value;
     for (const box of document.querySelectorAll("[data-notify]")) box.checked = !!(s.notifications || {})[box.dataset.notify];
     $("launch-at-login").checked = !!s.launch_at_login;
     $("keep-resumes").checked = !!s.keep_resumes_on_quit;
@@ -306,7 +311,7 @@ export async function notificationChanged(ev) {
   clearError();
   const switches = {};
   for (const box of document.querySelectorAll("[data-notify]")) switches[box.dataset.notify] = box.checked;
-  if ((await call("set_notifications", { switches })) === FAILED) { ev.target.checked = !ev.target.checked; return; }
+  if (!(await call("set_notifications", { switches })).ok) { ev.target.checked = !ev.target.checked; return; }
 }
 
 // The push kinds config.toml has, the morning summary's among them.
@@ -331,7 +336,7 @@ export async function savePush(ev) {
   for (const box of document.querySelectorAll("[data-push]")) kinds[box.dataset.push] = box.checked;
   const settings = { ntfy: $("push-ntfy").value, webhook: $("push-webhook").value, click: $("push-click").value,
     short: $("push-short").checked, kinds };
-  if ((await call("set_push", { settings })) === FAILED) return;
+  if (!(await call("set_push", { settings })).ok) return;
   const on = settings.ntfy.trim() || settings.webhook.trim();
   notice(on ? "Saved: the next notices go to your phone." : "Saved: nothing goes to your phone.");
 }
@@ -339,13 +344,13 @@ export async function savePush(ev) {
 export async function keepResumesChanged() {
   clearError();
   const keep = $("keep-resumes").checked;
-  if ((await call("set_keep_resumes_on_quit", { keep })) === FAILED) { $("keep-resumes").checked = !keep; return; }
+  if (!(await call("set_keep_resumes_on_quit", { keep })).ok) { $("keep-resumes").checked = !keep; return; }
   notice(keep ? "Quitting keeps pending resumes for the next start." : "Quitting now cancels pending resumes.");
 }
 
 export async function launchChanged() {
   clearError();
   const enabled = $("launch-at-login").checked;
-  if ((await call("set_launch_at_login", { enabled })) === FAILED) { $("launch-at-login").checked = !enabled; return; }
+  if (!(await call("set_launch_at_login", { enabled })).ok) { $("launch-at-login").checked = !enabled; return; }
   notice(enabled ? "Nightshift will start when you log in." : "Nightshift will no longer start at login.");
 }
