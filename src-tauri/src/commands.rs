@@ -15,7 +15,7 @@ use nightshift::notice::Switches;
 use nightshift::pty::{CommandSpec, PtySize};
 use nightshift::schedule;
 use nightshift::session::{Change, Options};
-use nightshift::store::SessionSummary;
+use nightshift::store::{SessionKind, SessionSummary, Standing};
 use nightshift::supervisor::Scheduled;
 use nightshift::{AgentKind, SessionSpec};
 use serde::{Deserialize, Serialize};
@@ -28,10 +28,48 @@ use crate::AppState;
 /// How many of a session's most recent events its page shows.
 const SESSION_EVENTS: usize = 500;
 
+/// A session as the window lists it: the journal's summary, and what its page may ask of it.
+#[derive(Debug, Serialize)]
+pub struct SessionView {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    pub actions: Actions,
+}
+
+/// What a session's page may ask, by where the session stands: the rules of `stop_session`,
+/// `resume_session` and `send_text`, said here once so that the window enables its buttons by
+/// them instead of by rules of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Actions {
+    /// Stop (Cancel, before it starts): whoever runs it stops it, and one that no Nightshift runs
+    /// (lost, kept, scheduled) is ended in the journal.
+    pub stop: bool,
+    /// Resume a lost one here, on its own conversation (a kept one comes back by itself).
+    pub resume: bool,
+    /// Type to the agent: a live terminal session (a loop takes no typing).
+    pub send: bool,
+}
+
+impl Actions {
+    pub fn of(standing: Standing, kind: SessionKind) -> Self {
+        Self {
+            stop: standing != Standing::Ended,
+            resume: standing == Standing::Lost,
+            send: standing == Standing::Live && kind == SessionKind::Terminal,
+        }
+    }
+}
+
 #[tauri::command]
-pub fn list_sessions(state: State<'_, AppState>) -> Result<Vec<SessionSummary>, UiError> {
+pub fn list_sessions(state: State<'_, AppState>) -> Result<Vec<SessionView>, UiError> {
     let rows = state.supervisor.with_store(|s| s.sessions())?;
-    Ok(rows.into_iter().map(SessionSummary::from).collect())
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let actions = Actions::of(row.standing(), row.kind);
+            SessionView { summary: SessionSummary::from(row), actions }
+        })
+        .collect())
 }
 
 #[tauri::command]
@@ -708,7 +746,26 @@ pub async fn resume_all(app: AppHandle) -> Result<usize, UiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::expand_home;
+    use super::{expand_home, Actions, SessionKind, Standing};
+
+    #[test]
+    fn a_session_page_may_ask_what_the_commands_do() {
+        use SessionKind::{Loop, Terminal};
+        use Standing::*;
+        let table = [
+            // standing, kind, (stop, resume, send)
+            (Live, Terminal, (true, false, true)),
+            (Live, Loop, (true, false, false)),
+            (Scheduled, Terminal, (true, false, false)),
+            // No Nightshift runs these: Stop ends them in the journal (`end_orphan`).
+            (Lost, Terminal, (true, true, false)),
+            (Kept, Terminal, (true, false, false)),
+            (Ended, Terminal, (false, false, false)),
+        ];
+        for (standing, kind, (stop, resume, send)) in table {
+            assert_eq!(Actions::of(standing, kind), Actions { stop, resume, send }, "{standing:?} {kind:?}");
+        }
+    }
 
     #[test]
     fn home_is_expanded_only_at_the_start() {

@@ -504,6 +504,36 @@ class AppWindow(unittest.TestCase):
         self.assertIn("as scheduled", journal)
         self.open_view("#nav-list", "list")
 
+    def test_5bf_a_lost_session_is_stopped_from_its_page(self):
+        # Its `nightshift run` killed (a closed terminal, the OOM killer): no Nightshift runs it and
+        # none ended it. Its page offers Resume, and Stop, which ends it in the journal as
+        # `nightshift stop` does: the core says which (`actions`), the window does not guess.
+        d = self.driver
+        run = subprocess.Popen([str(CLI), "run", "--events", "-", "--", "bash", "-c", "exec sleep 600"],
+                               env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        try:
+            session = json.loads(run.stdout.readline())["session"]
+            d.wait_for("it in the list", lambda: self.row_state(session) not in (None, "starting"))
+        finally:
+            run.kill()
+            run.wait(30)
+            run.stdout.close()
+        self.open_view("#nav-list", "list")
+        d.wait_for("it lost", lambda: self.row_state(session) == "lost")
+        self.click(f'tr[data-session-id="{session}"] td.id')
+        d.wait_for("its page", lambda: self.visible("#detail-view") and self.text_of("#detail-title") == session)
+        self.assertTrue(self.visible("#resume-session"), "a lost session can be resumed")
+        self.assertTrue(d.run_js("return !document.getElementById('stop-session').disabled"), "and stopped")
+        self.assertTrue(d.run_js("return document.getElementById('send-text').disabled"), "but not typed to")
+        self.click("#stop-session")
+        d.wait_for("it ended", lambda: self.text_of("#detail-state") == "exited")
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        d.wait_for("why, in its facts", lambda: "while no Nightshift ran it" in d.run_js(
+            "return document.getElementById('detail-facts').textContent"))
+        self.assertFalse(self.visible("#resume-session"), "an ended one is not resumed")
+        self.click("#back")
+        d.wait_for("the list", lambda: self.visible("#list-view"))
+
     def test_5c_ready_for_tonight_checks_and_the_new_page_warns_first(self):
         d = self.driver
         plain = Path(self.tmp.name) / "not-a-repo"

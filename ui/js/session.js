@@ -21,14 +21,13 @@ export function renderFacts() {
   badge.className = `badge ${stateClass(s)}`;
   badge.textContent = s.shown_state;
   badge.dataset.state = s.shown_state;
-  // A scheduled one can be cancelled before it starts.
+  // What the page may ask of it is the core's to say (`actions`); a stop before the start is a cancel.
   const scheduled = s.standing === "scheduled";
-  $("stop-session").disabled = !isLive(s) && !scheduled;
+  $("stop-session").disabled = !s.actions.stop;
   $("stop-session").textContent = scheduled ? "Cancel" : "Stop";
-  // A lost one (its Nightshift ended, nothing armed brought it back) is resumed only when asked.
-  $("resume-session").hidden = s.standing !== "lost";
-  $("send-submit").disabled = !isLive(s);
-  $("send-text").disabled = !isLive(s);
+  $("resume-session").hidden = !s.actions.resume;
+  $("send-submit").disabled = !s.actions.send;
+  $("send-text").disabled = !s.actions.send;
   // A loop takes no typing and has no respawn options; its screen is what its iteration says.
   const loop = s.kind === "loop";
   $("send-form").hidden = loop;
