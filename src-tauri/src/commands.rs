@@ -141,10 +141,25 @@ pub async fn session_screen(state: State<'_, AppState>, id: String) -> Result<ni
     }
 }
 
+/// A session's options as its Options page shows them: what it is armed with, and the settings
+/// auto-resume would start from while it is off (the core's, never a copy in the window).
+#[derive(Debug, Serialize)]
+pub struct SessionOptions {
+    #[serde(flatten)]
+    pub options: Options,
+    pub auto_resume_defaults: resume::Settings,
+}
+
+impl From<Options> for SessionOptions {
+    fn from(options: Options) -> Self {
+        Self { options, auto_resume_defaults: resume::Settings::default() }
+    }
+}
+
 #[tauri::command]
-pub async fn session_options(state: State<'_, AppState>, id: String) -> Result<Options, UiError> {
+pub async fn session_options(state: State<'_, AppState>, id: String) -> Result<SessionOptions, UiError> {
     match ask(&state, &id, |session| Request::Options { session }).await? {
-        Response::Options(options) => Ok(*options),
+        Response::Options(options) => Ok((*options).into()),
         other => Err(other.unexpected("the options").into()),
     }
 }
@@ -155,14 +170,14 @@ pub async fn configure_session(
     state: State<'_, AppState>,
     id: String,
     mut change: Change,
-) -> Result<Options, UiError> {
+) -> Result<SessionOptions, UiError> {
     if change.source.is_empty() {
         change.source = "the app".into();
     }
     let response = ask(&state, &id, |session| Request::Configure { session, change: Box::new(change) }).await?;
     crate::awake::recheck(&app);
     match response {
-        Response::Options(options) => Ok(*options),
+        Response::Options(options) => Ok((*options).into()),
         other => Err(other.unexpected("the options").into()),
     }
 }
@@ -746,7 +761,16 @@ pub async fn resume_all(app: AppHandle) -> Result<usize, UiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{expand_home, Actions, SessionKind, Standing};
+    use super::{expand_home, Actions, SessionKind, SessionOptions, Standing};
+
+    #[test]
+    fn the_options_page_gets_the_core_auto_resume_defaults() {
+        let json = serde_json::to_value(SessionOptions::from(nightshift::session::Options::default())).unwrap();
+        assert_eq!(json["respawn_active"], false, "the options themselves stay at the top level");
+        let defaults = serde_json::to_value(nightshift::limits::resume::Settings::default()).unwrap();
+        assert_eq!(json["auto_resume_defaults"], defaults);
+        assert_eq!(json["auto_resume_defaults"]["margin"], 5.0, "seconds, as the page's field takes them");
+    }
 
     #[test]
     fn a_session_page_may_ask_what_the_commands_do() {

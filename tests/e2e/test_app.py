@@ -310,6 +310,9 @@ class AppWindow(unittest.TestCase):
         self.assertEqual(d.run_js("return document.getElementById('respawn-status').dataset.armed"), "false")
         self.assertIn("Off", self.text_of("#respawn-status"))
         self.assertEqual(self.text_of("#respawn-enable"), "Enable")
+        # Auto-resume is off: its fields hold the core's defaults (`limits::resume::Settings`).
+        self.assertEqual([d.value(self.css(f"#resume-{f}")) for f in ("margin", "retries", "fallback", "prompt")],
+                         ["5", "3", "30", "continue"])
         self.click('#respawn-preset option[value="overnight"]')
         d.wait_for("the Overnight settings", lambda: d.value(self.css("#set-idle_timeout")) == "10")
         self.assertEqual(d.value(self.css("#set-duration")), "480")

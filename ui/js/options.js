@@ -157,7 +157,7 @@ function renderOptions() {
     : "No usage limit holds this session.";
   $("limit-status").dataset.limited = String(!!o.limit);
   $("auto-resume").checked = !!o.auto_resume;
-  if (!$("resume-details").open || !app.resumeDirty) writeResume(o.auto_resume || RESUME_DEFAULTS);
+  if (!$("resume-details").open || !app.resumeDirty) writeResume(o.auto_resume || o.auto_resume_defaults);
 
   // Breakers.
   const breakers = o.breakers || [];
@@ -259,8 +259,6 @@ export async function disableRespawn() {
   clearError();
   if (await configure({ respawn: "off" })) notice("Respawn is off. The agent keeps running; no more cycles start.");
 }
-
-const RESUME_DEFAULTS = { policy: "watch", margin: 60, prompt: "continue", retries: 3, fallback: 1800, verify: 180 };
 
 function writeResume(r) {
   $("resume-policy").value = r.policy;
