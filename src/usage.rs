@@ -130,8 +130,9 @@ impl Sample {
     }
 }
 
-/// The colour band of a window's use: green under 60 %, yellow 60–84 %, red from 85 %.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The colour band of a window's use: green under 60 %, yellow 60–84 %, red from 85 %. Ordered from
+/// the least used to the most: the worse of two is the greater.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Band {
     Green,
@@ -148,6 +149,11 @@ impl Band {
         } else {
             Self::Green
         }
+    }
+
+    /// The band of the more used of `sample`'s windows (the chip's colour); none without a reading.
+    pub fn of_sample(sample: &Sample) -> Option<Self> {
+        [sample.five_hour_pct, sample.seven_day_pct].into_iter().flatten().map(Self::of).max()
     }
 
     fn ansi(self) -> &'static str {
@@ -257,6 +263,11 @@ mod tests {
         assert_eq!(Band::of(60.0), Band::Yellow);
         assert_eq!(Band::of(84.9), Band::Yellow);
         assert_eq!(Band::of(85.0), Band::Red);
+        let sample = |five, seven| Sample { five_hour_pct: five, seven_day_pct: seven, ..Sample::default() };
+        assert_eq!(Band::of_sample(&sample(Some(91.0), Some(40.0))), Some(Band::Red));
+        assert_eq!(Band::of_sample(&sample(Some(10.0), Some(70.0))), Some(Band::Yellow), "the worse window");
+        assert_eq!(Band::of_sample(&sample(None, Some(20.0))), Some(Band::Green));
+        assert_eq!(Band::of_sample(&sample(None, None)), None);
         assert!(chip(&s, true).contains("\x1b[32m5h 35%"));
         assert_eq!(chip(&Sample::default(), false), "5h – · 7d –");
         assert_eq!(sparkline(&[Some(0.0), None, Some(100.0), Some(50.0)]), "▁·█▅");

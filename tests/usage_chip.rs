@@ -205,6 +205,8 @@ async fn the_real_client_reports_the_plan_windows_and_the_users_files_stay_untou
     let json: serde_json::Value = serde_json::from_str(&run.env.stdout(&["usage", "--json"])).unwrap();
     assert_eq!(json["chip"], "5h 63% · 7d 21%");
     assert_eq!(json["bands"]["five_hour"], "yellow");
+    assert_eq!(json["band"], "yellow", "the worse of 63 % and 21 %");
+    assert_eq!(json["last_24h_hourly_five_hour_band"][23], "yellow", "this hour's bar");
 
     let screen = run.env.stdout(&["screen", &run.session()]);
     assert!(screen.contains("USER-STATUS-LINE"), "the user's statusLine still shows:\n{screen}");

@@ -22,8 +22,8 @@ pub fn hourly(rows: &[UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
 }
 
 /// The usage report `nightshift usage --json` prints and the app's chip reads: the latest sample,
-/// the chip, the bands, the last 24 h hourly and as a sparkline, the history, and each account's
-/// latest windows.
+/// the chip, the bands (the chip's own and each hour's: the window copies no threshold), the last
+/// 24 h hourly and as a sparkline, the history, and each account's latest windows.
 pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreError> {
     let latest = store.latest_limits()?;
     let history = store.usage(None, Some(now - chrono::Duration::hours(24)))?;
@@ -35,7 +35,11 @@ pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreErr
             "five_hour": l.sample.five_hour_pct.map(Band::of),
             "seven_day": l.sample.seven_day_pct.map(Band::of),
         })),
+        // The chip's colour: the band of the more used window.
+        "band": latest.as_ref().and_then(|l| Band::of_sample(&l.sample)),
         "last_24h_hourly_five_hour_pct": buckets,
+        // Each hour's band, for the bars drawn of it (null: no reading that hour).
+        "last_24h_hourly_five_hour_band": buckets.iter().map(|b| b.map(Band::of)).collect::<Vec<_>>(),
         "sparkline": sparkline(&buckets),
         "history": history,
         // Each account's newest windows (the client's default account without a name), newest first.

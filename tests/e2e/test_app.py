@@ -794,6 +794,15 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the usage panel", lambda: self.visible("#usage-panel") and self.text_of("#usage-facts"))
         self.assertIn("Account night", self.text_of("#usage-facts"))
         self.assertIn("5h 91% · 7d 40%", self.text_of("#usage-facts"))
+        # The chip and each hour's bar in the band the core gave them (the window has no thresholds).
+        def bands_as_the_core_says():
+            report = json.loads(subprocess.run([str(CLI), "usage", "--json"], env=self.env, capture_output=True,
+                                               text=True, timeout=30).stdout)
+            core = [report["band"] or "none"] + [b or "none" for b in report["last_24h_hourly_five_hour_band"]]
+            drawn = d.run_js("return [document.getElementById('usage-chip').dataset.band,"
+                             " ...[...document.querySelectorAll('#usage-spark-big rect')].map(r => r.getAttribute('class'))]")
+            return drawn == core and any(b != "none" for b in core) and drawn
+        d.wait_for("the bands the core gave", bands_as_the_core_says)
         self.settle(top=True)
         d.screenshot(ARTIFACTS / "usage.png")
         self.click("#usage-chip")

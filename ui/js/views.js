@@ -115,13 +115,8 @@ export async function submitNew(ev) {
 
 // ---------------------------------------------------------------- usage chip
 
-const BAND_RANK = { ok: 0, green: 0, warn: 1, yellow: 1, high: 2, red: 2 };
-
-function bandName(b) {
-  return ["ok", "warn", "high"][BAND_RANK[b] ?? 0];
-}
-
-function drawBars(node, values, w, h, gap) {
+// One bar per hour, coloured by the band the core gave that hour (green, yellow, red).
+function drawBars(node, values, bands, w, h, gap) {
   const n = values.length || 24;
   const step = w / n;
   node.replaceChildren();
@@ -133,7 +128,7 @@ function drawBars(node, values, w, h, gap) {
     const bh = Math.max(1, (Math.min(100, Math.max(0, v)) / 100) * h);
     node.append(svg("rect", {
       x: (i * step).toFixed(2), y: (h - bh).toFixed(2), width: (step - gap).toFixed(2), height: bh.toFixed(2),
-      class: bandName(v >= 85 ? "high" : v >= 60 ? "warn" : "ok"),
+      class: bands[i] || "none",
     }));
   });
 }
@@ -144,19 +139,15 @@ export async function loadUsage() {
   const u = got.value;
   const chip = $("usage-chip");
   const values = u.last_24h_hourly_five_hour_pct || [];
+  const bands = u.last_24h_hourly_five_hour_band || [];
   $("usage-text").textContent = u.chip || "5h – · 7d –";
-  let band = "none";
-  if (u.bands) {
-    const worst = Math.max(BAND_RANK[u.bands.five_hour] ?? 0, BAND_RANK[u.bands.seven_day] ?? 0);
-    band = ["ok", "warn", "high"][worst];
-  }
-  chip.dataset.band = band;
+  chip.dataset.band = u.band || "none";
   chip.title = u.chip
     ? `Plan usage: ${u.chip}. Last 24 hours: ${u.sparkline || ""}`
     : "Plan usage appears here once a Claude session reports it.";
   chip.setAttribute("aria-label", u.chip ? `Plan usage ${u.chip}` : "Plan usage: no reading yet");
-  drawBars($("usage-spark"), values, 48, 12, 0.4);
-  drawBars($("usage-spark-big"), values, 240, 40, 2);
+  drawBars($("usage-spark"), values, bands, 48, 12, 0.4);
+  drawBars($("usage-spark-big"), values, bands, 240, 40, 2);
   const l = u.latest;
   const facts = l ? [
     ["5-hour window", `${l.five_hour_pct ?? "–"}%${l.five_hour_resets_at ? `, resets ${clock(l.five_hour_resets_at)}` : ""}`],
