@@ -336,6 +336,15 @@ class AppWindow(unittest.TestCase):
         self.assertIs(picked, True, picked)
         self.assertIn("saved", self.text_of("#notice-text"))
         self.assertTrue(self.visible("#preset-delete"), "a preset of one's own can be deleted here")
+        # A built-in's name, in any case, is the core's to refuse; the field is marked.
+        self.fill("#preset-name", "Overnight")
+        self.click("#preset-save")
+        d.wait_for("the refusal", lambda: self.visible("#error"))
+        self.assertEqual(self.text_of("#error-code"), "builtin_preset")
+        self.assertIn("built-in preset", self.text_of("#error-message"))
+        self.assertEqual(d.run_js("return document.getElementById('preset-name').getAttribute('aria-invalid')"), "true")
+        self.click("#error-close")
+        d.cmd("POST", f"/element/{self.css('#preset-name')}/clear", {})
 
         # The journal gained the armed row.
         self.click("#options-back")
