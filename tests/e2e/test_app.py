@@ -351,6 +351,7 @@ class AppWindow(unittest.TestCase):
         row = d.wait_for("the journal's armed row",
                          lambda: self.text_of('#detail-events li[data-event="respawn"][data-action="armed"]'))
         self.assertRegex(row, r"respawn armed")
+        self.assertIn("(the app)", row, "configure_session says whose change it is")
         d.screenshot(ARTIFACTS / "session-armed.png")
 
         # Stop it: it ends, and stays ended.

@@ -6,8 +6,6 @@ import { refreshSoon } from "./list.js";
 import { focusHeading, show } from "./main.js";
 import { loadEventsSoon } from "./session.js";
 
-const SOURCE = "the app";
-
 export const SETTING_FIELDS = () => [...document.querySelectorAll("#respawn-form [data-setting]")];
 
 export async function loadPresets() {
@@ -234,7 +232,8 @@ function readSettingsQuiet() {
 
 async function configure(change) {
   const id = app.openId;
-  const got = await call("configure_session", { id, change: { ...change, source: SOURCE } });
+  // configure_session says the change is the app's.
+  const got = await call("configure_session", { id, change });
   if (!got.ok) return false;
   if (id === app.openId) { app.options = got.value; app.formDirty = false; app.resumeDirty = false; renderOptions(); }
   loadEventsSoon();
