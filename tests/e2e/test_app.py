@@ -317,6 +317,13 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the Overnight settings", lambda: d.value(self.css("#set-idle_timeout")) == "10")
         self.assertEqual(d.value(self.css("#set-duration")), "480")
         self.assertIn("overnight", self.text_of("#respawn-preset-description").lower())
+        # A list half typed is no error yet (Enable says what is wrong), and leaves the preset picked.
+        d.run_js("window.addEventListener('error', (e) => { document.body.dataset.uncaught = e.message; })")
+        backoff = self.css("#set-restart_backoff")
+        d.cmd("POST", f"/element/{backoff}/value", {"text": "x"})
+        self.assertIsNone(d.run_js("return document.body.dataset.uncaught || null"), "an uncaught error")
+        self.assertEqual(d.value(self.css("#respawn-preset")), "overnight")
+        d.cmd("POST", f"/element/{backoff}/value", {"text": "\ue003"})  # Backspace
         self.click("#respawn-enable")
         status = d.wait_for("respawn to show as armed", lambda: d.run_js(
             "const s = document.getElementById('respawn-status'); return s.dataset.armed === 'true' && s.textContent"))

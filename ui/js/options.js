@@ -205,6 +205,8 @@ export function settingEdited() {
   }
 }
 
+// The form's settings while they are typed, or null while one is not a value yet; Enable or Save
+// (readSettings) is where a bad one is said.
 function readSettingsQuiet() {
   const out = {};
   for (const input of SETTING_FIELDS()) {
@@ -212,15 +214,7 @@ function readSettingsQuiet() {
     if (input.type === "checkbox") out[key] = input.checked;
     else if (input.dataset.kind === "list") {
       const list = input.value.split(",").map((x) => x.trim()).filter((x) => x !== "").map(Number);
-      if (!list.length || list.some((n) => !isFinite(n) || n < 0)) {
-        input.setAttribute("aria-invalid", "true");
-        if (!bad) {
-          const label = document.querySelector(`label[for="${input.id}"]`).textContent;
-          showError({ code: "invalid_setting", message: `${label}: enter seconds separated by commas, such as 2, 10, 30.` });
-          input.focus();
-          return null;
-        }
-      }
+      if (!list.length || list.some((n) => !isFinite(n) || n < 0)) return null;
       out[key] = list;
     } else if (input.type === "number") {
       if (input.value.trim() === "") return null;
