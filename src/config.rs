@@ -239,7 +239,6 @@ impl Config {
         builtin.chain(self.presets.iter().map(|(n, s)| (n.clone(), s.clone(), Source::User))).collect()
     }
 
-    /// The account `name` for `agent`'s sessions.
     /// Every account with a config directory for `agent`, checked: what a session may switch to.
     pub fn accounts_for(&self, agent: crate::agent::AgentKind) -> Result<Vec<Account>, ConfigError> {
         let has_dir = |d: &AccountDirs| match agent {
@@ -250,6 +249,33 @@ impl Config {
         self.accounts.iter().filter(|(_, d)| has_dir(d)).map(|(name, _)| self.account(name, agent)).collect()
     }
 
+    /// What a session of `agent` on `current` may switch to before its account's limit, at `at` %
+    /// (the default when `None`): every other account for the agent. The CLI's `--switch-accounts`
+    /// and the window's checkbox both ask here, so both refuse alike.
+    pub fn switch_settings(
+        &self,
+        agent: crate::agent::AgentKind,
+        current: Option<&Account>,
+        at: Option<u8>,
+    ) -> Result<crate::contract::SwitchSettings, ConfigError> {
+        if agent != crate::agent::AgentKind::Claude {
+            return Err(ConfigError::Account(format!(
+                "switching accounts moves Claude sessions (their statusLine reports each account's \
+                 windows); turn it off for a {agent} session"
+            )));
+        }
+        let accounts = self.accounts_for(agent)?;
+        if !accounts.iter().any(|a| current.is_none_or(|c| c.name != a.name && c.dir != a.dir)) {
+            return Err(ConfigError::Account(
+                "there is no other account to switch to; add one to config.toml as [accounts.NAME] claude = \"DIR\""
+                    .into(),
+            ));
+        }
+        let threshold = at.map_or(crate::contract::DEFAULT_SWITCH_THRESHOLD, f64::from);
+        Ok(crate::contract::SwitchSettings { threshold, accounts })
+    }
+
+    /// The account `name` for `agent`'s sessions.
     pub fn account(&self, name: &str, agent: crate::agent::AgentKind) -> Result<Account, ConfigError> {
         let Some(dirs) = self.accounts.get(name) else {
             let known: Vec<&str> = self.accounts.keys().map(String::as_str).collect();

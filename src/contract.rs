@@ -104,6 +104,9 @@ fn yes() -> bool {
     true
 }
 
+/// The switch's threshold when none is given: the larger window at 90 %.
+pub const DEFAULT_SWITCH_THRESHOLD: f64 = 90.0;
+
 /// The switch as a session is armed with it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SwitchSettings {

@@ -336,35 +336,14 @@ pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec
     }
     spec.account = account(state, request.account.as_deref(), agent)?;
     if request.switch_accounts {
-        spec.switch = Some(switch_settings(state, agent, spec.account.as_ref())?);
+        let config = Config::load(state.paths.config_dir.as_deref())?;
+        spec.switch = Some(
+            config
+                .switch_settings(agent, spec.account.as_ref(), None)
+                .map_err(|e| UiError::new("bad_switch", e.to_string()))?,
+        );
     }
     Ok(spec)
-}
-
-/// What "Switch accounts before the limit" may move a session to: the other accounts of
-/// `config.toml` for `agent`.
-fn switch_settings(
-    state: &AppState,
-    agent: AgentKind,
-    current: Option<&nightshift::agent::Account>,
-) -> Result<nightshift::session::machine::SwitchSettings, UiError> {
-    if agent != AgentKind::Claude {
-        return Err(UiError::new(
-            "bad_switch",
-            format!("switching accounts works for Claude sessions; untick it for a {agent} session"),
-        ));
-    }
-    let accounts = Config::load(state.paths.config_dir.as_deref())?.accounts_for(agent)?;
-    if !accounts.iter().any(|a| current.is_none_or(|c| c.name != a.name && c.dir != a.dir)) {
-        return Err(UiError::new(
-            "bad_switch",
-            "there is no other account to switch to; add one to config.toml as [accounts.NAME] claude = \"DIR\"",
-        ));
-    }
-    Ok(nightshift::session::machine::SwitchSettings {
-        threshold: nightshift::session::machine::DEFAULT_SWITCH_THRESHOLD,
-        accounts,
-    })
 }
 
 /// The account the form names for `agent`'s session, if it names one.

@@ -161,7 +161,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     spec.agent = agent;
     spec.account = args.accounts.resolve(&paths, agent)?;
     if args.switch_accounts {
-        spec.switch = Some(switch_settings(&paths, agent, spec.account.as_ref(), args.switch_at)?);
+        let config = Config::load(paths.config_dir.as_deref())?;
+        spec.switch = Some(config.switch_settings(agent, spec.account.as_ref(), args.switch_at)?);
     }
     spec.adapter = Some(adapter);
     spec.window_guard =
@@ -383,34 +384,6 @@ async fn supervise(
         eprintln!("nightshift: {line}");
     }
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
-}
-
-/// What `--switch-accounts` may move a session of `agent` on `current` to: every other account of
-/// `config.toml` for the agent; one-line errors when there is none or the agent cannot switch.
-pub(super) fn switch_settings(
-    paths: &Paths,
-    agent: AgentKind,
-    current: Option<&nightshift::agent::Account>,
-    at: Option<u8>,
-) -> anyhow::Result<nightshift::session::machine::SwitchSettings> {
-    if agent != AgentKind::Claude {
-        anyhow::bail!(
-            "--switch-accounts moves Claude sessions (their statusLine reports each account's windows); \
-             drop it for a {agent} session"
-        );
-    }
-    let accounts = Config::load(paths.config_dir.as_deref())?.accounts_for(agent)?;
-    let others = accounts.iter().filter(|a| current.is_none_or(|c| c.name != a.name && c.dir != a.dir)).count();
-    if others == 0 {
-        anyhow::bail!(
-            "--switch-accounts has no other account to move to; add one to config.toml as \
-             [accounts.NAME] claude = \"DIR\""
-        );
-    }
-    Ok(nightshift::session::machine::SwitchSettings {
-        threshold: at.map_or(nightshift::session::machine::DEFAULT_SWITCH_THRESHOLD, f64::from),
-        accounts,
-    })
 }
 
 /// `run --detach`: the same run, in a session of its own (`setsid`) with no terminal, in the

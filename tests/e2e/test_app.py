@@ -440,7 +440,7 @@ class AppWindow(unittest.TestCase):
         self.click("#new-switch")
         self.click("#new-submit")
         d.wait_for("the refusal", lambda: self.visible("#error"))
-        self.assertIn("works for Claude sessions", self.text_of("#error-message"))
+        self.assertIn("moves Claude sessions", self.text_of("#error-message"))
         self.click('#new-agent option[value="claude"]')
         self.click("#new-submit")
         d.wait_for("the new session's page", lambda: self.visible("#detail-view") and self.text_of("#detail-title"))

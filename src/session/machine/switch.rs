@@ -12,8 +12,7 @@ use super::*;
 use crate::agent::Account;
 use crate::event::SwitchAction;
 
-/// The threshold when none is given: the larger window at 90 %.
-pub const DEFAULT_THRESHOLD: f64 = 90.0;
+pub use crate::contract::DEFAULT_SWITCH_THRESHOLD as DEFAULT_THRESHOLD;
 
 /// How long a hold lasts when the window's reset is not known.
 const HOLD_WITHOUT_RESET: chrono::Duration = chrono::Duration::hours(1);
