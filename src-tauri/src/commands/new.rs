@@ -1,0 +1,225 @@
+//! The New session page: a terminal session or a loop, now or at a time, checked by the core.
+
+use super::*;
+
+/// The New session form.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewSession {
+    /// A shell-like line: `claude --model opus`, `bash -c 'echo hi'`.
+    pub command: String,
+    pub cwd: String,
+    pub agent: Option<String>,
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub auto_resume: bool,
+    /// An account of `config.toml`'s [accounts]; the client's own default when empty.
+    #[serde(default)]
+    pub account: Option<String>,
+    /// Move to the account with the most headroom before this one's limit.
+    #[serde(default)]
+    pub switch_accounts: bool,
+    /// When to start: now, or later.
+    #[serde(default)]
+    pub start: StartAt,
+}
+
+/// The New session form's "Start": now, at a local time (`23:30`), or when the 5-hour window
+/// resets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StartAt {
+    pub at: Option<String>,
+    pub after_reset: bool,
+}
+
+/// A form whose start was scheduled, as the journal keeps it for the app to start it by.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    Session(NewSession),
+    Loop(NewLoop),
+}
+
+/// When the form's session is due, if later than now; `account` is the one it runs under.
+fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Option<schedule::Due>, UiError> {
+    let now = state.supervisor.clock().now();
+    let bad = |e: schedule::ScheduleError| UiError::new("bad_start", e.to_string());
+    if let Some(at) = start.at.as_deref().map(str::trim) {
+        if at.is_empty() {
+            return Err(UiError::new("bad_start", "choose the time to start at, or Start: Now"));
+        }
+        return Ok(Some(schedule::at(at.parse().map_err(bad)?, now)));
+    }
+    if !start.after_reset {
+        return Ok(None);
+    }
+    let rows = state.supervisor.with_store(|s| s.latest_limits_by_account())?;
+    let latest = rows.iter().find(|r| r.account.as_deref() == account).map(|r| &r.sample);
+    Ok(Some(schedule::after_reset(latest, account.unwrap_or("the default account"), now).map_err(bad)?))
+}
+
+/// Records `form`'s session to start at `due`; the app starts it then (see `crate::schedule`).
+fn schedule_form(state: &AppState, row: Scheduled, due: &schedule::Due, form: &Form) -> Result<Started, UiError> {
+    let form = serde_json::to_value(form).map_err(|e| UiError::new("bad_form", e.to_string()))?;
+    let id = state.supervisor.schedule(row, due, &schedule::Launch::App { form })?;
+    Ok(Started { id: id.to_string() })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Started {
+    pub id: String,
+}
+
+/// What the form describes, checked: every problem named with its fix.
+pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, UiError> {
+    let cwd = request.cwd.trim();
+    if cwd.is_empty() {
+        return Err(UiError::new("bad_cwd", "choose the working directory the agent runs in"));
+    }
+    let cwd = PathBuf::from(expand_home(cwd, std::env::var("HOME").ok().as_deref()));
+    if !cwd.is_absolute() {
+        return Err(UiError::new("bad_cwd", format!("{}: give the full path of the directory", cwd.display())));
+    }
+    if !cwd.is_dir() {
+        return Err(UiError::new(
+            "bad_cwd",
+            format!("{} is not a directory; create it or choose another", cwd.display()),
+        ));
+    }
+    let argv = shlex::split(request.command.trim())
+        .ok_or_else(|| UiError::new("bad_command", "the command has an unclosed quote; close it and try again"))?;
+    let agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
+        Some(name) => name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?,
+        None => argv.first().map_or(AgentKind::Generic, |p| AgentKind::infer(p)),
+    };
+    let adapter = nightshift::agent::Adapter::load(agent, state.paths.agents_dir().as_deref())
+        .map_err(|e| UiError::new("agent_signals", e.to_string()))?;
+    let mut argv = argv.into_iter();
+    let (program, args) = match argv.next() {
+        Some(program) => (program, argv.collect()),
+        None => match adapter.launch() {
+            Some((program, args)) => (program.to_string(), args.to_vec()),
+            None => return Err(UiError::new("bad_command", "type the command that starts the agent")),
+        },
+    };
+    let mut spec = SessionSpec::new(CommandSpec { program, args, cwd, env: Vec::new(), size: PtySize::default() });
+    spec.agent = agent;
+    spec.adapter = Some(adapter);
+    if let Some(name) = request.preset.filter(|p| !p.is_empty()) {
+        let config = Config::load(state.paths.config_dir.as_deref())?;
+        let (settings, _) = config.preset(&name)?;
+        spec.preset = Some(name);
+        spec.respawn = Some(settings);
+    }
+    if request.auto_resume {
+        spec.auto_resume = Some(resume::Settings::default());
+    }
+    spec.account = account(state, request.account.as_deref(), agent)?;
+    if request.switch_accounts {
+        let config = Config::load(state.paths.config_dir.as_deref())?;
+        spec.switch = Some(
+            config
+                .switch_settings(agent, spec.account.as_ref(), None)
+                .map_err(|e| UiError::new("bad_switch", e.to_string()))?,
+        );
+    }
+    Ok(spec)
+}
+
+/// The account the form names for `agent`'s session, if it names one.
+fn account(
+    state: &AppState,
+    name: Option<&str>,
+    agent: AgentKind,
+) -> Result<Option<nightshift::agent::Account>, UiError> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
+    Ok(Some(Config::load(state.paths.config_dir.as_deref())?.account(name, agent)?))
+}
+
+/// The account names of `config.toml`, for the New session form's picker.
+#[tauri::command]
+pub fn accounts(state: State<'_, AppState>) -> Result<Vec<String>, UiError> {
+    Ok(Config::load(state.paths.config_dir.as_deref())?.accounts.into_keys().collect())
+}
+
+/// `~/x` as the user means it.
+pub(super) fn expand_home(path: &str, home: Option<&str>) -> String {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => format!("{home}/{rest}"),
+        (None, Some(home)) if path == "~" => home.to_string(),
+        _ => path.to_string(),
+    }
+}
+
+#[tauri::command]
+pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: NewSession) -> Result<Started, UiError> {
+    let mut form = request.clone();
+    let spec = session_spec(&state, request)?;
+    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
+        form.start = StartAt::default();
+        return schedule_form(&state, Scheduled::session(&spec), &due, &Form::Session(form));
+    }
+    let handle = state.supervisor.start(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
+    crate::awake::recheck(&app);
+    Ok(Started { id: handle.id().to_string() })
+}
+
+/// The New session form, for a loop.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewLoop {
+    pub cwd: String,
+    pub agent: Option<String>,
+    pub tasks: Option<String>,
+    pub prompt: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub max_cost_usd: Option<f64>,
+    #[serde(default)]
+    pub harness_args: String,
+    #[serde(default)]
+    pub account: Option<String>,
+    #[serde(default)]
+    pub start: StartAt,
+}
+
+#[tauri::command]
+pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLoop) -> Result<Started, UiError> {
+    let mut form = request.clone();
+    let spec = loop_spec(&state, request)?;
+    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
+        form.start = StartAt::default();
+        return schedule_form(&state, Scheduled::looping(&spec), &due, &Form::Loop(form));
+    }
+    let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
+    crate::awake::recheck(&app);
+    Ok(Started { id: handle.id().to_string() })
+}
+
+/// What the loop form describes, checked.
+pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops::LoopSpec, UiError> {
+    let cwd = PathBuf::from(expand_home(request.cwd.trim(), std::env::var("HOME").ok().as_deref()));
+    if !cwd.is_absolute() {
+        return Err(UiError::new("bad_cwd", format!("{}: give the full path of the directory", cwd.display())));
+    }
+    let agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
+        Some(name) => Some(name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?),
+        None => None,
+    };
+    let harness_args = shlex::split(request.harness_args.trim())
+        .ok_or_else(|| UiError::new("bad_args", "the agent's flags have an unclosed quote; close it and try again"))?;
+    let ask = nightshift::loops::LoopRequest {
+        agent,
+        tasks: request.tasks.filter(|t| !t.trim().is_empty()).map(|t| PathBuf::from(t.trim())),
+        prompt: request.prompt.filter(|p| !p.trim().is_empty()),
+        max_iterations: request.max_iterations,
+        max_cost_usd: request.max_cost_usd,
+        harness_args,
+        ..nightshift::loops::LoopRequest::default()
+    };
+    let (mut spec, warnings) =
+        ask.plan(&cwd, &state.paths.state_dir).map_err(|e| UiError::new("bad_loop", e.to_string()))?;
+    spec.account = account(state, request.account.as_deref(), spec.agent)?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(spec)
+}
