@@ -361,6 +361,13 @@ mod tests {
     use crate::clock::FakeClock;
     use crate::event::{Event, SessionId};
 
+    /// Journals what a cancel or a skip says, as its caller's writer does.
+    fn journal(store: &mut Store, clock: &FakeClock, id: &str, said: impl IntoIterator<Item = EventKind>) {
+        for kind in said {
+            store.record(&Event { ts: clock.now(), session: SessionId::from(id.to_string()), kind }).unwrap();
+        }
+    }
+
     fn ts(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
     }
@@ -546,7 +553,8 @@ mod tests {
         // A cancelled one cannot be claimed, and says why it ended.
         scheduled(&mut store, &clock, "cancelled", due + chrono::Duration::hours(1), me);
         let row = store.session("cancelled").unwrap().unwrap();
-        cancel(&mut store, &clock, &row, "nightshift stop").unwrap();
+        let said = cancel(&mut store, &clock, &row, "nightshift stop").unwrap();
+        journal(&mut store, &clock, "cancelled", said);
         let row = store.session("cancelled").unwrap().unwrap();
         assert_eq!(row.state, SessionState::Exited);
         assert!(row.reason.as_deref().is_some_and(|r| r.starts_with("cancelled before it started")), "{row:?}");
@@ -578,7 +586,8 @@ mod tests {
         assert_eq!(store.session("starting").unwrap().unwrap().state, SessionState::Scheduled);
         // Once it is gone too, the cancel goes through.
         drop(other);
-        cancel(&mut store, &clock, &row, "nightshift stop").unwrap();
+        let said = cancel(&mut store, &clock, &row, "nightshift stop").unwrap();
+        journal(&mut store, &clock, "starting", said);
         assert_eq!(store.session("starting").unwrap().unwrap().state, SessionState::Exited);
     }
 
@@ -621,9 +630,8 @@ mod tests {
         let found = due_now(&mut store, &clock, std::process::id(), Missed::Skip, false).unwrap();
         assert_eq!(found.len(), 1);
         let Verdict::Skip { late_by } = found[0].2 else { panic!("{found:?}") };
-        for kind in skip(&found[0].0, late_by) {
-            store.record(&Event { ts: clock.now(), session: SessionId::from("late".to_string()), kind }).unwrap();
-        }
+        let said = skip(&found[0].0, late_by);
+        journal(&mut store, &clock, "late", said);
         let row = store.session("late").unwrap().unwrap();
         assert_eq!(row.state, SessionState::Exited);
         assert!(row.reason.as_deref().is_some_and(|r| r.contains("90 min ago")), "{row:?}");
