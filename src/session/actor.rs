@@ -95,12 +95,15 @@ impl Actor {
             guard,
             last_tool: None,
             salvages: Vec::new(),
+            replies: std::collections::VecDeque::new(),
+            applying: false,
             recorder: None,
             no_limit_in: None,
             viewers: Vec::new(),
         };
         exec.record_life();
         exec.apply(fx);
+        exec.take_replies();
         let task = tokio::spawn(async move { exec.run(controls, measured).await });
         (handle, task)
     }
@@ -134,6 +137,12 @@ struct Executor {
     last_tool: Option<String>,
     /// Salvages under way: waited for before the session's end is reported.
     salvages: Vec<tokio::task::JoinHandle<()>>,
+    /// What carrying out effects learned for the machine (a start's pid, the accounts' meters):
+    /// its next inputs, taken in order once the step that asked has had all its effects. The
+    /// machine never steps while its effects are being carried out.
+    replies: std::collections::VecDeque<Input>,
+    /// Effects are being carried out: an input now waits in `replies`.
+    applying: bool,
     /// The running life's recording (its output only), when there is a state directory.
     recorder: Option<crate::record::Recorder>,
     /// Attached viewers' output queues.
@@ -148,14 +157,26 @@ impl Executor {
         Now { mono: Instant::now(), wall: self.journal.now() }
     }
 
-    /// One input through the machine, and its effects carried out.
+    /// One input through the machine, its effects carried out, then any replies they made.
     fn step(&mut self, input: Input) {
-        let now = self.now();
-        let fx = self.machine.step(input, now);
-        self.apply(fx);
+        self.replies.push_back(input);
+        if !self.applying {
+            self.take_replies();
+        }
+    }
+
+    /// Steps the machine through the waiting replies, in order, each one's effects carried out
+    /// before the next.
+    fn take_replies(&mut self) {
+        while let Some(input) = self.replies.pop_front() {
+            let now = self.now();
+            let fx = self.machine.step(input, now);
+            self.apply(fx);
+        }
     }
 
     fn apply(&mut self, effects: Vec<Effect>) {
+        self.applying = true;
         for effect in effects {
             match effect {
                 Effect::Emit(kind) => {
@@ -183,7 +204,7 @@ impl Executor {
                             Vec::new()
                         }
                     };
-                    self.step(Input::Meters(meters));
+                    self.replies.push_back(Input::Meters(meters));
                 }
                 Effect::SaveHandoff { text } => self.save_handoff(&text),
                 Effect::Answer(answer) => self.answer = Some(answer),
@@ -201,6 +222,7 @@ impl Executor {
                 }
             }
         }
+        self.applying = false;
         self.publish();
     }
 
@@ -251,11 +273,11 @@ impl Executor {
                 self.process = Some(Process { pty: spawned.pty, output_open: true, exited: None });
                 self.streams = Some(Streams { output: spawned.output, exit: spawned.exit });
                 self.record_life();
-                self.step(Input::Started { pid });
+                self.replies.push_back(Input::Started { pid });
             }
             Err(error) => {
                 let exit_code = error.exit_code();
-                self.step(Input::SpawnFailed { error: error.to_string(), exit_code });
+                self.replies.push_back(Input::SpawnFailed { error: error.to_string(), exit_code });
             }
         }
     }
