@@ -38,25 +38,95 @@ pub struct Hook {
     pub event: Event,
 }
 
+/// A word the client sends in a field with a few known values, typed: the known ones by name, any
+/// other (a newer client's) kept as it came, cut to 64 characters.
+macro_rules! wire_words {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $wire:literal),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+            /// A word this version does not know.
+            Other(String),
+        }
+
+        impl $name {
+            /// The word as the client spells it.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(Self::$variant => $wire,)*
+                    Self::Other(word) => word,
+                }
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(word: &str) -> Self {
+                match word {
+                    $($wire => Self::$variant,)*
+                    other => Self::Other(other.chars().take(64).collect()),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+wire_words!(
+    /// Why the client started: a new conversation, one resumed, one cleared, or compacted.
+    StartSource { Startup = "startup", Resume = "resume", Clear = "clear", Compact = "compact" }
+);
+wire_words!(
+    /// What a Notification hook is about.
+    NotificationKind {
+        /// A tool waits for the user's permission.
+        PermissionPrompt = "permission_prompt",
+        /// The client has sat idle at its prompt.
+        IdlePrompt = "idle_prompt",
+        ElicitationDialog = "elicitation_dialog",
+        AuthSuccess = "auth_success",
+    }
+);
+wire_words!(
+    /// Why a turn failed (StopFailure's `error`).
+    StopError {
+        /// A usage limit.
+        RateLimit = "rate_limit",
+    }
+);
+wire_words!(
+    /// What compacts the context: the user's `/compact` or the client itself.
+    CompactTrigger { Manual = "manual", Auto = "auto" }
+);
+wire_words!(
+    /// Why the client ends.
+    EndReason { Clear = "clear", Logout = "logout", PromptInputExit = "prompt_input_exit" }
+);
+
 /// The events, with what Nightshift reads of each.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// The client started (`startup`), resumed a conversation (`resume`), or cleared it (`clear`).
-    SessionStart { source: String },
+    SessionStart { source: StartSource },
     /// A prompt was submitted: a turn starts.
     UserPromptSubmit,
     /// The turn ended. `continued` is true when it ended after a block of ours (its answer to it).
     Stop { continued: bool, last_message: Option<String> },
     /// The turn ended in an error (`rate_limit` for a usage limit, with the client's message).
-    StopFailure { error: String, last_message: Option<String> },
+    StopFailure { error: StopError, last_message: Option<String> },
     /// The client needs the user: `permission_prompt` (a tool), `idle_prompt` (sitting idle).
-    Notification { kind: String, message: String },
+    Notification { kind: NotificationKind, message: String },
     /// A tool is about to run.
     PreToolUse { tool: String, input: Value },
     /// The context is about to be compacted (`manual` or `auto`).
-    PreCompact { trigger: String },
+    PreCompact { trigger: CompactTrigger },
     /// The client is ending.
-    SessionEnd { reason: String },
+    SessionEnd { reason: EndReason },
     /// Codex's notify: a turn completed. (Codex says nothing of a turn that failed, a usage limit
     /// included, or that the user interrupted.)
     TurnComplete { last_message: Option<String> },
@@ -68,6 +138,11 @@ pub enum Event {
 #[error("not a Claude Code hook payload: {0}")]
 pub struct NotAHook(String);
 
+/// A field of a few known words (empty when missing: an unknown word).
+fn word<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_default()
+}
+
 fn text(v: &Value, key: &str) -> Option<String> {
     v[key].as_str().map(|s| s.chars().take(64 * 1024).collect())
 }
@@ -77,25 +152,24 @@ impl Hook {
     pub fn from_payload(v: &Value) -> Result<Self, NotAHook> {
         let name = v["hook_event_name"].as_str().ok_or_else(|| NotAHook("no hook_event_name".into()))?;
         let event = match name {
-            "SessionStart" => Event::SessionStart { source: text(v, "source").unwrap_or_default() },
+            "SessionStart" => Event::SessionStart { source: word(v, "source").into() },
             "UserPromptSubmit" => Event::UserPromptSubmit,
             "Stop" => Event::Stop {
                 continued: v["stop_hook_active"].as_bool().unwrap_or(false),
                 last_message: text(v, "last_assistant_message"),
             },
-            "StopFailure" => Event::StopFailure {
-                error: text(v, "error").unwrap_or_default(),
-                last_message: text(v, "last_assistant_message"),
-            },
+            "StopFailure" => {
+                Event::StopFailure { error: word(v, "error").into(), last_message: text(v, "last_assistant_message") }
+            }
             "Notification" => Event::Notification {
-                kind: text(v, "notification_type").unwrap_or_default(),
+                kind: word(v, "notification_type").into(),
                 message: text(v, "message").unwrap_or_default(),
             },
             "PreToolUse" => {
                 Event::PreToolUse { tool: text(v, "tool_name").unwrap_or_default(), input: v["tool_input"].clone() }
             }
-            "PreCompact" => Event::PreCompact { trigger: text(v, "trigger").unwrap_or_default() },
-            "SessionEnd" => Event::SessionEnd { reason: text(v, "reason").unwrap_or_default() },
+            "PreCompact" => Event::PreCompact { trigger: word(v, "trigger").into() },
+            "SessionEnd" => Event::SessionEnd { reason: word(v, "reason").into() },
             other => Event::Other { name: other.chars().take(64).collect() },
         };
         Ok(Self { conversation: text(v, "session_id").filter(|s| !s.is_empty()), event })
@@ -196,6 +270,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_clients_words_are_typed_and_a_newer_one_is_kept_as_it_came() {
+        let read = |v: Value| Hook::from_payload(&v).unwrap().event;
+        let start = read(json!({"hook_event_name": "SessionStart", "source": "clear"}));
+        assert_eq!(start, Event::SessionStart { source: StartSource::Clear });
+        let asked = read(json!({"hook_event_name": "Notification", "notification_type": "permission_prompt",
+                                "message": "Claude needs your permission"}));
+        assert!(matches!(asked, Event::Notification { kind: NotificationKind::PermissionPrompt, .. }));
+        let newer = read(json!({"hook_event_name": "SessionStart", "source": "teleport"}));
+        assert_eq!(newer, Event::SessionStart { source: StartSource::Other("teleport".into()) });
+        let Event::SessionStart { source } = newer else { unreachable!() };
+        assert_eq!(source.as_str(), "teleport");
+        // A field left out reads as an unknown word, never as a known one.
+        let bare = read(json!({"hook_event_name": "PreCompact"}));
+        assert_eq!(bare, Event::PreCompact { trigger: CompactTrigger::Other(String::new()) });
+        assert_eq!(CompactTrigger::from("auto").to_string(), "auto");
+    }
+
+    #[test]
     fn payloads_are_read_as_the_real_client_sends_them() {
         let stop = json!({"session_id": "0b2c", "hook_event_name": "Stop", "stop_hook_active": false,
             "last_assistant_message": "Done.", "cwd": "/w", "transcript_path": "/t"});
@@ -204,9 +296,10 @@ mod tests {
         assert_eq!(hook.event, Event::Stop { continued: false, last_message: Some("Done.".into()) });
         let limit = json!({"session_id": "0b2c", "hook_event_name": "StopFailure", "error": "rate_limit",
             "last_assistant_message": "You've hit your 5-hour limit · resets 8:32am (UTC)"});
-        assert!(
-            matches!(Hook::from_payload(&limit).unwrap().event, Event::StopFailure { error, .. } if error == "rate_limit")
-        );
+        assert!(matches!(
+            Hook::from_payload(&limit).unwrap().event,
+            Event::StopFailure { error: StopError::RateLimit, .. }
+        ));
         let tool = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}});
         let hook = Hook::from_payload(&tool).unwrap();
         assert_eq!(hook.conversation, None);

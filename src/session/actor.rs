@@ -507,7 +507,7 @@ impl Executor {
             Event::UserPromptSubmit => self.watcher.turn_started(now),
             Event::Stop { .. } | Event::StopFailure { .. } => self.watcher.turn_ended(now, TurnEnd::Stop),
             Event::TurnComplete { .. } => self.watcher.turn_ended(now, TurnEnd::Notify),
-            Event::Notification { kind, message } if kind == "permission_prompt" => {
+            Event::Notification { kind: crate::hooks::NotificationKind::PermissionPrompt, message } => {
                 let text = match &self.last_tool {
                     Some(tool) => format!("{message}: {tool}"),
                     None => message.clone(),

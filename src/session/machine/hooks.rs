@@ -7,7 +7,7 @@
 //! gives the handoff back as context. An agent that will not write one is asked twice more at most.
 
 use super::*;
-use crate::hooks::{guard, Answer, Event, Hook};
+use crate::hooks::{guard, Answer, Event, Hook, StartSource};
 use crate::limits::Source;
 
 /// Times a handoff is asked for before the cycle goes on without one.
@@ -117,7 +117,7 @@ impl Machine {
                 self.stopped(continued, last_message, now, fx)
             }
             Event::StopFailure { error, last_message } => {
-                if error == "rate_limit" {
+                if error == crate::hooks::StopError::RateLimit {
                     let limit = limit.unwrap_or_else(|| LimitText {
                         kind: crate::limits::LimitKind::Unspecified,
                         resets_at: None,
@@ -138,7 +138,7 @@ impl Machine {
                 self.guarded(&tool, &input, facts.as_ref(), fx)
             }
             Event::PreCompact { trigger } => {
-                self.emit(EventKind::Compacted { trigger }, fx);
+                self.emit(EventKind::Compacted { trigger: trigger.to_string() }, fx);
                 Answer::Pass
             }
             Event::UserPromptSubmit
@@ -178,14 +178,14 @@ impl Machine {
         }
     }
 
-    fn session_started(&mut self, source: &str, now: Now, fx: &mut Vec<Effect>) -> Answer {
-        if !matches!(source, "clear" | "startup" | "resume") {
+    fn session_started(&mut self, source: &StartSource, now: Now, fx: &mut Vec<Effect>) -> Answer {
+        if !matches!(source, StartSource::Clear | StartSource::Startup | StartSource::Resume) {
             return Answer::Pass;
         }
         // After the handoff's /clear, or a client started again soon after one was written.
         let fresh = self.handoff == Handoff::Written
             || self.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF);
-        if source == "clear" && self.handoff == Handoff::Written {
+        if *source == StartSource::Clear && self.handoff == Handoff::Written {
             self.handoff = Handoff::None;
             self.context_floor = Floor::Pending;
         }
