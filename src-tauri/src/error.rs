@@ -2,18 +2,62 @@
 
 use serde::Serialize;
 
+/// What went wrong, by a name the window may act on (its `quietCodes`); stable across versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Code {
+    AgentSignals,
+    AmbiguousSession,
+    Autostart,
+    BadAgent,
+    BadArgs,
+    BadCommand,
+    BadCwd,
+    BadForm,
+    BadLoop,
+    BadPresetName,
+    BadPush,
+    BadPushToken,
+    BadRange,
+    BadSize,
+    BadStart,
+    BadSwitch,
+    BuiltinPreset,
+    Config,
+    DigestFailed,
+    DoctorFailed,
+    EmptyText,
+    HandoffUnreadable,
+    Journal,
+    NoConfigDir,
+    NoPreset,
+    NoRecording,
+    NoSession,
+    NotATerminal,
+    NotAllReached,
+    NotRunning,
+    RecordingUnreadable,
+    ResumeFailed,
+    StartFailed,
+    TerminalClosed,
+    Unreachable,
+    /// Another Nightshift process refused, with its own code.
+    #[serde(untagged)]
+    Refused(nightshift::control::Code),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("{message}")]
 pub struct UiError {
     /// Stable, machine-readable: the window may act on it.
-    pub code: String,
+    pub code: Code,
     /// For people: what went wrong and what to do.
     pub message: String,
 }
 
 impl UiError {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self { code: code.to_string(), message: message.into() }
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
     }
 }
 
@@ -21,9 +65,9 @@ impl From<nightshift::store::StoreError> for UiError {
     fn from(e: nightshift::store::StoreError) -> Self {
         use nightshift::store::StoreError;
         let code = match e {
-            StoreError::NoSuchSession(_) => "no_session",
-            StoreError::Ambiguous { .. } => "ambiguous_session",
-            _ => "journal",
+            StoreError::NoSuchSession(_) => Code::NoSession,
+            StoreError::Ambiguous { .. } => Code::AmbiguousSession,
+            _ => Code::Journal,
         };
         Self::new(code, e.to_string())
     }
@@ -33,11 +77,11 @@ impl From<nightshift::config::ConfigError> for UiError {
     fn from(e: nightshift::config::ConfigError) -> Self {
         use nightshift::config::ConfigError;
         let code = match e {
-            ConfigError::Builtin(_) => "builtin_preset",
-            ConfigError::NoPreset(_) => "no_preset",
-            ConfigError::BadName(_) => "bad_preset_name",
-            ConfigError::NoDir => "no_config_dir",
-            _ => "config",
+            ConfigError::Builtin(_) => Code::BuiltinPreset,
+            ConfigError::NoPreset(_) => Code::NoPreset,
+            ConfigError::BadName(_) => Code::BadPresetName,
+            ConfigError::NoDir => Code::NoConfigDir,
+            _ => Code::Config,
         };
         Self::new(code, e.to_string())
     }
@@ -45,15 +89,15 @@ impl From<nightshift::config::ConfigError> for UiError {
 
 impl From<nightshift::control::ControlError> for UiError {
     fn from(e: nightshift::control::ControlError) -> Self {
-        use nightshift::control::{Code, ControlError};
+        use nightshift::control::{Code as Refusal, ControlError};
         match e {
             // The session is gone from its process, or no process runs it: nothing to ask.
-            ControlError::Refused(body) if matches!(body.code, Code::NoSession | Code::SessionEnded) => {
-                Self::new("not_running", body.message)
+            ControlError::Refused(body) if matches!(body.code, Refusal::NoSession | Refusal::SessionEnded) => {
+                Self::new(Code::NotRunning, body.message)
             }
-            ControlError::Refused(body) => Self { code: body.code.to_string(), message: body.message },
-            ControlError::NotRunning(message) => Self::new("not_running", message),
-            other => Self::new("unreachable", other.to_string()),
+            ControlError::Refused(body) => Self { code: Code::Refused(body.code), message: body.message },
+            ControlError::NotRunning(message) => Self::new(Code::NotRunning, message),
+            other => Self::new(Code::Unreachable, other.to_string()),
         }
     }
 }
@@ -74,9 +118,12 @@ mod tests {
     fn a_refusal_from_another_process_keeps_its_code() {
         let body = nightshift::control::ErrorBody::new(nightshift::control::Code::BadRequest, "not a request");
         let e = UiError::from(nightshift::control::ControlError::Refused(body));
-        assert_eq!((e.code.as_str(), e.message.as_str()), ("bad_request", "not a request"));
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            serde_json::json!({"code": "bad_request", "message": "not a request"})
+        );
         let body = nightshift::control::ErrorBody::new(nightshift::control::Code::SessionEnded, "gone");
         let e = UiError::from(nightshift::control::ControlError::Refused(body));
-        assert_eq!((e.code.as_str(), e.message.as_str()), ("not_running", "gone"), "nothing to ask, however said");
+        assert_eq!((e.code, e.message.as_str()), (Code::NotRunning, "gone"), "nothing to ask, however said");
     }
 }

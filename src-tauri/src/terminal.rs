@@ -17,7 +17,7 @@ use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{AppHandle, Manager, State};
 use tokio::sync::mpsc;
 
-use crate::error::UiError;
+use crate::error::{Code, UiError};
 use crate::AppState;
 
 /// Output sent to the page and not yet drawn, at most (then the app stops taking more).
@@ -44,9 +44,9 @@ impl Terminals {
     fn send(&self, viewer: u32, what: FromPage) -> Result<(), UiError> {
         let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let tx = open.get(&viewer).ok_or_else(|| {
-            UiError::new("terminal_closed", "this terminal is no longer attached; open the session again")
+            UiError::new(Code::TerminalClosed, "this terminal is no longer attached; open the session again")
         })?;
-        tx.send(what).map_err(|_| UiError::new("terminal_closed", "the session's terminal has closed"))
+        tx.send(what).map_err(|_| UiError::new(Code::TerminalClosed, "the session's terminal has closed"))
     }
 
     fn close(&self, viewer: u32) {
@@ -66,12 +66,12 @@ pub async fn terminal_open(
 ) -> Result<u32, UiError> {
     let row = state.supervisor.with_store(|s| s.find_session(&id))?;
     if row.kind == nightshift::store::SessionKind::Loop {
-        return Err(UiError::new("not_a_terminal", format!("session {} is a loop: it has no terminal", row.id)));
+        return Err(UiError::new(Code::NotATerminal, format!("session {} is a loop: it has no terminal", row.id)));
     }
     let socket = control::owner_socket(&row)?.to_path_buf();
     let mut viewer = Viewer::attach(&socket, &row.id, None).await?;
     let keyboard =
-        viewer.keyboard().ok_or_else(|| UiError::new("terminal_closed", "the attachment has no keyboard"))?;
+        viewer.keyboard().ok_or_else(|| UiError::new(Code::TerminalClosed, "the attachment has no keyboard"))?;
     let number = state.terminals.next.fetch_add(1, Ordering::Relaxed) + 1;
     let (tx, from_page) = mpsc::unbounded_channel();
     state.terminals.open.lock().unwrap_or_else(|e| e.into_inner()).insert(number, tx);
@@ -95,7 +95,7 @@ pub fn terminal_keys(state: State<'_, AppState>, viewer: u32, data: String) -> R
 #[tauri::command]
 pub fn terminal_resize(state: State<'_, AppState>, viewer: u32, cols: u16, rows: u16) -> Result<(), UiError> {
     if cols == 0 || rows == 0 {
-        return Err(UiError::new("bad_size", format!("{cols}x{rows} is no terminal size")));
+        return Err(UiError::new(Code::BadSize, format!("{cols}x{rows} is no terminal size")));
     }
     state.terminals.send(viewer, FromPage::Resize(PtySize::new(cols, rows)))
 }

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tauri::{AppHandle, State};
 
-use crate::error::UiError;
+use crate::error::{Code, UiError};
 use crate::AppState;
 
 #[cfg(test)]

@@ -43,10 +43,10 @@ pub enum Form {
 /// When the form's session is due, if later than now; `account` is the one it runs under.
 fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Option<schedule::Due>, UiError> {
     let now = state.supervisor.clock().now();
-    let bad = |e: schedule::ScheduleError| UiError::new("bad_start", e.to_string());
+    let bad = |e: schedule::ScheduleError| UiError::new(Code::BadStart, e.to_string());
     if let Some(at) = start.at.as_deref().map(str::trim) {
         if at.is_empty() {
-            return Err(UiError::new("bad_start", "choose the time to start at, or Start: Now"));
+            return Err(UiError::new(Code::BadStart, "choose the time to start at, or Start: Now"));
         }
         return Ok(Some(schedule::at(at.parse().map_err(bad)?, now)));
     }
@@ -60,7 +60,7 @@ fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Optio
 
 /// Records `form`'s session to start at `due`; the app starts it then (see `crate::schedule`).
 fn schedule_form(state: &AppState, row: Scheduled, due: &schedule::Due, form: &Form) -> Result<Started, UiError> {
-    let form = serde_json::to_value(form).map_err(|e| UiError::new("bad_form", e.to_string()))?;
+    let form = serde_json::to_value(form).map_err(|e| UiError::new(Code::BadForm, e.to_string()))?;
     let id = state.supervisor.schedule(row, due, &schedule::Launch::App { form })?;
     Ok(Started { id: id.to_string() })
 }
@@ -74,32 +74,32 @@ pub struct Started {
 pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, UiError> {
     let cwd = request.cwd.trim();
     if cwd.is_empty() {
-        return Err(UiError::new("bad_cwd", "choose the working directory the agent runs in"));
+        return Err(UiError::new(Code::BadCwd, "choose the working directory the agent runs in"));
     }
     let cwd = PathBuf::from(expand_home(cwd, std::env::var("HOME").ok().as_deref()));
     if !cwd.is_absolute() {
-        return Err(UiError::new("bad_cwd", format!("{}: give the full path of the directory", cwd.display())));
+        return Err(UiError::new(Code::BadCwd, format!("{}: give the full path of the directory", cwd.display())));
     }
     if !cwd.is_dir() {
         return Err(UiError::new(
-            "bad_cwd",
+            Code::BadCwd,
             format!("{} is not a directory; create it or choose another", cwd.display()),
         ));
     }
     let argv = shlex::split(request.command.trim())
-        .ok_or_else(|| UiError::new("bad_command", "the command has an unclosed quote; close it and try again"))?;
+        .ok_or_else(|| UiError::new(Code::BadCommand, "the command has an unclosed quote; close it and try again"))?;
     let agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
-        Some(name) => name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?,
+        Some(name) => name.parse::<AgentKind>().map_err(|e| UiError::new(Code::BadAgent, e.to_string()))?,
         None => argv.first().map_or(AgentKind::Generic, |p| AgentKind::infer(p)),
     };
     let adapter = nightshift::agent::Adapter::load(agent, state.paths.agents_dir().as_deref())
-        .map_err(|e| UiError::new("agent_signals", e.to_string()))?;
+        .map_err(|e| UiError::new(Code::AgentSignals, e.to_string()))?;
     let mut argv = argv.into_iter();
     let (program, args) = match argv.next() {
         Some(program) => (program, argv.collect()),
         None => match adapter.launch() {
             Some((program, args)) => (program.to_string(), args.to_vec()),
-            None => return Err(UiError::new("bad_command", "type the command that starts the agent")),
+            None => return Err(UiError::new(Code::BadCommand, "type the command that starts the agent")),
         },
     };
     let mut spec = SessionSpec::new(CommandSpec { program, args, cwd, env: Vec::new(), size: PtySize::default() });
@@ -120,7 +120,7 @@ pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec
         spec.switch = Some(
             config
                 .switch_settings(agent, spec.account.as_ref(), None)
-                .map_err(|e| UiError::new("bad_switch", e.to_string()))?,
+                .map_err(|e| UiError::new(Code::BadSwitch, e.to_string()))?,
         );
     }
     Ok(spec)
@@ -159,7 +159,7 @@ pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: Ne
         form.start = StartAt::default();
         return schedule_form(&state, Scheduled::session(&spec), &due, &Form::Session(form));
     }
-    let handle = state.supervisor.start(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
+    let handle = state.supervisor.start(spec).map_err(|e| UiError::new(Code::StartFailed, e.to_string()))?;
     crate::awake::recheck(&app);
     Ok(Started { id: handle.id().to_string() })
 }
@@ -189,7 +189,7 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
         form.start = StartAt::default();
         return schedule_form(&state, Scheduled::looping(&spec), &due, &Form::Loop(form));
     }
-    let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new("start_failed", e.to_string()))?;
+    let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new(Code::StartFailed, e.to_string()))?;
     crate::awake::recheck(&app);
     Ok(Started { id: handle.id().to_string() })
 }
@@ -198,14 +198,15 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
 pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops::LoopSpec, UiError> {
     let cwd = PathBuf::from(expand_home(request.cwd.trim(), std::env::var("HOME").ok().as_deref()));
     if !cwd.is_absolute() {
-        return Err(UiError::new("bad_cwd", format!("{}: give the full path of the directory", cwd.display())));
+        return Err(UiError::new(Code::BadCwd, format!("{}: give the full path of the directory", cwd.display())));
     }
     let agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
-        Some(name) => Some(name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?),
+        Some(name) => Some(name.parse::<AgentKind>().map_err(|e| UiError::new(Code::BadAgent, e.to_string()))?),
         None => None,
     };
-    let harness_args = shlex::split(request.harness_args.trim())
-        .ok_or_else(|| UiError::new("bad_args", "the agent's flags have an unclosed quote; close it and try again"))?;
+    let harness_args = shlex::split(request.harness_args.trim()).ok_or_else(|| {
+        UiError::new(Code::BadArgs, "the agent's flags have an unclosed quote; close it and try again")
+    })?;
     let ask = nightshift::loops::LoopRequest {
         agent,
         tasks: request.tasks.filter(|t| !t.trim().is_empty()).map(|t| PathBuf::from(t.trim())),
@@ -216,7 +217,7 @@ pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops
         ..nightshift::loops::LoopRequest::default()
     };
     let (mut spec, warnings) =
-        ask.plan(&cwd, &state.paths.state_dir).map_err(|e| UiError::new("bad_loop", e.to_string()))?;
+        ask.plan(&cwd, &state.paths.state_dir).map_err(|e| UiError::new(Code::BadLoop, e.to_string()))?;
     spec.account = account(state, request.account.as_deref(), spec.agent)?;
     for warning in warnings {
         tracing::warn!("{warning}");

@@ -67,7 +67,7 @@ pub fn session_handoff(
 ) -> Result<Option<nightshift::hooks::handoff::Kept>, UiError> {
     let id = state.supervisor.with_store(|s| s.find_session(&id))?.id;
     nightshift::hooks::handoff::latest(&state.paths.state_dir, &id)
-        .map_err(|e| UiError::new("handoff_unreadable", format!("the session's handoff cannot be read: {e}")))
+        .map_err(|e| UiError::new(Code::HandoffUnreadable, format!("the session's handoff cannot be read: {e}")))
 }
 
 /// A session's recorded lives, and one of them (the last unless `life` says) as text.
@@ -78,14 +78,14 @@ pub async fn session_lives(state: State<'_, AppState>, id: String, life: Option<
     tauri::async_runtime::spawn_blocking(move || {
         let lives = nightshift::record::lives(&dir, &id);
         let Some((n, file)) = lives.iter().find(|(n, _)| Some(*n) == life).or(lives.last()).cloned() else {
-            return Err(UiError::new("no_recording", format!("session {id} has no recording")));
+            return Err(UiError::new(Code::NoRecording, format!("session {id} has no recording")));
         };
         let text = nightshift::record::text(&file)
-            .map_err(|e| UiError::new("recording_unreadable", format!("{}: {e}", file.display())))?;
+            .map_err(|e| UiError::new(Code::RecordingUnreadable, format!("{}: {e}", file.display())))?;
         Ok(json!({ "lives": lives.iter().map(|(n, _)| n).collect::<Vec<_>>(), "life": n, "file": file, "text": text }))
     })
     .await
-    .map_err(|e| UiError::new("recording_unreadable", format!("the recording could not be read: {e}")))?
+    .map_err(|e| UiError::new(Code::RecordingUnreadable, format!("the recording could not be read: {e}")))?
 }
 
 /// Journal rows as the window shows them: each event with what it means (`text`).
@@ -186,15 +186,15 @@ pub async fn resume_session(state: State<'_, AppState>, id: String) -> Result<St
     let supervisor = state.supervisor.clone();
     let handle = tauri::async_runtime::spawn_blocking(move || supervisor.resume_lost(&row))
         .await
-        .map_err(|e| UiError::new("resume_failed", e.to_string()))?
-        .map_err(|e| UiError::new("resume_failed", e.to_string()))?;
+        .map_err(|e| UiError::new(Code::ResumeFailed, e.to_string()))?
+        .map_err(|e| UiError::new(Code::ResumeFailed, e.to_string()))?;
     Ok(handle.id().to_string())
 }
 
 #[tauri::command]
 pub async fn send_text(state: State<'_, AppState>, id: String, text: String) -> Result<(), UiError> {
     if text.is_empty() {
-        return Err(UiError::new("empty_text", "there is nothing to send; type the text first"));
+        return Err(UiError::new(Code::EmptyText, "there is nothing to send; type the text first"));
     }
     let by = Some(nightshift::event::Answerer::Window);
     ask(&state, &id, |session| Request::Send { session, text, enter: true, by }).await.map(|_| ())
@@ -222,7 +222,7 @@ pub async fn hold_all(app: &AppHandle, held: bool) -> Result<usize, UiError> {
         Ok(changed)
     } else {
         Err(UiError::new(
-            "not_all_reached",
+            Code::NotAllReached,
             format!("{source} reached {changed} session(s) but not {}", failed.join("; ")),
         ))
     }

@@ -68,7 +68,7 @@ pub async fn doctor(state: State<'_, AppState>, ask: DoctorAsk) -> Result<nights
     let home = std::env::var("HOME").ok();
     let mut agents = Vec::new();
     for name in ask.agents.iter().filter(|a| !a.is_empty()) {
-        agents.push(name.parse::<AgentKind>().map_err(|e| UiError::new("bad_agent", e.to_string()))?);
+        agents.push(name.parse::<AgentKind>().map_err(|e| UiError::new(Code::BadAgent, e.to_string()))?);
     }
     let cwds: Vec<PathBuf> = ask
         .cwds
@@ -82,7 +82,7 @@ pub async fn doctor(state: State<'_, AppState>, ask: DoctorAsk) -> Result<nights
     let paths = state.paths.clone();
     tauri::async_runtime::spawn_blocking(move || nightshift::doctor::run(&paths, &here, &opts))
         .await
-        .map_err(|e| UiError::new("doctor_failed", format!("the checks could not run: {e}")))
+        .map_err(|e| UiError::new(Code::DoctorFailed, format!("the checks could not run: {e}")))
 }
 
 #[derive(Debug, Serialize)]
@@ -148,7 +148,7 @@ pub async fn digest(state: State<'_, AppState>, range: String, mark_viewed: bool
     let supervisor = state.supervisor.clone();
     tauri::async_runtime::spawn_blocking(move || digest_of(&supervisor, &range, mark_viewed))
         .await
-        .map_err(|e| UiError::new("digest_failed", format!("the digest could not be made: {e}")))?
+        .map_err(|e| UiError::new(Code::DigestFailed, format!("the digest could not be made: {e}")))?
 }
 
 fn digest_of(supervisor: &nightshift::Supervisor, range: &str, mark_viewed: bool) -> Result<Value, UiError> {
@@ -157,7 +157,7 @@ fn digest_of(supervisor: &nightshift::Supervisor, range: &str, mark_viewed: bool
         "1h" => Range::LastHour,
         "today" => Range::Today,
         "24h" => Range::Last24h,
-        other => return Err(UiError::new("bad_range", format!("`{other}`: choose since_last, 1h, today or 24h"))),
+        other => return Err(UiError::new(Code::BadRange, format!("`{other}`: choose since_last, 1h, today or 24h"))),
     };
     let now = supervisor.clock().now();
     let d = supervisor.with_store(|s| -> Result<_, nightshift::store::StoreError> {
@@ -241,10 +241,10 @@ pub fn set_push(state: State<'_, AppState>, mut settings: nightshift::push::Sett
         *url = url.take().map(|u| u.trim().to_string()).filter(|u| !u.is_empty());
     }
     if let Some(problem) = settings.problem() {
-        return Err(UiError::new("bad_push", problem));
+        return Err(UiError::new(Code::BadPush, problem));
     }
     let dir = state.paths.config_dir.as_deref();
-    let token = nightshift::push::token(dir).map_err(|problem| UiError::new("bad_push_token", problem))?;
+    let token = nightshift::push::token(dir).map_err(|problem| UiError::new(Code::BadPushToken, problem))?;
     let mut config = Config::load(dir)?;
     config.push = settings.clone();
     config.save(dir)?;
@@ -257,5 +257,5 @@ pub fn set_launch_at_login(app: AppHandle, enabled: bool) -> Result<(), UiError>
     use tauri_plugin_autostart::ManagerExt;
     let launcher = app.autolaunch();
     let result = if enabled { launcher.enable() } else { launcher.disable() };
-    result.map_err(|e| UiError::new("autostart", format!("could not change launch at login: {e}")))
+    result.map_err(|e| UiError::new(Code::Autostart, format!("could not change launch at login: {e}")))
 }
