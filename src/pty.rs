@@ -284,10 +284,8 @@ impl Pty {
 /// `value` was started as (after a reboot a pid is another program's, never signalled). SIGHUP
 /// first, SIGKILL after `grace`; blocking. True when there was one to end.
 pub fn end_leftover(pid: u32, variable: &str, value: &str, grace: Duration) -> bool {
-    let ours = std::fs::read(format!("/proc/{pid}/environ"))
-        .map(|env| env.split(|b| *b == 0).any(|kv| kv == format!("{variable}={value}").as_bytes()))
-        .unwrap_or(false);
-    if !ours {
+    use crate::platform::{Os, Processes};
+    if !Os::started_with(pid, variable, value) {
         return false;
     }
     let group = Pid::from_raw(pid as i32);

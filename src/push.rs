@@ -36,6 +36,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::notice::{self, Kind, Notice};
+use crate::platform::{Found, Os, Secrets};
 
 /// The wait before each retry of a message that could not be delivered.
 pub const RETRY_AFTER: [Duration; 3] = [Duration::from_secs(2), Duration::from_secs(10), Duration::from_secs(30)];
@@ -51,7 +52,7 @@ pub const TOKEN_FILE: &str = "ntfy-token";
 /// does not depend on the delivery).
 pub use crate::notice::PushSettings as Settings;
 
-/// The ntfy access token's item in the desktop's keyring (see [`crate::keyring`]).
+/// The ntfy access token's item in the desktop's keyring (see [`crate::platform::Secrets`]).
 pub const KEYRING_ITEM: [(&str, &str); 2] = [("application", "nightshift"), ("service", "ntfy")];
 
 /// Where the ntfy access token was found.
@@ -70,7 +71,7 @@ pub fn token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
 
 /// Where the token is kept, without reading it (for the window's settings).
 pub fn token_kept(dir: Option<&Path>) -> Option<Kept> {
-    if crate::keyring::holds(&KEYRING_ITEM) != crate::keyring::Found::Nothing {
+    if <Os as Secrets>::holds(&KEYRING_ITEM) != Found::Nothing {
         return Some(Kept::Keyring);
     }
     dir.is_some_and(|d| d.join(TOKEN_FILE).exists()).then_some(Kept::File)
@@ -79,12 +80,12 @@ pub fn token_kept(dir: Option<&Path>) -> Option<Kept> {
 /// The token and where it is kept. A locked keyring item is said (once per call, in the log) and
 /// the file is used.
 pub fn find_token(dir: Option<&Path>) -> Result<Option<(Secret, Kept)>, String> {
-    match crate::keyring::lookup(&KEYRING_ITEM) {
-        Ok(crate::keyring::Found::Secret(token)) => return Ok(Some((Secret(token), Kept::Keyring))),
-        Ok(crate::keyring::Found::Locked) => {
+    match <Os as Secrets>::lookup(&KEYRING_ITEM) {
+        Ok(Found::Secret(token)) => return Ok(Some((Secret(token), Kept::Keyring))),
+        Ok(Found::Locked) => {
             tracing::warn!("the keyring holds the ntfy token but is locked; unlock it, or keep the token in the file")
         }
-        Ok(crate::keyring::Found::Nothing) => {}
+        Ok(Found::Nothing) => {}
         Err(e) => tracing::warn!("{e}; the ntfy token is looked for in its file"),
     }
     Ok(file_token(dir)?.map(|secret| (secret, Kept::File)))

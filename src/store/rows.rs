@@ -7,6 +7,7 @@ use rusqlite::Row;
 use serde::Serialize;
 
 use crate::event::SessionState;
+use crate::platform::{Os, Processes};
 use crate::usage::Sample;
 
 /// A stored morning run summary.
@@ -109,8 +110,7 @@ impl ScheduleRow {
 /// Whether `pid` is a running Nightshift (the CLI, or the app): after a reboot an old pid is
 /// often some other process's, which must not keep a schedule from being taken over.
 pub fn nightshift_alive(pid: i64) -> bool {
-    pid_alive(pid)
-        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.starts_with("nightshift"))
+    Os::is_nightshift(pid)
 }
 
 /// Where a session stands beyond its last state: is a Nightshift process behind it?
@@ -206,10 +206,7 @@ impl From<SessionRow> for SessionSummary {
 
 /// Whether a process with this pid exists (even one we may not signal).
 fn pid_alive(pid: i64) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+    Os::alive(pid)
 }
 
 /// What is known of a session when it is created.

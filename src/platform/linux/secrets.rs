@@ -11,35 +11,26 @@ use std::time::Duration;
 
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
+use super::Linux;
+use crate::platform::{Found, Secrets};
+
 /// The longest a lookup may take (a Secret Service that is being started, or stuck).
-pub const TIMEOUT: Duration = Duration::from_secs(3);
+const TIMEOUT: Duration = Duration::from_secs(3);
 
 const SERVICE: &str = "org.freedesktop.secrets";
 const PATH: &str = "/org/freedesktop/secrets";
 
-/// What a lookup found.
-#[derive(PartialEq, Eq)]
-pub enum Found {
-    /// No keyring runs, or it holds no such item.
-    Nothing,
-    /// The item is there but locked: the user's keyring must be unlocked first.
-    Locked,
-    Secret(String),
-}
+impl Secrets for Linux {
+    fn holds(attributes: &[(&str, &str)]) -> Found {
+        holds(attributes)
+    }
 
-impl std::fmt::Debug for Found {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Nothing => f.write_str("Nothing"),
-            Self::Locked => f.write_str("Locked"),
-            Self::Secret(_) => f.write_str("Secret(<redacted>)"),
-        }
+    fn lookup(attributes: &[(&str, &str)]) -> Result<Found, String> {
+        lookup(attributes)
     }
 }
 
-/// Whether the keyring holds an item with `attributes`, without reading its secret (no prompt,
-/// no access request): [`Found::Secret`] carries an empty string when it does, unlocked.
-pub fn holds(attributes: &[(&str, &str)]) -> Found {
+fn holds(attributes: &[(&str, &str)]) -> Found {
     let attributes: HashMap<String, String> =
         attributes.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
     std::thread::scope(|s| s.spawn(|| search(&attributes)).join().ok().flatten()).map_or(
@@ -63,9 +54,8 @@ fn search(attributes: &HashMap<String, String>) -> Option<(bool, bool)> {
     Some((!unlocked.is_empty(), !locked.is_empty()))
 }
 
-/// The secret of the first unlocked item whose attributes include all of `attributes`. Runs on a
-/// thread of its own, so it may be called from async code.
-pub fn lookup(attributes: &[(&str, &str)]) -> Result<Found, String> {
+/// Runs on a thread of its own, so it may be called from async code.
+fn lookup(attributes: &[(&str, &str)]) -> Result<Found, String> {
     let attributes: HashMap<String, String> =
         attributes.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
     std::thread::scope(|s| s.spawn(|| ask(&attributes)).join().unwrap_or_else(|_| Err("the lookup failed".into())))
