@@ -359,10 +359,19 @@ impl Machine {
         if state == self.state {
             return;
         }
-        self.state = state;
         let mut kind = EventKind::state(state, why.unwrap_or_else(|| "the session's state changed".into()));
         if let (EventKind::State { dialog, .. }, SessionState::WaitingInput) = (&mut kind, state) {
             dialog.clone_from(&self.dialog);
+        }
+        self.journal_state(kind, fx);
+    }
+
+    /// Journals a state event, and keeps its state as the one last journalled: the only place
+    /// `state` is written. The lives' own (a start's pid, an exit's code) come here as they are;
+    /// every other change of state is derived (see `derived_state`).
+    fn journal_state(&mut self, kind: EventKind, fx: &mut Vec<Effect>) {
+        if let Some(state) = kind.new_state() {
+            self.state = state;
         }
         fx.push(Effect::Emit(kind));
     }

@@ -108,8 +108,7 @@ impl Machine {
 
     /// The session is over: the journal says so with a final state (the process is already gone).
     fn end(&mut self, last: Exit, reason: String, end: End, fx: &mut Vec<Effect>) {
-        self.state = SessionState::Exited;
-        self.emit(
+        self.journal_state(
             EventKind::State {
                 state: SessionState::Exited,
                 reason,
@@ -169,8 +168,7 @@ impl Machine {
         self.activity = None;
         self.dialog = None;
         self.forget_dialog();
-        self.state = SessionState::Running;
-        self.emit(EventKind::running(pid, format!("process {pid} restarted")), fx);
+        self.journal_state(EventKind::running(pid, format!("process {pid} restarted")), fx);
         // Nothing is typed into the new client before it is seen at its prompt.
         self.drive(respawn::Input::Restarted, now, fx);
         self.refresh_blocker(now, fx);
@@ -178,8 +176,7 @@ impl Machine {
 
     /// Starting the agent again failed: a life that ended at once.
     pub(super) fn on_spawn_failed(&mut self, error: String, exit_code: i32, now: Now, fx: &mut Vec<Effect>) {
-        self.state = SessionState::Failed;
-        self.emit(
+        self.journal_state(
             EventKind::State {
                 state: SessionState::Failed,
                 reason: format!("failed to restart: {error}"),
@@ -240,8 +237,7 @@ impl Machine {
         last_screen: Option<Vec<String>>,
         fx: &mut Vec<Effect>,
     ) {
-        self.state = SessionState::Exited;
-        self.emit(
+        self.journal_state(
             EventKind::State {
                 state: SessionState::Exited,
                 reason,
