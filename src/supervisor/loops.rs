@@ -73,10 +73,7 @@ impl Supervisor {
                 owner_pid: std::process::id(),
                 control_socket: socket.as_deref(),
             })?;
-            match &spec.account {
-                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
-                None => Ok(()),
-            }
+            record_account(s, &id, spec.account.as_ref())
         })?;
         let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
         tracing::info!(session = %id, ?projects, "starting loop");

@@ -228,10 +228,7 @@ impl Supervisor {
                 owner_pid: std::process::id(),
                 control_socket: socket.as_deref(),
             })?;
-            match &spec.account {
-                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
-                None => Ok(()),
-            }
+            record_account(s, &id, spec.account.as_ref())
         })?;
         tracing::info!(session = %id, command = ?spec.command, "starting session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
@@ -270,10 +267,7 @@ impl Supervisor {
                 control_socket: None,
             };
             crate::schedule::record(s, &new, due, launch)?;
-            match &row.account {
-                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
-                None => Ok(()),
-            }
+            record_account(s, &id, row.account.as_ref())
         })?;
         tracing::info!(session = %id, due = %due.at, "scheduled a session");
         for kind in crate::schedule::events(due) {
@@ -297,10 +291,7 @@ impl Supervisor {
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
         self.journal.write(|s| {
             s.adopt_session(id.as_str(), std::process::id(), socket.as_deref())?;
-            match account {
-                Some(a) => s.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
-                None => Ok(()),
-            }
+            record_account(s, id, account)
         })
     }
     /// A live session of this process.
@@ -349,5 +340,17 @@ impl Supervisor {
     /// The live sessions waiting for a usage limit's reset with a resume pending, and when it is due.
     pub fn pending_resumes(&self) -> Vec<(SessionId, chrono::DateTime<chrono::Utc>)> {
         self.sessions().iter().filter_map(|h| h.status().options.resume_due.map(|due| (h.id().clone(), due))).collect()
+    }
+}
+
+/// Records the account session `id` runs under, when it names one (none: the client's default).
+fn record_account(
+    store: &mut Store,
+    id: &SessionId,
+    account: Option<&crate::agent::Account>,
+) -> Result<(), StoreError> {
+    match account {
+        Some(a) => store.set_account(id.as_str(), &a.name, &a.dir.display().to_string()),
+        None => Ok(()),
     }
 }
