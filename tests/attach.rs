@@ -17,6 +17,8 @@ struct Viewer {
     out: Arc<Mutex<Vec<u8>>>,
     keys: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// The reader, which ends when the terminal has no writer left (all the viewer said is in `out`).
+    reader: Option<std::thread::JoinHandle<()>>,
     _master: Box<dyn portable_pty::MasterPty + Send>,
 }
 
@@ -36,14 +38,14 @@ impl Viewer {
         let mut reader = pair.master.try_clone_reader().unwrap();
         let out = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&out);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n @ 1..) = reader.read(&mut buf) {
                 sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
         let keys = pair.master.take_writer().unwrap();
-        Self { out, keys, child, _master: pair.master }
+        Self { out, keys, child, reader: Some(reader), _master: pair.master }
     }
 
     fn text(&self) -> String {
@@ -58,6 +60,12 @@ impl Viewer {
 
     fn ends(&mut self) -> String {
         wait_for("the viewer to exit", Duration::from_secs(15), || self.child.try_wait().unwrap());
+        // Its exit can come before its last words are read: read to the end of its terminal first
+        // (bounded, should a process forked meanwhile still hold the terminal open).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while self.reader.as_ref().is_some_and(|r| !r.is_finished()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         self.text()
     }
 }
