@@ -11,6 +11,7 @@
 //! where it came from and the resume plan), the fresh-window guard, the user's hold, the respawn
 //! cycle, the breakers and the spend.
 
+mod budget;
 mod dialog;
 mod hooks;
 mod io;
@@ -73,14 +74,6 @@ impl Respawn {
     }
 }
 
-/// Money and tokens spent, and where the current cycle's count started.
-#[derive(Debug, Clone, Default)]
-struct Spend {
-    tally: crate::usage::Tally,
-    /// What was spent when the current cycle started.
-    cycle_start: Option<f64>,
-}
-
 /// One session's whole decision state.
 #[derive(Debug, Clone)]
 pub struct Machine {
@@ -106,7 +99,6 @@ pub struct Machine {
     cycle_fingerprint: Option<Fingerprint>,
     /// The working tree when the agent was last started again after measured progress.
     life_fingerprint: Option<Fingerprint>,
-    spend: Spend,
     last_sample: Option<crate::usage::Sample>,
     /// What the respawn machine was last told keeps cycles from running.
     blocked: Option<String>,
@@ -141,10 +133,7 @@ pub struct Machine {
     hooks_heard: bool,
     /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
     notice_held: Option<(LimitText, Instant)>,
-    budget: crate::breaker::Budget,
-    /// When the budget's time started.
-    budget_from: Now,
-    budget_tripped: bool,
+    budget: budget::Budget,
     /// The move to another account before the limit, when the session opted in.
     switching: Option<switch::Switching>,
 }
@@ -175,7 +164,6 @@ impl Machine {
             progress_retry: crate::breaker::Backoff::default(),
             cycle_fingerprint: None,
             life_fingerprint: None,
-            spend: Spend { tally: start.spent, cycle_start: None },
             last_sample: None,
             blocked: None,
             dialog: None,
@@ -194,13 +182,7 @@ impl Machine {
             context_floor: hooks::Floor::None,
             hooks_heard: false,
             notice_held: None,
-            budget: start.budget,
-            budget_from: match start.since.and_then(|t| (now.wall - t).to_std().ok()) {
-                // The monotonic clock cannot tell how long ago that was; the wall clock can.
-                Some(ago) => Now { mono: now.mono.checked_sub(ago).unwrap_or(now.mono), wall: now.wall - ago },
-                None => now,
-            },
-            budget_tripped: false,
+            budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
         };
         let mut fx = Vec::new();
@@ -273,35 +255,9 @@ impl Machine {
         let life = self.life.next_deadline();
         let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.held);
         let notice = self.notice_held.as_ref().map(|(_, at)| *at);
-        let budget = self
-            .budget
-            .max_wall_clock
-            .filter(|_| !self.budget_tripped && self.life.is_live())
-            .map(|max| self.budget_from.mono + max);
+        let budget = self.budget.deadline().filter(|_| self.life.is_live());
         let breakers = self.breaker_deadline();
         [cycle, life, resume, self.guard.next_deadline(), notice, budget, breakers].into_iter().flatten().min()
-    }
-
-    /// The budget: a crossing opens the budget breaker and stops the agent (no restart follows).
-    pub(super) fn check_budget(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        if self.budget_tripped {
-            return;
-        }
-        // The time the machine slept counts: the bound is on how late the run may go on.
-        let elapsed = (now.wall - self.budget_from.wall).to_std().unwrap_or_default();
-        let elapsed = elapsed.max(now.mono.saturating_duration_since(self.budget_from.mono));
-        let cost = self.spend.tally.spent.unwrap_or(0.0);
-        let Some(why) = self.budget.crossed(cost, self.spend.tally.tokens_spent, elapsed) else { return };
-        self.budget_tripped = true;
-        self.emit(
-            EventKind::Breaker {
-                breaker: crate::breaker::BreakerKind::Budget,
-                state: crate::breaker::BreakerState::Open,
-                reason: why.clone(),
-            },
-            fx,
-        );
-        self.on_stop(format!("its budget: {why}"), StopKind::User, now, fx);
     }
 
     /// The state last journalled.
@@ -514,10 +470,10 @@ impl Machine {
         let respawn_event = |action, cycle, reason, cost_usd| EventKind::Respawn { action, cycle, reason, cost_usd };
         match effect {
             respawn::Effect::CycleStarted { cycle } => {
-                self.spend.cycle_start = self.spend.tally.spent;
+                let cost = self.budget.cycle_started();
                 self.cycling = true;
                 self.because(format!("respawn cycle {cycle} started"));
-                self.emit(respawn_event(respawn::Action::CycleStarted, Some(cycle), None, self.spend.tally.cost), fx);
+                self.emit(respawn_event(respawn::Action::CycleStarted, Some(cycle), None, cost), fx);
                 let exclude = self
                     .respawn
                     .as_ref()
@@ -549,7 +505,7 @@ impl Machine {
                 self.emit(respawn_event(respawn::Action::Abandoned, Some(cycle), Some(reason), None), fx);
             }
             respawn::Effect::CycleFinished { cycle } => {
-                let spent = self.spend.tally.spent.zip(self.spend.cycle_start).map(|(now, then)| now - then);
+                let spent = self.budget.cycle_spent();
                 self.emit(respawn_event(respawn::Action::CycleFinished, Some(cycle), None, spent), fx);
             }
             respawn::Effect::Expired => {

@@ -249,7 +249,7 @@ impl Machine {
     /// A usage sample at 100 % with its reset ahead is a limit, whatever the screen says.
     pub(super) fn on_sample(&mut self, sample: crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
         self.context_seen(sample.context_pct, fx);
-        self.spend.tally.add(&sample);
+        self.budget.add(&sample);
         self.check_budget(now, fx);
         let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
             reset.filter(|r| *r > now.wall && pct.is_some_and(|p| p >= 100.0))

@@ -30,9 +30,9 @@ impl Machine {
             resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             account_switch: self.switch_view(),
             breaker_retry_at: self.breaker_probe_at(now),
-            budget: self.budget,
-            spent_usd: self.spend.tally.spent,
-            spent_tokens: self.spend.tally.tokens_spent,
+            budget: self.budget.limits(),
+            spent_usd: self.budget.spent().spent,
+            spent_tokens: self.budget.spent().tokens_spent,
         }
     }
 
