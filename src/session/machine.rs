@@ -12,6 +12,7 @@
 //! cycle, the breakers and the spend.
 
 mod budget;
+mod cycles;
 mod dialog;
 mod hooks;
 mod io;
@@ -51,29 +52,6 @@ const RESUME_AFTER_ESCAPE: Duration = Duration::from_millis(600);
 /// How often a pending resume looks at the wall clock.
 const RESUME_CHECK: Duration = Duration::from_secs(5);
 
-/// Respawn cycles as armed: the machine, the preset it came from and when it ends.
-#[derive(Debug, Clone)]
-struct Respawn {
-    cycle: respawn::State,
-    preset: Option<String>,
-    until: DateTime<Utc>,
-}
-
-impl Respawn {
-    fn active(&self) -> bool {
-        self.cycle.phase != respawn::Phase::Finished
-    }
-
-    /// What the journal keeps of the arrangement, for a restore.
-    fn settings_event(&self) -> EventKind {
-        EventKind::RespawnSettings {
-            preset: self.preset.clone(),
-            settings: Box::new(self.cycle.settings.clone()),
-            until: self.until,
-        }
-    }
-}
-
 /// One session's whole decision state.
 #[derive(Debug, Clone)]
 pub struct Machine {
@@ -82,14 +60,13 @@ pub struct Machine {
     stop_grace: Duration,
     life: Life,
     activity: Option<Activity>,
-    respawn: Option<Respawn>,
+    cycles: cycles::Cycles,
     auto_resume: Option<resume::Settings>,
     limit: Limit,
     /// The last limit-notice region read showed no limit: a notice now is a new one (an old one
     /// may linger on screen after its limit ended).
     notice_gone: bool,
     guard: limit::Guard,
-    held: bool,
     crash: CrashLoop,
     progress: NoProgress,
     /// The open breakers' waits before their probes.
@@ -100,15 +77,10 @@ pub struct Machine {
     /// The working tree when the agent was last started again after measured progress.
     life_fingerprint: Option<Fingerprint>,
     last_sample: Option<crate::usage::Sample>,
-    /// What the respawn machine was last told keeps cycles from running.
-    blocked: Option<String>,
     /// The dialog on screen, while the agent waits on the user.
     dialog: Option<Dialog>,
     /// Since when the agent waits on a dialog, and who typed into it since.
     asked: Option<Asked>,
-    /// A respawn cycle shows as the session's state (from its start until it is abandoned, or until
-    /// the agent's next activity after its last step).
-    cycling: bool,
     /// The state last journalled.
     state: SessionState,
     /// What decided the next change of state, for its reason.
@@ -141,7 +113,7 @@ pub struct Machine {
 impl Machine {
     /// A session whose process `start.pid` has just started.
     pub fn new(start: Start, now: Now) -> (Self, Vec<Effect>) {
-        let respawn = start.respawn.map(|settings| Respawn {
+        let armed = start.respawn.map(|settings| cycles::Respawn {
             until: start.respawn_until.unwrap_or(now.wall + settings.duration),
             cycle: respawn::State::new(settings, now.mono),
             preset: start.preset,
@@ -152,12 +124,11 @@ impl Machine {
             stop_grace: start.stop_grace,
             life: Life::live(start.pid, now.mono),
             activity: None,
-            respawn,
+            cycles: cycles::Cycles::new(armed, start.held),
             auto_resume: start.auto_resume,
             limit: Limit::default(),
             notice_gone: true,
             guard: limit::Guard::new(start.window_guard),
-            held: start.held,
             crash: CrashLoop::default(),
             progress: NoProgress::default(),
             crash_retry: crate::breaker::Backoff::default(),
@@ -165,10 +136,8 @@ impl Machine {
             cycle_fingerprint: None,
             life_fingerprint: None,
             last_sample: None,
-            blocked: None,
             dialog: None,
             asked: None,
-            cycling: false,
             state: SessionState::Running,
             why: None,
             far: false,
@@ -186,7 +155,7 @@ impl Machine {
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
         };
         let mut fx = Vec::new();
-        if let Some(r) = &m.respawn {
+        if let Some(r) = m.cycles.respawn() {
             let exclude = r.cycle.settings.own_files(m.agent.instructions_file());
             fx.push(Effect::Measure { purpose: Purpose::Baseline, exclude });
             let reason = format!(
@@ -251,9 +220,9 @@ impl Machine {
 
     /// When [`Input::Tick`] should come next, if time alone can change anything.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let cycle = self.respawn.as_ref().and_then(|r| r.cycle.next_deadline());
+        let cycle = self.cycles.next_deadline();
         let life = self.life.next_deadline();
-        let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.held);
+        let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.cycles.held());
         let notice = self.notice_held.as_ref().map(|(_, at)| *at);
         let budget = self.budget.deadline().filter(|_| self.life.is_live());
         let breakers = self.breaker_deadline();
@@ -296,7 +265,7 @@ impl Machine {
             Life::Between { next: life::Next::BreakerOpen, .. } => SessionState::BreakerOpen,
             // Down, and about to be started again: not an end.
             Life::Between { .. } => SessionState::Starting,
-            Life::Live { .. } if self.cycling => SessionState::Respawning,
+            Life::Live { .. } if self.cycles.cycling() => SessionState::Respawning,
             Life::Live { .. } if self.limit.is_paused() => SessionState::LimitPaused,
             Life::Live { .. } => match self.activity {
                 Some(Activity::WaitingInput) => SessionState::WaitingInput,
@@ -351,14 +320,7 @@ impl Machine {
         self.activity = Some(t.to);
         self.dialog = t.verdict.dialog.clone();
         self.dialog_seen(now, fx);
-        if self
-            .respawn
-            .as_ref()
-            .is_none_or(|r| !matches!(r.cycle.phase, respawn::Phase::Running { .. } | respawn::Phase::Pausing { .. }))
-        {
-            // The cycle's last step is out: the agent's activity says where the session is now.
-            self.cycling = false;
-        }
+        self.cycles.activity_seen();
         // The respawn machine hears of the activity before anything it unblocks: a limit ending on a
         // working agent must not let a cycle start on top of it.
         self.drive(respawn::Input::Activity(t.to), now, fx);
@@ -374,8 +336,12 @@ impl Machine {
         self.because(t.reason);
         let dialog = self.dialog.clone();
         if let Some(Dialog { kind: dialog_kind, .. }) = &dialog {
-            let auto = self.respawn.as_ref().is_some_and(|r| r.cycle.settings.auto_accept);
-            if auto && !self.held && self.auto_accept.contains(dialog_kind) && *dialog_kind != DialogKind::Question {
+            let auto = self.cycles.respawn().is_some_and(|r| r.cycle.settings.auto_accept);
+            if auto
+                && !self.cycles.held()
+                && self.auto_accept.contains(dialog_kind)
+                && *dialog_kind != DialogKind::Question
+            {
                 self.typed_by(crate::event::Answerer::Nightshift);
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });
                 self.emit(
@@ -414,12 +380,12 @@ impl Machine {
             tracing::info!("the window the reserve was kept in has reset: cycles and resumes may run again");
             self.refresh_blocker(now, fx);
         }
-        if self.respawn.as_ref().and_then(|r| r.cycle.next_deadline()).is_some_and(|t| t <= now.mono) {
+        if self.cycles.next_deadline().is_some_and(|t| t <= now.mono) {
             self.drive(respawn::Input::Tick, now, fx);
             // The armed duration ended while the agent was down: nothing will start it again.
             self.end_if_unarmed(fx);
         }
-        if self.life.is_live() && !self.held && self.limit.next_check().is_some_and(|t| t <= now.mono) {
+        if self.life.is_live() && !self.cycles.held() && self.limit.next_check().is_some_and(|t| t <= now.mono) {
             self.resume_tick(now, fx);
         }
     }
@@ -429,7 +395,7 @@ impl Machine {
         if !self.life.is_live() {
             return Some("the agent is not running".into());
         }
-        if self.held {
+        if self.cycles.held() {
             return Some("held by the user".into());
         }
         if self.progress.state == BreakerState::Open {
@@ -446,73 +412,6 @@ impl Machine {
             });
         }
         None
-    }
-
-    fn refresh_blocker(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let blocker = self.blocker(now);
-        if blocker != self.blocked {
-            self.blocked.clone_from(&blocker);
-            self.drive(respawn::Input::Blocked(blocker), now, fx);
-        }
-    }
-
-    /// Feeds the respawn machine and carries out what it says.
-    fn drive(&mut self, input: respawn::Input, now: Now, fx: &mut Vec<Effect>) {
-        let Some(r) = &mut self.respawn else { return };
-        let (next, effects) = respawn::step(&r.cycle, input, now.mono);
-        r.cycle = next;
-        for effect in effects {
-            self.respawn_effect(effect, now, fx);
-        }
-    }
-
-    fn respawn_effect(&mut self, effect: respawn::Effect, now: Now, fx: &mut Vec<Effect>) {
-        let respawn_event = |action, cycle, reason, cost_usd| EventKind::Respawn { action, cycle, reason, cost_usd };
-        match effect {
-            respawn::Effect::CycleStarted { cycle } => {
-                let cost = self.budget.cycle_started();
-                self.cycling = true;
-                self.because(format!("respawn cycle {cycle} started"));
-                self.emit(respawn_event(respawn::Action::CycleStarted, Some(cycle), None, cost), fx);
-                let exclude = self
-                    .respawn
-                    .as_ref()
-                    .map(|r| r.cycle.settings.own_files(self.agent.instructions_file()))
-                    .unwrap_or_default();
-                fx.push(Effect::Measure { purpose: Purpose::Cycle(cycle), exclude });
-                self.refresh_blocker(now, fx);
-            }
-            respawn::Effect::Send { cycle, step, text } => {
-                if step == respawn::Step::Clear {
-                    // The cycle's /clear forgets the agent's context: its uncommitted work is kept first.
-                    fx.push(Effect::Salvage { reason: format!("before respawn cycle {cycle}'s /clear") });
-                }
-                let text = match step {
-                    respawn::Step::Update => self.update_text(text, fx),
-                    respawn::Step::Kickstart => self.kickstart_text(text),
-                    _ => text,
-                };
-                self.type_text(text, true, fx);
-                let outcome = respawn::StepOutcome::Sent;
-                self.emit(EventKind::RespawnStep { cycle, step, outcome }, fx);
-            }
-            respawn::Effect::StepEnded { cycle, step, outcome } => {
-                self.emit(EventKind::RespawnStep { cycle, step, outcome }, fx);
-            }
-            respawn::Effect::Abandoned { cycle, reason } => {
-                self.cycling = false;
-                self.because(format!("respawn cycle {cycle} abandoned: {reason}"));
-                self.emit(respawn_event(respawn::Action::Abandoned, Some(cycle), Some(reason), None), fx);
-            }
-            respawn::Effect::CycleFinished { cycle } => {
-                let spent = self.budget.cycle_spent();
-                self.emit(respawn_event(respawn::Action::CycleFinished, Some(cycle), None, spent), fx);
-            }
-            respawn::Effect::Expired => {
-                let reason = Some("the armed duration ended".to_string());
-                self.emit(respawn_event(respawn::Action::Expired, None, reason, None), fx);
-            }
-        }
     }
 
     /// A snapshot of what the session does by itself.

@@ -154,7 +154,7 @@ impl Machine {
     /// for a fresh conversation that starts past it, once it has grown by [`CONTEXT_GROWTH`].
     pub(super) fn context_seen(&mut self, pct: Option<f64>, fx: &mut Vec<Effect>) {
         self.context_pct = pct.or(self.context_pct);
-        let threshold = self.respawn.as_ref().filter(|r| r.active()).map(|r| r.cycle.settings.handoff_at);
+        let threshold = self.cycles.active().map(|r| r.cycle.settings.handoff_at);
         let (Some(pct), Some(threshold)) = (pct, threshold) else { return };
         if !(threshold > 0.0 && threshold < 100.0) {
             return;
@@ -202,7 +202,7 @@ impl Machine {
 
     fn stopped(&mut self, continued: bool, last_message: Option<String>, now: Now, fx: &mut Vec<Effect>) -> Answer {
         match self.handoff {
-            Handoff::Due if !self.held => {
+            Handoff::Due if !self.cycles.held() => {
                 self.handoff = Handoff::Asked { times: 1 };
                 self.emit(EventKind::HandoffAsked { times: 1 }, fx);
                 Answer::Block { reason: handoff_request(self.context_pct) }
@@ -234,7 +234,7 @@ impl Machine {
                 Answer::Block { reason: handoff_request(self.context_pct) }
             }
             // A switch due without a handoff to ask for (one was just written): at this turn's end.
-            Handoff::None | Handoff::Written if self.switch_due() && !self.held => {
+            Handoff::None | Handoff::Written if self.switch_due() && !self.cycles.held() => {
                 self.switch_now(now, fx);
                 Answer::Pass
             }
@@ -277,8 +277,7 @@ impl Machine {
         if window_closed {
             return None;
         }
-        let kickstart =
-            self.respawn.as_ref().filter(|r| r.active()).map(|r| r.cycle.settings.kickstart_prompt.as_str());
+        let kickstart = self.cycles.active().map(|r| r.cycle.settings.kickstart_prompt.as_str());
         continuation(self.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at)), kickstart, now.wall)
     }
 

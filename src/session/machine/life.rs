@@ -134,7 +134,7 @@ impl Machine {
                 fx.push(Effect::Signal(Signal::SIGKILL));
             }
             Life::Between { next, .. } if matches!(*next, Next::RestartAt(at) if at <= now.mono) => {
-                if self.held {
+                if self.cycles.held() {
                     *next = Next::HeldBack;
                 } else {
                     self.restart(now, fx);
@@ -199,7 +199,7 @@ impl Machine {
             // Whatever the group left behind after a requested stop goes with it.
             fx.push(Effect::Signal(Signal::SIGKILL));
         }
-        self.cycling = false;
+        self.cycles.life_ended();
         if let Some(account) = self.switch_restarting() {
             // Stopped to move accounts: the same working tree goes on under the new one at once.
             let reason = format!("stopped to move to account {account}; process {exit}");
@@ -254,7 +254,7 @@ impl Machine {
 
     /// A life ended by itself after `lived`: start the agent again, or not.
     fn after_life(&mut self, exit: Exit, lived: Duration, now: Now, fx: &mut Vec<Effect>) {
-        let settings = self.respawn.as_ref().filter(|r| r.active()).map(|r| r.cycle.settings.clone());
+        let settings = self.cycles.active().map(|r| r.cycle.settings.clone());
         let Some(settings) = settings else {
             self.life = Life::Ended(End::Exited);
             return;
@@ -294,8 +294,8 @@ impl Machine {
             self.life_fingerprint = fingerprint;
         }
         let (cap, ladder) = self
-            .respawn
-            .as_ref()
+            .cycles
+            .respawn()
             .map_or((0, Vec::new()), |r| (r.cycle.settings.max_restarts, r.cycle.settings.restart_backoff.clone()));
         let restart = self.crash.restart(progress, cap, &ladder);
         if let Some(trip) = self.crash.closed_by_progress() {
@@ -322,7 +322,7 @@ impl Machine {
     /// Respawn was switched off or ran out while the agent was down: the session ends.
     pub(super) fn end_if_unarmed(&mut self, fx: &mut Vec<Effect>) {
         let Life::Between { last, .. } = &self.life else { return };
-        if self.respawn.as_ref().is_some_and(Respawn::active) {
+        if self.cycles.active().is_some() {
             return;
         }
         let last = last.clone();
@@ -364,7 +364,7 @@ impl Machine {
     /// Journals a breaker's change; an opened no-progress or crash-loop breaker waits for its
     /// probe on its ladder (or stays open), one that closed starts the ladder again.
     pub(super) fn breaker(&mut self, kind: BreakerKind, mut trip: Trip, now: Now, fx: &mut Vec<Effect>) {
-        let ladder = self.respawn.as_ref().map(|r| r.cycle.settings.breaker_retry.clone()).unwrap_or_default();
+        let ladder = self.cycles.respawn().map(|r| r.cycle.settings.breaker_retry.clone()).unwrap_or_default();
         let retry = match kind {
             BreakerKind::NoProgress => Some((&mut self.progress_retry, "one cycle")),
             BreakerKind::CrashLoop => Some((&mut self.crash_retry, "one restart")),
@@ -392,7 +392,7 @@ impl Machine {
             self.refresh_blocker(now, fx);
         }
         if self.crash.is_open() && self.crash_retry.probe_due(now.mono) {
-            let cap = self.respawn.as_ref().map_or(0, |r| r.cycle.settings.max_restarts);
+            let cap = self.cycles.respawn().map_or(0, |r| r.cycle.settings.max_restarts);
             let trip = self.crash.probe(cap);
             self.breaker(BreakerKind::CrashLoop, trip, now, fx);
             if let Life::Between { next: next @ Next::BreakerOpen, .. } = &mut self.life {

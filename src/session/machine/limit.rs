@@ -142,7 +142,7 @@ impl Machine {
         let stop = menu.stop.map(|k| (k, "stop and wait for the reset"));
         let choice = match &self.auto_resume {
             // Held: the user answers it.
-            _ if self.held => None,
+            _ if self.cycles.held() => None,
             _ if self.guard.settings.not_tonight => stop,
             Some(s) if s.policy == resume::Policy::Watch => {
                 menu.wait.map(|k| (k, "wait here, then continue automatically")).or(stop)

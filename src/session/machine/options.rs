@@ -16,13 +16,13 @@ impl Machine {
             breakers.push((BreakerKind::NoProgress, self.progress.state));
         }
         Options {
-            respawn: self.respawn.as_ref().map(|r| r.cycle.settings.clone()),
-            preset: self.respawn.as_ref().and_then(|r| r.preset.clone()),
-            respawn_active: self.respawn.as_ref().is_some_and(Respawn::active),
-            respawn_until: self.respawn.as_ref().map(|r| r.until),
-            respawn_cycles: self.respawn.as_ref().map_or(0, |r| r.cycle.cycles),
+            respawn: self.cycles.respawn().map(|r| r.cycle.settings.clone()),
+            preset: self.cycles.respawn().and_then(|r| r.preset.clone()),
+            respawn_active: self.cycles.active().is_some(),
+            respawn_until: self.cycles.respawn().map(|r| r.until),
+            respawn_cycles: self.cycles.respawn().map_or(0, |r| r.cycle.cycles),
             auto_resume: self.auto_resume.clone(),
-            held: self.held,
+            held: self.cycles.held(),
             breakers,
             limit: self.limit.paused().map(|p| crate::session::Paused { resets_at: p.limit.resets_at }),
             window_guard: self.guard.settings,
@@ -48,17 +48,17 @@ impl Machine {
     pub(super) fn want(&self, now: Now) -> crate::awake::Want {
         let facts = crate::awake::Facts {
             ended: matches!(self.life, Life::Ended(_)),
-            held: self.held,
+            held: self.cycles.held(),
             working: self.life.is_live() && self.activity == Some(Activity::Working),
-            cycling: self.cycling,
+            cycling: self.cycles.cycling(),
             restarting: matches!(
                 self.life,
                 Life::Between { next: super::life::Next::RestartAt(_) | super::life::Next::Measuring, .. }
             ),
             waiting_for_user: self.activity == Some(Activity::WaitingInput),
             resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
-            armed_until: self.respawn.as_ref().filter(|r| r.active()).map(|r| r.until),
-            cycles_blocked: self.blocked.is_some(),
+            armed_until: self.cycles.active().map(|r| r.until),
+            cycles_blocked: self.cycles.blocked(),
             breaker_probe: self.breaker_probe_at(now),
         };
         crate::awake::want(&facts, now.wall)
@@ -83,54 +83,8 @@ impl Machine {
     pub(super) fn configure(&mut self, change: Change, now: Now, fx: &mut Vec<Effect>) {
         let source = if change.source.is_empty() { "a control request".to_string() } else { change.source };
         match change.respawn {
-            Some(Switch::On(RespawnArm { preset, settings })) => {
-                let reason = format!(
-                    "{}idle timeout {} s, for {} min ({source})",
-                    preset.as_deref().map(|p| format!("preset {p}: ")).unwrap_or_default(),
-                    settings.idle_timeout.as_secs_f64(),
-                    settings.duration.as_secs() / 60
-                );
-                let exclude = settings.own_files(self.agent.instructions_file());
-                self.respawn = Some(Respawn {
-                    until: now.wall + settings.duration,
-                    cycle: respawn::State::new(settings, now.mono),
-                    preset,
-                });
-                fx.push(Effect::Measure { purpose: Purpose::Baseline, exclude });
-                self.emit(
-                    EventKind::Respawn {
-                        action: respawn::Action::Armed,
-                        cycle: None,
-                        reason: Some(reason),
-                        cost_usd: None,
-                    },
-                    fx,
-                );
-                // The new machine starts from where the session is.
-                if let Some(activity) = self.activity {
-                    self.drive(respawn::Input::Activity(activity), now, fx);
-                }
-                self.blocked = None;
-                self.refresh_blocker(now, fx);
-            }
-            Some(Switch::Off) => {
-                if let Some(r) = self.respawn.take() {
-                    self.emit(
-                        EventKind::Respawn {
-                            action: respawn::Action::Disarmed,
-                            cycle: (r.cycle.cycles > 0).then_some(r.cycle.cycles),
-                            reason: Some(format!("switched off ({source})")),
-                            cost_usd: None,
-                        },
-                        fx,
-                    );
-                    if self.cycling {
-                        self.cycling = false;
-                        self.because("respawn switched off mid-cycle");
-                    }
-                    self.end_if_unarmed(fx);
-                }
-            }
+            Some(Switch::On(RespawnArm { preset, settings })) => self.arm_respawn(preset, settings, &source, now, fx),
+            Some(Switch::Off) => self.disarm_respawn(&source, fx),
             None => {}
         }
         match change.auto_resume {
@@ -165,15 +119,8 @@ impl Machine {
             }
             Some(Switch::Off) | None => {}
         }
-        if let Some(held) = change.held.filter(|h| *h != self.held) {
-            self.held = held;
-            let change = if held { Automation::Held } else { Automation::Released };
-            self.emit(EventKind::Automation { change, source, detail: None }, fx);
-            self.refresh_blocker(now, fx);
-            if !held {
-                self.check_resume_now(now);
-                self.released(now);
-            }
+        if let Some(held) = change.held {
+            self.hold(held, source, now, fx);
         }
     }
 }

@@ -92,7 +92,7 @@ impl Switching {
 impl Machine {
     /// The session's own statusLine sample: at the threshold, the other accounts are looked at.
     pub(super) fn switch_seen(&mut self, sample: &crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
-        let (paused, live, held) = (self.limit.is_paused(), self.life.is_live(), self.held);
+        let (paused, live, held) = (self.limit.is_paused(), self.life.is_live(), self.cycles.held());
         let Some(sw) = &mut self.switching else { return };
         if sw.phase != Phase::Watching || paused || !live || held || sw.quiet_until.is_some_and(|t| now.wall < t) {
             return;
@@ -187,8 +187,8 @@ impl Machine {
         let Life::Live { stopping: None, .. } = &self.life else { return };
         let Some(Phase::Due { to, resets }) = self.switching.as_ref().map(|s| s.phase.clone()) else { return };
         let cap = self
-            .respawn
-            .as_ref()
+            .cycles
+            .respawn()
             .map_or_else(|| respawn::Settings::default().max_restarts, |r| r.cycle.settings.max_restarts);
         let counted = self.crash.can_restart(cap);
         if counted {
