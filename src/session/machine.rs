@@ -89,20 +89,8 @@ pub struct Machine {
     far: bool,
     /// The wait before the restart under way, for the journal.
     restart_wait: Option<Duration>,
-    /// The client's conversation id, from its hooks.
-    conversation: Option<String>,
-    guard_rules: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
-    handoff: hooks::Handoff,
-    /// The latest handoff the agent wrote.
-    last_handoff: Option<hooks::Written>,
-    /// The next kickstart says what the handoff holds.
-    kick_with_handoff: bool,
-    /// The context's use, as the statusLine last said.
-    context_pct: Option<f64>,
-    /// Where the fresh conversation after the last handoff started.
-    context_floor: hooks::Floor,
-    /// Claude's hooks reach the session: its own word on a limit comes before the screen's.
-    hooks_heard: bool,
+    /// What the client's hooks said: its conversation, whether it has hooks, the handoff.
+    client: hooks::Client,
     /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
     notice_held: Option<(LimitText, Instant)>,
     budget: budget::Budget,
@@ -142,14 +130,7 @@ impl Machine {
             why: None,
             far: false,
             restart_wait: None,
-            conversation: start.conversation,
-            guard_rules: start.guard,
-            handoff: hooks::Handoff::None,
-            last_handoff: start.handoff.map(|(text, at)| hooks::Written { text, at }),
-            kick_with_handoff: false,
-            context_pct: None,
-            context_floor: hooks::Floor::None,
-            hooks_heard: false,
+            client: hooks::Client::new(start.conversation, start.guard, start.handoff),
             notice_held: None,
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
@@ -325,12 +306,12 @@ impl Machine {
         // working agent must not let a cycle start on top of it.
         self.drive(respawn::Input::Activity(t.to), now, fx);
         // With the client's hooks its Stop ends the limit: a turn that starts may be refused.
-        if t.to == Activity::Working && !self.hooks_heard {
+        if t.to == Activity::Working && !self.client.heard() {
             self.clear_limit(now, fx);
         }
         // Without the client's hooks there is no Stop to ask a handoff at: the switch goes at the
         // prompt.
-        if t.to == Activity::Idle && !self.hooks_heard && self.switch_due() {
+        if t.to == Activity::Idle && !self.client.heard() && self.switch_due() {
             self.switch_now(now, fx);
         }
         self.because(t.reason);

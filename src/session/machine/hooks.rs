@@ -53,6 +53,68 @@ pub(super) struct Written {
     pub at: DateTime<Utc>,
 }
 
+/// What the client's hooks told the session, and where it is with its handoff.
+#[derive(Debug, Clone)]
+pub(super) struct Client {
+    /// The client's conversation id, from its hooks.
+    conversation: Option<String>,
+    /// Claude's hooks reach the session: its own word on a limit comes before the screen's.
+    heard: bool,
+    guard_rules: Option<std::sync::Arc<guard::Rules>>,
+    handoff: Handoff,
+    /// The latest handoff the agent wrote.
+    last_handoff: Option<Written>,
+    /// The next kickstart says what the handoff holds.
+    kick_with_handoff: bool,
+    /// The context's use, as the statusLine last said.
+    context_pct: Option<f64>,
+    /// Where the fresh conversation after the last handoff started.
+    context_floor: Floor,
+}
+
+impl Client {
+    /// A client resuming `conversation` (if any), with the guard's rules and the last handoff the
+    /// journal kept.
+    pub(super) fn new(
+        conversation: Option<String>,
+        guard_rules: Option<std::sync::Arc<guard::Rules>>,
+        handoff: Option<(String, DateTime<Utc>)>,
+    ) -> Self {
+        Self {
+            conversation,
+            heard: false,
+            guard_rules,
+            handoff: Handoff::None,
+            last_handoff: handoff.map(|(text, at)| Written { text, at }),
+            kick_with_handoff: false,
+            context_pct: None,
+            context_floor: Floor::None,
+        }
+    }
+
+    /// Whether the client's hooks reach the session (Claude's; Codex's notify does not count).
+    pub(super) fn heard(&self) -> bool {
+        self.heard
+    }
+
+    /// The conversation a client started again resumes.
+    pub(super) fn conversation(&self) -> Option<String> {
+        self.conversation.clone()
+    }
+
+    /// The session moves to another account: its conversation is not the next client's.
+    pub(super) fn leave_conversation(&mut self) -> Option<String> {
+        self.conversation.take()
+    }
+
+    /// A switch is due: it waits for a handoff, unless one is under way already.
+    pub(super) fn handoff_for_switch(&mut self) {
+        if self.handoff == Handoff::None {
+            self.handoff = Handoff::Due;
+        }
+    }
+}
+
 /// The request for a handoff: the reason of the blocked `Stop`, or the cycle's update step.
 pub fn handoff_request(context_pct: Option<f64>) -> String {
     let full = context_pct.map(|p| format!(" (it is {}% full)", p.round())).unwrap_or_default();
@@ -102,13 +164,13 @@ impl Machine {
     ) {
         // Claude's hooks report limits too (StopFailure); Codex's notify says only that turns end.
         if !matches!(hook.event, Event::TurnComplete { .. }) {
-            self.hooks_heard = true;
+            self.client.heard = true;
         }
         let conversation =
-            hook.conversation.filter(|id| !self.switch_disowns(id) && self.conversation.as_ref() != Some(id));
+            hook.conversation.filter(|id| !self.switch_disowns(id) && self.client.conversation.as_ref() != Some(id));
         if let Some(id) = conversation {
             self.emit(EventKind::Conversation { id: id.clone() }, fx);
-            self.conversation = Some(id);
+            self.client.conversation = Some(id);
         }
         let answer = match hook.event {
             Event::SessionStart { source } => self.session_started(&source, now, fx),
@@ -153,14 +215,14 @@ impl Machine {
     /// The statusLine's context figure: at the threshold, a handoff is due (with respawn armed);
     /// for a fresh conversation that starts past it, once it has grown by [`CONTEXT_GROWTH`].
     pub(super) fn context_seen(&mut self, pct: Option<f64>, fx: &mut Vec<Effect>) {
-        self.context_pct = pct.or(self.context_pct);
+        self.client.context_pct = pct.or(self.client.context_pct);
         let threshold = self.cycles.active().map(|r| r.cycle.settings.handoff_at);
         let (Some(pct), Some(threshold)) = (pct, threshold) else { return };
         if !(threshold > 0.0 && threshold < 100.0) {
             return;
         }
-        if self.context_floor == Floor::Pending {
-            self.context_floor = if pct >= threshold {
+        if self.client.context_floor == Floor::Pending {
+            self.client.context_floor = if pct >= threshold {
                 tracing::info!(pct, threshold, "the fresh conversation starts past the handoff threshold");
                 self.emit(EventKind::ContextHigh { pct, threshold }, fx);
                 Floor::At(pct)
@@ -168,13 +230,13 @@ impl Machine {
                 Floor::None
             };
         }
-        let due_at = match self.context_floor {
+        let due_at = match self.client.context_floor {
             Floor::At(floor) => threshold.max(floor + CONTEXT_GROWTH),
             _ => threshold,
         };
-        if pct >= due_at && self.handoff == Handoff::None {
+        if pct >= due_at && self.client.handoff == Handoff::None {
             tracing::info!(pct, threshold, "the context is past the handoff threshold: a handoff is due");
-            self.handoff = Handoff::Due;
+            self.client.handoff = Handoff::Due;
         }
     }
 
@@ -183,13 +245,13 @@ impl Machine {
             return Answer::Pass;
         }
         // After the handoff's /clear, or a client started again soon after one was written.
-        let fresh = self.handoff == Handoff::Written
-            || self.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF);
-        if *source == StartSource::Clear && self.handoff == Handoff::Written {
-            self.handoff = Handoff::None;
-            self.context_floor = Floor::Pending;
+        let fresh = self.client.handoff == Handoff::Written
+            || self.client.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF);
+        if *source == StartSource::Clear && self.client.handoff == Handoff::Written {
+            self.client.handoff = Handoff::None;
+            self.client.context_floor = Floor::Pending;
         }
-        let Some(written) = self.last_handoff.as_ref().filter(|_| fresh) else { return Answer::Pass };
+        let Some(written) = self.client.last_handoff.as_ref().filter(|_| fresh) else { return Answer::Pass };
         self.emit(EventKind::HandoffGiven { source: source.to_string() }, fx);
         Answer::Context {
             text: format!(
@@ -201,11 +263,11 @@ impl Machine {
     }
 
     fn stopped(&mut self, continued: bool, last_message: Option<String>, now: Now, fx: &mut Vec<Effect>) -> Answer {
-        match self.handoff {
+        match self.client.handoff {
             Handoff::Due if !self.cycles.held() => {
-                self.handoff = Handoff::Asked { times: 1 };
+                self.client.handoff = Handoff::Asked { times: 1 };
                 self.emit(EventKind::HandoffAsked { times: 1 }, fx);
-                Answer::Block { reason: handoff_request(self.context_pct) }
+                Answer::Block { reason: handoff_request(self.client.context_pct) }
             }
             Handoff::Asked { times } => {
                 let text = last_message.map(|t| t.trim().to_string()).unwrap_or_default();
@@ -224,14 +286,14 @@ impl Machine {
                 }
                 if times >= HANDOFF_ASKS {
                     // It will not write one: the cycle goes on without (and asks no more this time).
-                    self.handoff = Handoff::None;
+                    self.client.handoff = Handoff::None;
                     self.emit(EventKind::HandoffMissing { times }, fx);
                     self.switch_now(now, fx);
                     return Answer::Pass;
                 }
-                self.handoff = Handoff::Asked { times: times + 1 };
+                self.client.handoff = Handoff::Asked { times: times + 1 };
                 self.emit(EventKind::HandoffAsked { times: times + 1 }, fx);
-                Answer::Block { reason: handoff_request(self.context_pct) }
+                Answer::Block { reason: handoff_request(self.client.context_pct) }
             }
             // A switch due without a handoff to ask for (one was just written): at this turn's end.
             Handoff::None | Handoff::Written if self.switch_due() && !self.cycles.held() => {
@@ -243,29 +305,29 @@ impl Machine {
     }
 
     fn handoff_written(&mut self, text: String, now: Now, fx: &mut Vec<Effect>) {
-        self.handoff = Handoff::Written;
-        self.kick_with_handoff = true;
+        self.client.handoff = Handoff::Written;
+        self.client.kick_with_handoff = true;
         self.emit(EventKind::Handoff { chars: text.chars().count() }, fx);
         fx.push(Effect::SaveHandoff { text: text.clone() });
-        self.last_handoff = Some(Written { text, at: now.wall });
+        self.client.last_handoff = Some(Written { text, at: now.wall });
     }
 
     /// A cycle's update step while a handoff is due: it asks for the handoff instead.
     pub(super) fn update_text(&mut self, text: String, fx: &mut Vec<Effect>) -> String {
-        if self.handoff != Handoff::Due {
+        if self.client.handoff != Handoff::Due {
             return text;
         }
-        self.handoff = Handoff::Asked { times: 1 };
+        self.client.handoff = Handoff::Asked { times: 1 };
         self.emit(EventKind::HandoffAsked { times: 1 }, fx);
-        handoff_request(self.context_pct)
+        handoff_request(self.client.context_pct)
     }
 
     /// The kickstart after a handoff says what is in it (the client has it as context too).
     pub(super) fn kickstart_text(&mut self, text: String) -> String {
-        if !std::mem::take(&mut self.kick_with_handoff) {
+        if !std::mem::take(&mut self.client.kick_with_handoff) {
             return text;
         }
-        let Some(written) = &self.last_handoff else { return text };
+        let Some(written) = &self.client.last_handoff else { return text };
         with_handoff(&text, &written.text)
     }
 
@@ -278,7 +340,7 @@ impl Machine {
             return None;
         }
         let kickstart = self.cycles.active().map(|r| r.cycle.settings.kickstart_prompt.as_str());
-        continuation(self.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at)), kickstart, now.wall)
+        continuation(self.client.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at)), kickstart, now.wall)
     }
 
     fn guarded(
@@ -288,7 +350,9 @@ impl Machine {
         facts: Option<&guard::Facts>,
         fx: &mut Vec<Effect>,
     ) -> Answer {
-        let (Some(rules), Some(command)) = (&self.guard_rules, input["command"].as_str()) else { return Answer::Pass };
+        let (Some(rules), Some(command)) = (&self.client.guard_rules, input["command"].as_str()) else {
+            return Answer::Pass;
+        };
         if tool != "Bash" {
             return Answer::Pass;
         }

@@ -160,7 +160,7 @@ impl Machine {
             EventKind::Respawn { action: respawn::Action::Restart, cycle: None, reason: Some(reason), cost_usd: None },
             fx,
         );
-        fx.push(Effect::Spawn { conversation: self.conversation.clone(), prompt: self.restart_prompt(now) });
+        fx.push(Effect::Spawn { conversation: self.client.conversation(), prompt: self.restart_prompt(now) });
     }
 
     pub(super) fn on_started(&mut self, pid: u32, now: Now, fx: &mut Vec<Effect>) {

@@ -180,7 +180,7 @@ impl Machine {
             // The client's notice is gone after our resume, or after the reset with its own timer
             // running: it took the continuation, even one answered too fast to show a turn. (With
             // its hooks, its Stop says so, and a refused turn's StopFailure says not.)
-            if let Some(p) = self.limit.paused().filter(|_| !self.hooks_heard) {
+            if let Some(p) = self.limit.paused().filter(|_| !self.client.heard()) {
                 let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
                 let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
                 if resumed || (reset_passed && p.client_continues) {
@@ -226,7 +226,7 @@ impl Machine {
                 return;
             }
         }
-        if self.hooks_heard {
+        if self.client.heard() {
             // The client's own StopFailure says the same, first-hand, a moment later: wait for it.
             if self.notice_held.is_none() {
                 self.notice_held = Some((found, now.mono + NOTICE_GRACE));
@@ -420,7 +420,7 @@ impl Machine {
     /// A frame showed the agent in a turn, however short. After the reset (or a resume), that is the
     /// limit over: the client took the continuation.
     pub(super) fn turn_seen(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        if self.hooks_heard {
+        if self.client.heard() {
             // The client's own word ends it: a turn that starts may still be refused.
             return;
         }

@@ -114,7 +114,7 @@ impl Machine {
     /// The other accounts' meters: the one with the most headroom becomes the switch's target, or
     /// the switch holds until the window resets.
     pub(super) fn on_meters(&mut self, meters: Vec<Meter>, now: Now, fx: &mut Vec<Effect>) {
-        let hooks = self.hooks_heard;
+        let hooks = self.client.heard();
         let Some(sw) = &mut self.switching else { return };
         let Phase::Looking { used, window, resets } = sw.phase.clone() else { return };
         let least = 100.0 - sw.settings.threshold;
@@ -153,8 +153,8 @@ impl Machine {
                     },
                     fx,
                 );
-                if hooks && self.handoff == hooks::Handoff::None {
-                    self.handoff = hooks::Handoff::Due;
+                if hooks {
+                    self.client.handoff_for_switch();
                 }
             }
             None => {
@@ -219,7 +219,7 @@ impl Machine {
             fx,
         );
         // The old account's conversation is not the new one's to resume.
-        if let (Some(id), Some(sw)) = (self.conversation.take(), self.switching.as_mut()) {
+        if let (Some(id), Some(sw)) = (self.client.leave_conversation(), self.switching.as_mut()) {
             sw.left.push(id);
         }
         if let Life::Live { stopping, .. } = &mut self.life {

@@ -1207,7 +1207,7 @@ fn an_account_at_the_threshold_moves_after_the_turn_and_its_handoff_to_the_most_
     assert_eq!(moved[0].0, "c");
     assert!(moved[0].1.as_deref().is_some_and(|p| p.contains(HANDOFF)), "it starts from the handoff: {moved:?}");
     assert!(!sim.log.iter().any(|(_, e)| matches!(e, Effect::Spawn { .. })), "no resume of a's conversation");
-    assert_eq!(sim.m.conversation, None);
+    assert_eq!(sim.m.client.conversation(), None);
     assert!(sim.m.is_live(), "the session goes on");
     assert_eq!(sim.states().last(), Some(&SessionState::Running), "{:?}", sim.states());
     assert!(!sim.log.iter().any(|(_, e)| matches!(e, Effect::Salvage { .. })), "the working tree goes on as it is");
@@ -1348,7 +1348,7 @@ fn a_late_hook_of_the_old_client_never_brings_back_its_conversation() {
     assert_eq!(sim.switched_to().len(), 1);
     // A hook process of a's client, still in flight, reports after the restart.
     sim.input(hook(crate::hooks::Event::SessionEnd { reason: "other".into() }));
-    assert_eq!(sim.m.conversation, None, "a's conversation (conv-1) is not b's");
+    assert_eq!(sim.m.client.conversation(), None, "a's conversation (conv-1) is not b's");
     let b = Input::Hook {
         hook: crate::hooks::Hook {
             conversation: Some("conv-b".into()),
@@ -1358,7 +1358,7 @@ fn a_late_hook_of_the_old_client_never_brings_back_its_conversation() {
         facts: None,
     };
     sim.input(b);
-    assert_eq!(sim.m.conversation.as_deref(), Some("conv-b"));
+    assert_eq!(sim.m.client.conversation().as_deref(), Some("conv-b"));
 }
 
 // ---- Dialogs answered ----------------------------------------------------------------------------
