@@ -61,12 +61,8 @@ pub struct Machine {
     life: Life,
     activity: Option<Activity>,
     cycles: cycles::Cycles,
-    auto_resume: Option<resume::Settings>,
-    limit: Limit,
-    /// The last limit-notice region read showed no limit: a notice now is a new one (an old one
-    /// may linger on screen after its limit ended).
-    notice_gone: bool,
-    guard: limit::Guard,
+    /// The usage limits: paused or not, the notice on screen, the fresh-window guard, auto-resume.
+    limits: limit::Watch,
     crash: CrashLoop,
     progress: NoProgress,
     /// The open breakers' waits before their probes.
@@ -76,7 +72,6 @@ pub struct Machine {
     cycle_fingerprint: Option<Fingerprint>,
     /// The working tree when the agent was last started again after measured progress.
     life_fingerprint: Option<Fingerprint>,
-    last_sample: Option<crate::usage::Sample>,
     /// The dialog on screen, while the agent waits on the user.
     dialog: Option<Dialog>,
     /// Since when the agent waits on a dialog, and who typed into it since.
@@ -91,8 +86,6 @@ pub struct Machine {
     restart_wait: Option<Duration>,
     /// What the client's hooks said: its conversation, whether it has hooks, the handoff.
     client: hooks::Client,
-    /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
-    notice_held: Option<(LimitText, Instant)>,
     budget: budget::Budget,
     /// The move to another account before the limit, when the session opted in.
     switching: Option<switch::Switching>,
@@ -113,17 +106,13 @@ impl Machine {
             life: Life::live(start.pid, now.mono),
             activity: None,
             cycles: cycles::Cycles::new(armed, start.held),
-            auto_resume: start.auto_resume,
-            limit: Limit::default(),
-            notice_gone: true,
-            guard: limit::Guard::new(start.window_guard),
+            limits: limit::Watch::new(start.auto_resume, start.window_guard),
             crash: CrashLoop::default(),
             progress: NoProgress::default(),
             crash_retry: crate::breaker::Backoff::default(),
             progress_retry: crate::breaker::Backoff::default(),
             cycle_fingerprint: None,
             life_fingerprint: None,
-            last_sample: None,
             dialog: None,
             asked: None,
             state: SessionState::Running,
@@ -131,7 +120,6 @@ impl Machine {
             far: false,
             restart_wait: None,
             client: hooks::Client::new(start.conversation, start.guard, start.handoff),
-            notice_held: None,
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
         };
@@ -203,11 +191,11 @@ impl Machine {
     pub fn next_deadline(&self) -> Option<Instant> {
         let cycle = self.cycles.next_deadline();
         let life = self.life.next_deadline();
-        let resume = self.limit.next_check().filter(|_| self.life.is_live() && !self.cycles.held());
-        let notice = self.notice_held.as_ref().map(|(_, at)| *at);
+        let resume = self.limits.limit().next_check().filter(|_| self.life.is_live() && !self.cycles.held());
+        let notice = self.limits.notice_deadline();
         let budget = self.budget.deadline().filter(|_| self.life.is_live());
         let breakers = self.breaker_deadline();
-        [cycle, life, resume, self.guard.next_deadline(), notice, budget, breakers].into_iter().flatten().min()
+        [cycle, life, resume, self.limits.guard().next_deadline(), notice, budget, breakers].into_iter().flatten().min()
     }
 
     /// The state last journalled.
@@ -247,7 +235,7 @@ impl Machine {
             // Down, and about to be started again: not an end.
             Life::Between { .. } => SessionState::Starting,
             Life::Live { .. } if self.cycles.cycling() => SessionState::Respawning,
-            Life::Live { .. } if self.limit.is_paused() => SessionState::LimitPaused,
+            Life::Live { .. } if self.limits.limit().is_paused() => SessionState::LimitPaused,
             Life::Live { .. } => match self.activity {
                 Some(Activity::WaitingInput) => SessionState::WaitingInput,
                 Some(Activity::Working) => SessionState::Working,
@@ -357,16 +345,14 @@ impl Machine {
         self.breaker_tick(now, fx);
         self.life_tick(now, fx);
         self.notice_tick(now, fx);
-        if self.guard.next_deadline().is_some_and(|t| t <= now.mono) && self.guard.tick(now) {
-            tracing::info!("the window the reserve was kept in has reset: cycles and resumes may run again");
-            self.refresh_blocker(now, fx);
-        }
+        self.guard_tick(now, fx);
         if self.cycles.next_deadline().is_some_and(|t| t <= now.mono) {
             self.drive(respawn::Input::Tick, now, fx);
             // The armed duration ended while the agent was down: nothing will start it again.
             self.end_if_unarmed(fx);
         }
-        if self.life.is_live() && !self.cycles.held() && self.limit.next_check().is_some_and(|t| t <= now.mono) {
+        if self.life.is_live() && !self.cycles.held() && self.limits.limit().next_check().is_some_and(|t| t <= now.mono)
+        {
             self.resume_tick(now, fx);
         }
     }
@@ -382,11 +368,11 @@ impl Machine {
         if self.progress.state == BreakerState::Open {
             return Some("the no-progress breaker is open".into());
         }
-        if self.limit.is_paused() {
+        if self.limits.limit().is_paused() {
             return Some("paused on a usage limit".into());
         }
-        if self.guard.active(now.wall) {
-            return Some(if self.guard.settings.not_tonight {
+        if self.limits.guard().active(now.wall) {
+            return Some(if self.limits.guard().settings.not_tonight {
                 "not tonight: the fresh window is left for you".into()
             } else {
                 "the fresh window's reserve is reached".into()

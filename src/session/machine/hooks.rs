@@ -185,7 +185,7 @@ impl Machine {
                         resets_at: None,
                         line: last_message.unwrap_or_else(|| "the client reports a rate limit".into()),
                     });
-                    if self.limit.is_paused() {
+                    if self.limits.limit().is_paused() {
                         // The turn a resume (ours or the client's) started was refused: limited again.
                         self.refused(limit.resets_at, now, fx);
                     } else {
@@ -335,7 +335,8 @@ impl Machine {
     /// holds the session (the resume after the reset says it, and nothing is sent into a window
     /// that would refuse it).
     pub(super) fn restart_prompt(&self, now: Now) -> Option<String> {
-        let window_closed = self.limit.paused().is_some_and(|p| p.limit.resets_at.is_none_or(|reset| reset > now.wall));
+        let window_closed =
+            self.limits.limit().paused().is_some_and(|p| p.limit.resets_at.is_none_or(|reset| reset > now.wall));
         if window_closed {
             return None;
         }

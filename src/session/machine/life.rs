@@ -97,6 +97,7 @@ impl Machine {
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
                 if kind == StopKind::Shutdown && self.keeps_resume() {
                     self.keep_resume(&last, fx);
+                    self.life = Life::Ended(End::Kept);
                     return;
                 }
                 let reason = format!("stopped on request ({source}) while the agent was down; it last {last}");
@@ -216,6 +217,7 @@ impl Machine {
         if let Some(Stopping { source, kind, .. }) = stopping {
             if kind == StopKind::Shutdown && self.keeps_resume() {
                 self.keep_resume(&exit, fx);
+                self.life = Life::Ended(End::Kept);
                 return;
             }
             let reason = format!("stopped on request ({source}); process {exit}");

@@ -76,6 +76,51 @@ pub(super) struct Guard {
     next_check: Option<Instant>,
 }
 
+/// The session's watch on its usage limits.
+#[derive(Debug, Clone)]
+pub(super) struct Watch {
+    limit: Limit,
+    auto_resume: Option<resume::Settings>,
+    guard: Guard,
+    /// The last limit-notice region read showed no limit: a notice now is a new one (an old one
+    /// may linger on screen after its limit ended).
+    notice_gone: bool,
+    /// A limit notice on screen, waiting until then for the client's hook to say it first-hand.
+    notice_held: Option<(LimitText, Instant)>,
+    /// The statusLine's latest usage sample.
+    last_sample: Option<crate::usage::Sample>,
+}
+
+impl Watch {
+    pub(super) fn new(auto_resume: Option<resume::Settings>, guard: limits::WindowGuard) -> Self {
+        Self {
+            limit: Limit::Clear,
+            auto_resume,
+            guard: Guard::new(guard),
+            notice_gone: true,
+            notice_held: None,
+            last_sample: None,
+        }
+    }
+
+    pub(super) fn limit(&self) -> &Limit {
+        &self.limit
+    }
+
+    pub(super) fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    pub(super) fn auto_resume(&self) -> Option<&resume::Settings> {
+        self.auto_resume.as_ref()
+    }
+
+    /// When a notice held for the client's hook stands on its own.
+    pub(super) fn notice_deadline(&self) -> Option<Instant> {
+        self.notice_held.as_ref().map(|(_, at)| *at)
+    }
+}
+
 /// How long a limit notice on screen waits for the client's own `StopFailure` hook.
 const NOTICE_GRACE: Duration = Duration::from_millis(1500);
 
@@ -140,10 +185,10 @@ impl Machine {
     ) {
         let Some(menu) = menu else { return };
         let stop = menu.stop.map(|k| (k, "stop and wait for the reset"));
-        let choice = match &self.auto_resume {
+        let choice = match &self.limits.auto_resume {
             // Held: the user answers it.
             _ if self.cycles.held() => None,
-            _ if self.guard.settings.not_tonight => stop,
+            _ if self.limits.guard.settings.not_tonight => stop,
             Some(s) if s.policy == resume::Policy::Watch => {
                 menu.wait.map(|k| (k, "wait here, then continue automatically")).or(stop)
             }
@@ -162,7 +207,7 @@ impl Machine {
                 fx,
             );
         }
-        if !self.limit.is_paused() {
+        if !self.limits.limit.is_paused() {
             let limit = menu_limit.unwrap_or_else(|| LimitText {
                 kind: LimitKind::Unspecified,
                 resets_at: None,
@@ -176,11 +221,11 @@ impl Machine {
     /// The frame's limit-notice region was read: a new notice pauses the session.
     pub(super) fn on_limit_notice(&mut self, found: Option<LimitText>, now: Now, fx: &mut Vec<Effect>) {
         let Some(found) = found else {
-            self.notice_gone = true;
+            self.limits.notice_gone = true;
             // The client's notice is gone after our resume, or after the reset with its own timer
             // running: it took the continuation, even one answered too fast to show a turn. (With
             // its hooks, its Stop says so, and a refused turn's StopFailure says not.)
-            if let Some(p) = self.limit.paused().filter(|_| !self.client.heard()) {
+            if let Some(p) = self.limits.limit.paused().filter(|_| !self.client.heard()) {
                 let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
                 let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
                 if resumed || (reset_passed && p.client_continues) {
@@ -189,7 +234,7 @@ impl Machine {
             }
             return;
         };
-        if let Limit::Paused(p) = &mut self.limit {
+        if let Limit::Paused(p) = &mut self.limits.limit {
             // A notice drawn anew, or one showing a later reset, is the limit seen again: after a
             // resume, another window ran out; before one, a later reset to wait for. The same
             // notice still on screen, read once its minute is long past, names tomorrow's time:
@@ -198,10 +243,10 @@ impl Machine {
                 .resets_at
                 .zip(p.limit.resets_at)
                 .is_some_and(|(found, known)| (found - known - chrono::Duration::days(1)).num_seconds().abs() <= 60);
-            let same = !self.notice_gone && found.line == p.limit.line && a_day_on;
+            let same = !self.limits.notice_gone && found.line == p.limit.line && a_day_on;
             let later = !same && found.resets_at.is_some_and(|r| p.limit.resets_at.is_none_or(|known| r > known));
-            if self.notice_gone || later {
-                self.notice_gone = false;
+            if self.limits.notice_gone || later {
+                self.limits.notice_gone = false;
                 let sent = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
                 if found.resets_at.is_some() && (later || sent) {
                     p.limit.resets_at = found.resets_at;
@@ -210,11 +255,11 @@ impl Machine {
             }
             return;
         }
-        if !self.notice_gone {
+        if !self.limits.notice_gone {
             return;
         }
         // Data beats text: a notice while the statusLine shows headroom in every window is stale.
-        if let Some(s) = &self.last_sample {
+        if let Some(s) = &self.limits.last_sample {
             let headroom = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
                 pct.is_some_and(|p| p < 100.0) || reset.is_some_and(|r| r <= now.wall)
             };
@@ -228,8 +273,8 @@ impl Machine {
         }
         if self.client.heard() {
             // The client's own StopFailure says the same, first-hand, a moment later: wait for it.
-            if self.notice_held.is_none() {
-                self.notice_held = Some((found, now.mono + NOTICE_GRACE));
+            if self.limits.notice_held.is_none() {
+                self.limits.notice_held = Some((found, now.mono + NOTICE_GRACE));
             }
             return;
         }
@@ -238,9 +283,9 @@ impl Machine {
 
     /// A notice held for the client's hook: when the hook did not come, the screen's word stands.
     pub(super) fn notice_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        if self.notice_held.as_ref().is_some_and(|(_, at)| *at <= now.mono) {
-            let (found, _) = self.notice_held.take().expect("held");
-            if !self.limit.is_paused() {
+        if self.limits.notice_held.as_ref().is_some_and(|(_, at)| *at <= now.mono) {
+            let (found, _) = self.limits.notice_held.take().expect("held");
+            if !self.limits.limit.is_paused() {
                 self.pause(found, Source::Text, false, Timer::Maybe, now, fx);
             }
         }
@@ -260,29 +305,29 @@ impl Machine {
         ];
         // The later reset wins: the agent can work only when every full window has reset.
         let latest = windows.iter().filter_map(|(r, k)| r.map(|r| (r, *k))).max_by_key(|(r, _)| *r);
-        if self.guard.fresh_window
-            && self.guard.until.is_none()
-            && self.guard.settings.reserve_reached(sample.five_hour_pct)
+        if self.limits.guard.fresh_window
+            && self.limits.guard.until.is_none()
+            && self.limits.guard.settings.reserve_reached(sample.five_hour_pct)
         {
-            self.guard.hold_until(sample.five_hour_resets_at, now);
+            self.limits.guard.hold_until(sample.five_hour_resets_at, now);
             self.emit(
                 EventKind::WindowGuard {
                     reason: format!(
                         "the fresh window is at {}%: the last {}% is left for you; no more resumes or respawn cycles until it resets",
                         sample.five_hour_pct.unwrap_or_default().round(),
-                        self.guard.settings.reserve_pct.unwrap_or_default().round()
+                        self.limits.guard.settings.reserve_pct.unwrap_or_default().round()
                     ),
                 },
                 fx,
             );
             self.refresh_blocker(now, fx);
-            if let Limit::Paused(p) = &mut self.limit {
+            if let Limit::Paused(p) = &mut self.limits.limit {
                 p.resume = None;
             }
         }
         self.switch_seen(&sample, now, fx);
-        self.last_sample = Some(sample);
-        match (latest, &mut self.limit) {
+        self.limits.last_sample = Some(sample);
+        match (latest, &mut self.limits.limit) {
             (Some((resets_at, kind)), Limit::Clear) => {
                 let line = format!(
                     "the statusLine reports the {} window full",
@@ -303,7 +348,7 @@ impl Machine {
                     waiting.next_check = first_look(&waiting.plan, now);
                     if waiting.plan.due != was {
                         let (settings, due, guard) =
-                            (waiting.plan.settings.clone(), waiting.plan.due, self.guard.settings);
+                            (waiting.plan.settings.clone(), waiting.plan.due, self.limits.guard.settings);
                         self.emit(EventKind::ResumeArmed { resets_at: Some(resets_at), due, settings, guard }, fx);
                     }
                 }
@@ -320,8 +365,8 @@ impl Machine {
     /// The session learnt a reset while paused (a later one in the data or on screen, or a new notice
     /// after a resume): the plan hears of it, and the journal keeps the new due time for a restore.
     fn learned_reset(&mut self, resets_at: Option<DateTime<Utc>>, now: Now, fx: &mut Vec<Effect>) {
-        let guard = self.guard.settings;
-        let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limit else { return };
+        let guard = self.limits.guard.settings;
+        let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limits.limit else { return };
         let due = waiting.plan.due;
         let effects = waiting.plan.limited_again(resets_at, now.wall);
         if waiting.plan.due != due && !waiting.plan.failed {
@@ -335,7 +380,7 @@ impl Machine {
     /// (the plan tries again on its short ladder, never into the window); before one, the same
     /// limit, with a later reset if it says one.
     pub(super) fn refused(&mut self, resets_at: Option<DateTime<Utc>>, now: Now, fx: &mut Vec<Effect>) {
-        let Limit::Paused(p) = &mut self.limit else { return };
+        let Limit::Paused(p) = &mut self.limits.limit else { return };
         let later = resets_at.filter(|r| p.limit.resets_at.is_none_or(|known| *r > known));
         if later.is_some() {
             p.limit.resets_at = later;
@@ -346,16 +391,14 @@ impl Machine {
 
     /// Whether a resume is pending that only the user may cancel (Nightshift's own end keeps it).
     pub(super) fn keeps_resume(&self) -> bool {
-        self.limit.waiting().is_some_and(|w| !w.plan.failed)
+        self.limits.limit.waiting().is_some_and(|w| !w.plan.failed)
     }
 
     /// Nightshift is ending while the session waits for a limit's reset: the agent is gone, and the
-    /// resume is kept in the journal for the next Nightshift process. The journal leaves the session
-    /// paused, not ended.
+    /// resume is kept in the journal for the next Nightshift process (the kept resume is the
+    /// session's last word there). The journal leaves the session paused, not ended.
     pub(super) fn keep_resume(&mut self, exit: &Exit, fx: &mut Vec<Effect>) {
-        // The kept resume is the session's last word in the journal.
-        self.far = false;
-        let Some(due) = self.limit.waiting().map(|w| w.plan.due) else { return };
+        let Some(due) = self.limits.limit.waiting().map(|w| w.plan.due) else { return };
         self.emit(
             EventKind::ResumeKept {
                 due,
@@ -366,7 +409,6 @@ impl Machine {
             },
             fx,
         );
-        self.life = Life::Ended(super::life::End::Kept);
     }
 
     /// Paused on `limit`, its reset known to the second (`exact`: the client's data) or to a
@@ -391,10 +433,10 @@ impl Machine {
         );
         self.because(format!("usage limit ({}: {}) {until}", source.as_str(), limit.line));
         let mut resume = None;
-        if self.guard.settings.not_tonight {
+        if self.limits.guard.settings.not_tonight {
             // Not tonight: the fresh window is the user's, all of it. Cancel the client's own
             // continuation too, and hold respawn cycles from now on, whatever ends the pause.
-            self.guard.hold_until(None, now);
+            self.limits.guard.hold_until(None, now);
             if timer == Timer::Maybe {
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
             }
@@ -406,14 +448,14 @@ impl Machine {
                 },
                 fx,
             );
-        } else if let Some(settings) = self.auto_resume.clone().filter(|_| !self.guard.active(now.wall)) {
+        } else if let Some(settings) = self.limits.auto_resume.clone().filter(|_| !self.limits.guard.active(now.wall)) {
             resume = Some(self.arm_resume(settings, limit.resets_at, exact, timer, now, fx));
         }
-        let own = self.auto_resume.as_ref().is_some_and(|s| s.policy == resume::Policy::Own);
-        let client_continues = timer == Timer::Maybe && !self.guard.settings.not_tonight && !own;
-        self.limit = Limit::Paused(Paused { limit, source, client_continues, resume, exact });
-        self.notice_held = None;
-        self.notice_gone = false;
+        let own = self.limits.auto_resume.as_ref().is_some_and(|s| s.policy == resume::Policy::Own);
+        let client_continues = timer == Timer::Maybe && !self.limits.guard.settings.not_tonight && !own;
+        self.limits.limit = Limit::Paused(Paused { limit, source, client_continues, resume, exact });
+        self.limits.notice_held = None;
+        self.limits.notice_gone = false;
         self.refresh_blocker(now, fx);
     }
 
@@ -430,7 +472,7 @@ impl Machine {
     /// A turn ended well (the client's Stop, or a turn the screen saw): after the reset (or a
     /// resume), that is the limit over.
     pub(super) fn turn_done(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let Some(p) = self.limit.paused() else { return };
+        let Some(p) = self.limits.limit.paused() else { return };
         let resumed = p.resume.as_ref().is_some_and(|w| w.plan.sent_at.is_some());
         let reset_passed = p.limit.resets_at.is_some_and(|r| r <= now.wall);
         if resumed || reset_passed {
@@ -441,11 +483,11 @@ impl Machine {
     /// The limit is over: the agent works again (a quick turn may have come and gone without the
     /// detector's activity changing, so `limit_paused` must not linger until it does).
     pub(super) fn clear_limit(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        if !self.limit.is_paused() {
+        if !self.limits.limit.is_paused() {
             return;
         }
-        self.limit = Limit::Clear;
-        self.guard.fresh_window = true;
+        self.limits.limit = Limit::Clear;
+        self.limits.guard.fresh_window = true;
         self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() }, fx);
         self.because("the usage limit is over: the agent took its continuation");
         self.refresh_blocker(now, fx);
@@ -454,7 +496,9 @@ impl Machine {
     /// What the usage data says of the quota now: a window counts as full only while its reset is
     /// ahead (a sample from before the reset says nothing about after it).
     fn quota(&self, now: DateTime<Utc>) -> resume::Quota {
-        let Some(s) = self.last_sample.as_ref().filter(|s| s.has_limits()) else { return resume::Quota::Unknown };
+        let Some(s) = self.limits.last_sample.as_ref().filter(|s| s.has_limits()) else {
+            return resume::Quota::Unknown;
+        };
         let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
             pct.is_some_and(|p| p >= 100.0) && reset.is_some_and(|r| r > now)
         };
@@ -484,7 +528,7 @@ impl Machine {
         if timer == Timer::None {
             effects.retain(|e| *e != resume::Effect::CancelClientTimer);
         }
-        self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings, guard: self.guard.settings }, fx);
+        self.emit(EventKind::ResumeArmed { resets_at, due: plan.due, settings, guard: self.limits.guard.settings }, fx);
         self.resume_effects(effects, fx);
         let next_check = first_look(&plan, now);
         Waiting { plan, next_check }
@@ -492,9 +536,9 @@ impl Machine {
 
     pub(super) fn resume_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let quota = self.quota(now.wall);
-        let guard = self.guard.settings;
+        let guard = self.limits.guard.settings;
         let at_prompt = self.activity == Some(Activity::Idle);
-        let Limit::Paused(Paused { resume: Some(waiting), limit, .. }) = &mut self.limit else { return };
+        let Limit::Paused(Paused { resume: Some(waiting), limit, .. }) = &mut self.limits.limit else { return };
         waiting.next_check = first_look(&waiting.plan, now);
         // A resume is typed only at the agent's prompt: never into a busy pane, a dialog, or a client
         // just started again that has not shown its prompt yet. (Checking a resume sent goes on.)
@@ -513,9 +557,64 @@ impl Machine {
         self.resume_effects(effects, fx);
     }
 
+    /// The window the guard kept its reserve in may have reset: cycles and resumes may run again.
+    pub(super) fn guard_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let guard = &mut self.limits.guard;
+        if guard.next_deadline().is_some_and(|t| t <= now.mono) && guard.tick(now) {
+            tracing::info!("the window the reserve was kept in has reset: cycles and resumes may run again");
+            self.refresh_blocker(now, fx);
+        }
+    }
+
+    /// The user switched auto-resume on or off; switched on while paused, the wait for the reset
+    /// starts now.
+    pub(super) fn set_auto_resume(
+        &mut self,
+        change: crate::session::Switch<resume::Settings>,
+        source: &str,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        use crate::event::Automation;
+        use crate::session::Switch;
+        let source = source.to_string();
+        match change {
+            Switch::On(settings) => {
+                let detail =
+                    format!("{:?} policy, margin {} s", settings.policy, settings.margin.as_secs()).to_lowercase();
+                self.limits.auto_resume = Some(settings.clone());
+                let change = Automation::AutoResumeOn;
+                self.emit(EventKind::Automation { change, source, detail: Some(detail) }, fx);
+                // Already paused on a limit: start waiting for its reset now.
+                let waiting_for = match &self.limits.limit {
+                    Limit::Paused(p) if p.resume.is_none() => Some((p.limit.resets_at, p.exact)),
+                    _ => None,
+                };
+                let guard = &self.limits.guard;
+                if let Some((resets_at, exact)) = waiting_for {
+                    if !guard.active(now.wall) && !guard.settings.not_tonight {
+                        let waiting = self.arm_resume(settings, resets_at, exact, Timer::Maybe, now, fx);
+                        if let Limit::Paused(p) = &mut self.limits.limit {
+                            p.resume = Some(waiting);
+                        }
+                    }
+                }
+            }
+            Switch::Off if self.limits.auto_resume.is_some() => {
+                self.limits.auto_resume = None;
+                if let Limit::Paused(p) = &mut self.limits.limit {
+                    p.resume = None;
+                }
+                let change = Automation::AutoResumeOff;
+                self.emit(EventKind::Automation { change, source, detail: None }, fx);
+            }
+            Switch::Off => {}
+        }
+    }
+
     /// A hold was released: a pending resume looks at the clock at once.
     pub(super) fn check_resume_now(&mut self, now: Now) {
-        if let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limit {
+        if let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limits.limit {
             waiting.next_check = now.mono;
         }
     }

@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::breaker::BreakerKind;
-use crate::event::Automation;
 use crate::session::{RespawnArm, Switch};
 
 impl Machine {
@@ -21,13 +20,13 @@ impl Machine {
             respawn_active: self.cycles.active().is_some(),
             respawn_until: self.cycles.respawn().map(|r| r.until),
             respawn_cycles: self.cycles.respawn().map_or(0, |r| r.cycle.cycles),
-            auto_resume: self.auto_resume.clone(),
+            auto_resume: self.limits.auto_resume().cloned(),
             held: self.cycles.held(),
             breakers,
-            limit: self.limit.paused().map(|p| crate::session::Paused { resets_at: p.limit.resets_at }),
-            window_guard: self.guard.settings,
+            limit: self.limits.limit().paused().map(|p| crate::session::Paused { resets_at: p.limit.resets_at }),
+            window_guard: self.limits.guard().settings,
             awake: self.want(now),
-            resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
+            resume_due: self.limits.limit().waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             account_switch: self.switch_view(),
             breaker_retry_at: self.breaker_probe_at(now),
             budget: self.budget.limits(),
@@ -56,7 +55,7 @@ impl Machine {
                 Life::Between { next: super::life::Next::RestartAt(_) | super::life::Next::Measuring, .. }
             ),
             waiting_for_user: self.activity == Some(Activity::WaitingInput),
-            resume_due: self.limit.waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
+            resume_due: self.limits.limit().waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             armed_until: self.cycles.active().map(|r| r.until),
             cycles_blocked: self.cycles.blocked(),
             breaker_probe: self.breaker_probe_at(now),
@@ -87,37 +86,8 @@ impl Machine {
             Some(Switch::Off) => self.disarm_respawn(&source, fx),
             None => {}
         }
-        match change.auto_resume {
-            Some(Switch::On(settings)) => {
-                let detail =
-                    format!("{:?} policy, margin {} s", settings.policy, settings.margin.as_secs()).to_lowercase();
-                self.auto_resume = Some(settings.clone());
-                let change = Automation::AutoResumeOn;
-                self.emit(EventKind::Automation { change, source: source.clone(), detail: Some(detail) }, fx);
-                // Already paused on a limit: start waiting for its reset now.
-                let waiting_for = match &self.limit {
-                    Limit::Paused(p) if p.resume.is_none() => Some((p.limit.resets_at, p.exact)),
-                    _ => None,
-                };
-                if let Some((resets_at, exact)) = waiting_for {
-                    if !self.guard.active(now.wall) && !self.guard.settings.not_tonight {
-                        let timer = super::limit::Timer::Maybe;
-                        let waiting = self.arm_resume(settings, resets_at, exact, timer, now, fx);
-                        if let Limit::Paused(p) = &mut self.limit {
-                            p.resume = Some(waiting);
-                        }
-                    }
-                }
-            }
-            Some(Switch::Off) if self.auto_resume.is_some() => {
-                self.auto_resume = None;
-                if let Limit::Paused(p) = &mut self.limit {
-                    p.resume = None;
-                }
-                let change = Automation::AutoResumeOff;
-                self.emit(EventKind::Automation { change, source: source.clone(), detail: None }, fx);
-            }
-            Some(Switch::Off) | None => {}
+        if let Some(auto_resume) = change.auto_resume {
+            self.set_auto_resume(auto_resume, &source, now, fx);
         }
         if let Some(held) = change.held {
             self.hold(held, source, now, fx);

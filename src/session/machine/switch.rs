@@ -92,7 +92,7 @@ impl Switching {
 impl Machine {
     /// The session's own statusLine sample: at the threshold, the other accounts are looked at.
     pub(super) fn switch_seen(&mut self, sample: &crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
-        let (paused, live, held) = (self.limit.is_paused(), self.life.is_live(), self.cycles.held());
+        let (paused, live, held) = (self.limits.limit().is_paused(), self.life.is_live(), self.cycles.held());
         let Some(sw) = &mut self.switching else { return };
         if sw.phase != Phase::Watching || paused || !live || held || sw.quiet_until.is_some_and(|t| now.wall < t) {
             return;
