@@ -11,6 +11,7 @@
 //! where it came from and the resume plan), the fresh-window guard, the user's hold, the respawn
 //! cycle, the breakers and the spend.
 
+mod breakers;
 mod budget;
 mod cycles;
 mod dialog;
@@ -58,20 +59,12 @@ pub struct Machine {
     agent: AgentKind,
     auto_accept: Vec<DialogKind>,
     stop_grace: Duration,
-    life: Life,
+    lives: life::Lives,
     activity: Option<Activity>,
     cycles: cycles::Cycles,
     /// The usage limits: paused or not, the notice on screen, the fresh-window guard, auto-resume.
     limits: limit::Watch,
-    crash: CrashLoop,
-    progress: NoProgress,
-    /// The open breakers' waits before their probes.
-    crash_retry: crate::breaker::Backoff<Instant>,
-    progress_retry: crate::breaker::Backoff<Instant>,
-    /// The working tree at the last cycle's start.
-    cycle_fingerprint: Option<Fingerprint>,
-    /// The working tree when the agent was last started again after measured progress.
-    life_fingerprint: Option<Fingerprint>,
+    breakers: breakers::Breakers,
     /// The dialog on screen, while the agent waits on the user.
     dialog: Option<Dialog>,
     /// Since when the agent waits on a dialog, and who typed into it since.
@@ -82,8 +75,6 @@ pub struct Machine {
     why: Option<String>,
     /// The session lets the machine sleep because its next action is out of reach (as journalled).
     far: bool,
-    /// The wait before the restart under way, for the journal.
-    restart_wait: Option<Duration>,
     /// What the client's hooks said: its conversation, whether it has hooks, the handoff.
     client: hooks::Client,
     budget: budget::Budget,
@@ -103,22 +94,16 @@ impl Machine {
             agent: start.agent,
             auto_accept: start.auto_accept,
             stop_grace: start.stop_grace,
-            life: Life::live(start.pid, now.mono),
+            lives: life::Lives::new(start.pid, now),
             activity: None,
             cycles: cycles::Cycles::new(armed, start.held),
             limits: limit::Watch::new(start.auto_resume, start.window_guard),
-            crash: CrashLoop::default(),
-            progress: NoProgress::default(),
-            crash_retry: crate::breaker::Backoff::default(),
-            progress_retry: crate::breaker::Backoff::default(),
-            cycle_fingerprint: None,
-            life_fingerprint: None,
+            breakers: breakers::Breakers::default(),
             dialog: None,
             asked: None,
             state: SessionState::Running,
             why: None,
             far: false,
-            restart_wait: None,
             client: hooks::Client::new(start.conversation, start.guard, start.handoff),
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
@@ -162,7 +147,7 @@ impl Machine {
             Input::Sample(sample) => self.on_sample(sample, now, &mut fx),
             Input::Typed { text, enter, by } => self.on_typed(text, enter, by, now, &mut fx),
             Input::Keys(bytes) => {
-                if self.life.is_live() {
+                if self.lives.life().is_live() {
                     self.typed_by(crate::event::Answerer::Terminal);
                     fx.push(Effect::Write { after: Duration::ZERO, bytes });
                     self.drive(respawn::Input::UserInput, now, &mut fx);
@@ -190,10 +175,10 @@ impl Machine {
     /// When [`Input::Tick`] should come next, if time alone can change anything.
     pub fn next_deadline(&self) -> Option<Instant> {
         let cycle = self.cycles.next_deadline();
-        let life = self.life.next_deadline();
-        let resume = self.limits.limit().next_check().filter(|_| self.life.is_live() && !self.cycles.held());
+        let life = self.lives.life().next_deadline();
+        let resume = self.limits.limit().next_check().filter(|_| self.lives.life().is_live() && !self.cycles.held());
         let notice = self.limits.notice_deadline();
-        let budget = self.budget.deadline().filter(|_| self.life.is_live());
+        let budget = self.budget.deadline().filter(|_| self.lives.life().is_live());
         let breakers = self.breaker_deadline();
         [cycle, life, resume, self.limits.guard().next_deadline(), notice, budget, breakers].into_iter().flatten().min()
     }
@@ -205,7 +190,7 @@ impl Machine {
 
     /// How the session ended, once it has: the actor stops then.
     pub fn ended(&self) -> Option<&life::End> {
-        match &self.life {
+        match self.lives.life() {
             Life::Ended(end) => Some(end),
             _ => None,
         }
@@ -213,7 +198,7 @@ impl Machine {
 
     /// Whether the agent's process runs now.
     pub fn is_live(&self) -> bool {
-        self.life.is_live()
+        self.lives.life().is_live()
     }
 
     fn emit(&self, kind: EventKind, fx: &mut Vec<Effect>) {
@@ -229,7 +214,7 @@ impl Machine {
     /// The state the session is in, from everything the machine knows: a limit pause is not undone by
     /// the agent going idle under it, and an open breaker is not hidden by the prompt coming back.
     fn derived_state(&self) -> SessionState {
-        match &self.life {
+        match self.lives.life() {
             Life::Ended(_) => self.state,
             Life::Between { next: life::Next::BreakerOpen, .. } => SessionState::BreakerOpen,
             // Down, and about to be started again: not an end.
@@ -239,7 +224,7 @@ impl Machine {
             Life::Live { .. } => match self.activity {
                 Some(Activity::WaitingInput) => SessionState::WaitingInput,
                 Some(Activity::Working) => SessionState::Working,
-                _ if self.progress.state == BreakerState::Open => SessionState::BreakerOpen,
+                _ if self.breakers.progress_open() => SessionState::BreakerOpen,
                 Some(Activity::Idle) => SessionState::Idle,
                 None => SessionState::Running,
             },
@@ -330,7 +315,7 @@ impl Machine {
     }
 
     fn on_typed(&mut self, text: String, enter: bool, by: crate::event::Answerer, now: Now, fx: &mut Vec<Effect>) {
-        if !self.life.is_live() {
+        if !self.lives.life().is_live() {
             tracing::info!("input dropped: the agent is not running");
             return;
         }
@@ -351,7 +336,9 @@ impl Machine {
             // The armed duration ended while the agent was down: nothing will start it again.
             self.end_if_unarmed(fx);
         }
-        if self.life.is_live() && !self.cycles.held() && self.limits.limit().next_check().is_some_and(|t| t <= now.mono)
+        if self.lives.life().is_live()
+            && !self.cycles.held()
+            && self.limits.limit().next_check().is_some_and(|t| t <= now.mono)
         {
             self.resume_tick(now, fx);
         }
@@ -359,13 +346,13 @@ impl Machine {
 
     /// What keeps cycles from running now, if anything.
     fn blocker(&self, now: Now) -> Option<String> {
-        if !self.life.is_live() {
+        if !self.lives.life().is_live() {
             return Some("the agent is not running".into());
         }
         if self.cycles.held() {
             return Some("held by the user".into());
         }
-        if self.progress.state == BreakerState::Open {
+        if self.breakers.progress_open() {
             return Some("the no-progress breaker is open".into());
         }
         if self.limits.limit().is_paused() {

@@ -9,7 +9,7 @@
 //! ends it in the journal too, with a final state.
 
 use super::*;
-use crate::breaker::{retry_words, BreakerKind, Trip, SHORT_LIFE};
+use crate::breaker::{BreakerKind, Trip, SHORT_LIFE};
 
 /// Where the session is in its lives.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,19 +74,38 @@ impl Life {
     }
 }
 
+/// The session's lives: where it is now, and the wait before the restart under way.
+#[derive(Debug, Clone)]
+pub(super) struct Lives {
+    life: Life,
+    /// The wait before the restart under way, for the journal.
+    restart_wait: Option<Duration>,
+}
+
+impl Lives {
+    /// The first life: process `pid`, started now.
+    pub(super) fn new(pid: u32, now: Now) -> Self {
+        Self { life: Life::live(pid, now.mono), restart_wait: None }
+    }
+
+    pub(super) fn life(&self) -> &Life {
+        &self.life
+    }
+}
+
 impl Machine {
     pub(super) fn on_stop(&mut self, source: String, kind: StopKind, now: Now, fx: &mut Vec<Effect>) {
         if self.switch_cancelled() {
             // The agent is already stopping for an account switch: it is the user's stop now. Once
             // it is down (the restart under the new account not made yet), the stop below ends it.
-            if let Life::Live { stopping: Some(stopping), .. } = &mut self.life {
+            if let Life::Live { stopping: Some(stopping), .. } = &mut self.lives.life {
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
                 stopping.source = source;
                 stopping.kind = kind;
                 return;
             }
         }
-        match &mut self.life {
+        match &mut self.lives.life {
             Life::Live { stopping: stopping @ None, .. } => {
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
                 fx.push(Effect::Signal(Signal::SIGHUP));
@@ -97,7 +116,7 @@ impl Machine {
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
                 if kind == StopKind::Shutdown && self.keeps_resume() {
                     self.keep_resume(&last, fx);
-                    self.life = Life::Ended(End::Kept);
+                    self.lives.life = Life::Ended(End::Kept);
                     return;
                 }
                 let reason = format!("stopped on request ({source}) while the agent was down; it last {last}");
@@ -122,11 +141,11 @@ impl Machine {
             },
             fx,
         );
-        self.life = Life::Ended(end);
+        self.lives.life = Life::Ended(end);
     }
 
     pub(super) fn life_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        match &mut self.life {
+        match &mut self.lives.life {
             Life::Live { stopping: Some(Stopping { kill_at: kill_at @ Some(_), .. }), .. }
                 if kill_at.is_some_and(|t| t <= now.mono) =>
             {
@@ -151,7 +170,7 @@ impl Machine {
             fx.push(Effect::SwitchAccount { account, prompt: self.restart_prompt(now) });
             return;
         }
-        let reason = match self.restart_wait {
+        let reason = match self.lives.restart_wait {
             Some(wait) => {
                 format!("the agent exited while respawn was armed; started again after {} s", wait.as_secs_f64())
             }
@@ -165,7 +184,7 @@ impl Machine {
     }
 
     pub(super) fn on_started(&mut self, pid: u32, now: Now, fx: &mut Vec<Effect>) {
-        self.life = Life::live(pid, now.mono);
+        self.lives.life = Life::live(pid, now.mono);
         self.activity = None;
         self.dialog = None;
         self.forget_dialog();
@@ -194,7 +213,7 @@ impl Machine {
     }
 
     pub(super) fn on_exit(&mut self, exit: Exit, last_screen: Vec<String>, now: Now, fx: &mut Vec<Effect>) {
-        let Life::Live { pid, since, stopping } = &self.life else { return };
+        let Life::Live { pid, since, stopping } = &self.lives.life else { return };
         let (pid, lived, stopping) = (*pid, now.mono.saturating_duration_since(*since), stopping.clone());
         if stopping.is_some() {
             // Whatever the group left behind after a requested stop goes with it.
@@ -205,7 +224,7 @@ impl Machine {
             // Stopped to move accounts: the same working tree goes on under the new one at once.
             let reason = format!("stopped to move to account {account}; process {exit}");
             self.exited(pid, &exit, reason, None, fx);
-            self.life = Life::Between { last: exit, next: Next::RestartAt(now.mono) };
+            self.lives.life = Life::Between { last: exit, next: Next::RestartAt(now.mono) };
             return;
         }
         // A life that ends badly or is stopped may leave work nobody committed: keep it.
@@ -217,12 +236,12 @@ impl Machine {
         if let Some(Stopping { source, kind, .. }) = stopping {
             if kind == StopKind::Shutdown && self.keeps_resume() {
                 self.keep_resume(&exit, fx);
-                self.life = Life::Ended(End::Kept);
+                self.lives.life = Life::Ended(End::Kept);
                 return;
             }
             let reason = format!("stopped on request ({source}); process {exit}");
             self.exited(pid, &exit, reason, None, fx);
-            self.life = Life::Ended(End::Stopped { source, kind });
+            self.lives.life = Life::Ended(End::Stopped { source, kind });
             return;
         }
         // A failure's last words, for the journal and the user: what the process left on screen.
@@ -258,18 +277,18 @@ impl Machine {
     fn after_life(&mut self, exit: Exit, lived: Duration, now: Now, fx: &mut Vec<Effect>) {
         let settings = self.cycles.active().map(|r| r.cycle.settings.clone());
         let Some(settings) = settings else {
-            self.life = Life::Ended(End::Exited);
+            self.lives.life = Life::Ended(End::Exited);
             return;
         };
         if exit == Exit::Code(0) && !settings.restart_clean_exits {
             // The agent's own end, or the user's /exit: not for Nightshift to undo.
-            self.life = Life::Ended(End::Exited);
+            self.lives.life = Life::Ended(End::Exited);
             return;
         }
-        self.life = Life::Between { last: exit.clone(), next: Next::Measuring };
+        self.lives.life = Life::Between { last: exit.clone(), next: Next::Measuring };
         self.because("respawn is armed: the agent is started again after a wait");
         self.refresh_blocker(now, fx);
-        if let Some(trip) = self.crash.life_ended(exit.shell_code() != 0 && lived < SHORT_LIFE) {
+        if let Some(trip) = self.breakers.life_ended(exit.shell_code() != 0 && lived < SHORT_LIFE) {
             self.open_crash_loop(trip, now, fx);
             return;
         }
@@ -281,32 +300,26 @@ impl Machine {
 
     fn open_crash_loop(&mut self, trip: Trip, now: Now, fx: &mut Vec<Effect>) {
         self.breaker(BreakerKind::CrashLoop, trip, now, fx);
-        if let Life::Between { next, .. } = &mut self.life {
+        if let Life::Between { next, .. } = &mut self.lives.life {
             *next = Next::BreakerOpen;
         }
     }
 
     /// The working tree as the restart finds it: the wait before it, or the breaker.
-    fn restart_measured(&mut self, fingerprint: Option<Fingerprint>, now: Now, fx: &mut Vec<Effect>) {
-        let Life::Between { next: Next::Measuring, .. } = &self.life else { return };
-        // A working tree that could not be measured is no proof of no progress: it does not count
-        // towards the cap (the strikes of short lives still do).
-        let progress = fingerprint.is_none() || fingerprint != self.life_fingerprint;
-        if fingerprint.is_some() && progress {
-            self.life_fingerprint = fingerprint;
-        }
+    pub(super) fn restart_measured(&mut self, fingerprint: Option<Fingerprint>, now: Now, fx: &mut Vec<Effect>) {
+        let Life::Between { next: Next::Measuring, .. } = &self.lives.life else { return };
         let (cap, ladder) = self
             .cycles
             .respawn()
             .map_or((0, Vec::new()), |r| (r.cycle.settings.max_restarts, r.cycle.settings.restart_backoff.clone()));
-        let restart = self.crash.restart(progress, cap, &ladder);
-        if let Some(trip) = self.crash.closed_by_progress() {
+        let (restart, closed) = self.breakers.restart(fingerprint, cap, &ladder);
+        if let Some(trip) = closed {
             self.breaker(BreakerKind::CrashLoop, trip, now, fx);
         }
         match restart {
             Ok(wait) => {
-                self.restart_wait = Some(wait);
-                if let Life::Between { next, .. } = &mut self.life {
+                self.lives.restart_wait = Some(wait);
+                if let Life::Between { next, .. } = &mut self.lives.life {
                     *next = Next::RestartAt(now.mono + wait);
                 }
             }
@@ -314,16 +327,35 @@ impl Machine {
         }
     }
 
+    /// An open crash-loop breaker lets its probe through, or was reset: the agent starts now.
+    pub(super) fn breaker_lets_through(&mut self, now: Now) {
+        if let Life::Between { next: next @ Next::BreakerOpen, .. } = &mut self.lives.life {
+            *next = Next::RestartAt(now.mono);
+        }
+    }
+
+    /// The agent is stopped to start again under another account.
+    pub(super) fn stop_for_switch(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if let Life::Live { stopping, .. } = &mut self.lives.life {
+            *stopping = Some(Stopping {
+                source: "the account switch".into(),
+                kind: StopKind::User,
+                kill_at: Some(now.mono + self.stop_grace),
+            });
+        }
+        fx.push(Effect::Signal(Signal::SIGHUP));
+    }
+
     /// A hold was released: a restart it kept back happens now.
     pub(super) fn released(&mut self, now: Now) {
-        if let Life::Between { next: next @ Next::HeldBack, .. } = &mut self.life {
+        if let Life::Between { next: next @ Next::HeldBack, .. } = &mut self.lives.life {
             *next = Next::RestartAt(now.mono);
         }
     }
 
     /// Respawn was switched off or ran out while the agent was down: the session ends.
     pub(super) fn end_if_unarmed(&mut self, fx: &mut Vec<Effect>) {
-        let Life::Between { last, .. } = &self.life else { return };
+        let Life::Between { last, .. } = &self.lives.life else { return };
         if self.cycles.active().is_some() {
             return;
         }
@@ -332,116 +364,8 @@ impl Machine {
         self.end(last, reason, End::Exited, fx);
     }
 
-    pub(super) fn on_measured(
-        &mut self,
-        purpose: Purpose,
-        fingerprint: Option<Fingerprint>,
-        now: Now,
-        fx: &mut Vec<Effect>,
-    ) {
-        match purpose {
-            Purpose::Baseline => {
-                self.life_fingerprint.clone_from(&fingerprint);
-                if self.cycle_fingerprint.is_none() {
-                    self.cycle_fingerprint = fingerprint;
-                }
-            }
-            Purpose::Restart => self.restart_measured(fingerprint, now, fx),
-            Purpose::Cycle(_) => {
-                let Some(fingerprint) = fingerprint else { return };
-                let before = self.cycle_fingerprint.replace(fingerprint.clone());
-                if std::mem::take(&mut self.progress.probing) {
-                    // The probe cycle's start: its baseline. The next cycle's start is the verdict.
-                    return;
-                }
-                let Some(before) = before else { return };
-                if let Some(trip) = self.progress.record(before != fingerprint) {
-                    self.breaker(BreakerKind::NoProgress, trip, now, fx);
-                    self.refresh_blocker(now, fx);
-                }
-            }
-        }
-    }
-
-    /// Journals a breaker's change; an opened no-progress or crash-loop breaker waits for its
-    /// probe on its ladder (or stays open), one that closed starts the ladder again.
-    pub(super) fn breaker(&mut self, kind: BreakerKind, mut trip: Trip, now: Now, fx: &mut Vec<Effect>) {
-        let ladder = self.cycles.respawn().map(|r| r.cycle.settings.breaker_retry.clone()).unwrap_or_default();
-        let retry = match kind {
-            BreakerKind::NoProgress => Some((&mut self.progress_retry, "one cycle")),
-            BreakerKind::CrashLoop => Some((&mut self.crash_retry, "one restart")),
-            BreakerKind::Budget => None,
-        };
-        if let Some((retry, what)) = retry {
-            match trip.state {
-                BreakerState::Open => trip.reason.push_str(&retry_words(retry.opened(now.mono, &ladder), what)),
-                BreakerState::Closed => retry.closed(),
-                BreakerState::HalfOpen => {}
-            }
-        }
-        tracing::info!(breaker = kind.as_str(), state = trip.state.as_str(), "{}", trip.reason);
-        self.emit(EventKind::Breaker { breaker: kind, state: trip.state, reason: trip.reason.clone() }, fx);
-        self.because(format!("the {} breaker is {}: {}", kind.as_str(), trip.state.as_str(), trip.reason));
-    }
-
-    /// An open breaker's wait is over: it lets one probe through (a cycle, or a restart), and the
-    /// probe's outcome closes it or opens it again; the crash-loop probe's agent living past a
-    /// minute closes it.
-    pub(super) fn breaker_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        if self.progress.state == BreakerState::Open && self.progress_retry.probe_due(now.mono) {
-            let trip = self.progress.probe();
-            self.breaker(BreakerKind::NoProgress, trip, now, fx);
-            self.refresh_blocker(now, fx);
-        }
-        if self.crash.is_open() && self.crash_retry.probe_due(now.mono) {
-            let cap = self.cycles.respawn().map_or(0, |r| r.cycle.settings.max_restarts);
-            let trip = self.crash.probe(cap);
-            self.breaker(BreakerKind::CrashLoop, trip, now, fx);
-            if let Life::Between { next: next @ Next::BreakerOpen, .. } = &mut self.life {
-                *next = Next::RestartAt(now.mono);
-            }
-        }
-        if let Life::Live { since, .. } = self.life {
-            if now.mono.saturating_duration_since(since) >= SHORT_LIFE {
-                if let Some(trip) = self.crash.lived() {
-                    self.breaker(BreakerKind::CrashLoop, trip, now, fx);
-                }
-            }
-        }
-    }
-
-    /// When an open breaker's wait, or a probe's life, needs the clock next.
-    pub(super) fn breaker_deadline(&self) -> Option<Instant> {
-        let lived = match self.life {
-            Life::Live { since, .. } if self.crash.is_probing() => Some(since + SHORT_LIFE),
-            _ => None,
-        };
-        let progress = self.progress_retry.next().filter(|_| self.progress.state == BreakerState::Open);
-        let crash = self.crash_retry.next().filter(|_| self.crash.is_open());
-        [lived, progress, crash].into_iter().flatten().min()
-    }
-
-    pub(super) fn reset_breakers(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let mut reset = Vec::new();
-        if let Some(trip) = self.crash.reset() {
-            self.breaker(BreakerKind::CrashLoop, trip, now, fx);
-            reset.push("crash_loop");
-        }
-        if let Some(trip) = self.progress.reset() {
-            self.breaker(BreakerKind::NoProgress, trip, now, fx);
-            reset.push("no_progress");
-        }
-        let said =
-            if reset.is_empty() { "no breaker was open".to_string() } else { format!("reset: {}", reset.join(", ")) };
-        fx.push(Effect::Reply(said));
-        if let Life::Between { next: next @ Next::BreakerOpen, .. } = &mut self.life {
-            *next = Next::RestartAt(now.mono);
-        }
-        self.refresh_blocker(now, fx);
-    }
-
     /// Whether a stop is under way (for the actor: the process is being stopped).
     pub fn stopping(&self) -> bool {
-        matches!(self.life, Life::Live { stopping: Some(_), .. })
+        matches!(self.lives.life, Life::Live { stopping: Some(_), .. })
     }
 }

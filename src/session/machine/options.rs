@@ -1,19 +1,11 @@
 //! What a session does by itself, as its handles see it and as the user changes it.
 
 use super::*;
-use crate::breaker::BreakerKind;
 use crate::session::{RespawnArm, Switch};
 
 impl Machine {
     /// What the session does by itself, now.
     pub(super) fn options_at(&self, now: Now) -> Options {
-        let mut breakers = Vec::new();
-        if self.crash.is_open() {
-            breakers.push((BreakerKind::CrashLoop, BreakerState::Open));
-        }
-        if self.progress.state != BreakerState::Closed {
-            breakers.push((BreakerKind::NoProgress, self.progress.state));
-        }
         Options {
             respawn: self.cycles.respawn().map(|r| r.cycle.settings.clone()),
             preset: self.cycles.respawn().and_then(|r| r.preset.clone()),
@@ -22,7 +14,7 @@ impl Machine {
             respawn_cycles: self.cycles.respawn().map_or(0, |r| r.cycle.cycles),
             auto_resume: self.limits.auto_resume().cloned(),
             held: self.cycles.held(),
-            breakers,
+            breakers: self.breakers.shown(),
             limit: self.limits.limit().paused().map(|p| crate::session::Paused { resets_at: p.limit.resets_at }),
             window_guard: self.limits.guard().settings,
             awake: self.want(now),
@@ -35,23 +27,15 @@ impl Machine {
         }
     }
 
-    /// When an open breaker lets its next probe through, on the wall clock.
-    fn breaker_probe_at(&self, now: Now) -> Option<DateTime<Utc>> {
-        let progress = self.progress_retry.next().filter(|_| self.progress.state == BreakerState::Open);
-        let crash = self.crash_retry.next().filter(|_| self.crash.is_open());
-        let at = progress.into_iter().chain(crash).min()?;
-        Some(now.wall + chrono::Duration::from_std(at.saturating_duration_since(now.mono)).unwrap_or_default())
-    }
-
     /// What the session needs of the machine now.
     pub(super) fn want(&self, now: Now) -> crate::awake::Want {
         let facts = crate::awake::Facts {
-            ended: matches!(self.life, Life::Ended(_)),
+            ended: matches!(self.lives.life(), Life::Ended(_)),
             held: self.cycles.held(),
-            working: self.life.is_live() && self.activity == Some(Activity::Working),
+            working: self.lives.life().is_live() && self.activity == Some(Activity::Working),
             cycling: self.cycles.cycling(),
             restarting: matches!(
-                self.life,
+                self.lives.life(),
                 Life::Between { next: super::life::Next::RestartAt(_) | super::life::Next::Measuring, .. }
             ),
             waiting_for_user: self.activity == Some(Activity::WaitingInput),
@@ -66,7 +50,7 @@ impl Machine {
     /// Journals the moments the session lets the machine sleep because its next action is out of
     /// reach, and when it needs it again.
     pub(super) fn settle_awake(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        if matches!(self.life, Life::Ended(_)) {
+        if matches!(self.lives.life(), Life::Ended(_)) {
             // Nothing more is journalled after the end (a kept resume must stay the last word).
             return;
         }

@@ -92,7 +92,7 @@ impl Switching {
 impl Machine {
     /// The session's own statusLine sample: at the threshold, the other accounts are looked at.
     pub(super) fn switch_seen(&mut self, sample: &crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
-        let (paused, live, held) = (self.limits.limit().is_paused(), self.life.is_live(), self.cycles.held());
+        let (paused, live, held) = (self.limits.limit().is_paused(), self.lives.life().is_live(), self.cycles.held());
         let Some(sw) = &mut self.switching else { return };
         if sw.phase != Phase::Watching || paused || !live || held || sw.quiet_until.is_some_and(|t| now.wall < t) {
             return;
@@ -184,16 +184,13 @@ impl Machine {
     /// The turn ended with a switch due (after its handoff, or without one): the agent is stopped,
     /// to start again under the new account. The restart counts against the cap.
     pub(super) fn switch_now(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let Life::Live { stopping: None, .. } = &self.life else { return };
+        let Life::Live { stopping: None, .. } = self.lives.life() else { return };
         let Some(Phase::Due { to, resets }) = self.switching.as_ref().map(|s| s.phase.clone()) else { return };
         let cap = self
             .cycles
             .respawn()
             .map_or_else(|| respawn::Settings::default().max_restarts, |r| r.cycle.settings.max_restarts);
-        let counted = self.crash.can_restart(cap);
-        if counted {
-            let _ = self.crash.restart(false, cap, &[]);
-        }
+        let counted = self.breakers.count_switch(cap);
         let Some(sw) = &mut self.switching else { return };
         let from = sw.account.as_ref().map(|a| a.name.clone());
         let until = resets.filter(|r| *r > now.wall).unwrap_or(now.wall + HOLD_WITHOUT_RESET);
@@ -222,14 +219,7 @@ impl Machine {
         if let (Some(id), Some(sw)) = (self.client.leave_conversation(), self.switching.as_mut()) {
             sw.left.push(id);
         }
-        if let Life::Live { stopping, .. } = &mut self.life {
-            *stopping = Some(life::Stopping {
-                source: "the account switch".into(),
-                kind: StopKind::User,
-                kill_at: Some(now.mono + self.stop_grace),
-            });
-        }
-        fx.push(Effect::Signal(Signal::SIGHUP));
+        self.stop_for_switch(now, fx);
     }
 
     /// The agent stopped for a switch: the account it starts again under (at the next tick).

@@ -1332,7 +1332,7 @@ fn a_stop_while_a_switch_waits_to_restart_ends_the_session() {
     sim.run(sim.secs() + 1.0);
     assert!(sim.switched_to().is_empty(), "held back");
     sim.input(Input::Stop { source: "the user".into(), kind: StopKind::User });
-    assert!(sim.m.ended().is_some(), "the stop ends it: {:?}", sim.m.life);
+    assert!(sim.m.ended().is_some(), "the stop ends it: {:?}", sim.m.lives.life());
     sim.input(Input::Configure(Change { held: Some(false), source: "Resume all".into(), ..Change::default() }));
     sim.run(sim.secs() + 5.0);
     assert!(sim.switched_to().is_empty() && !sim.log.iter().any(|(_, e)| matches!(e, Effect::Spawn { .. })));
