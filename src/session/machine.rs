@@ -39,7 +39,6 @@ use crate::pty::Exit;
 use crate::respawn;
 
 pub use crate::contract::SwitchSettings;
-use dialog::Asked;
 pub use hooks::continuation;
 pub use io::{Effect, Input, Now, Purpose, Start};
 pub use life::Life;
@@ -60,15 +59,12 @@ pub struct Machine {
     auto_accept: Vec<DialogKind>,
     stop_grace: Duration,
     lives: life::Lives,
-    activity: Option<Activity>,
+    /// What the agent's screen shows: its activity, and the dialog it waits on.
+    screen: dialog::Screen,
     cycles: cycles::Cycles,
     /// The usage limits: paused or not, the notice on screen, the fresh-window guard, auto-resume.
     limits: limit::Watch,
     breakers: breakers::Breakers,
-    /// The dialog on screen, while the agent waits on the user.
-    dialog: Option<Dialog>,
-    /// Since when the agent waits on a dialog, and who typed into it since.
-    asked: Option<Asked>,
     /// The state last journalled.
     state: SessionState,
     /// What decided the next change of state, for its reason.
@@ -95,12 +91,10 @@ impl Machine {
             auto_accept: start.auto_accept,
             stop_grace: start.stop_grace,
             lives: life::Lives::new(start.pid, now),
-            activity: None,
+            screen: dialog::Screen::default(),
             cycles: cycles::Cycles::new(armed, start.held),
             limits: limit::Watch::new(start.auto_resume, start.window_guard),
             breakers: breakers::Breakers::default(),
-            dialog: None,
-            asked: None,
             state: SessionState::Running,
             why: None,
             far: false,
@@ -221,7 +215,7 @@ impl Machine {
             Life::Between { .. } => SessionState::Starting,
             Life::Live { .. } if self.cycles.cycling() => SessionState::Respawning,
             Life::Live { .. } if self.limits.limit().is_paused() => SessionState::LimitPaused,
-            Life::Live { .. } => match self.activity {
+            Life::Live { .. } => match self.screen.activity() {
                 Some(Activity::WaitingInput) => SessionState::WaitingInput,
                 Some(Activity::Working) => SessionState::Working,
                 _ if self.breakers.progress_open() => SessionState::BreakerOpen,
@@ -240,7 +234,7 @@ impl Machine {
         }
         let mut kind = EventKind::state(state, why.unwrap_or_else(|| "the session's state changed".into()));
         if let (EventKind::State { dialog, .. }, SessionState::WaitingInput) = (&mut kind, state) {
-            dialog.clone_from(&self.dialog);
+            dialog.clone_from(&self.screen.dialog().cloned());
         }
         self.journal_state(kind, fx);
     }
@@ -271,9 +265,7 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        self.activity = Some(t.to);
-        self.dialog = t.verdict.dialog.clone();
-        self.dialog_seen(now, fx);
+        self.screen_seen(t.to, t.verdict.dialog.clone(), now, fx);
         self.cycles.activity_seen();
         // The respawn machine hears of the activity before anything it unblocks: a limit ending on a
         // working agent must not let a cycle start on top of it.
@@ -288,7 +280,7 @@ impl Machine {
             self.switch_now(now, fx);
         }
         self.because(t.reason);
-        let dialog = self.dialog.clone();
+        let dialog = self.screen.dialog().cloned();
         if let Some(Dialog { kind: dialog_kind, .. }) = &dialog {
             let auto = self.cycles.respawn().is_some_and(|r| r.cycle.settings.auto_accept);
             if auto

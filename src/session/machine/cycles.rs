@@ -183,7 +183,7 @@ impl Machine {
             fx,
         );
         // The new machine starts from where the session is.
-        if let Some(activity) = self.activity {
+        if let Some(activity) = self.screen.activity() {
             self.drive(respawn::Input::Activity(activity), now, fx);
         }
         self.cycles.blocked = None;

@@ -7,22 +7,45 @@ use crate::event::Answerer;
 
 /// A dialog the agent waits on.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Asked {
+struct Asked {
     dialog: Dialog,
     since: Instant,
     /// Who last typed while it was shown.
     by: Option<Answerer>,
 }
 
+/// What the agent's screen shows, as the detector judged it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Screen {
+    activity: Option<Activity>,
+    /// The dialog on screen, while the agent waits on the user.
+    dialog: Option<Dialog>,
+    /// Since when the agent waits on a dialog, and who typed into it since.
+    asked: Option<Asked>,
+}
+
+impl Screen {
+    /// The agent's activity; `None` until the detector first judged this life's screen.
+    pub(super) fn activity(&self) -> Option<Activity> {
+        self.activity
+    }
+
+    pub(super) fn dialog(&self) -> Option<&Dialog> {
+        self.dialog.as_ref()
+    }
+}
+
 impl Machine {
-    /// The agent's activity changed (its dialog is `self.dialog`): a dialog that appears starts
-    /// its wait; one that is gone was answered.
-    pub(super) fn dialog_seen(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        match self.dialog.clone().filter(|_| self.activity == Some(Activity::WaitingInput)) {
+    /// The agent's activity changed, showing `dialog` or none: a dialog that appears starts its
+    /// wait; one that is gone was answered.
+    pub(super) fn screen_seen(&mut self, activity: Activity, dialog: Option<Dialog>, now: Now, fx: &mut Vec<Effect>) {
+        self.screen.activity = Some(activity);
+        self.screen.dialog.clone_from(&dialog);
+        match dialog.filter(|_| activity == Activity::WaitingInput) {
             Some(dialog) => {
-                if self.asked.as_ref().is_none_or(|a| a.dialog.kind != dialog.kind) {
+                if self.screen.asked.as_ref().is_none_or(|a| a.dialog.kind != dialog.kind) {
                     self.answered(now, fx);
-                    self.asked = Some(Asked { dialog, since: now.mono, by: None });
+                    self.screen.asked = Some(Asked { dialog, since: now.mono, by: None });
                 }
             }
             None => self.answered(now, fx),
@@ -31,14 +54,14 @@ impl Machine {
 
     /// Someone typed into the session: if a dialog is shown, they answer it.
     pub(super) fn typed_by(&mut self, by: Answerer) {
-        if let Some(asked) = &mut self.asked {
+        if let Some(asked) = &mut self.screen.asked {
             asked.by = Some(by);
         }
     }
 
     /// The dialog waited on, if any, is no longer shown: journalled as answered.
     fn answered(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let Some(asked) = self.asked.take() else { return };
+        let Some(asked) = self.screen.asked.take() else { return };
         let waited = now.mono.saturating_duration_since(asked.since);
         self.emit(
             EventKind::DialogAnswered {
@@ -51,8 +74,8 @@ impl Machine {
         );
     }
 
-    /// A new life: whatever the last one showed is gone with it, unanswered.
-    pub(super) fn forget_dialog(&mut self) {
-        self.asked = None;
+    /// A new life: whatever the last one showed is gone with it, a dialog unanswered.
+    pub(super) fn screen_cleared(&mut self) {
+        self.screen = Screen::default();
     }
 }

@@ -185,9 +185,7 @@ impl Machine {
 
     pub(super) fn on_started(&mut self, pid: u32, now: Now, fx: &mut Vec<Effect>) {
         self.lives.life = Life::live(pid, now.mono);
-        self.activity = None;
-        self.dialog = None;
-        self.forget_dialog();
+        self.screen_cleared();
         self.journal_state(EventKind::running(pid, format!("process {pid} restarted")), fx);
         // Nothing is typed into the new client before it is seen at its prompt.
         self.drive(respawn::Input::Restarted, now, fx);

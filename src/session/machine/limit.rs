@@ -537,7 +537,7 @@ impl Machine {
     pub(super) fn resume_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let quota = self.quota(now.wall);
         let guard = self.limits.guard.settings;
-        let at_prompt = self.activity == Some(Activity::Idle);
+        let at_prompt = self.screen.activity() == Some(Activity::Idle);
         let Limit::Paused(Paused { resume: Some(waiting), limit, .. }) = &mut self.limits.limit else { return };
         waiting.next_check = first_look(&waiting.plan, now);
         // A resume is typed only at the agent's prompt: never into a busy pane, a dialog, or a client

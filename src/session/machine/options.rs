@@ -32,13 +32,13 @@ impl Machine {
         let facts = crate::awake::Facts {
             ended: matches!(self.lives.life(), Life::Ended(_)),
             held: self.cycles.held(),
-            working: self.lives.life().is_live() && self.activity == Some(Activity::Working),
+            working: self.lives.life().is_live() && self.screen.activity() == Some(Activity::Working),
             cycling: self.cycles.cycling(),
             restarting: matches!(
                 self.lives.life(),
                 Life::Between { next: super::life::Next::RestartAt(_) | super::life::Next::Measuring, .. }
             ),
-            waiting_for_user: self.activity == Some(Activity::WaitingInput),
+            waiting_for_user: self.screen.activity() == Some(Activity::WaitingInput),
             resume_due: self.limits.limit().waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             armed_until: self.cycles.active().map(|r| r.until),
             cycles_blocked: self.cycles.blocked(),
