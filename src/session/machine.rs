@@ -6,10 +6,13 @@
 //! again, measure progress). Nothing here reads a clock, touches a process or writes a file, so
 //! every night-time decision is tested in virtual time without a PTY.
 //!
-//! The state is one value per concern, each carrying only the data valid in it: the session's
-//! [`Life`] (live, between lives, ended), its usage [`Limit`] (clear, or paused with the limit,
-//! where it came from and the resume plan), the fresh-window guard, the user's hold, the respawn
-//! cycle, the breakers and the spend.
+//! The state is one sub-machine per concern, each in its own file, owning its fields and carrying
+//! only the data valid in it: the session's [`Life`] (live, between lives, ended), what its screen
+//! shows, its respawn cycles and the user's hold, its usage [`Limit`] (clear, or paused with the
+//! limit, where it came from and the resume plan) with the fresh-window guard, the breakers, what
+//! the client's hooks said and the handoff, the budget, and the account switch. The session's
+//! state is derived from them; only a life's own state events (a start's pid, an exit's code) are
+//! journalled as they are, through the same one writer.
 
 mod breakers;
 mod budget;
@@ -52,30 +55,41 @@ const RESUME_AFTER_ESCAPE: Duration = Duration::from_millis(600);
 /// How often a pending resume looks at the wall clock.
 const RESUME_CHECK: Duration = Duration::from_secs(5);
 
-/// One session's whole decision state.
+/// One session's whole decision state: a few facts fixed at its start, the sub-machines, and what
+/// was last journalled. Each sub-machine's fields are private to its file, so only that file
+/// changes them; the others ask it narrow questions.
 #[derive(Debug, Clone)]
 pub struct Machine {
     agent: AgentKind,
+    /// The dialogs respawn may accept by itself.
     auto_accept: Vec<DialogKind>,
+    /// How long a stopped agent has before its group gets SIGKILL.
     stop_grace: Duration,
+    /// Its lives: live, between lives, ended (`life.rs`).
     lives: life::Lives,
-    /// What the agent's screen shows: its activity, and the dialog it waits on.
+    /// What the agent's screen shows: its activity, and the dialog it waits on (`dialog.rs`).
     screen: dialog::Screen,
+    /// Respawn as armed, the user's hold, what blocks cycles (`cycles.rs`).
     cycles: cycles::Cycles,
-    /// The usage limits: paused or not, the notice on screen, the fresh-window guard, auto-resume.
+    /// The usage limits: paused or not, the notice on screen, the fresh-window guard, auto-resume
+    /// (`limit.rs`).
     limits: limit::Watch,
+    /// The crash-loop and no-progress breakers, and the working tree they judge by (`breakers.rs`).
     breakers: breakers::Breakers,
-    /// The state last journalled.
+    /// What the client's hooks said: its conversation, whether it has hooks, the handoff
+    /// (`hooks.rs`).
+    client: hooks::Client,
+    /// What it may spend and what it spent (`budget.rs`).
+    budget: budget::Budget,
+    /// The move to another account before the limit, when the session opted in (`switch.rs`).
+    switching: Option<switch::Switching>,
+    /// The state last journalled (written by `journal_state` only).
     state: SessionState,
     /// What decided the next change of state, for its reason.
     why: Option<String>,
-    /// The session lets the machine sleep because its next action is out of reach (as journalled).
+    /// The session lets the machine sleep because its next action is out of reach, as journalled
+    /// (`options.rs`).
     far: bool,
-    /// What the client's hooks said: its conversation, whether it has hooks, the handoff.
-    client: hooks::Client,
-    budget: budget::Budget,
-    /// The move to another account before the limit, when the session opted in.
-    switching: Option<switch::Switching>,
 }
 
 impl Machine {
