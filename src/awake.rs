@@ -1,5 +1,5 @@
 //! When the machine must stay awake: a pure policy, decided here for every session and held by the
-//! app (and headless runs) through logind's idle and sleep inhibitors.
+//! app and headless runs alike, through one [`Keeper`] of logind's idle and sleep inhibitors.
 //!
 //! A session keeps the machine awake while its agent works, while a respawn cycle runs or a restart
 //! is due, and while it has an automatic action due within reach: within its armed duration when
@@ -136,6 +136,108 @@ pub fn inhibit(why: &str) -> Result<Inhibitor, String> {
         .map_err(|e| format!("cannot keep the machine awake: {e}; check that systemd-logind is running"))
 }
 
+/// What all of a process's sessions (and scheduled starts) need of the machine, together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// What each that needs it awake says (`id: reason`).
+    pub holding_for: Vec<String>,
+    /// What each that lets it sleep with an action planned says.
+    pub released_for: Vec<String>,
+}
+
+/// The machine is kept awake while any of `wants` (by session or schedule id) needs it.
+pub fn verdict(wants: &[(String, Want)]) -> Verdict {
+    let said = |(id, w): &(String, Want)| format!("{id}: {}", w.reason);
+    Verdict {
+        holding_for: wants.iter().filter(|(_, w)| w.hold).map(said).collect(),
+        // A session that lets the machine sleep because its next action is far off says so.
+        released_for: wants.iter().filter(|(_, w)| !w.hold && w.next_action.is_some()).map(said).collect(),
+    }
+}
+
+impl Verdict {
+    pub fn hold(&self) -> bool {
+        !self.holding_for.is_empty()
+    }
+
+    /// For people: whether the machine is kept awake and for what, `holding` saying whether the
+    /// inhibitors could be taken.
+    pub fn reason(&self, holding: bool) -> String {
+        match (self.holding_for.len(), holding) {
+            (0, _) if !self.released_for.is_empty() => {
+                format!("No session needs it now ({}).", self.released_for.join("; "))
+            }
+            (0, _) => "No session needs it now; the machine sleeps as usual.".into(),
+            (n, true) => format!(
+                "Keeping it awake (idle and sleep, not the display) for {n} session(s): {}.",
+                self.holding_for.join("; ")
+            ),
+            (n, false) => format!("{n} session(s) need it, but the machine could not be kept awake."),
+        }
+    }
+}
+
+/// What [`Keeper::apply`] changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Held,
+    Released,
+    /// The inhibitors could not be taken: a new warning, said once.
+    Failed(String),
+    Same,
+}
+
+/// The inhibitors one process holds by the policy: taken while the verdict holds, let go when it
+/// does not.
+#[derive(Debug, Default)]
+pub struct Keeper {
+    lock: Option<Inhibitor>,
+    warning: Option<String>,
+}
+
+impl Keeper {
+    /// Takes or lets go of the inhibitors for `verdict`, saying `why` to logind when taking them
+    /// (a blocking D-Bus round trip, off the async threads).
+    pub async fn apply(&mut self, verdict: &Verdict, why: &str) -> Change {
+        match (verdict.hold(), self.lock.is_some()) {
+            // Dropping the lock closes its file descriptors: that is the release.
+            (false, true) => {
+                self.lock = None;
+                Change::Released
+            }
+            (true, false) => {
+                let why = why.to_string();
+                match tokio::task::spawn_blocking(move || inhibit(&why)).await {
+                    Ok(Ok(lock)) => {
+                        self.lock = Some(lock);
+                        self.warning = None;
+                        Change::Held
+                    }
+                    Ok(Err(e)) if self.warning.as_deref() != Some(&e) => {
+                        self.warning = Some(e.clone());
+                        Change::Failed(e)
+                    }
+                    Ok(Err(_)) => Change::Same,
+                    Err(e) => {
+                        tracing::error!("the sleep inhibitor task failed: {e}");
+                        Change::Same
+                    }
+                }
+            }
+            _ => Change::Same,
+        }
+    }
+
+    pub fn holding(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    /// Why the inhibitors could not be taken, the last time they were asked for.
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -148,6 +250,29 @@ mod tests {
         assert!(!far.hold && far.next_action == Some(now + chrono::Duration::hours(13)), "{far:?}");
     }
     use super::*;
+
+    #[test]
+    fn the_verdict_holds_for_any_session_that_needs_it_and_names_the_far_ones() {
+        let want =
+            |hold, reason: &str, next: Option<DateTime<Utc>>| Want { hold, reason: reason.into(), next_action: next };
+        let weekly = Some(now() + chrono::Duration::days(3));
+        let wants = vec![
+            ("a".to_string(), want(false, "a weekly reset far off", weekly)),
+            ("b".to_string(), want(true, "the agent is working", None)),
+            ("c".to_string(), want(false, "nothing is armed or due", None)),
+        ];
+        let v = verdict(&wants);
+        assert!(v.hold());
+        assert_eq!(
+            v.reason(true),
+            "Keeping it awake (idle and sleep, not the display) for 1 session(s): b: the agent is working."
+        );
+        assert_eq!(v.reason(false), "1 session(s) need it, but the machine could not be kept awake.");
+        let v = verdict(&wants[..1]);
+        assert!(!v.hold());
+        assert_eq!(v.reason(false), "No session needs it now (a: a weekly reset far off).");
+        assert_eq!(verdict(&[]).reason(false), "No session needs it now; the machine sleeps as usual.");
+    }
 
     fn now() -> DateTime<Utc> {
         "2026-12-01T23:00:00Z".parse().unwrap()

@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use nightshift::awake::Want;
+use nightshift::awake::{Change, Keeper, Want};
 use nightshift::control::{self, Request};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager};
@@ -22,13 +22,14 @@ const CHECK: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub struct Awake {
     inner: Mutex<Inner>,
-    /// One recheck at a time: the service is asked in order.
-    busy: tokio::sync::Mutex<()>,
+    /// The inhibitors, by the core's policy; one recheck at a time (the service is asked in order).
+    keeper: tokio::sync::Mutex<Keeper>,
 }
 
+/// What the window shows, as of the last recheck.
 #[derive(Default)]
 struct Inner {
-    lock: Option<nightshift::awake::Inhibitor>,
+    holding: bool,
     /// Why the machine is kept awake, or why it is not.
     reason: String,
     warning: Option<String>,
@@ -53,7 +54,7 @@ pub struct PowerStatus {
 pub fn status(app: &AppHandle) -> PowerStatus {
     let state = app.state::<AppState>();
     let inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    PowerStatus { holding: inner.lock.is_some(), reason: inner.reason.clone(), warning: inner.warning.clone() }
+    PowerStatus { holding: inner.holding, reason: inner.reason.clone(), warning: inner.warning.clone() }
 }
 
 /// What every live session needs of the machine: the app's own by their status, other processes'
@@ -99,53 +100,21 @@ pub fn recheck(app: &AppHandle) {
 
 async fn apply(app: &AppHandle) {
     let state = app.state::<AppState>();
-    let _one = state.awake.busy.lock().await;
-    let wants = wants(&state).await;
-    let armed: Vec<&(String, Want)> = wants.iter().filter(|(_, w)| w.hold).collect();
+    let mut keeper = state.awake.keeper.lock().await;
+    let verdict = nightshift::awake::verdict(&wants(&state).await);
     let before = status(app);
-    let holding = before.holding;
-    if armed.is_empty() && holding {
-        // Dropping the lock closes its file descriptors: that is the release.
-        let released = state.awake.inner.lock().map(|mut i| i.lock.take());
-        drop(released);
-        tracing::info!("sleep assertion released: no session needs the machine awake");
-    } else if !armed.is_empty() && !holding {
-        let why = format!("Nightshift keeps {} session(s) running", armed.len());
-        let taken = tauri::async_runtime::spawn_blocking(move || nightshift::awake::inhibit(&why)).await;
-        let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match taken {
-            Ok(Ok(lock)) => {
-                tracing::info!(sessions = armed.len(), "sleep assertion held (idle and sleep)");
-                inner.lock = Some(lock);
-                inner.warning = None;
-            }
-            Ok(Err(e)) => {
-                let warning = capitalised(&e);
-                if inner.warning.as_deref() != Some(&warning) {
-                    tracing::warn!("{warning}");
-                }
-                inner.warning = Some(warning);
-            }
-            Err(e) => tracing::error!("the sleep assertion task failed: {e}"),
-        }
+    let why = format!("Nightshift keeps {} session(s) running", verdict.holding_for.len());
+    match keeper.apply(&verdict, &why).await {
+        Change::Held => tracing::info!(sessions = verdict.holding_for.len(), "sleep assertion held (idle and sleep)"),
+        Change::Released => tracing::info!("sleep assertion released: no session needs the machine awake"),
+        Change::Failed(e) => tracing::warn!("{}", capitalised(&e)),
+        Change::Same => {}
     }
     {
         let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let why: Vec<String> = armed.iter().map(|(id, w)| format!("{id}: {}", w.reason)).collect();
-        // A session that lets the machine sleep because its next action is far off says so.
-        let far: Vec<String> = wants
-            .iter()
-            .filter(|(_, w)| !w.hold && w.next_action.is_some())
-            .map(|(id, w)| format!("{id}: {}", w.reason))
-            .collect();
-        inner.reason = match (armed.len(), inner.lock.is_some()) {
-            (0, _) if !far.is_empty() => format!("No session needs it now ({}).", far.join("; ")),
-            (0, _) => "No session needs it now; the machine sleeps as usual.".into(),
-            (n, true) => {
-                format!("Keeping it awake (idle and sleep, not the display) for {n} session(s): {}.", why.join("; "))
-            }
-            (n, false) => format!("{n} session(s) need it, but the machine could not be kept awake."),
-        };
+        inner.holding = keeper.holding();
+        inner.warning = keeper.warning().map(capitalised);
+        inner.reason = verdict.reason(keeper.holding());
     }
     let after = status(app);
     if after != before {

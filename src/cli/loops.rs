@@ -206,10 +206,17 @@ async fn supervise(
         handle.id()
     );
     // A loop keeps the machine awake for as long as it runs (the app does so for its own).
-    let inhibitor = super::run::hold_awake(format!("Nightshift loop {} is running", handle.id())).await;
+    let (id, why) = (handle.id().to_string(), format!("Nightshift loop {} is running", handle.id()));
+    let awake = super::run::keep_awake(why, move || {
+        vec![(
+            id.clone(),
+            nightshift::awake::Want { hold: true, reason: "the loop is running".into(), next_action: None },
+        )]
+    })
+    .await;
     stop_on_signals(std::slice::from_ref(&handle), true)?;
     let exit = handle.wait().await;
-    drop(inhibitor);
+    drop(awake);
     host.finish().await;
     Ok(ExitCode::from(exit.shell_code().clamp(0, 255) as u8))
 }

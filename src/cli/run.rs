@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use nightshift::agent::Adapter;
+use nightshift::awake::{self, Change, Keeper, Want};
 use nightshift::clock::SystemClock;
 use nightshift::config::Config;
 use nightshift::control::ControlServer;
@@ -203,12 +204,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens,
         max_wall_clock: args.max_wall_clock,
     };
-    let keeps_awake = spec.respawn.is_some() || spec.auto_resume.is_some();
     spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
     spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
 
-    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, keeps_awake, begin))
+    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, begin))
 }
 
 pub(super) type EventWriter = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -302,7 +302,6 @@ async fn supervise(
     events: Option<EventWriter>,
     passthrough: bool,
     guard: nightshift::hooks::guard::Rules,
-    keeps_awake: bool,
     begin: super::schedule::Begin,
 ) -> anyhow::Result<ExitCode> {
     let host = host(&paths, store, events, guard);
@@ -355,14 +354,14 @@ async fn supervise(
         Err(e) => return Err(e.into()),
     };
 
-    // An armed run keeps the machine awake while it runs (the app does so for its own sessions);
+    // The machine stays awake while the session needs it, by the same policy as the app's sessions;
     // asked before the terminal goes raw, so a warning prints as a line.
-    let inhibitor =
-        if keeps_awake { hold_awake(format!("Nightshift session {} is armed", handle.id())).await } else { None };
+    let why = format!("Nightshift session {} runs", handle.id());
+    let awake = keep_awake(why, sessions_want(std::slice::from_ref(&handle))).await;
     let terminal = if passthrough { Some(Passthrough::start(&handle, tap_rx, size)?) } else { None };
     forward_signals(&handle, passthrough)?;
     let exit = handle.wait().await;
-    drop(inhibitor);
+    drop(awake);
     if let Some(terminal) = terminal {
         terminal.finish().await;
     }
@@ -451,51 +450,57 @@ fn detach(state_dir: Option<PathBuf>, args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Holds logind's inhibitors while any of `handles` needs the machine awake by the core's policy
-/// ([`nightshift::awake`]: working, a cycle or restart due, a resume within reach) and lets them go
-/// otherwise, looking every few seconds; a failure to hold them is said once.
-pub(super) fn keep_awake_by_policy(handles: &[SessionHandle], why: &str) -> tokio::task::JoinHandle<()> {
-    let (handles, why) = (handles.to_vec(), why.to_string());
-    tokio::spawn(async move {
-        let mut held: Option<nightshift::awake::Inhibitor> = None;
-        let mut warned = false;
-        loop {
-            let want = handles.iter().any(|h| h.status().exit.is_none() && h.status().options.keeps_awake());
-            if want && held.is_none() {
-                let why = why.clone();
-                match tokio::task::spawn_blocking(move || nightshift::awake::inhibit(&why)).await {
-                    Ok(Ok(inhibitor)) => held = Some(inhibitor),
-                    Ok(Err(e)) if !warned => {
-                        warned = true;
-                        eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
-                    }
-                    _ => {}
-                }
-            } else if !want {
-                held = None;
-            }
-            if handles.iter().all(|h| h.status().exit.is_some()) {
-                return;
-            }
-            tokio::time::sleep(AWAKE_CHECK).await;
+/// Holds logind's inhibitors while what `wants` says (asked every few seconds) needs the machine
+/// awake by the core's one policy ([`nightshift::awake`]: an agent working, a cycle or restart due,
+/// a resume or a scheduled start within reach) and lets them go otherwise, as the app does; until
+/// the returned value is dropped, which lets them go. The first look is made before this returns,
+/// so a warning that they cannot be held prints as a line before a terminal goes raw; it is said
+/// once.
+pub(super) async fn keep_awake<F>(why: String, wants: F) -> KeptAwake
+where
+    F: Fn() -> Vec<(String, Want)> + Send + 'static,
+{
+    fn said(change: Change) {
+        if let Change::Failed(e) = change {
+            eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
         }
-    })
+    }
+    let mut keeper = Keeper::default();
+    said(keeper.apply(&awake::verdict(&wants()), &why).await);
+    KeptAwake(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(AWAKE_CHECK).await;
+            said(keeper.apply(&awake::verdict(&wants()), &why).await);
+        }
+    }))
+}
+
+/// What the live sessions of `handles` need of the machine.
+pub(super) fn sessions_want(handles: &[SessionHandle]) -> impl Fn() -> Vec<(String, Want)> + Send + 'static {
+    let handles = handles.to_vec();
+    move || {
+        handles
+            .iter()
+            .filter_map(|h| {
+                let status = h.status();
+                status.exit.is_none().then(|| (h.id().to_string(), status.options.awake))
+            })
+            .collect()
+    }
+}
+
+/// The inhibitors [`keep_awake`] holds by the policy; let go when dropped.
+pub(super) struct KeptAwake(tokio::task::JoinHandle<()>);
+
+impl Drop for KeptAwake {
+    fn drop(&mut self) {
+        // The task's end drops its keeper: that is the release.
+        self.0.abort();
+    }
 }
 
 /// How often a headless host looks at what its sessions need of the machine.
 const AWAKE_CHECK: Duration = Duration::from_secs(5);
-
-/// logind's inhibitors for a headless run, or a one-line warning (the run goes on without).
-pub(super) async fn hold_awake(why: String) -> Option<nightshift::awake::Inhibitor> {
-    match tokio::task::spawn_blocking(move || nightshift::awake::inhibit(&why)).await {
-        Ok(Ok(inhibitor)) => Some(inhibitor),
-        Ok(Err(e)) => {
-            eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
-            None
-        }
-        Err(_) => None,
-    }
-}
 
 /// Stops the session when Nightshift itself is told to stop (and forwards window size changes).
 ///

@@ -113,9 +113,11 @@ pub async fn wait(supervisor: &Supervisor, id: &SessionId, due: &Due) -> anyhow:
         due.why
     );
     // Awake until then, when it is near (a machine asleep at its time starts it only on waking).
-    let want = nightshift::awake::want_scheduled(due.at, chrono::Utc::now());
-    let _awake =
-        if want.hold { super::run::hold_awake(format!("Nightshift session {id} starts {when}")).await } else { None };
+    let (session, at) = (id.to_string(), due.at);
+    let _awake = super::run::keep_awake(format!("Nightshift session {id} starts {when}"), move || {
+        vec![(session.clone(), nightshift::awake::want_scheduled(at, chrono::Utc::now()))]
+    })
+    .await;
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for signals")?;
     let mut terminate = signal(SignalKind::terminate()).context("cannot listen for signals")?;
     let mut hangup = signal(SignalKind::hangup()).context("cannot listen for signals")?;
