@@ -87,6 +87,20 @@ impl From<nightshift::config::ConfigError> for UiError {
     }
 }
 
+impl From<nightshift::supervisor::build::BuildError> for UiError {
+    fn from(e: nightshift::supervisor::build::BuildError) -> Self {
+        use nightshift::supervisor::build::BuildError;
+        match e {
+            BuildError::Cwd(message) => Self::new(Code::BadCwd, message),
+            BuildError::Command(message) => Self::new(Code::BadCommand, message),
+            BuildError::Adapter(e) => Self::new(Code::AgentSignals, e.to_string()),
+            BuildError::Config(e) => e.into(),
+            BuildError::Switch(e) => Self::new(Code::BadSwitch, e.to_string()),
+            e @ (BuildError::Guard(_) | BuildError::Setting(_)) => Self::new(Code::BadForm, e.to_string()),
+        }
+    }
+}
+
 impl From<nightshift::control::ControlError> for UiError {
     fn from(e: nightshift::control::ControlError) -> Self {
         use nightshift::control::{Code as Refusal, ControlError};

@@ -194,18 +194,29 @@ struct AccountArgs {
 }
 
 impl AccountArgs {
+    /// The account they name, if either.
+    fn choice(&self) -> nightshift::supervisor::build::AccountChoice {
+        use nightshift::supervisor::build::AccountChoice;
+        match (&self.account, &self.config_dir) {
+            (Some(name), _) => AccountChoice::Named(name.clone()),
+            (None, Some(dir)) => AccountChoice::Dir(dir.clone()),
+            (None, None) => AccountChoice::Default,
+        }
+    }
+
     /// The account they name for `agent`'s session, if either.
     fn resolve(
         &self,
         paths: &nightshift::paths::Paths,
         agent: nightshift::AgentKind,
     ) -> anyhow::Result<Option<nightshift::agent::Account>> {
-        Ok(match (&self.account, &self.config_dir) {
-            (Some(name), _) => {
-                Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(name, agent)?)
+        use nightshift::supervisor::build::AccountChoice;
+        Ok(match self.choice() {
+            AccountChoice::Named(name) => {
+                Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(&name, agent)?)
             }
-            (None, Some(dir)) => Some(nightshift::agent::Account::from_dir(agent, dir)?),
-            (None, None) => None,
+            AccountChoice::Dir(dir) => Some(nightshift::agent::Account::from_dir(agent, &dir)?),
+            AccountChoice::Default => None,
         })
     }
 }

@@ -12,19 +12,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use nightshift::agent::Adapter;
 use nightshift::awake::{self, Change, Keeper, Want};
 use nightshift::clock::SystemClock;
-use nightshift::config::Config;
 use nightshift::control::ControlServer;
 use nightshift::event::StopKind;
 use nightshift::limits::resume::Policy;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
-use nightshift::pty::{CommandSpec, PtySize};
+use nightshift::pty::PtySize;
 use nightshift::screen::Screen;
 use nightshift::session::SessionHandle;
 use nightshift::store::Store;
+use nightshift::supervisor::build::{build, Request};
 use nightshift::supervisor::{SessionSpec, StartError, Supervisor};
 use nightshift::AgentKind;
 use tokio::signal::unix::{signal, SignalKind};
@@ -147,32 +146,18 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         _ if passthrough => crossterm::terminal::size().map(|(c, r)| PtySize::new(c, r)).unwrap_or_default(),
         _ => PtySize::default(),
     };
-    let agent = args.agent.or_else(|| args.command.first().map(|p| AgentKind::infer(p))).unwrap_or(AgentKind::Generic);
-    let adapter = Adapter::load(agent, paths.agents_dir().as_deref())?;
-    let mut argv = args.command.into_iter();
-    let (program, program_args) = match argv.next() {
-        Some(program) => (program, argv.collect()),
-        None => match adapter.launch() {
-            Some((program, launch_args)) => (program.to_string(), launch_args.to_vec()),
-            None => anyhow::bail!("the {agent} agent has no CLI of its own: give the command to run after `--`"),
-        },
-    };
-    let command = CommandSpec { program, args: program_args, cwd, env: Vec::new(), size };
-    let mut spec = SessionSpec::new(command);
-    spec.agent = agent;
-    spec.account = args.accounts.resolve(&paths, agent)?;
-    if args.switch_accounts {
-        let config = Config::load(paths.config_dir.as_deref())?;
-        spec.switch = Some(config.switch_settings(agent, spec.account.as_ref(), args.switch_at)?);
-    }
-    spec.adapter = Some(adapter);
-    spec.window_guard =
+    let mut request = Request::new(cwd, args.command.clone());
+    request.agent = args.agent;
+    request.size = size;
+    request.account = args.accounts.choice();
+    request.switch_accounts = args.switch_accounts.then_some(args.switch_at);
+    request.window_guard =
         nightshift::limits::WindowGuard { reserve_pct: args.reserve.map(f64::from), not_tonight: args.not_tonight };
     if args.auto_resume {
         if !(args.resume_margin.is_finite() && (0.0..=3600.0).contains(&args.resume_margin)) {
             anyhow::bail!("--resume-margin must be between 0 and 3600 seconds, not {}", args.resume_margin);
         }
-        spec.auto_resume = Some(nightshift::limits::resume::Settings {
+        request.auto_resume = Some(nightshift::limits::resume::Settings {
             policy: if args.resume_policy == "own" { Policy::Own } else { Policy::Watch },
             margin: Duration::from_secs_f64(args.resume_margin),
             prompt: args.resume_prompt.clone(),
@@ -180,32 +165,20 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     if args.respawn || args.preset.is_some() {
-        let name = args.preset.as_deref().unwrap_or("solo");
-        let config = Config::load(paths.config_dir.as_deref())?;
-        let (mut settings, _) = config.preset(name)?;
-        args.respawn_settings.apply(&mut settings)?;
-        spec.preset = Some(name.to_string());
-        spec.respawn = Some(settings);
+        request.preset = Some(args.preset.clone().unwrap_or_else(|| "solo".into()));
     }
-    let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
-    if spec.respawn.is_none() && args.respawn_settings.guard == Some(true) {
-        spec.guard = Some(Arc::new(guard.clone()));
-    }
-    let guarded = spec.guard.is_some() || spec.respawn.as_ref().is_some_and(|r| r.guard);
-    if args.no_hooks && guarded {
-        anyhow::bail!("the guard works through the client's hooks, which --no-hooks turns off; add --guard false");
-    }
-    spec.hooks = !args.no_hooks;
-    if let Some(cost) = args.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
-        anyhow::bail!("--max-cost-usd must be a positive number of dollars, not {cost}");
-    }
-    spec.budget = nightshift::breaker::Budget {
+    request.guard = args.respawn_settings.guard == Some(true);
+    request.hooks = !args.no_hooks;
+    request.budget = nightshift::breaker::Budget {
         max_cost_usd: args.max_cost_usd,
         max_tokens: args.max_tokens,
         max_wall_clock: args.max_wall_clock,
     };
-    spec.stop_grace = Duration::from_secs_f64(args.stop_grace);
-    spec.detect.quiet = Duration::from_secs_f64(args.quiet_window);
+    request.stop_grace = Some(Duration::from_secs_f64(args.stop_grace));
+    request.quiet = Some(Duration::from_secs_f64(args.quiet_window));
+    let spec = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
+    // The supervisor's own rules, for the sessions whose preset turns the guard on.
+    let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
 
     super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, begin))

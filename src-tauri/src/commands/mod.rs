@@ -24,7 +24,6 @@ use nightshift::control::{self, Request, Response};
 use nightshift::digest::{self, Format, Range, LAST_VIEWED_KEY};
 use nightshift::limits::resume;
 use nightshift::notice::Switches;
-use nightshift::pty::{CommandSpec, PtySize};
 use nightshift::schedule;
 use nightshift::session::{Change, Options};
 use nightshift::store::{SessionKind, SessionSummary, Standing};

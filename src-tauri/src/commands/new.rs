@@ -72,58 +72,27 @@ pub struct Started {
 
 /// What the form describes, checked: every problem named with its fix.
 pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, UiError> {
+    use nightshift::supervisor::build::{build, AccountChoice, Request};
     let cwd = request.cwd.trim();
     if cwd.is_empty() {
         return Err(UiError::new(Code::BadCwd, "choose the working directory the agent runs in"));
     }
     let cwd = PathBuf::from(expand_home(cwd, std::env::var("HOME").ok().as_deref()));
-    if !cwd.is_absolute() {
-        return Err(UiError::new(Code::BadCwd, format!("{}: give the full path of the directory", cwd.display())));
-    }
-    if !cwd.is_dir() {
-        return Err(UiError::new(
-            Code::BadCwd,
-            format!("{} is not a directory; create it or choose another", cwd.display()),
-        ));
-    }
     let argv = shlex::split(request.command.trim())
         .ok_or_else(|| UiError::new(Code::BadCommand, "the command has an unclosed quote; close it and try again"))?;
-    let agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
-        Some(name) => name.parse::<AgentKind>().map_err(|e| UiError::new(Code::BadAgent, e.to_string()))?,
-        None => argv.first().map_or(AgentKind::Generic, |p| AgentKind::infer(p)),
+    let mut built = Request::new(cwd, argv);
+    built.agent = match request.agent.as_deref().filter(|a| !a.is_empty()) {
+        Some(name) => Some(name.parse::<AgentKind>().map_err(|e| UiError::new(Code::BadAgent, e.to_string()))?),
+        None => None,
     };
-    let adapter = nightshift::agent::Adapter::load(agent, state.paths.agents_dir().as_deref())
-        .map_err(|e| UiError::new(Code::AgentSignals, e.to_string()))?;
-    let mut argv = argv.into_iter();
-    let (program, args) = match argv.next() {
-        Some(program) => (program, argv.collect()),
-        None => match adapter.launch() {
-            Some((program, args)) => (program.to_string(), args.to_vec()),
-            None => return Err(UiError::new(Code::BadCommand, "type the command that starts the agent")),
-        },
+    built.preset = request.preset.filter(|p| !p.is_empty());
+    built.auto_resume = request.auto_resume.then(resume::Settings::default);
+    built.account = match request.account.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) => AccountChoice::Named(name.to_string()),
+        None => AccountChoice::Default,
     };
-    let mut spec = SessionSpec::new(CommandSpec { program, args, cwd, env: Vec::new(), size: PtySize::default() });
-    spec.agent = agent;
-    spec.adapter = Some(adapter);
-    if let Some(name) = request.preset.filter(|p| !p.is_empty()) {
-        let config = Config::load(state.paths.config_dir.as_deref())?;
-        let (settings, _) = config.preset(&name)?;
-        spec.preset = Some(name);
-        spec.respawn = Some(settings);
-    }
-    if request.auto_resume {
-        spec.auto_resume = Some(resume::Settings::default());
-    }
-    spec.account = account(state, request.account.as_deref(), agent)?;
-    if request.switch_accounts {
-        let config = Config::load(state.paths.config_dir.as_deref())?;
-        spec.switch = Some(
-            config
-                .switch_settings(agent, spec.account.as_ref(), None)
-                .map_err(|e| UiError::new(Code::BadSwitch, e.to_string()))?,
-        );
-    }
-    Ok(spec)
+    built.switch_accounts = request.switch_accounts.then_some(None);
+    Ok(build(&state.paths, built, |_| Ok(()))?)
 }
 
 /// The account the form names for `agent`'s session, if it names one.

@@ -1,0 +1,282 @@
+//! One way in: what a user asks for, at the command line (`nightshift run`) or in the window (New
+//! session), made into the [`SessionSpec`] the supervisor starts. Both ask here, so both infer the
+//! agent, find its command, arm a preset, pick an account and refuse a bad request alike. (A
+//! restore, a schedule firing and an account switch start from the journalled contract instead;
+//! see [`super::Supervisor::launch`].)
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::SessionSpec;
+use crate::agent::{Account, Adapter, AdapterError, AgentKind};
+use crate::breaker::Budget;
+use crate::config::{Config, ConfigError};
+use crate::hooks::guard::{GuardError, Rules};
+use crate::limits::{resume, WindowGuard};
+use crate::paths::Paths;
+use crate::pty::{CommandSpec, PtySize};
+
+/// Which account a session runs under.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AccountChoice {
+    /// The client's own default.
+    #[default]
+    Default,
+    /// An account of `config.toml`'s `[accounts]`.
+    Named(String),
+    /// A client config directory (`CLAUDE_CONFIG_DIR`, or `CODEX_HOME` for Codex).
+    Dir(PathBuf),
+}
+
+/// What a user asks for when starting a session.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Where the agent runs: an absolute path to a directory.
+    pub cwd: PathBuf,
+    /// The command and its arguments; empty: the agent's own CLI.
+    pub command: Vec<String>,
+    /// The agent; inferred from the command when `None`.
+    pub agent: Option<AgentKind>,
+    pub size: PtySize,
+    /// Respawn armed with this preset of `config.toml` (or a built-in one).
+    pub preset: Option<String>,
+    pub auto_resume: Option<resume::Settings>,
+    pub account: AccountChoice,
+    /// Move to another account before the limit, at this percent (the default when `None`).
+    pub switch_accounts: Option<Option<u8>>,
+    pub window_guard: WindowGuard,
+    /// The guard, without respawn (with respawn, its preset says).
+    pub guard: bool,
+    /// The client's hooks (the guard, handoffs and first-hand limits need them).
+    pub hooks: bool,
+    pub budget: Budget,
+    pub stop_grace: Option<Duration>,
+    /// How long the screen stays still before the agent counts as idle.
+    pub quiet: Option<Duration>,
+}
+
+impl Request {
+    /// The agent's own CLI (or `command`) in `cwd`, with nothing armed.
+    pub fn new(cwd: PathBuf, command: Vec<String>) -> Self {
+        Self {
+            cwd,
+            command,
+            agent: None,
+            size: PtySize::default(),
+            preset: None,
+            auto_resume: None,
+            account: AccountChoice::Default,
+            switch_accounts: None,
+            window_guard: WindowGuard::default(),
+            guard: false,
+            hooks: true,
+            budget: Budget::default(),
+            stop_grace: None,
+            quiet: None,
+        }
+    }
+}
+
+/// Why a request cannot start a session: each says what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{0}")]
+    Cwd(String),
+    #[error("{0}")]
+    Command(String),
+    #[error(transparent)]
+    Adapter(#[from] AdapterError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The account switch cannot be armed for this session.
+    #[error("{0}")]
+    Switch(ConfigError),
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+    #[error("{0}")]
+    Setting(String),
+}
+
+/// The spec `request` asks for; `tweak` changes the preset's respawn settings first (the CLI's
+/// `--idle-timeout` and the like).
+pub fn build(
+    paths: &Paths,
+    request: Request,
+    tweak: impl FnOnce(&mut crate::respawn::Settings) -> Result<(), String>,
+) -> Result<SessionSpec, BuildError> {
+    let cwd = request.cwd;
+    if !cwd.is_absolute() {
+        return Err(BuildError::Cwd(format!("{}: give the full path of the directory", cwd.display())));
+    }
+    if !cwd.is_dir() {
+        return Err(BuildError::Cwd(format!("{} is not a directory; create it or choose another", cwd.display())));
+    }
+    let agent =
+        request.agent.or_else(|| request.command.first().map(|p| AgentKind::infer(p))).unwrap_or(AgentKind::Generic);
+    let adapter = Adapter::load(agent, paths.agents_dir().as_deref())?;
+    let mut argv = request.command.into_iter();
+    let (program, args) = match argv.next() {
+        Some(program) => (program, argv.collect()),
+        None => match adapter.launch() {
+            Some((program, args)) => (program.to_string(), args.to_vec()),
+            None => {
+                return Err(BuildError::Command(format!(
+                    "the {agent} agent has no CLI of its own: give the command that starts it"
+                )))
+            }
+        },
+    };
+    let mut spec = SessionSpec::new(CommandSpec { program, args, cwd, env: Vec::new(), size: request.size });
+    spec.agent = agent;
+    spec.adapter = Some(adapter);
+    // Read once, when the request needs it: a broken config.toml refuses only what uses it.
+    let mut loaded: Option<Config> = None;
+    let mut config = || -> Result<Config, ConfigError> {
+        if loaded.is_none() {
+            loaded = Some(Config::load(paths.config_dir.as_deref())?);
+        }
+        Ok(loaded.clone().expect("loaded just now"))
+    };
+    spec.account = match request.account {
+        AccountChoice::Default => None,
+        AccountChoice::Named(name) => Some(config()?.account(&name, agent)?),
+        AccountChoice::Dir(dir) => Some(Account::from_dir(agent, &dir)?),
+    };
+    if let Some(at) = request.switch_accounts {
+        spec.switch = Some(config()?.switch_settings(agent, spec.account.as_ref(), at).map_err(BuildError::Switch)?);
+    }
+    if let Some(name) = request.preset {
+        let (mut settings, _) = config()?.preset(&name)?;
+        tweak(&mut settings).map_err(BuildError::Setting)?;
+        spec.preset = Some(name);
+        spec.respawn = Some(settings);
+    }
+    spec.auto_resume = request.auto_resume;
+    spec.window_guard = request.window_guard;
+    if request.guard && spec.respawn.is_none() {
+        spec.guard = Some(Arc::new(Rules::load(paths.config_dir.as_deref())?));
+    }
+    let guarded = spec.guard.is_some() || spec.respawn.as_ref().is_some_and(|r| r.guard);
+    if !request.hooks && guarded {
+        return Err(BuildError::Setting(
+            "the guard works through the client's hooks, which --no-hooks turns off; add --guard false".into(),
+        ));
+    }
+    spec.hooks = request.hooks;
+    if let Some(cost) = request.budget.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
+        return Err(BuildError::Setting(format!("--max-cost-usd must be a positive number of dollars, not {cost}")));
+    }
+    spec.budget = request.budget;
+    if let Some(grace) = request.stop_grace {
+        spec.stop_grace = grace;
+    }
+    if let Some(quiet) = request.quiet {
+        spec.detect.quiet = quiet;
+    }
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Dirs {
+        tmp: tempfile::TempDir,
+        paths: Paths,
+    }
+
+    /// Empty state and config directories, with `config` as `config.toml`.
+    fn dirs(config: &str) -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        let config_dir = tmp.path().join("config");
+        std::fs::create_dir_all(&config_dir).unwrap();
+        std::fs::write(config_dir.join("config.toml"), config).unwrap();
+        let paths = Paths {
+            state_dir: tmp.path().join("state"),
+            runtime_dir: tmp.path().join("run"),
+            config_dir: Some(config_dir),
+        };
+        Dirs { tmp, paths }
+    }
+
+    fn request(d: &Dirs, command: &[&str]) -> Request {
+        Request::new(d.tmp.path().to_path_buf(), command.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn refused(d: &Dirs, r: Request) -> BuildError {
+        build(&d.paths, r, |_| Ok(())).expect_err("refused")
+    }
+
+    #[test]
+    fn the_agent_is_inferred_and_its_own_cli_starts_without_a_command() {
+        let d = dirs("");
+        let spec = build(&d.paths, request(&d, &["claude", "--model", "opus"]), |_| Ok(())).unwrap();
+        assert_eq!((spec.agent, spec.command.program.as_str()), (AgentKind::Claude, "claude"));
+        assert_eq!(spec.command.args, ["--model", "opus"]);
+        let mut bare = request(&d, &[]);
+        bare.agent = Some(AgentKind::Codex);
+        let spec = build(&d.paths, bare, |_| Ok(())).unwrap();
+        assert_eq!((spec.agent, spec.command.program.as_str()), (AgentKind::Codex, "codex"));
+        let e = refused(&d, request(&d, &[]));
+        assert!(matches!(e, BuildError::Command(_)) && e.to_string().contains("give the command"), "{e}");
+    }
+
+    #[test]
+    fn a_working_directory_must_be_a_full_path_to_a_directory() {
+        let d = dirs("");
+        let mut r = request(&d, &["bash"]);
+        r.cwd = "relative/dir".into();
+        assert!(matches!(refused(&d, r), BuildError::Cwd(m) if m.contains("give the full path")));
+        let mut r = request(&d, &["bash"]);
+        r.cwd = d.tmp.path().join("missing");
+        assert!(matches!(refused(&d, r), BuildError::Cwd(m) if m.contains("is not a directory")));
+    }
+
+    #[test]
+    fn a_preset_is_armed_with_the_requests_changes_and_the_guard_needs_hooks() {
+        let d = dirs("");
+        let mut r = request(&d, &["claude"]);
+        r.preset = Some("overnight".into());
+        let spec = build(&d.paths, r.clone(), |s| {
+            s.idle_timeout = Duration::from_secs(7);
+            Ok(())
+        })
+        .unwrap();
+        let armed = spec.respawn.expect("armed");
+        assert_eq!((spec.preset.as_deref(), armed.idle_timeout), (Some("overnight"), Duration::from_secs(7)));
+        let e = build(&d.paths, r.clone(), |_| Err("--idle-timeout must be positive".into())).unwrap_err();
+        assert!(matches!(e, BuildError::Setting(_)), "{e}");
+        r.hooks = false;
+        let e = refused(&d, r);
+        assert!(e.to_string().contains("the guard works through the client's hooks"), "{e}");
+        let mut r = request(&d, &["claude"]);
+        r.preset = Some("no-such".into());
+        assert!(matches!(refused(&d, r), BuildError::Config(ConfigError::NoPreset(_))));
+    }
+
+    #[test]
+    fn accounts_switches_and_budgets_are_refused_with_what_to_change() {
+        let d = dirs("");
+        let mut r = request(&d, &["claude"]);
+        r.account = AccountChoice::Named("work".into());
+        let e = refused(&d, r);
+        assert!(matches!(e, BuildError::Config(_)) && e.to_string().contains("no account `work`"), "{e}");
+        let mut r = request(&d, &["claude"]);
+        r.switch_accounts = Some(None);
+        let e = refused(&d, r);
+        assert!(matches!(e, BuildError::Switch(_)) && e.to_string().contains("no other account"), "{e}");
+        let mut r = request(&d, &["claude"]);
+        r.budget.max_cost_usd = Some(-1.0);
+        assert!(refused(&d, r).to_string().contains("--max-cost-usd must be a positive number"));
+    }
+
+    #[test]
+    fn a_broken_config_refuses_only_what_reads_it() {
+        let d = dirs("this is not toml [");
+        assert!(build(&d.paths, request(&d, &["bash"]), |_| Ok(())).is_ok(), "nothing read it");
+        let mut r = request(&d, &["claude"]);
+        r.preset = Some("overnight".into());
+        assert!(matches!(refused(&d, r), BuildError::Config(ConfigError::Invalid { .. })));
+    }
+}
