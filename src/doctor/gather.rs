@@ -3,9 +3,8 @@
 //! user's settings; the judging is in the parent module.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use super::{judge_disk, judge_permissions, judge_power, judge_probe, judge_repo, judge_version};
@@ -15,6 +14,7 @@ use crate::agent::AgentKind;
 use crate::config::Config;
 use crate::loops::{global_marker, marker_name};
 use crate::paths::Paths;
+use crate::platform::{run_bounded, Desktop, Os, Power};
 use crate::store::{EventQuery, Store};
 
 /// What to check.
@@ -57,7 +57,9 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
         checks.extend(working_dir(i, cwd, &used, &opts.agent_args));
     }
     checks.extend(desktop());
-    let (on_battery, lid) = power();
+    // On battery, and what the lid switch does on this power, where known.
+    let on_battery = Os::on_battery();
+    let lid = Os::lid_action(on_battery);
     checks.extend(judge_power(on_battery, lid.as_deref()));
     checks.extend(slept(paths));
     Report::new(checks)
@@ -142,7 +144,7 @@ fn harness(
             return false;
         }
     };
-    out.push(match desktop_path() {
+    out.push(match Os::session_path() {
         // The tray app, started at login, has the desktop session's PATH, not this shell's.
         Some(desktop)
             if crate::pty::resolve_program(&program, &cwd, Some(&desktop)).is_err() && !program.contains('/') =>
@@ -187,41 +189,6 @@ fn harness(
 
 fn shown_path(path: Option<&std::ffi::OsStr>) -> String {
     path.map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty()).unwrap_or_else(|| "empty".into())
-}
-
-/// The PATH of the desktop session (systemd's user manager), when there is one to ask.
-fn desktop_path() -> Option<OsString> {
-    let out =
-        run_bounded(Command::new("systemctl").args(["--user", "show-environment"]), Duration::from_secs(3)).ok()?;
-    out.lines().find_map(|l| l.strip_prefix("PATH=")).map(OsString::from)
-}
-
-/// A program's stdout, or why not; killed after `limit`.
-fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<String, String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("could not run: {e}"))?;
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let mut text = String::new();
-                if let Some(mut stdout) = child.stdout.take() {
-                    let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
-                }
-                return if status.success() { Ok(text) } else { Err(format!("failed ({status})")) };
-            }
-            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("did not answer within {} s", limit.as_secs()));
-            }
-        }
-    }
 }
 
 /// The first `N.N.N` the program prints for `--version`.
@@ -413,21 +380,6 @@ fn claude_permissions(cwd: &Path, args: &[String]) -> Permissions {
     }
 }
 
-fn bus(system: bool) -> Option<zbus::blocking::Connection> {
-    let builder = if system {
-        zbus::blocking::connection::Builder::system()
-    } else {
-        zbus::blocking::connection::Builder::session()
-    };
-    builder.ok()?.method_timeout(Duration::from_secs(2)).build().ok()
-}
-
-fn has_owner(conn: &zbus::blocking::Connection, name: &str) -> bool {
-    let Ok(proxy) = zbus::blocking::fdo::DBusProxy::new(conn) else { return false };
-    let Ok(name) = zbus::names::BusName::try_from(name) else { return false };
-    proxy.name_has_owner(name).unwrap_or(false)
-}
-
 fn desktop() -> Vec<Check> {
     let mut out = Vec::new();
     let display = ["WAYLAND_DISPLAY", "DISPLAY"]
@@ -442,9 +394,7 @@ fn desktop() -> Vec<Check> {
             "run the tray app from your desktop session",
         ),
     });
-    let session = bus(false);
-    let named = |name: &str| session.as_ref().is_some_and(|c| has_owner(c, name));
-    out.push(if named("org.kde.StatusNotifierWatcher") {
+    out.push(if Os::tray_host() {
         Check::pass("desktop.tray", "desktop", "a tray host (StatusNotifierWatcher) is running")
     } else {
         Check::warn(
@@ -454,7 +404,7 @@ fn desktop() -> Vec<Check> {
             "on GNOME, enable the AppIndicator extension (gnome-shell-extension-appindicator); the window still opens from the app menu",
         )
     });
-    out.push(if named("org.freedesktop.Notifications") {
+    out.push(if Os::notifications() {
         Check::pass("desktop.notifications", "desktop", "a notification service is running")
     } else {
         Check::warn(
@@ -464,8 +414,7 @@ fn desktop() -> Vec<Check> {
             "start your desktop's notification daemon (dunst, mako, or the desktop's own)",
         )
     });
-    let system = bus(true);
-    out.push(if system.as_ref().is_some_and(|c| has_owner(c, "org.freedesktop.login1")) {
+    out.push(if Os::can_stay_awake() {
         Check::pass("desktop.logind", "desktop", "logind is running: Nightshift can keep the machine awake")
     } else {
         Check::warn(
@@ -476,38 +425,6 @@ fn desktop() -> Vec<Check> {
         )
     });
     out
-}
-
-/// On battery (UPower), and what the lid switch does on this power (logind), where known.
-fn power() -> (Option<bool>, Option<String>) {
-    let Some(conn) = bus(true) else { return (None, None) };
-    let property = |dest: &str, path: &str, iface: &str, name: &str| -> Option<zbus::zvariant::OwnedValue> {
-        // One property read each: no cache (it would first fetch every property and watch them).
-        let proxy: zbus::blocking::Proxy<'_> = zbus::blocking::proxy::Builder::new(&conn)
-            .destination(dest.to_string())
-            .ok()?
-            .path(path.to_string())
-            .ok()?
-            .interface(iface.to_string())
-            .ok()?
-            .cache_properties(zbus::proxy::CacheProperties::No)
-            .build()
-            .ok()?;
-        proxy.get_property::<zbus::zvariant::OwnedValue>(name).ok()
-    };
-    let upower = |name: &str| {
-        property("org.freedesktop.UPower", "/org/freedesktop/UPower", "org.freedesktop.UPower", name)
-            .and_then(|v| bool::try_from(v).ok())
-    };
-    let on_battery = upower("OnBattery");
-    let lid = if upower("LidIsPresent") == Some(true) {
-        let key = if on_battery == Some(true) { "HandleLidSwitch" } else { "HandleLidSwitchExternalPower" };
-        property("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", key)
-            .and_then(|v| String::try_from(v).ok())
-    } else {
-        None
-    };
-    (on_battery, lid)
 }
 
 /// Whether the machine slept while sessions ran in the last week (the journal's suspend records).

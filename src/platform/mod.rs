@@ -6,14 +6,19 @@
 //! that names it, not a search:
 //! - [`Processes`]: whether a process runs, is a Nightshift, or was started for a session (Linux:
 //!   `kill(pid, 0)` and `/proc`);
-//! - [`Secrets`]: a secret the desktop's keyring keeps (Linux: the Secret Service over D-Bus).
+//! - [`Secrets`]: a secret the desktop's keyring keeps (Linux: the Secret Service over D-Bus);
+//! - [`Desktop`]: a tray host, a notification service, the login session's PATH (Linux: the
+//!   freedesktop D-Bus names, systemd's user manager);
+//! - [`Power`]: whether the machine can be kept awake, whether it is on battery, what its lid does
+//!   (Linux: logind and UPower);
+//! - [`Services`]: the user's service manager, which runs `nightshift restore` at login (Linux: a
+//!   systemd user unit, and logind's lingering for boot).
 //!
 //! Already portable, and so not here: keeping the machine awake (the `keepawake` crate: logind on
 //! Linux, IOKit on macOS, `SetThreadExecutionState` on Windows), suspends (`power`: a gap between
 //! the wall clock and the monotonic one), the state, config and log folders (the `directories`
-//! crate, XDG here). Still Linux-only outside this folder: the systemd user unit of `nightshift
-//! service` (`src/cli/service.rs`), the doctor's logind and UPower checks, and the PTYs (`pty`,
-//! Unix).
+//! crate, XDG here). Still Unix outside this folder: the PTYs (`pty`), and the unit file's text
+//! that `nightshift service` writes (`packaging/nightshift-restore.service`).
 
 #[cfg(target_os = "linux")]
 mod linux;
@@ -62,4 +67,70 @@ pub trait Secrets {
     /// The secret of the first unlocked item whose attributes include all of `attributes`; may be
     /// called from async code.
     fn lookup(attributes: &[(&str, &str)]) -> Result<Found, String>;
+}
+
+/// The desktop session's services.
+pub trait Desktop {
+    /// Whether a tray host runs, for the tray icon.
+    fn tray_host() -> bool;
+    /// Whether a notification service runs, for the pop-ups.
+    fn notifications() -> bool;
+    /// The PATH of programs started at login (the tray app's), when the session says.
+    fn session_path() -> Option<std::ffi::OsString>;
+}
+
+/// The machine's power.
+pub trait Power {
+    /// Whether a service runs that keeps the machine awake on request.
+    fn can_stay_awake() -> bool;
+    /// Whether the machine runs on battery; `None` when unknown.
+    fn on_battery() -> Option<bool>;
+    /// What closing the lid does on this power (`suspend`, `ignore`, …); `None` without a lid, or
+    /// when unknown.
+    fn lid_action(on_battery: Option<bool>) -> Option<String>;
+}
+
+/// The user's service manager, which starts a program at login.
+pub trait Services {
+    /// Where the user's own service files go.
+    fn service_dir() -> Result<std::path::PathBuf, String>;
+    /// Asks the service manager to do `args` (`daemon-reload`, `enable UNIT`); the error is one
+    /// line naming the command and why it failed.
+    fn manage(args: &[&str]) -> Result<(), String>;
+    /// Whether `unit` is enabled, in the manager's own word; `None` when it cannot be asked.
+    fn enabled(unit: &str) -> Option<String>;
+    /// Whether the user's services also start at boot, before anyone logs in; `None` when unknown.
+    fn start_at_boot() -> Option<bool>;
+}
+
+/// A program's stdout, or why not; killed after `limit` (a service that hangs must not hang a
+/// check).
+pub fn run_bounded(cmd: &mut std::process::Command, limit: std::time::Duration) -> Result<String, String> {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("could not run: {e}"))?;
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let mut text = String::new();
+                if let Some(mut stdout) = child.stdout.take() {
+                    let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
+                }
+                return if status.success() { Ok(text) } else { Err(format!("failed ({status})")) };
+            }
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("did not answer within {} s", limit.as_secs()));
+            }
+        }
+    }
 }

@@ -1,7 +1,11 @@
-//! Linux: `/proc` and `kill(2)` for processes, the Secret Service for secrets.
+//! Linux: `/proc` and `kill(2)` for processes, the Secret Service for secrets, D-Bus for the
+//! desktop's services and the machine's power (logind, UPower), systemd's user manager for
+//! services.
 
+mod desktop;
 mod process;
 mod secrets;
+mod services;
 
 /// The system this build is for.
 #[derive(Debug, Clone, Copy)]
