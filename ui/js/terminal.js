@@ -98,7 +98,7 @@ export async function openTerminal(id) {
 
   const channel = new window.__TAURI__.core.Channel();
   channel.onmessage = (message) => { if (term.xterm === x) heard(message); };
-  const got = await call("terminal_open", { id, output: channel }, { quietCodes: ["not_running", "session_ended", "no_session"] });
+  const got = await call("terminal_open", { id, output: channel }, { quietCodes: ["not_running", "no_session"] });
   if (term.xterm !== x) {
     if (got.ok) call("terminal_close", { viewer: got.value });
     return;
