@@ -11,6 +11,7 @@
 mod counts;
 mod ledger;
 mod morning;
+mod needs;
 mod render;
 pub mod timeline;
 mod usage;
@@ -26,6 +27,7 @@ use crate::store::{EventQuery, SessionRow, Standing, Store, StoreError};
 pub use counts::{AnsweredBy, Counts, Unusual, UnusualKind, MAX_AN_HOUR};
 use ledger::Ledger;
 pub use morning::{due_morning, run_mornings, Morning, MorningOutcome, LAST_VIEWED_KEY};
+pub use needs::{mark_dismissed, About, Dismissed, Need};
 pub use render::{render, Format};
 pub use usage::{hourly, usage_report};
 
@@ -83,8 +85,11 @@ pub struct SessionDigest {
     pub cwd: String,
     pub state: String,
     pub section: Section,
-    /// Why it needs the user now, when it does.
+    /// Why it needs the user now, when it does (the texts of `needs`).
     pub needs_you: Vec<String>,
+    /// The same, typed: what each is about, and so what answers it.
+    #[serde(default)]
+    pub needs: Vec<Need>,
     /// Counts worth a look (more than 3 handoffs in an hour, a breaker that opened twice).
     #[serde(default)]
     pub unusual: Vec<Unusual>,
@@ -288,6 +293,7 @@ fn parse_ts(text: &str) -> Option<DateTime<Utc>> {
 pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Digest, StoreError> {
     let mut sessions = Vec::new();
     let mut informational = Vec::new();
+    let dismissed = Dismissed::load(store)?;
     let mut suspends = std::collections::BTreeSet::new();
     for row in store.sessions()? {
         let created = parse_ts(&row.created).unwrap_or(to);
@@ -304,7 +310,7 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
             .collect();
         let usage = usage_delta(store, &row.id, from, to)?;
         let trees = salvage_trees(&events);
-        let (mut digest, slept) = session_digest(&row, &events, from, to, usage, &trees);
+        let (mut digest, slept) = session_digest(&row, &events, from, to, usage, &trees, &dismissed);
         suspends.extend(slept);
         // Where to see what it did: its recorded lives, read by `nightshift log`.
         let state_dir = store.path().and_then(|p| p.parent());
@@ -420,6 +426,7 @@ fn session_digest(
     to: DateTime<Utc>,
     usage: Option<UsageDelta>,
     trees: &std::collections::HashMap<String, String>,
+    dismissed: &Dismissed,
 ) -> (SessionDigest, Vec<DateTime<Utc>>) {
     let standing = row.standing();
     let l = Ledger::read(&row.id, events, from, to, standing == Standing::Live, trees);
@@ -430,19 +437,22 @@ fn session_digest(
     if state == SessionState::WaitingInput && standing == Standing::Live {
         // Unless the journal heard it answered (and not yet the state after it).
         if let Some(question) = &l.waiting {
-            needs.push(match question {
-                Some(q) => format!("waiting on a question: {q}"),
-                None => "waiting for the user".to_string(),
-            });
+            needs.push(Need::new(
+                About::Question,
+                match question {
+                    Some(q) => format!("waiting on a question: {q}"),
+                    None => "waiting for the user".to_string(),
+                },
+            ));
         }
     }
     // Open by the journal's state, unless the breakers' own events closed it again since.
     let still_open = !l.breakers_open.is_empty() || !l.breakers_seen;
     if state == SessionState::BreakerOpen && still_open {
-        needs.push(format!("breaker open: {}", row.reason.clone().unwrap_or_default()));
+        needs.push(Need::new(About::Breaker, format!("breaker open: {}", row.reason.clone().unwrap_or_default())));
     }
     if l.resume_failed {
-        needs.push("a usage-limit resume failed".to_string());
+        needs.push(Need::new(About::ResumeFailed, "a usage-limit resume failed"));
     }
     match standing {
         Standing::Lost => {
@@ -453,29 +463,36 @@ fn session_digest(
                     None => "; it was waiting for the user".to_string(),
                 });
             }
-            needs.push(line);
+            needs.push(Need::new(About::Lost, line));
         }
-        Standing::Kept => needs.push(
+        Standing::Kept => needs.push(Need::new(
+            About::Kept,
             "Nightshift ended while it waited for a usage limit's reset: it resumes when the app starts \
-             (or run `nightshift restore`)"
-                .to_string(),
-        ),
+             (or run `nightshift restore`)",
+        )),
         Standing::Live | Standing::Ended | Standing::Scheduled => {}
     }
     if state == SessionState::Failed {
-        needs.push(format!("failed to start: {}", row.error.clone().unwrap_or_default()));
+        needs.push(Need::new(About::Failed, format!("failed to start: {}", row.error.clone().unwrap_or_default())));
     }
-    needs.extend(l.salvaged.iter().map(|(_, line)| line.clone()));
+    needs.extend(l.salvaged.iter().map(|(kept, line)| {
+        Need::new(About::Salvage { repo: kept.repo.clone(), reference: kept.reference.clone() }, line.clone())
+    }));
     let delivery = crate::git::delivery(std::path::Path::new(&row.cwd), from);
     if let Some(line) = delivery.as_ref().and_then(crate::git::Delivery::needs_you) {
-        needs.push(format!("{line}; look: git -C {} log --branches --not --remotes", row.cwd));
+        let text = format!("{line}; look: git -C {} log --branches --not --remotes", row.cwd);
+        needs.push(Need::new(About::Delivery { repo: row.cwd.clone() }, text));
     }
     let crashed = state == SessionState::Exited
         && !l.stopped
         && (row.exit_code.is_some_and(|c| c != 0) || row.exit_signal.is_some());
     if crashed {
-        needs.push(format!("exited with {}", l.exits.last().cloned().unwrap_or_else(|| "an error".into())));
+        let text = format!("exited with {}", l.exits.last().cloned().unwrap_or_else(|| "an error".into()));
+        let resume = events.iter().any(|e| matches!(e.kind, EventKind::Conversation { .. }));
+        needs.push(Need::new(About::Crashed { resume }, text));
     }
+    // What the user dismissed is theirs: it needs them no more.
+    needs.retain(|n| !dismissed.contains(&row.id, n));
     let section = if !needs.is_empty() {
         Section::NeedsYou
     } else if row.is_final() {
@@ -495,7 +512,8 @@ fn session_digest(
         cwd: row.cwd.clone(),
         state: row.shown_state(),
         section,
-        needs_you: needs,
+        needs_you: needs.iter().map(|n| n.text.clone()).collect(),
+        needs,
         unusual: l.unusual,
         happened: l.happened,
         salvaged: l.salvaged.into_iter().map(|(kept, _)| kept).collect(),

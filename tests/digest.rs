@@ -289,6 +289,32 @@ fn night() -> Night {
 }
 
 #[test]
+fn what_needs_you_is_typed_and_a_dismissed_need_is_left_out() {
+    use digest::{About, Dismissed, Need};
+    let mut night = night();
+    let d = digest::build(&night.store, t(22, 0), t(8, 0)).unwrap();
+    let needs = |d: &digest::Digest, id: &str| d.sessions.iter().find(|s| s.id == id).unwrap().needs.clone();
+    let kinds = |needs: &[Need]| needs.iter().map(|n| Need::kind_of(&n.about)).collect::<Vec<_>>();
+    let q = needs(&d, "q0000002");
+    assert_eq!(kinds(&q), ["question"]);
+    assert_eq!(kinds(&needs(&d, "k0000005")), ["lost"]);
+    assert!(needs(&d, "c0000006").iter().any(|n| matches!(n.about, About::Crashed { .. })));
+    for s in &d.sessions {
+        let texts: Vec<&str> = s.needs.iter().map(|n| n.text.as_str()).collect();
+        assert_eq!(texts, s.needs_you, "the typed needs are the texts, in their order");
+    }
+
+    Dismissed::add(&mut night.store, "q0000002", &q[0].key).unwrap();
+    let d = digest::build(&night.store, t(22, 0), t(8, 0)).unwrap();
+    let after = d.sessions.iter().find(|s| s.id == "q0000002").unwrap();
+    assert!(after.needs.is_empty() && after.needs_you.is_empty(), "{:?}", after.needs);
+    assert_ne!(after.section, Section::NeedsYou);
+    assert_eq!(d.totals.needs_you, 2);
+    assert!(!digest::render(&d, Format::Text).contains("needs you: waiting on a question"));
+    assert_eq!(kinds(&needs(&d, "k0000005")), ["lost"], "another session's need stays");
+}
+
+#[test]
 fn every_section_and_figure_of_a_night() {
     let night = night();
     let d = digest::build(&night.store, t(22, 0), t(8, 0)).unwrap();
