@@ -152,7 +152,33 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Ti
             })
         })
         .collect();
-    Ok(Timeline { from, to, lanes, usage })
+    Ok(Timeline { from, to, lanes, usage }.scaled_to_what_happened())
+}
+
+impl Timeline {
+    /// The range cut to what happened in it: from the first band or mark to the last (a night of
+    /// eight hours in a 24-hour range is drawn over its eight hours), with a little room either
+    /// side, never past the range. The bands are cut to it too; an empty timeline keeps the range.
+    fn scaled_to_what_happened(mut self) -> Self {
+        let times = self
+            .lanes
+            .iter()
+            .flat_map(|l| l.bands.iter().flat_map(|b| [b.from, b.to]).chain(l.marks.iter().map(|m| m.at)));
+        let (Some(first), Some(last)) = (times.clone().min(), times.max()) else { return self };
+        let room = ((last - first) / 50).max(chrono::Duration::seconds(30));
+        let (from, to) = ((first - room).max(self.from), (last + room).min(self.to));
+        self.from = from;
+        self.to = to;
+        for lane in &mut self.lanes {
+            for band in &mut lane.bands {
+                band.from = band.from.max(from);
+                band.to = band.to.min(to);
+            }
+            lane.bands.retain(|b| b.from < b.to);
+        }
+        self.usage.retain(|f| f.at >= from && f.at < to);
+        self
+    }
 }
 
 #[cfg(test)]
@@ -166,6 +192,23 @@ mod tests {
 
     fn state(hm: &str, s: SessionState) -> Event {
         Event { ts: at(hm), session: String::from("s1").into(), kind: EventKind::state(s, "because") }
+    }
+
+    #[test]
+    fn a_night_in_a_long_range_is_drawn_over_the_night() {
+        let events = vec![state("23:00", SessionState::Working), state("07:00", SessionState::Exited)];
+        let lanes = vec![lane("s1", "api".into(), &events, at("12:00"), at("11:59"))];
+        let fill = |hm| Fill { at: at(hm), five_hour_pct: Some(10.0), seven_day_pct: None };
+        let usage = vec![fill("13:00"), fill("02:00"), fill("09:00")];
+        let t = Timeline { from: at("12:00"), to: at("11:59"), lanes, usage }.scaled_to_what_happened();
+        // Eight hours of work, and a fiftieth of it either side.
+        let room = chrono::Duration::seconds(8 * 3600 / 50);
+        assert_eq!((t.from, t.to), (at("23:00") - room, at("07:00") + room));
+        assert_eq!(t.lanes[0].bands.len(), 1);
+        assert_eq!((t.lanes[0].bands[0].from, t.lanes[0].bands[0].to), (at("23:00"), at("07:00")));
+        assert_eq!(t.usage.iter().map(|f| f.at).collect::<Vec<_>>(), [at("02:00")], "readings outside are left out");
+        let empty = Timeline { from: at("12:00"), to: at("11:59"), lanes: vec![], usage: vec![] };
+        assert_eq!(empty.scaled_to_what_happened().from, at("12:00"), "nothing happened: the range as it is");
     }
 
     #[test]
