@@ -108,9 +108,11 @@ impl Recorder {
             }
         };
         let mut out = GzEncoder::new(file, flate2::Compression::fast());
-        let timestamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let since_epoch = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        // asciicast's timestamp is whole seconds; a replay's marks need the start to the millisecond.
         let header = serde_json::json!({
-            "version": 2, "width": cols, "height": rows, "timestamp": timestamp,
+            "version": 2, "width": cols, "height": rows, "timestamp": since_epoch.as_secs(),
+            "started_ms": u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX),
             "env": {"TERM": "xterm-256color"}, "title": format!("Nightshift session {session}, life {n}"),
         });
         let line = format!("{header}\n");
@@ -279,6 +281,86 @@ pub fn text(path: &Path) -> std::io::Result<String> {
     Ok(out.iter().map(|r| r.trim_end()).collect::<Vec<_>>().join("\n") + "\n")
 }
 
+/// How long a still stretch lasts in a replay: longer ones are cut to this.
+pub const IDLE_MAX: f64 = 2.0;
+
+/// A life's recording, to be played back: its frames on the playback's clock, where long still
+/// stretches are cut to [`IDLE_MAX`], each with its time in the life too.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cast {
+    pub width: u16,
+    pub height: u16,
+    /// When the life began, from the recording's header (Unix milliseconds; to the second in a
+    /// recording from before they were kept).
+    pub started_ms: u64,
+    pub frames: Vec<Frame>,
+    /// Seconds of playback, to the last frame.
+    pub duration: f64,
+    /// The recording stops before its end (its Nightshift was killed): it plays to the last flush.
+    pub cut_short: bool,
+}
+
+/// One output, or resize (`kind` `r`, `data` `COLSxROWS`), of a recording.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Frame {
+    /// Seconds into the playback.
+    pub t: f64,
+    /// Seconds into the life.
+    pub real: f64,
+    pub kind: String,
+    pub data: String,
+}
+
+impl Cast {
+    /// Where `real` seconds into the life falls in the playback: within a cut stretch, at its end;
+    /// after the last frame, at the end.
+    pub fn played_at(&self, real: f64) -> f64 {
+        match self.frames.iter().rposition(|f| f.real <= real) {
+            None => 0.0,
+            Some(i) => {
+                let f = &self.frames[i];
+                let next = self.frames.get(i + 1).map_or(self.duration, |n| n.t);
+                (f.t + (real - f.real)).min(next)
+            }
+        }
+    }
+}
+
+/// Reads the recording at `path` for playback; a recording cut short gives what it holds.
+pub fn cast(path: &Path) -> std::io::Result<Cast> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let mut raw = Vec::new();
+    let cut_short = flate2::read::GzDecoder::new(file).read_to_end(&mut raw).is_err();
+    let mut lines = raw.split(|b| *b == b'\n');
+    // A life that has just begun may have nothing saved yet: nothing to play, not a broken file.
+    let header: serde_json::Value = match lines.next().and_then(|l| serde_json::from_slice(l).ok()) {
+        Some(header) => header,
+        None if cut_short || raw.is_empty() => serde_json::Value::Null,
+        None => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "no asciicast header")),
+    };
+    let size = |k: &str, or: u16| header[k].as_u64().map_or(or, |n| n.clamp(1, 1000) as u16);
+    let mut frames = Vec::new();
+    let (mut played, mut last_real) = (0.0_f64, 0.0_f64);
+    // A line cut in the middle (the last one of a killed recording) does not parse, and is left out.
+    for event in lines.filter_map(|l| serde_json::from_slice::<(f64, String, String)>(l).ok()) {
+        let (real, kind, data) = event;
+        played += (real - last_real).clamp(0.0, IDLE_MAX);
+        last_real = real.max(last_real);
+        if kind == "o" || kind == "r" {
+            frames.push(Frame { t: played, real, kind, data });
+        }
+    }
+    Ok(Cast {
+        width: size("width", 80),
+        height: size("height", 24),
+        started_ms: header["started_ms"].as_u64().unwrap_or_else(|| header["timestamp"].as_u64().unwrap_or(0) * 1000),
+        duration: frames.last().map_or(0.0, |f| f.t),
+        frames,
+        cut_short,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,6 +372,45 @@ mod tests {
         }
         rec.finish();
         lives(state, "s1").last().unwrap().1.clone()
+    }
+
+    #[test]
+    fn a_replay_cuts_long_still_stretches_and_plays_a_cut_recording_to_its_last_flush() {
+        let state = tempfile::tempdir().unwrap();
+        let path = life_file(state.path(), "s1", 1);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let body = "{\"version\": 2, \"width\": 90, \"height\": 30, \"timestamp\": 1764889200}\n\
+                    [0.5, \"o\", \"one\"]\n[1.0, \"o\", \"two\"]\n[61.0, \"o\", \"after a minute\"]\n\
+                    [61.5, \"r\", \"100x40\"]\n[62.0, \"m\", \"a marker\"]\n";
+        // Written as the recorder does: flushed now and then, finished at the end.
+        let (first, rest) = body.split_at(body.find("[61.0").unwrap());
+        let mut gz = GzEncoder::new(std::fs::File::create(&path).unwrap(), flate2::Compression::fast());
+        gz.write_all(first.as_bytes()).unwrap();
+        gz.flush().unwrap();
+        let flushed = gz.get_ref().metadata().unwrap().len();
+        gz.write_all(rest.as_bytes()).unwrap();
+        gz.finish().unwrap();
+        let c = cast(&path).unwrap();
+        assert_eq!((c.width, c.height, c.started_ms, c.cut_short), (90, 30, 1_764_889_200_000, false));
+        let at: Vec<(f64, f64, &str)> = c.frames.iter().map(|f| (f.t, f.real, f.data.as_str())).collect();
+        assert_eq!(at, [(0.5, 0.5, "one"), (1.0, 1.0, "two"), (3.0, 61.0, "after a minute"), (3.5, 61.5, "100x40")]);
+        assert_eq!(c.duration, 3.5);
+        assert_eq!(c.played_at(0.75), 0.75);
+        assert_eq!(c.played_at(30.0), 3.0, "within a cut stretch: at its end");
+        assert!((c.played_at(61.2) - 3.2).abs() < 1e-9);
+        assert_eq!(c.played_at(70.0), 3.5, "after the last frame: at the end");
+
+        // A killed Nightshift's recording: the compressed stream stops at its last flush.
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &whole[..flushed as usize]).unwrap();
+        let c = cast(&path).unwrap();
+        assert!(c.cut_short);
+        let kept: Vec<&str> = c.frames.iter().map(|f| f.data.as_str()).collect();
+        assert_eq!(kept, ["one", "two"]);
+
+        // A life just begun, nothing saved yet: nothing to play, and no error.
+        std::fs::write(&path, b"").unwrap();
+        assert!(cast(&path).unwrap().frames.is_empty());
     }
 
     #[test]

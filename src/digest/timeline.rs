@@ -112,6 +112,36 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
     Lane { session: session.to_string(), label, bands, marks }
 }
 
+/// The moments of one session's life `[from, to)` a replay marks on its seek bar: each turn the
+/// agent began, each question or prompt it waited on, each usage limit, and the lane's own marks
+/// (cycles, restarts, handoffs, breakers, resumes), in order.
+pub fn replay_marks(session: &str, events: &[Event], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Mark> {
+    let lane = lane(session, String::new(), events, from, to);
+    let mut marks = lane.marks;
+    let mut last: Option<&str> = None;
+    for e in events.iter().filter(|e| e.ts >= from && e.ts < to) {
+        let mark = match &e.kind {
+            EventKind::State { state: SessionState::Working, .. } if last != Some("working") => {
+                Some(("turn", "the agent began a turn".to_string()))
+            }
+            EventKind::State { state: SessionState::WaitingInput, dialog, .. } => {
+                let text = dialog.as_ref().and_then(|d| d.text.clone());
+                Some(("question", text.map_or_else(|| "it waited for you".to_string(), |t| format!("it asked: {t}"))))
+            }
+            EventKind::LimitDetected { line, .. } => Some(("limit", format!("usage limit: {line}"))),
+            _ => None,
+        };
+        if let EventKind::State { state, .. } = &e.kind {
+            last = Some(state.as_str());
+        }
+        if let Some((kind, text)) = mark {
+            marks.push(Mark { kind, at: e.ts, text });
+        }
+    }
+    marks.sort_by_key(|m| m.at);
+    marks
+}
+
 /// The timeline of every session that overlaps `[from, to)`, with its repository's commits.
 pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Timeline, StoreError> {
     let mut lanes = Vec::new();
