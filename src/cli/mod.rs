@@ -94,7 +94,8 @@ enum Command {
     /// Bring back the sessions and loops whose Nightshift ended without ending them (a reboot, a
     /// logout, a killed run) while their armed automation has time left, and supervise them here;
     /// start the scheduled ones whose own process is gone at their time (the tray app does both
-    /// when it starts). `nightshift restore SESSION` resumes a lost attended one.
+    /// when it starts). `nightshift restore SESSION` resumes a lost attended one, or carries an
+    /// ended one's conversation on in a new session.
     Restore(restore::Args),
     /// The systemd user service that runs `nightshift restore` at login (and at boot with
     /// lingering): enable, disable, status.

@@ -21,8 +21,8 @@ use tokio::signal::unix::{signal, SignalKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A lost session to resume although nothing was armed to run it without you (its id, or the
-    /// start of it)
+    /// A lost session to resume although nothing was armed to run it without you, or an ended one
+    /// whose conversation to carry on in a new session (its id, or the start of it)
     #[arg(value_name = "SESSION")]
     session: Option<String>,
     /// Write every event as a JSON line to PATH (appending), or to stdout with `-`
@@ -44,6 +44,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         let _suspends = host.supervisor.watch_suspends();
         let me = std::process::id();
         let restored: Vec<SessionHandle> = match &row {
+            Some(row) if row.is_final() => {
+                let handle = host.supervisor.continue_ended(row)?;
+                println!("Session {} had ended: its conversation goes on in session {}.", row.id, handle.id());
+                vec![handle]
+            }
             Some(row) => {
                 let handle = host.supervisor.resume_lost(row)?;
                 println!("Resumed session {} on its conversation.", handle.id());

@@ -82,6 +82,12 @@ pub enum ResumeError {
     NotLost(String, String),
     #[error("session {0}'s journal has nothing to resume it from")]
     Unreadable(String),
+    #[error("session {0} has not ended ({1}): open it, or resume it if it is lost")]
+    NotEnded(String, String),
+    #[error("session {0}'s client named no conversation to carry on; start a new session instead")]
+    NoConversation(String),
+    #[error("session {0} is a loop: start it again from the New session page")]
+    NotTerminal(String),
     #[error("session {0} was just taken over by another Nightshift")]
     Taken(String),
     #[error(transparent)]

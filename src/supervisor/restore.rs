@@ -55,6 +55,53 @@ impl Supervisor {
         self.restore(row, replay, &why, paused)?.ok_or_else(|| ResumeError::Taken(row.id.clone()))
     }
 
+    /// Carries an ended session's conversation on in a new session, because its user asked (the
+    /// window's Resume, `nightshift restore ID`): the same agent, command, folder, account and armed
+    /// settings from its contract, respawn armed for its whole duration again from now, and no
+    /// prompt — its user is there to type. The ended session stays as it ended.
+    pub fn continue_ended(&self, row: &crate::store::SessionRow) -> Result<SessionHandle, ResumeError> {
+        if !row.is_final() {
+            return Err(ResumeError::NotEnded(row.id.clone(), row.shown_state()));
+        }
+        let replay = self
+            .with_store(|s| crate::restore::replay(s, row))?
+            .ok_or_else(|| ResumeError::Unreadable(row.id.clone()))?;
+        let conversation = replay.conversation.clone().ok_or_else(|| ResumeError::NoConversation(row.id.clone()))?;
+        let now = self.journal.now();
+        let mut contract = replay.contract;
+        contract.account = row
+            .account
+            .clone()
+            .zip(row.account_dir.clone())
+            .map(|(name, dir)| crate::agent::Account { name, dir: dir.into() });
+        let Kind::Terminal(t) = &mut contract.kind else { return Err(ResumeError::NotTerminal(row.id.clone())) };
+        t.respawn_until = t.respawn.as_ref().map(|r| now + chrono::Duration::from_std(r.duration).unwrap_or_default());
+        let resumed = Conversation::Resume { id: Some(conversation.clone()), prompt: None };
+        let argv = [vec![t.program.clone()], t.command(contract.agent, &resumed)].concat();
+        let id = SessionId::generate();
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        self.journal.write(|s| {
+            s.create_session(&NewSession {
+                id: id.as_str(),
+                kind: crate::store::SessionKind::Terminal,
+                command: &argv,
+                cwd: &t.cwd.display().to_string(),
+                agent: contract.agent.as_str(),
+                preset: t.preset.as_deref(),
+                created: now,
+                owner_pid: std::process::id(),
+                control_socket: socket.as_deref(),
+            })?;
+            record_account(s, &id, contract.account.as_ref())
+        })?;
+        tracing::info!(session = %id, from = %row.id, "carrying an ended session's conversation on");
+        let reason = format!("carrying on session {}'s conversation: {}", row.id, shell_words(&argv));
+        self.journal.emit(&id, EventKind::state(SessionState::Starting, reason));
+        self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract.clone()) });
+        let from = Resumption { conversation: Some(conversation), ..Resumption::default() };
+        Ok(self.launch(id, &contract, Runtime { from: Some(from), ..Runtime::default() })?)
+    }
+
     /// Whether `row` is a session no Nightshift runs any more and none ended: its owner is gone
     /// (its pid is no Nightshift now: after a reboot an old pid is often another program's), or it
     /// said it ended and kept the resume. A session this very process owns is never taken again.
