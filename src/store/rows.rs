@@ -180,6 +180,38 @@ impl SessionRow {
             (state, _, _) => state.to_string(),
         }
     }
+
+    /// How the session stands, in words, for its page: what it is doing now while something runs
+    /// it; how it ended once it has; and for one no Nightshift runs, what became of it, never the
+    /// reason of a state it is no longer in.
+    pub fn in_words(&self) -> String {
+        let reason = self.reason.clone().unwrap_or_default();
+        match self.standing() {
+            Standing::Live | Standing::Scheduled => reason,
+            Standing::Lost => format!(
+                "Its Nightshift process ended without ending it (killed, crashed, or the machine went down) while \
+                 it was {}; nothing runs it now. Resume carries its conversation on.",
+                self.state.to_string().replace('_', " ")
+            ),
+            Standing::Kept => "Nightshift ended while it waited for a usage limit's reset; the app or `nightshift \
+                               restore` resumes it at the reset, or Resume does now."
+                .to_string(),
+            Standing::Ended => {
+                let how = match (self.state, self.exit_code, self.exit_signal.as_deref()) {
+                    (SessionState::Failed, _, _) => "It failed to start".to_string(),
+                    (_, _, Some(signal)) => format!("It ended: killed by {signal}"),
+                    (_, Some(0), _) => "It ended: its agent exited cleanly".to_string(),
+                    (_, Some(code), _) => format!("It ended: its agent exited with code {code}"),
+                    _ => "It ended".to_string(),
+                };
+                if reason.is_empty() {
+                    format!("{how}.")
+                } else {
+                    format!("{how} ({reason}).")
+                }
+            }
+        }
+    }
 }
 
 /// A session with the state to show for it, as the CLI's `--json` and the app present it.
@@ -193,6 +225,8 @@ pub struct SessionSummary {
     pub standing: Standing,
     /// The command as a shell line, quoted where needed.
     pub command_line: String,
+    /// How it stands, in words (see [`SessionRow::in_words`]).
+    pub how: String,
 }
 
 impl From<SessionRow> for SessionSummary {
@@ -200,7 +234,8 @@ impl From<SessionRow> for SessionSummary {
         let shown_state = row.shown_state();
         let standing = row.standing();
         let command_line = crate::pty::shell_words(&row.command);
-        Self { row, shown_state, standing, command_line }
+        let how = row.in_words();
+        Self { row, shown_state, standing, command_line, how }
     }
 }
 
