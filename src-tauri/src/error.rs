@@ -19,6 +19,7 @@ pub enum Code {
     BadPush,
     BadPushToken,
     BadRange,
+    BadSalvage,
     BadSize,
     BadStart,
     BadSwitch,

@@ -712,12 +712,12 @@ class AppWindow(unittest.TestCase):
     def test_6_digest_morning_settings_and_usage(self):
         d = self.driver
         self.open_view("#nav-digest", "digest")
-        text = d.wait_for("the digest", lambda: self.text_of("#digest-text"))
+        text = d.wait_for("the digest", lambda: self.text_of("#digest-cards"))
         self.assertTrue(text.strip())
         self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
         self.click('#digest-range option[value="24h"]')
         sessions = d.wait_for("the 24-hour totals", lambda: d.run_js(
-            "return document.getElementById('digest-text').dataset.range === '24h' &&"
+            "return document.getElementById('digest-cards').dataset.range === '24h' &&"
             " document.querySelector('#digest-totals [data-total=sessions]').textContent"))
         self.assertRegex(sessions, r"^[1-9]\d* sessions?$")
         self.check_timeline("#digest-timeline")
@@ -732,7 +732,7 @@ class AppWindow(unittest.TestCase):
         shown = d.wait_for("the morning summary or its absence", lambda: (
             self.visible("#morning-empty") and self.text_of("#morning-empty")) or (
             self.visible("#morning-body") and self.text_of("#morning-headline")))
-        self.assertTrue(shown.startswith("No morning summary yet") or self.text_of("#morning-text"), shown)
+        self.assertTrue(shown.startswith("No morning summary yet") or self.text_of("#morning-cards"), shown)
         self.settle(top=True)
         d.screenshot(ARTIFACTS / "morning.png")
 
@@ -825,6 +825,185 @@ class AppWindow(unittest.TestCase):
         self.click("#usage-chip")
         self.open_view("#nav-list", "list")
 
+    def test_6c_what_needs_you_is_acted_on_from_the_digest(self):
+        # A stand-in for the client that names its conversation through Nightshift's hook, as
+        # Claude's SessionStart does: started fresh it leaves work uncommitted and exits 5; started
+        # on its conversation (`--resume ID`) it stays, as an agent does. It notes how it was started.
+        d = self.driver
+        base = Path(self.tmp.name)
+        fake = base / "fake-client"
+        fake.mkdir(exist_ok=True)
+        starts = base / "fake-client-starts"
+        (fake / "claude").write_text(
+            "#!/bin/sh\n"
+            f"printf '%s\\n' \"$*\" >> {starts}\n"
+            "printf '{\"hook_event_name\":\"SessionStart\",\"session_id\":\"conv-morning-1\",\"source\":\"startup\"}'"
+            f" | {CLI} hook\n"
+            "echo 'fake client ready'\n"
+            "case \" $* \" in *' --resume '*) exec sleep 600;; esac\n"
+            "echo 'half done' > work.txt\n"
+            "sleep 1\n"
+            "exit 5\n")
+        (fake / "claude").chmod(0o755)
+        repo = base / "morning-repo"
+        repo.mkdir(exist_ok=True)
+        git = lambda *args: subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,  # noqa: E731
+                                           check=True).stdout
+        git("init", "-q", "-b", "main")
+        (repo / "README").write_text("the project\n")
+        git("add", "README")
+        git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "start")
+        run = subprocess.run([str(CLI), "run", "--agent", "claude", "--events", "-", "--", str(fake / "claude")],
+                             env=self.env, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(run.returncode, 5, run.stderr)
+        session = json.loads(run.stdout.splitlines()[0])["session"]
+        user_status = git("status", "--porcelain")
+
+        self.open_view("#nav-digest", "digest")
+        self.click('#digest-range option[value="24h"]')
+        card = f'#digest-cards article[data-session="{session}"]'
+        d.wait_for("the session's card", lambda: self.visible(card) and self.css(f'{card} li[data-need="salvage"]'))
+        needs = d.run_js("return [...document.querySelectorAll(arguments[0] + ' li[data-need]')].map(l => l.dataset.need)",
+                         card)
+        self.assertEqual(sorted(needs), ["crashed", "salvage"], needs)
+        # What it did: the night's commit in its repository, with its subject.
+        did = self.text_of(f"{card} .did")
+        self.assertIn("1 commit", did)
+        self.assertIn("start", did)
+        self.settle()
+        d.screenshot(ARTIFACTS / "digest-cards.png")
+
+        # The kept work, shown and then restored onto a branch of its own; the user's checkout is as
+        # it was.
+        self.click(f'{card} li[data-need="salvage"] [data-action="show"]')
+        shown = d.wait_for("the kept work", lambda: self.text_of(f'{card} li[data-need="salvage"] .need-out'))
+        self.assertIn("work.txt", shown)
+        self.click(f'{card} li[data-need="salvage"] [data-action="restore"]')
+        said = d.wait_for("the branch said", lambda: "now holds the kept work" in self.text_of("#notice-text")
+                          and self.text_of("#notice-text"))
+        branch = re.search(r"Branch (\S+) in", said).group(1)
+        self.assertTrue(branch.startswith("nightshift/salvage-"), said)
+        self.assertIn("work.txt", git("show", "--stat", branch))
+        self.assertEqual(git("symbolic-ref", "--short", "HEAD").strip(), "main", "the checkout stays on its branch")
+        self.assertEqual(git("status", "--porcelain"), user_status, "the working tree is as it was")
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+
+        # Dismissed, the row is gone, from the window and from `nightshift digest` alike.
+        self.click(f'{card} li[data-need="salvage"] [data-action="dismiss"]')
+        d.wait_for("the row gone", lambda: not self.css(f'{card} li[data-need="salvage"]'))
+        out = subprocess.run([str(CLI), "digest", "--range", "24h", "--format", "json"], env=self.env,
+                             capture_output=True, text=True, timeout=60)
+        ours = next(s for s in json.loads(out.stdout)["sessions"] if s["id"] == session)
+        self.assertEqual([n["kind"] for n in ours["needs"]], ["crashed"], ours["needs"])
+
+        # The ended session's page says how it ended, offers no typing, and offers Resume.
+        self.click(f'{card} [data-open="{session}"]')
+        d.wait_for("its page", lambda: self.visible("#detail-view") and self.text_of("#detail-title") == session)
+        facts = d.run_js("return document.getElementById('detail-facts').textContent")
+        self.assertIn("How it ended", facts)
+        self.assertIn("exited with code 5", facts)
+        self.assertFalse(self.visible("#send-form"), "nothing to type to")
+        self.assertTrue(self.visible("#resume-session"))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "session-ended.png")
+        try:
+            d.set_size(480, 360)
+            d.wait_for("the window at 480x360", lambda: d.run_js("return window.innerWidth <= 480"))
+            self.assertLessEqual(self.overflow(), 0, "no horizontal scrolling of an ended session at 480x360")
+            self.settle(top=True)
+            d.screenshot(ARTIFACTS / "session-ended-480x360.png")
+        finally:
+            d.set_size(820, 520)
+
+        # Resume, from the digest's row: the conversation goes on in a new session, which runs.
+        self.open_view("#nav-digest", "digest")
+        d.wait_for("the card again", lambda: self.css(f'{card} li[data-need="crashed"] [data-action="resume"]'))
+        self.click(f'{card} li[data-need="crashed"] [data-action="resume"]')
+        resumed = d.wait_for("the new session's page", lambda: self.visible("#detail-view")
+                             and self.text_of("#detail-title") not in ("", session) and self.text_of("#detail-title"))
+        try:
+            d.wait_for("the client started on its conversation", lambda: starts.exists()
+                       and "--resume conv-morning-1" in starts.read_text())
+            standing = lambda: next((r["standing"] for r in json.loads(subprocess.run(  # noqa: E731
+                [str(CLI), "sessions", "--json"], env=self.env, capture_output=True, text=True, timeout=30).stdout)
+                if r["id"] == resumed), None)
+            d.wait_for("it running", lambda: standing() == "live", timeout=30)
+            self.assertIn(f"carrying on session {session}'s conversation", subprocess.run(
+                [str(CLI), "journal", "--session", resumed], env=self.env, capture_output=True, text=True,
+                timeout=30).stdout)
+        finally:
+            subprocess.run([str(CLI), "stop", resumed], env=self.env, capture_output=True, timeout=30)
+        self.click("#back")
+        d.wait_for("the list", lambda: self.visible("#list-view"))
+
+    def replay_text(self):
+        return self.driver.run_js("const r = document.querySelector('#replay-terminal .xterm-rows');"
+                                  "return r ? [...r.children].map(c => c.textContent.trimEnd()).join('\\n') : ''")
+
+    def test_6d_a_life_is_replayed_and_its_limit_mark_shows_that_screen(self):
+        # A life of the real client's screens as captured: the composer, then a weekly limit.
+        d = self.driver
+        script = (f"cat {CAPTURES / 'typed-one-char.ansi.txt'}; sleep 1.5; "
+                  f"cat {CAPTURES / 'weekly-limit.ansi.txt'}; sleep 4")
+        run = subprocess.run([str(CLI), "run", "--agent", "claude", "--cols", "120", "--rows", "40", "--events", "-",
+                              "--", "bash", "-c", script], env=self.env, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=60)
+        session = json.loads(run.stdout.splitlines()[0])["session"]
+        events = [json.loads(l) for l in subprocess.run(
+            [str(CLI), "journal", "--session", session, "--json"], env=self.env, capture_output=True, text=True,
+            timeout=30).stdout.splitlines() if l.strip()]
+        limits = [e for e in events if e["event"] == "limit_detected"]
+        self.assertTrue(limits, "the journal saw the limit")
+        line = limits[0]["line"]
+
+        self.open_view("#nav-list", "list")
+        self.click(f'tr[data-session-id="{session}"] td.id')
+        d.wait_for("its page", lambda: self.visible("#detail-view") and self.text_of("#detail-title") == session)
+        d.wait_for("the replay", lambda: self.visible("#replay") and self.css("#replay-marks [data-kind]"))
+        self.assertTrue(self.visible("#replay-open"), "the page offers Replay")
+        kinds = d.run_js("return [...document.querySelectorAll('#replay-marks [data-kind]')].map(m => m.dataset.kind)")
+        self.assertIn("limit", kinds)
+        # At 16x, to its end: the last screen is the limit's. (The player is far down the page, where
+        # WebKitWebDriver's pointer does not always reach: its buttons are pressed as a keyboard
+        # user's Enter would, through the element itself.)
+        press = lambda sel: d.run_js("document.querySelector(arguments[0]).click()", sel)  # noqa: E731
+        self.click('#replay-speed option[value="16"]')
+        press("#replay-play")
+        d.wait_for("the replay played to its end", lambda: d.run_js(
+            "return document.getElementById('replay').dataset.ended") == "true", timeout=30)
+        d.wait_for("the limit's screen at the end", lambda: line in self.replay_text())
+        # Back to the start, then to the limit's mark: the screen the journal says was there.
+        d.run_js("const s = document.getElementById('replay-seek'); s.value = '0';"
+                 " s.dispatchEvent(new Event('input'))")
+        d.wait_for("the start again", lambda: line not in self.replay_text())
+        press('#replay-marks [data-kind="limit"]')
+        d.wait_for("the limit's screen", lambda: line in self.replay_text())
+        mark_t = float(d.run_js("return document.querySelector('#replay-marks [data-kind=\"limit\"]').dataset.t"))
+        shown_t = float(d.run_js("return document.getElementById('replay-seek').dataset.t"))
+        self.assertAlmostEqual(shown_t, mark_t, places=1)
+        d.run_js("document.getElementById('replay').scrollIntoView()")
+        self.settle()
+        d.screenshot(ARTIFACTS / "replay.png")
+        try:
+            d.set_size(480, 360)
+            d.wait_for("the window at 480x360", lambda: d.run_js("return window.innerWidth <= 480"))
+            self.assertLessEqual(self.overflow(), 0, "no horizontal scrolling of the page at 480x360")
+            d.run_js("document.getElementById('replay').scrollIntoView()")
+            self.settle()
+            d.screenshot(ARTIFACTS / "replay-480x360.png")
+            self.open_view("#nav-digest", "digest")
+            self.assertLessEqual(self.overflow(), 0, "no horizontal scrolling of the digest at 480x360")
+            self.settle(top=True)
+            d.screenshot(ARTIFACTS / "digest-480x360.png")
+            self.open_view("#nav-morning", "morning")
+            self.assertLessEqual(self.overflow(), 0, "no horizontal scrolling of the morning at 480x360")
+            self.settle(top=True)
+            d.screenshot(ARTIFACTS / "morning-480x360.png")
+        finally:
+            d.set_size(820, 520)
+        self.open_view("#nav-list", "list")
+
     def test_6b_tray_and_notification_events_open_views(self):
         # The tray menu and notification clicks reach the window as `show-view` and `open-session`.
         d = self.driver
@@ -832,7 +1011,7 @@ class AppWindow(unittest.TestCase):
         d.run_js(emit, "show-view", "new-session")
         d.wait_for("the new session form", lambda: self.visible("#new-view"))
         d.run_js(emit, "show-view", "digest")
-        d.wait_for("the digest", lambda: self.visible("#digest-view") and self.text_of("#digest-text"))
+        d.wait_for("the digest", lambda: self.visible("#digest-view") and self.text_of("#digest-cards"))
         d.run_js(emit, "open-session", self.seeded)
         d.wait_for("the seeded session's page", lambda: self.visible("#detail-view")
                    and self.text_of("#detail-title") == self.seeded)

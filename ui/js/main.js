@@ -13,6 +13,7 @@ import { checkNewSession, prepareReady, runReady } from "./ready.js";
 import {
   closeSession, loadEventsSoon, loadHandoff, loadLives, openSession, resumeOpen, sendText, stopOpen, stopScreen,
 } from "./session.js";
+import { pickLife, seekBar, stopReplay, togglePlay } from "./replay.js";
 import { closeTerminal, focusTerminal, release, takeOver } from "./terminal.js";
 import {
   dismissPowerBanner, keepResumesChanged, launchChanged, loadDigest, loadMorning, loadSettings, loadUsage,
@@ -32,7 +33,7 @@ export function show(name) {
     if (current) b.setAttribute("aria-current", "page");
     else b.removeAttribute("aria-current");
   }
-  if (name !== "detail") { stopScreen(); closeTerminal(); }
+  if (name !== "detail") { stopScreen(); closeTerminal(); stopReplay(); }
   if (name === "list") refresh();
   if (name === "new") prepareNewForm();
   if (name === "digest") loadDigest();
@@ -74,6 +75,13 @@ $("new-cwd").addEventListener("change", checkNewSession);
 $("new-agent").addEventListener("change", checkNewSession);
 $("ready-run").addEventListener("click", runReady);
 $("life-pick").addEventListener("change", () => loadLives(Number($("life-pick").value)));
+$("replay-play").addEventListener("click", togglePlay);
+$("replay-seek").addEventListener("input", seekBar);
+$("replay-life").addEventListener("change", pickLife);
+$("replay-open").addEventListener("click", () => {
+  $("replay").scrollIntoView({ block: "start" });
+  $("replay-play").focus({ preventScroll: true });
+});
 $("ready-cwd").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); runReady(); } });
 
 $("options-tab-respawn").addEventListener("click", () => selectOptionsTab("respawn"));

@@ -4,6 +4,7 @@
 import { $, app, call, clearError, debounce, el, isLive, localTime, notice, stateClass } from "./core.js";
 import { refresh, refreshSoon } from "./list.js";
 import { focusHeading, show } from "./main.js";
+import { loadReplay, stopReplay } from "./replay.js";
 import { closeTerminal, openTerminal, terminalSession } from "./terminal.js";
 
 // The core says what each event means (the same words `nightshift journal` prints).
@@ -30,15 +31,17 @@ export function renderFacts() {
   $("send-text").disabled = !s.actions.send;
   // A loop takes no typing and has no respawn options; its screen is what its iteration says.
   const loop = s.kind === "loop";
-  $("send-form").hidden = loop;
-  $("send-hint").hidden = loop;
+  // Typing goes to a running agent only: an ended or lost one's page offers Resume instead.
+  $("send-form").hidden = loop || !s.actions.send;
+  $("send-hint").hidden = loop || !s.actions.send;
   $("open-options").hidden = loop;
   $("iterations").hidden = !loop;
   $("screen-heading").textContent = loop ? "The running iteration" : "Terminal";
   $("terminal-bar").hidden = loop;
   const facts = [["Kind", loop ? "loop (a fresh headless session per task)" : "terminal"],
     ["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd],
-    [s.standing === "scheduled" ? "Scheduled" : "Started", localTime(s.created)], ["Ended", s.ended ? localTime(s.ended) : "—"], ["Reason", s.reason || "—"]];
+    [s.standing === "scheduled" ? "Scheduled" : "Started", localTime(s.created)], ["Ended", s.ended ? localTime(s.ended) : "—"],
+    [isLive(s) || s.standing === "scheduled" ? "Now" : "How it ended", s.how || "—"]];
   if (s.error) facts.push(["Error", s.error]);
   $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   if (!isLive(s)) return;
@@ -92,7 +95,8 @@ export async function loadHandoff() {
   $("handoff-text").textContent = handoff.text;
 }
 
-export async function openSession(id) {
+// `at`: a journal time to open its replay at (a mark clicked on a timeline).
+export async function openSession(id, at = null) {
   clearError();
   if (!app.sessions.some((s) => s.id === id)) await refresh();
   app.openId = id;
@@ -105,6 +109,9 @@ export async function openSession(id) {
   $("detail-events").replaceChildren();
   $("handoff").hidden = true;
   $("lives").hidden = true;
+  $("replay").hidden = true;
+  $("replay-open").hidden = true;
+  stopReplay();
   show("detail");
   renderFacts();
   focusHeading("detail-view");
@@ -113,10 +120,15 @@ export async function openSession(id) {
   if (s && !isLive(s) && !loop) {
     $("screen-note").textContent = s.standing === "scheduled"
       ? `It has not started yet (it ${s.reason || "starts later"}); its terminal appears here when it does.`
-      : "The agent is not running, so there is no terminal to show. Its journal is below.";
+      : s.actions.resume
+        ? "The agent is not running, so there is no terminal. Resume carries its conversation on; what each life showed is below."
+        : "The agent is not running, so there is no terminal to show. Its journal is below.";
     $("screen-note").hidden = false;
   }
-  await Promise.all([loadEvents(), loop ? loadScreen() : null, loadHandoff(), loadLives()]);
+  await Promise.all([loadEvents(), loop ? loadScreen() : null, loadHandoff(), loadLives(),
+    loop ? null : loadReplay(id, null, at)]);
+  $("replay-open").hidden = $("replay").hidden;
+  if (at && !$("replay").hidden) $("replay").scrollIntoView({ block: "start" });
 }
 
 // The session's recorded lives: what each one's screen showed, scrolled.
@@ -207,9 +219,12 @@ export async function stopOpen() {
 export async function resumeOpen() {
   const id = app.openId;
   clearError();
-  if (!(await call("resume_session", { id })).ok) return;
-  notice(`Session ${id} runs again, on its own conversation.`);
+  const got = await call("resume_session", { id });
+  if (!got.ok) return;
+  notice(got.value === id ? `Session ${id} runs again, on its own conversation.`
+    : `Session ${id}'s conversation goes on in session ${got.value}.`);
   refreshSoon();
+  if (got.value !== id) await openSession(got.value);
 }
 
 export async function sendText(ev) {

@@ -75,15 +75,22 @@ function terminalTheme() {
            foreground: css.getPropertyValue("--screen-fg").trim() || "#e4e6f0" };
 }
 
+// An xterm.js terminal in the window's colours that takes no keys (the live one gets them on Take
+// over; a replay never does), opened in `box`.
+export function newTerminal(box, options = {}) {
+  const x = new window.Terminal({
+    disableStdin: true, cursorBlink: false, scrollback: 2000, fontSize: 13, theme: terminalTheme(),
+    fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace', ...options,
+  });
+  return x;
+}
+
 // Attaches the page's terminal to session `id` (a live terminal session).
 export async function openTerminal(id) {
   closeTerminal();
   const box = $("terminal");
   box.hidden = false;
-  const x = new window.Terminal({
-    disableStdin: true, cursorBlink: false, scrollback: 2000, fontSize: 13, theme: terminalTheme(),
-    fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace',
-  });
+  const x = newTerminal(box);
   const fit = new window.FitAddon.FitAddon();
   x.loadAddon(fit);
   x.open(box);

@@ -2,6 +2,7 @@
 // for the rest of the night (Ready?). Times on the bands are the journal's, kept as data attributes.
 
 import { localTime, svg } from "./core.js";
+import { openSession } from "./session.js";
 
 const TL = { width: 1000, left: 130, right: 10, lane: 20, gap: 6, fill: 44, axis: 18 };
 
@@ -72,6 +73,11 @@ export function drawTimeline(figure, tl) {
   label.textContent = "5-hour window";
   root.append(label);
   if (points.length) root.append(svg("polyline", { points: points.join(" "), class: "fill-line", "data-points": points.length }));
+  // A mark, or a moment on a session's band, opens that session's replay there.
+  root.addEventListener("click", (ev) => {
+    const hit = ev.target.closest("[data-session]");
+    if (hit) openSession(hit.dataset.session, hit.dataset.at || hit.dataset.from);
+  });
   figure.prepend(root);
   figure.hidden = false;
 }

@@ -6,6 +6,7 @@ import { refresh } from "./list.js";
 import { deletePreset, fillPresetSelect, loadPresets } from "./options.js";
 import { checkNewSession } from "./ready.js";
 import { openSession } from "./session.js";
+import { renderCards } from "./digest.js";
 import { drawTimeline } from "./timeline.js";
 
 // ---------------------------------------------------------------- new session
@@ -221,6 +222,8 @@ export async function loadDigest(markViewed = false) {
   const d = got.value;
   renderTotals($("digest-totals"), d.digest);
   drawTimeline($("digest-timeline"), d.timeline);
+  renderCards($("digest-cards"), d.digest, () => loadDigest());
+  $("digest-cards").dataset.range = range;
   $("digest-text").textContent = d.text || "Nothing happened in this range.";
   $("digest-text").dataset.range = range;
   if (markViewed) notice("Marked as read. “Since you last looked” now starts from here.");
@@ -240,6 +243,8 @@ export async function loadMorning() {
   $("morning-totals").hidden = !m.digest;
   if (m.digest) renderTotals($("morning-totals"), m.digest);
   drawTimeline($("morning-timeline"), m.timeline);
+  $("morning-cards").hidden = !m.digest;
+  if (m.digest) renderCards($("morning-cards"), m.digest, () => loadMorning());
   $("morning-text").textContent = m.text;
 }
 

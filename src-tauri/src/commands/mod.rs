@@ -7,13 +7,19 @@
 //!
 //! - `sessions`: a session's page and its actions;
 //! - `new`: the New session page;
-//! - `settings`: the other views and the app's settings.
+//! - `settings`: the other views and the app's settings;
+//! - `needs`: the actions of the digest's and the morning's "needs you" rows;
+//! - `replay`: a recorded life played back.
 
+mod needs;
 mod new;
+mod replay;
 mod sessions;
 mod settings;
 
+pub use needs::*;
 pub use new::*;
+pub use replay::*;
 pub use sessions::*;
 pub use settings::*;
 
@@ -55,17 +61,21 @@ mod tests {
         use SessionKind::{Loop, Terminal};
         use Standing::*;
         let table = [
-            // standing, kind, (stop, resume, send)
-            (Live, Terminal, (true, false, true)),
-            (Live, Loop, (true, false, false)),
-            (Scheduled, Terminal, (true, false, false)),
+            // standing, kind, its agent names conversations, (stop, resume, send)
+            (Live, Terminal, true, (true, false, true)),
+            (Live, Loop, true, (true, false, false)),
+            (Scheduled, Terminal, true, (true, false, false)),
             // No Nightshift runs these: Stop ends them in the journal (`end_orphan`).
-            (Lost, Terminal, (true, true, false)),
-            (Kept, Terminal, (true, false, false)),
-            (Ended, Terminal, (false, false, false)),
+            (Lost, Terminal, false, (true, true, false)),
+            (Kept, Terminal, true, (true, false, false)),
+            // An ended terminal session's conversation is carried on in a new session.
+            (Ended, Terminal, true, (false, true, false)),
+            (Ended, Terminal, false, (false, false, false)),
+            (Ended, Loop, true, (false, false, false)),
         ];
-        for (standing, kind, (stop, resume, send)) in table {
-            assert_eq!(Actions::of(standing, kind), Actions { stop, resume, send }, "{standing:?} {kind:?}");
+        for (standing, kind, conversing, (stop, resume, send)) in table {
+            let actions = Actions::of(standing, kind, conversing);
+            assert_eq!(actions, Actions { stop, resume, send }, "{standing:?} {kind:?} {conversing}");
         }
     }
 

@@ -22,17 +22,20 @@ pub struct Actions {
     /// Stop (Cancel, before it starts): whoever runs it stops it, and one that no Nightshift runs
     /// (lost, kept, scheduled) is ended in the journal.
     pub stop: bool,
-    /// Resume a lost one here, on its own conversation (a kept one comes back by itself).
+    /// Resume here, on its own conversation: a lost one itself, an ended terminal session in a new
+    /// session (a kept one comes back by itself).
     pub resume: bool,
     /// Type to the agent: a live terminal session (a loop takes no typing).
     pub send: bool,
 }
 
 impl Actions {
-    pub fn of(standing: Standing, kind: SessionKind) -> Self {
+    /// `conversing`: its agent names conversations to carry on (Claude, Codex), so an ended one can be.
+    pub fn of(standing: Standing, kind: SessionKind, conversing: bool) -> Self {
+        let ended_terminal = standing == Standing::Ended && kind == SessionKind::Terminal && conversing;
         Self {
             stop: standing != Standing::Ended,
-            resume: standing == Standing::Lost,
+            resume: standing == Standing::Lost || ended_terminal,
             send: standing == Standing::Live && kind == SessionKind::Terminal,
         }
     }
@@ -44,7 +47,8 @@ pub fn list_sessions(state: State<'_, AppState>) -> Result<Vec<SessionView>, UiE
     Ok(rows
         .into_iter()
         .map(|row| {
-            let actions = Actions::of(row.standing(), row.kind);
+            let conversing = row.agent != AgentKind::Generic.as_str();
+            let actions = Actions::of(row.standing(), row.kind, conversing);
             SessionView { summary: SessionSummary::from(row), actions }
         })
         .collect())
@@ -178,16 +182,23 @@ pub async fn stop_session(state: State<'_, AppState>, id: String) -> Result<(), 
     ask(&state, &id, |session| Request::Stop { session, source: Some("the app".into()) }).await.map(|_| ())
 }
 
-/// Resumes a lost session (its Nightshift ended without ending it, and nothing armed was left to
-/// bring it back by itself) in this app, on its own conversation.
+/// Resumes a session on its own conversation in this app: a lost one (its Nightshift ended without
+/// ending it, and nothing armed was left to bring it back by itself) under its own id, an ended one
+/// in a new session from its contract. Returns the id of the session that runs.
 #[tauri::command]
 pub async fn resume_session(state: State<'_, AppState>, id: String) -> Result<String, UiError> {
     let row = state.supervisor.with_store(|s| s.find_session(&id))?;
     let supervisor = state.supervisor.clone();
-    let handle = tauri::async_runtime::spawn_blocking(move || supervisor.resume_lost(&row))
-        .await
-        .map_err(|e| UiError::new(Code::ResumeFailed, e.to_string()))?
-        .map_err(|e| UiError::new(Code::ResumeFailed, e.to_string()))?;
+    let handle = tauri::async_runtime::spawn_blocking(move || {
+        if row.is_final() {
+            supervisor.continue_ended(&row)
+        } else {
+            supervisor.resume_lost(&row)
+        }
+    })
+    .await
+    .map_err(|e| UiError::new(Code::ResumeFailed, e.to_string()))?
+    .map_err(|e| UiError::new(Code::ResumeFailed, e.to_string()))?;
     Ok(handle.id().to_string())
 }
 

@@ -180,7 +180,11 @@ pub fn morning(state: State<'_, AppState>) -> Result<Value, UiError> {
     let Some(summary) = state.supervisor.with_store(|s| s.latest_summary())? else { return Ok(Value::Null) };
     // The stored digest itself too: the window shows its figures (`counts`, `totals`) beside the text
     // made from it. A night when nothing ran has none.
-    let stored = serde_json::from_str::<digest::Digest>(&summary.body).ok();
+    let mut stored = serde_json::from_str::<digest::Digest>(&summary.body).ok();
+    // Written at its hour: what the user dismissed since is marked, for the window to leave out.
+    if let Some(d) = &mut stored {
+        digest::mark_dismissed(d, &state.supervisor.with_store(digest::Dismissed::load)?);
+    }
     let text = stored.as_ref().map_or_else(|| summary.headline.clone(), |d| digest::render(d, Format::Text));
     let range = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok().map(|t| t.with_timezone(&chrono::Utc));
     let timeline = match (range(&summary.from_ts), range(&summary.to_ts)) {
