@@ -944,7 +944,7 @@ class AppWindow(unittest.TestCase):
     def test_6d_a_life_is_replayed_and_its_limit_mark_shows_that_screen(self):
         # A life of the real client's screens as captured: the composer, then a weekly limit.
         d = self.driver
-        script = (f"cat {CAPTURES / 'typed-one-char.ansi.txt'}; sleep 1.5; "
+        script = (f"cat {CAPTURES / 'typed-one-char.ansi.txt'}; sleep 3; "
                   f"cat {CAPTURES / 'weekly-limit.ansi.txt'}; sleep 4")
         run = subprocess.run([str(CLI), "run", "--agent", "claude", "--cols", "120", "--rows", "40", "--events", "-",
                               "--", "bash", "-c", script], env=self.env, stdin=subprocess.DEVNULL,
@@ -982,6 +982,11 @@ class AppWindow(unittest.TestCase):
         mark_t = float(d.run_js("return document.querySelector('#replay-marks [data-kind=\"limit\"]').dataset.t"))
         shown_t = float(d.run_js("return document.getElementById('replay-seek').dataset.t"))
         self.assertAlmostEqual(shown_t, mark_t, places=1)
+        # The still stretch between the two screens plays as two seconds; as the life went, three.
+        self.assertTrue(self.text_of("#replay-clock").endswith("/ 0:02"), self.text_of("#replay-clock"))
+        press("#replay-cut")
+        d.wait_for("the life's own clock", lambda: self.text_of("#replay-clock").endswith("/ 0:03"))
+        self.assertIn(line, self.replay_text(), "the same moment on the other clock")
         d.run_js("document.getElementById('replay').scrollIntoView()")
         self.settle()
         d.screenshot(ARTIFACTS / "replay.png")
@@ -1003,6 +1008,49 @@ class AppWindow(unittest.TestCase):
         finally:
             d.set_size(820, 520)
         self.open_view("#nav-list", "list")
+
+    def test_6e_a_question_is_answered_and_a_lost_session_resumed_from_the_digest(self):
+        # The real client's question dialog, as captured, in a session of a headless run.
+        d = self.driver
+        title = (CAPTURES / "question-mock.title.txt").read_text().strip()
+        script = (f"printf '\\033]0;%s\\007' {json.dumps(title)}; cat {CAPTURES / 'question-mock.ansi.txt'}; "
+                  "exec sleep 600")
+        run = subprocess.Popen([str(CLI), "run", "--agent", "claude", "--cols", "120", "--rows", "40", "--events", "-",
+                                "--", "bash", "-c", script], env=self.env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        sessions = lambda: {r["id"]: r for r in json.loads(subprocess.run(  # noqa: E731
+            [str(CLI), "sessions", "--json"], env=self.env, capture_output=True, text=True, timeout=30).stdout)}
+        session = None
+        try:
+            session = json.loads(run.stdout.readline())["session"]
+            d.wait_for("it waiting on the question", lambda: sessions()[session]["state"] == "waiting_input")
+            card = f'#digest-cards article[data-session="{session}"]'
+            self.open_view("#nav-digest", "digest")
+            d.wait_for("the question's row", lambda: self.css(f'{card} li[data-need="question"]'))
+            self.assertIn("Which database", self.text_of(f'{card} li[data-need="question"]'))
+            # Answer: its page, the terminal focused on the dialog.
+            self.click(f'{card} li[data-need="question"] [data-action="answer"]')
+            d.wait_for("its page", lambda: self.visible("#detail-view") and self.text_of("#detail-title") == session)
+            d.wait_for("the dialog in its terminal", lambda: "Which database" in self.terminal_text())
+            d.wait_for("the terminal focused", lambda: d.run_js(
+                "return !!document.activeElement && !!document.activeElement.closest('#terminal')"))
+        finally:
+            # Its Nightshift killed (a closed lid, the OOM killer): the session is lost.
+            run.kill()
+            run.wait(30)
+            run.stdout.close()
+        self.open_view("#nav-digest", "digest")
+        d.wait_for("the lost row", lambda: self.css(f'{card} li[data-need="lost"] [data-action="resume"]'))
+        self.click(f'{card} li[data-need="lost"] [data-action="resume"]')
+        try:
+            d.wait_for("its page again", lambda: self.visible("#detail-view") and self.text_of("#detail-title") == session)
+            d.wait_for("it running here", lambda: sessions()[session]["standing"] == "live"
+                       and sessions()[session]["owner_pid"] != run.pid)
+            d.wait_for("the dialog again", lambda: "Which database" in self.terminal_text(), timeout=30)
+        finally:
+            subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+        self.click("#back")
+        d.wait_for("the list", lambda: self.visible("#list-view"))
 
     def test_6b_tray_and_notification_events_open_views(self):
         # The tray menu and notification clicks reach the window as `show-view` and `open-session`.

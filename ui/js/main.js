@@ -13,7 +13,7 @@ import { checkNewSession, prepareReady, runReady } from "./ready.js";
 import {
   closeSession, loadEventsSoon, loadHandoff, loadLives, openSession, resumeOpen, sendText, stopOpen, stopScreen,
 } from "./session.js";
-import { pickLife, seekBar, stopReplay, togglePlay } from "./replay.js";
+import { cutChanged, pickLife, seekBar, stopReplay, togglePlay } from "./replay.js";
 import { closeTerminal, focusTerminal, release, takeOver } from "./terminal.js";
 import {
   dismissPowerBanner, keepResumesChanged, launchChanged, loadDigest, loadMorning, loadSettings, loadUsage,
@@ -78,6 +78,7 @@ $("life-pick").addEventListener("change", () => loadLives(Number($("life-pick").
 $("replay-play").addEventListener("click", togglePlay);
 $("replay-seek").addEventListener("input", seekBar);
 $("replay-life").addEventListener("change", pickLife);
+$("replay-cut").addEventListener("change", cutChanged);
 $("replay-open").addEventListener("click", () => {
   $("replay").scrollIntoView({ block: "start" });
   $("replay-play").focus({ preventScroll: true });

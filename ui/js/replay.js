@@ -7,7 +7,7 @@ import { $, call, el, localTime } from "./core.js";
 import { newTerminal } from "./terminal.js";
 
 const R = {
-  session: null, cast: null, xterm: null,
+  session: null, cast: null, xterm: null, marks: [],
   next: 0,        // the first frame not drawn yet
   pos: 0,         // seconds into the playback
   playing: false, last: 0, frame: 0,
@@ -20,7 +20,7 @@ export async function loadReplay(session, life = null, at = null) {
   const got = await call("session_replay", { id: session, life }, { quietCodes: ["no_recording"] });
   if (!got.ok) { $("replay").hidden = true; return; }
   const { lives, life: shown, cast, marks } = got.value;
-  Object.assign(R, { session, cast, next: 0, pos: 0 });
+  Object.assign(R, { session, cast, marks, next: 0, pos: 0 });
   $("replay-life").replaceChildren(...lives.map((n) => el("option", { value: String(n) }, `life ${n}`)));
   $("replay-life").value = String(shown);
   const box = $("replay-terminal");
@@ -32,11 +32,24 @@ export async function loadReplay(session, life = null, at = null) {
   $("replay-note").hidden = !cast.cut_short;
   $("replay-note").textContent = cast.cut_short
     ? "This recording stops early: its Nightshift ended without closing it, so it plays up to its last save." : "";
-  drawMarks(marks);
+  drawMarks();
   $("replay").dataset.ended = "false";
   $("replay").hidden = false;
   const mark = at && marks.filter((m) => m.at <= at).pop();
-  seek(mark ? mark.t : 0);
+  seek(mark ? when(mark) : 0);
+}
+
+// The playback's clock: with still stretches cut (the core's `t`), or as the life went (`real`).
+const cut = () => $("replay-cut").checked;
+const when = (x) => (cut() ? x.t : x.real);
+const duration = () => (R.cast.frames.length ? when(R.cast.frames[R.cast.frames.length - 1]) : 0);
+
+export function cutChanged() {
+  if (!R.cast) return;
+  // The same moment on the other clock.
+  const frame = R.cast.frames[Math.max(0, R.next - 1)];
+  drawMarks();
+  seek(frame && R.next ? when(frame) : 0);
 }
 
 export function stopReplay() {
@@ -45,15 +58,16 @@ export function stopReplay() {
   R.cast = null;
 }
 
-function drawMarks(marks) {
+function drawMarks() {
   const box = $("replay-marks");
-  const span = Math.max(R.cast.duration, 0.001);
-  box.replaceChildren(...marks.map((m) => {
+  const span = Math.max(duration(), 0.001);
+  box.replaceChildren(...R.marks.map((m) => {
+    const t = Math.min(when(m), span);
     const b = el("button", { type: "button", class: `replay-mark mark-${m.kind}`, role: "listitem",
-                             "data-kind": m.kind, "data-t": String(m.t),
+                             "data-kind": m.kind, "data-t": String(t),
                              title: `${localTime(m.at)}: ${m.text}`, "aria-label": `${m.kind} at ${localTime(m.at)}: ${m.text}` });
-    b.style.left = `${(100 * m.t) / span}%`;
-    b.addEventListener("click", () => seek(m.t));
+    b.style.left = `${(100 * t) / span}%`;
+    b.addEventListener("click", () => seek(t));
     return b;
   }));
 }
@@ -62,7 +76,7 @@ function drawMarks(marks) {
 function drawTo(t) {
   const frames = R.cast.frames;
   let out = "";
-  while (R.next < frames.length && frames[R.next].t <= t) {
+  while (R.next < frames.length && when(frames[R.next]) <= t) {
     const f = frames[R.next++];
     if (f.kind === "o") { out += f.data; continue; }
     if (out) { R.xterm.write(out); out = ""; }
@@ -77,18 +91,18 @@ function drawTo(t) {
 // Goes to `t` seconds: the screen as it was then, drawn again from the start.
 export function seek(t) {
   if (!R.cast) return;
-  t = Math.max(0, Math.min(t, R.cast.duration));
+  t = Math.max(0, Math.min(t, duration()));
   if (t < R.pos || t === 0) {
     R.xterm.reset();
     R.xterm.resize(R.cast.width, R.cast.height);
     R.next = 0;
   }
   drawTo(t);
-  $("replay").dataset.ended = String(t >= R.cast.duration);
+  $("replay").dataset.ended = String(t >= duration());
 }
 
 function showPosition() {
-  const d = R.cast.duration;
+  const d = duration();
   $("replay-seek").value = String(d ? Math.round((1000 * R.pos) / d) : 0);
   $("replay-seek").dataset.t = R.pos.toFixed(2);
   $("replay-clock").textContent = `${clockOf(R.pos)} / ${clockOf(d)}`;
@@ -101,7 +115,7 @@ function clockOf(secs) {
 
 function play() {
   if (!R.cast) return;
-  if (R.pos >= R.cast.duration) seek(0);
+  if (R.pos >= duration()) seek(0);
   R.playing = true;
   R.last = performance.now();
   $("replay-play").textContent = "Pause";
@@ -119,10 +133,10 @@ function pause() {
 function step(now) {
   if (!R.playing || !R.cast) return;
   const speed = Number($("replay-speed").value) || 1;
-  const t = Math.min(R.pos + ((now - R.last) / 1000) * speed, R.cast.duration);
+  const t = Math.min(R.pos + ((now - R.last) / 1000) * speed, duration());
   R.last = now;
   drawTo(t);
-  if (t >= R.cast.duration) {
+  if (t >= duration()) {
     pause();
     $("replay").dataset.ended = "true";
     return;
@@ -137,7 +151,7 @@ export function togglePlay() {
 
 export function seekBar() {
   if (!R.cast) return;
-  seek((Number($("replay-seek").value) / 1000) * R.cast.duration);
+  seek((Number($("replay-seek").value) / 1000) * duration());
 }
 
 export function pickLife() {

@@ -6,7 +6,8 @@ use super::*;
 use nightshift::store::EventQuery;
 
 /// Life `life` of session `id` (its last when `None`): `{lives, life, cast, marks}`, each mark at
-/// its second of the playback (`t`) and of the wall clock (`at`).
+/// its second of the playback with still stretches cut (`t`), of the life (`real`) and of the wall
+/// clock (`at`).
 #[tauri::command]
 pub async fn session_replay(state: State<'_, AppState>, id: String, life: Option<u32>) -> Result<Value, UiError> {
     let id = state.supervisor.with_store(|s| s.find_session(&id))?.id;
@@ -35,7 +36,7 @@ pub async fn session_replay(state: State<'_, AppState>, id: String, life: Option
             .into_iter()
             .map(|m| {
                 let real = (m.at - started).num_milliseconds() as f64 / 1000.0;
-                json!({ "t": cast.played_at(real), "at": m.at, "kind": m.kind, "text": m.text })
+                json!({ "t": cast.played_at(real), "real": real, "at": m.at, "kind": m.kind, "text": m.text })
             })
             .collect();
         Ok(json!({ "lives": lives.iter().map(|(n, _)| n).collect::<Vec<_>>(), "life": n, "cast": cast, "marks": marks }))
