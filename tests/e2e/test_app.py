@@ -8,6 +8,7 @@ written to tests/artifacts/.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -934,8 +935,28 @@ class AppWindow(unittest.TestCase):
                 timeout=30).stdout)
         finally:
             subprocess.run([str(CLI), "stop", resumed], env=self.env, capture_output=True, timeout=30)
-        self.click("#back")
-        d.wait_for("the list", lambda: self.visible("#list-view"))
+
+        # The morning summary is the same cards, from the digest stored at its hour; a row dismissed
+        # after it was written is left out when it is shown.
+        import sqlite3
+        stored = subprocess.run([str(CLI), "digest", "--range", "24h", "--format", "json"], env=self.env,
+                                capture_output=True, text=True, timeout=60).stdout
+        night = json.loads(stored)
+        db = sqlite3.connect(Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "journal.sqlite3")
+        db.execute("INSERT INTO summaries (scheduled_for, created_at, from_ts, to_ts, headline, body)"
+                   " VALUES (?, ?, ?, ?, ?, ?)", (night["to"], night["to"], night["from"], night["to"],
+                                                  "the night, as stored", stored))
+        db.commit()
+        db.close()
+        self.open_view("#nav-morning", "morning")
+        morning = f'#morning-cards article[data-session="{session}"]'
+        d.wait_for("the session's card in the morning", lambda: self.css(f'{morning} li[data-need="crashed"]'))
+        self.click(f'{morning} li[data-need="crashed"] [data-action="dismiss"]')
+        d.wait_for("the row gone from the morning", lambda: self.css(morning)
+                   and not self.css(f'{morning} li[data-need="crashed"]'))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "morning-cards.png")
+        self.open_view("#nav-list", "list")
 
     def replay_text(self):
         return self.driver.run_js("const r = document.querySelector('#replay-terminal .xterm-rows');"
@@ -1049,6 +1070,90 @@ class AppWindow(unittest.TestCase):
             d.wait_for("the dialog again", lambda: "Which database" in self.terminal_text(), timeout=30)
         finally:
             subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+        self.click("#back")
+        d.wait_for("the list", lambda: self.visible("#list-view"))
+
+    def test_6f_a_kept_resume_a_breaker_and_unpushed_commits_are_acted_on_from_the_digest(self):
+        d = self.driver
+        base = Path(self.tmp.name)
+        sessions = lambda: {r["id"]: r for r in json.loads(subprocess.run(  # noqa: E731
+            [str(CLI), "sessions", "--json"], env=self.env, capture_output=True, text=True, timeout=30).stdout)}
+        row = lambda s, kind: f'#digest-cards article[data-session="{s}"] li[data-need="{kind}"]'  # noqa: E731
+        started = []
+
+        def start(*args, script):
+            run = subprocess.Popen([str(CLI), "run", *args, "--events", "-", "--", "bash", "-c", script],
+                                   env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True)
+            session = json.loads(run.stdout.readline())["session"]
+            started.append((run, session))
+            return run, session
+
+        try:
+            # A weekly limit waited for with auto-resume, and its Nightshift ended (a logout): kept.
+            title = (CAPTURES / "weekly-limit.title.txt").read_text().strip()
+            kept_run, kept = start("--agent", "claude", "--auto-resume", "--cols", "120", "--rows", "40", script=(
+                f"printf '\\033]0;%s\\007' {json.dumps(title)}; cat {CAPTURES / 'weekly-limit.ansi.txt'}; exec sleep 600"))
+            d.wait_for("the resume armed", lambda: sessions()[kept]["state"] == "limit_paused", timeout=30)
+            time.sleep(1)
+            kept_run.send_signal(signal.SIGTERM)
+            kept_run.wait(30)
+            d.wait_for("the resume kept", lambda: sessions()[kept]["standing"] == "kept")
+            # An agent that dies at once, with respawn armed: the crash-loop breaker opens.
+            _, looped = start("--respawn", "--restart-backoff", "0.2", script="exit 1")
+            d.wait_for("the breaker open", lambda: sessions()[looped]["state"] == "breaker_open", timeout=60)
+            # A commit of tonight's on no remote branch.
+            remote, clone = base / "remote.git", base / "delivery-clone"
+            subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+            subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True, capture_output=True)
+            git = lambda *a: subprocess.run(["git", "-C", str(clone), "-c", "user.name=t",  # noqa: E731
+                                            "-c", "user.email=t@example.com", *a], check=True, capture_output=True)
+            (clone / "a.txt").write_text("a\n")
+            git("add", "a.txt")
+            git("commit", "-q", "-m", "first, pushed")
+            git("push", "-q", "origin", "HEAD")
+            (clone / "b.txt").write_text("b\n")
+            git("add", "b.txt")
+            git("commit", "-q", "-m", "the night's work, not pushed")
+            out = subprocess.run([str(CLI), "run", "--events", "-", "--", "true"], env=self.env, cwd=clone,
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+            pushed = json.loads(out.stdout.splitlines()[0])["session"]
+
+            self.open_view("#nav-digest", "digest")
+            d.wait_for("the three rows", lambda: self.css(row(kept, "kept")) and self.css(row(looped, "breaker"))
+                       and self.css(row(pushed, "delivery")))
+            # Show the commits: the one on no remote branch, with its subject.
+            self.click(f'{row(pushed, "delivery")} [data-action="commits"]')
+            shown = d.wait_for("the commits", lambda: self.text_of(f'{row(pushed, "delivery")} .need-out'))
+            self.assertIn("the night's work, not pushed", shown)
+            self.assertNotIn("first, pushed", shown)
+            # Reset the breaker: the session that runs it says what it reset.
+            self.click(f'{row(looped, "breaker")} [data-action="reset"]')
+            said = d.wait_for("the reset said", lambda: f"Session {looped}" in self.text_of("#notice-text")
+                              and self.text_of("#notice-text"))
+            self.assertIn("crash_loop", said)
+            events = subprocess.run([str(CLI), "journal", "--session", looped, "--json"], env=self.env,
+                                    capture_output=True, text=True, timeout=30).stdout
+            self.assertTrue(any(e["event"] == "breaker" and e["state"] == "closed"
+                                for e in map(json.loads, events.splitlines())), "the breaker closed")
+            # Resume now: the kept session runs again here, paused on its limit.
+            self.open_view("#nav-digest", "digest")
+            d.wait_for("the kept row", lambda: self.css(f'{row(kept, "kept")} [data-action="resume"]'))
+            self.click(f'{row(kept, "kept")} [data-action="resume"]')
+            d.wait_for("its page", lambda: self.visible("#detail-view") and self.text_of("#detail-title") == kept)
+            d.wait_for("it running here, paused on its limit", lambda: sessions()[kept]["standing"] == "live"
+                       and sessions()[kept]["state"] == "limit_paused", timeout=30)
+            self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        finally:
+            for run, session in started:
+                subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+                if run.poll() is None:
+                    try:
+                        run.wait(30)
+                    except subprocess.TimeoutExpired:
+                        run.kill()
+                        run.wait()
+                run.stdout.close()
         self.click("#back")
         d.wait_for("the list", lambda: self.visible("#list-view"))
 
