@@ -985,10 +985,12 @@ class AppWindow(unittest.TestCase):
         self.assertTrue(self.visible("#replay-open"), "the page offers Replay")
         kinds = d.run_js("return [...document.querySelectorAll('#replay-marks [data-kind]')].map(m => m.dataset.kind)")
         self.assertIn("limit", kinds)
-        # At 16x, to its end: the last screen is the limit's. (The player is far down the page, where
-        # WebKitWebDriver's pointer does not always reach: its buttons are pressed as a keyboard
-        # user's Enter would, through the element itself.)
-        press = lambda sel: d.run_js("document.querySelector(arguments[0]).click()", sel)  # noqa: E731
+        # At 16x, to its end: the last screen is the limit's. Played from the keyboard: Enter on the
+        # focused button, as a keyboard user presses it (the player is far down the page, where
+        # WebKitWebDriver's pointer does not always reach).
+        def press(sel, key="\ue007"):
+            d.run_js("document.querySelector(arguments[0]).focus()", sel)
+            d.cmd("POST", f"/element/{self.css(sel)}/value", {"text": key})
         self.click('#replay-speed option[value="16"]')
         press("#replay-play")
         d.wait_for("the replay played to its end", lambda: d.run_js(
@@ -1005,7 +1007,7 @@ class AppWindow(unittest.TestCase):
         self.assertAlmostEqual(shown_t, mark_t, places=1)
         # The still stretch between the two screens plays as two seconds; as the life went, three.
         self.assertTrue(self.text_of("#replay-clock").endswith("/ 0:02"), self.text_of("#replay-clock"))
-        press("#replay-cut")
+        press("#replay-cut", " ")  # Space ticks a checkbox
         d.wait_for("the life's own clock", lambda: self.text_of("#replay-clock").endswith("/ 0:03"))
         self.assertIn(line, self.replay_text(), "the same moment on the other clock")
         d.run_js("document.getElementById('replay').scrollIntoView()")
