@@ -1013,6 +1013,13 @@ class AppWindow(unittest.TestCase):
         d.run_js("document.getElementById('replay').scrollIntoView()")
         self.settle()
         d.screenshot(ARTIFACTS / "replay.png")
+        # From the digest's timeline: the session's limit band opens its replay at that moment.
+        self.open_view("#nav-digest", "digest")
+        band = f'#digest-timeline rect.band[data-session="{session}"][data-state="limit_paused"]'
+        d.wait_for("the limit's band on the timeline", lambda: self.css(band))
+        d.run_js("document.querySelector(arguments[0]).dispatchEvent(new MouseEvent('click', {bubbles: true}))", band)
+        d.wait_for("its page", lambda: self.visible("#detail-view") and self.text_of("#detail-title") == session)
+        d.wait_for("the replay at the limit", lambda: self.visible("#replay") and line in self.replay_text())
         try:
             d.set_size(480, 360)
             d.wait_for("the window at 480x360", lambda: d.run_js("return window.innerWidth <= 480"))
