@@ -65,3 +65,45 @@ async fn the_users_terminal_is_passed_through() {
     let journal = env.journal();
     assert_eq!(journal.last().unwrap()["exit_code"], 5);
 }
+
+#[tokio::test]
+async fn a_machine_that_cannot_be_kept_awake_is_said_in_the_log_not_over_the_agents_screen() {
+    // No logind to ask: holding the machine awake fails once the agent works, after the terminal
+    // became the agent's. The warning must not be drawn into the agent's screen.
+    let env = common::Env::new();
+    let script = "echo agent up; for i in $(seq 1 36); do echo tick $i; sleep 0.25; done; echo agent done";
+    let size = PtySize::new(90, 25);
+    let spawned = pty::spawn(&CommandSpec {
+        program: common::bin().display().to_string(),
+        args: vec!["run".into(), "--".into(), "bash".into(), "--norc".into(), "-c".into(), script.into()],
+        cwd: env.dir.path().to_path_buf(),
+        env: vec![
+            ("NIGHTSHIFT_STATE_DIR".into(), env.state_dir().display().to_string()),
+            ("NIGHTSHIFT_RUNTIME_DIR".into(), env.runtime_dir().display().to_string()),
+            ("DBUS_SYSTEM_BUS_ADDRESS".into(), format!("unix:path={}", env.path("no-system-bus").display())),
+        ],
+        size,
+    })
+    .unwrap();
+    let mut term = Terminal { spawned, screen: Screen::new(size) };
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.contains("agent done") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "the agent did not finish; seen:\n{seen}");
+        match tokio::time::timeout(left, term.spawned.output.recv()).await {
+            Ok(Some(bytes)) => {
+                seen.push_str(&String::from_utf8_lossy(&bytes));
+                term.screen.feed(&bytes);
+            }
+            _ => break,
+        }
+    }
+    assert!(!seen.contains("keep the machine awake"), "a warning drawn over the agent's screen:\n{seen}");
+    let logged = std::fs::read_dir(env.state_dir().join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(logged.contains("cannot keep the machine awake"), "the log says it: {logged}");
+}

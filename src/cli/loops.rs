@@ -207,12 +207,16 @@ async fn supervise(
     );
     // A loop keeps the machine awake for as long as it runs (the app does so for its own).
     let (id, why) = (handle.id().to_string(), format!("Nightshift loop {} is running", handle.id()));
-    let awake = super::run::keep_awake(why, move || {
-        vec![(
-            id.clone(),
-            nightshift::awake::Want { hold: true, reason: "the loop is running".into(), next_action: None },
-        )]
-    })
+    let awake = super::run::keep_awake(
+        why,
+        move || {
+            vec![(
+                id.clone(),
+                nightshift::awake::Want { hold: true, reason: "the loop is running".into(), next_action: None },
+            )]
+        },
+        false,
+    )
     .await;
     stop_on_signals(std::slice::from_ref(&handle), true)?;
     let exit = handle.wait().await;

@@ -87,13 +87,19 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         // Awake while a restored session or a schedule this process starts needs it, as in the app.
         let sessions = super::run::sessions_want(&restored);
         let supervisor = host.supervisor.clone();
-        let awake = super::run::keep_awake("Nightshift restored sessions are armed".into(), move || {
-            let mut wants = sessions();
-            let now = supervisor.clock().now();
-            let pending = supervisor.with_store(|s| schedule::watched(s, me, false)).unwrap_or_default();
-            wants.extend(pending.into_iter().map(|row| (row.session, nightshift::awake::want_scheduled(row.due, now))));
-            wants
-        })
+        let awake = super::run::keep_awake(
+            "Nightshift restored sessions are armed".into(),
+            move || {
+                let mut wants = sessions();
+                let now = supervisor.clock().now();
+                let pending = supervisor.with_store(|s| schedule::watched(s, me, false)).unwrap_or_default();
+                wants.extend(
+                    pending.into_iter().map(|row| (row.session, nightshift::awake::want_scheduled(row.due, now))),
+                );
+                wants
+            },
+            false,
+        )
         .await;
         nightshift::paths::ensure_private_dir(&paths.log_dir())?;
         let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for signals")?;

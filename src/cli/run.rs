@@ -330,7 +330,7 @@ async fn supervise(
     // The machine stays awake while the session needs it, by the same policy as the app's sessions;
     // asked before the terminal goes raw, so a warning prints as a line.
     let why = format!("Nightshift session {} runs", handle.id());
-    let awake = keep_awake(why, sessions_want(std::slice::from_ref(&handle))).await;
+    let awake = keep_awake(why, sessions_want(std::slice::from_ref(&handle)), passthrough).await;
     let terminal = if passthrough { Some(Passthrough::start(&handle, tap_rx, size)?) } else { None };
     forward_signals(&handle, passthrough)?;
     let exit = handle.wait().await;
@@ -428,22 +428,26 @@ fn detach(state_dir: Option<PathBuf>, args: &Args) -> anyhow::Result<ExitCode> {
 /// a resume or a scheduled start within reach) and lets them go otherwise, as the app does; until
 /// the returned value is dropped, which lets them go. The first look is made before this returns,
 /// so a warning that they cannot be held prints as a line before a terminal goes raw; it is said
-/// once.
-pub(super) async fn keep_awake<F>(why: String, wants: F) -> KeptAwake
+/// once. `on_terminal`: the user's terminal is the agent's from now on, so a later warning goes to
+/// the log, not into the agent's screen.
+pub(super) async fn keep_awake<F>(why: String, wants: F, on_terminal: bool) -> KeptAwake
 where
     F: Fn() -> Vec<(String, Want)> + Send + 'static,
 {
-    fn said(change: Change) {
-        if let Change::Failed(e) = change {
+    fn said(change: Change, to_log: bool) {
+        let Change::Failed(e) = change else { return };
+        if to_log {
+            tracing::warn!("{e}; the run goes on, but the machine may sleep");
+        } else {
             eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
         }
     }
     let mut keeper = Keeper::default();
-    said(keeper.apply(&awake::verdict(&wants()), &why).await);
+    said(keeper.apply(&awake::verdict(&wants()), &why).await, false);
     KeptAwake(tokio::spawn(async move {
         loop {
             tokio::time::sleep(AWAKE_CHECK).await;
-            said(keeper.apply(&awake::verdict(&wants()), &why).await);
+            said(keeper.apply(&awake::verdict(&wants()), &why).await, on_terminal);
         }
     }))
 }

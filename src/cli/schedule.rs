@@ -114,9 +114,11 @@ pub async fn wait(supervisor: &Supervisor, id: &SessionId, due: &Due) -> anyhow:
     );
     // Awake until then, when it is near (a machine asleep at its time starts it only on waking).
     let (session, at) = (id.to_string(), due.at);
-    let _awake = super::run::keep_awake(format!("Nightshift session {id} starts {when}"), move || {
-        vec![(session.clone(), nightshift::awake::want_scheduled(at, chrono::Utc::now()))]
-    })
+    let _awake = super::run::keep_awake(
+        format!("Nightshift session {id} starts {when}"),
+        move || vec![(session.clone(), nightshift::awake::want_scheduled(at, chrono::Utc::now()))],
+        false,
+    )
     .await;
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for signals")?;
     let mut terminate = signal(SignalKind::terminate()).context("cannot listen for signals")?;
