@@ -1064,6 +1064,9 @@ class AppWindow(unittest.TestCase):
             d.wait_for("the dialog in its terminal", lambda: "Which database" in self.terminal_text())
             d.wait_for("the terminal focused", lambda: d.run_js(
                 "return !!document.activeElement && !!document.activeElement.closest('#terminal')"))
+            # Its life so far plays back too, said to be still going on (not cut short).
+            d.wait_for("the live life's replay", lambda: self.visible("#replay")
+                       and "still going on" in self.text_of("#replay-note"))
         finally:
             # Its Nightshift killed (a closed lid, the OOM killer): the session is lost.
             run.kill()

@@ -3,7 +3,7 @@
 // a cycle, a restart, a handoff). The core sends the frames on the playback's clock (long still
 // stretches already cut) and each mark's second on it; this module only plays them.
 
-import { $, call, el, localTime } from "./core.js";
+import { $, app, call, el, isLive, localTime } from "./core.js";
 import { newTerminal } from "./terminal.js";
 
 const R = {
@@ -29,9 +29,13 @@ export async function loadReplay(session, life = null, at = null) {
   $("replay").hidden = false;
   R.xterm = newTerminal(box, { cols: cast.width, rows: cast.height, scrollback: 500 });
   R.xterm.open(box);
+  // A life still going on is not closed yet either: it plays up to what was saved last.
+  const s = app.sessions.find((x) => x.id === session);
+  const live = !!s && isLive(s) && shown === lives[lives.length - 1];
   $("replay-note").hidden = !cast.cut_short;
-  $("replay-note").textContent = cast.cut_short
-    ? "This recording stops early: its Nightshift ended without closing it, so it plays up to its last save." : "";
+  $("replay-note").textContent = !cast.cut_short ? ""
+    : live ? "This life is still going on: it plays up to what was saved last (every few seconds)."
+      : "This recording stops early: its Nightshift ended without closing it, so it plays up to its last save.";
   drawMarks();
   $("replay").dataset.ended = "false";
   $("replay").hidden = false;
