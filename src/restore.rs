@@ -244,11 +244,7 @@ fn pieced(row: &SessionRow, events: &[Event]) -> Option<Contract> {
         version: 0,
         started: created.or_else(|| events.first().map(|e| e.ts))?,
         agent,
-        account: row
-            .account
-            .clone()
-            .zip(row.account_dir.clone())
-            .map(|(name, dir)| crate::agent::Account { name, dir: dir.into() }),
+        account: row.account(),
         env: Vec::new(),
         kind: Kind::Terminal(Box::new(t)),
     })

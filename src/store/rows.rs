@@ -137,6 +137,14 @@ impl SessionRow {
         self.state.is_final()
     }
 
+    /// The account it runs under now, as journalled (a switch may have moved it).
+    pub fn account(&self) -> Option<crate::agent::Account> {
+        self.account
+            .clone()
+            .zip(self.account_dir.clone())
+            .map(|(name, dir)| crate::agent::Account { name, dir: dir.into() })
+    }
+
     /// Whether a Nightshift process is behind the session, and if not, why not.
     pub fn standing(&self) -> Standing {
         if self.is_final() {

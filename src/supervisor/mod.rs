@@ -221,22 +221,7 @@ impl Supervisor {
     pub fn start(&self, spec: SessionSpec) -> Result<SessionHandle, StartError> {
         let id = SessionId::generate();
         let argv = spec.command.argv();
-        let cwd = spec.command.cwd.display().to_string();
-        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        self.journal.write(|s| {
-            s.create_session(&NewSession {
-                id: id.as_str(),
-                kind: crate::store::SessionKind::Terminal,
-                command: &argv,
-                cwd: &cwd,
-                agent: spec.agent.as_str(),
-                preset: spec.preset.as_deref(),
-                created: self.journal.now(),
-                owner_pid: std::process::id(),
-                control_socket: socket.as_deref(),
-            })?;
-            record_account(s, &id, spec.account.as_ref())
-        })?;
+        self.record_terminal(&id, &argv, &spec.command.cwd, spec.agent, spec.preset.as_deref(), spec.account.as_ref())?;
         tracing::info!(session = %id, command = ?spec.command, "starting session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
         self.open(id, spec)
@@ -351,6 +336,35 @@ impl Supervisor {
 }
 
 /// Records the account session `id` runs under, when it names one (none: the client's default).
+impl Supervisor {
+    /// Journals a new terminal session owned by this process, with its account.
+    fn record_terminal(
+        &self,
+        id: &SessionId,
+        argv: &[String],
+        cwd: &std::path::Path,
+        agent: AgentKind,
+        preset: Option<&str>,
+        account: Option<&crate::agent::Account>,
+    ) -> Result<(), StoreError> {
+        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
+        self.journal.write(|s| {
+            s.create_session(&NewSession {
+                id: id.as_str(),
+                kind: crate::store::SessionKind::Terminal,
+                command: argv,
+                cwd: &cwd.display().to_string(),
+                agent: agent.as_str(),
+                preset,
+                created: self.journal.now(),
+                owner_pid: std::process::id(),
+                control_socket: socket.as_deref(),
+            })?;
+            record_account(s, id, account)
+        })
+    }
+}
+
 fn record_account(
     store: &mut Store,
     id: &SessionId,

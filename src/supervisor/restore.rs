@@ -69,31 +69,13 @@ impl Supervisor {
         let conversation = replay.conversation.clone().ok_or_else(|| ResumeError::NoConversation(row.id.clone()))?;
         let now = self.journal.now();
         let mut contract = replay.contract;
-        contract.account = row
-            .account
-            .clone()
-            .zip(row.account_dir.clone())
-            .map(|(name, dir)| crate::agent::Account { name, dir: dir.into() });
+        contract.account = row.account();
         let Kind::Terminal(t) = &mut contract.kind else { return Err(ResumeError::NotTerminal(row.id.clone())) };
         t.respawn_until = t.respawn.as_ref().map(|r| now + chrono::Duration::from_std(r.duration).unwrap_or_default());
         let resumed = Conversation::Resume { id: Some(conversation.clone()), prompt: None };
         let argv = [vec![t.program.clone()], t.command(contract.agent, &resumed)].concat();
         let id = SessionId::generate();
-        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        self.journal.write(|s| {
-            s.create_session(&NewSession {
-                id: id.as_str(),
-                kind: crate::store::SessionKind::Terminal,
-                command: &argv,
-                cwd: &t.cwd.display().to_string(),
-                agent: contract.agent.as_str(),
-                preset: t.preset.as_deref(),
-                created: now,
-                owner_pid: std::process::id(),
-                control_socket: socket.as_deref(),
-            })?;
-            record_account(s, &id, contract.account.as_ref())
-        })?;
+        self.record_terminal(&id, &argv, &t.cwd, contract.agent, t.preset.as_deref(), contract.account.as_ref())?;
         tracing::info!(session = %id, from = %row.id, "carrying an ended session's conversation on");
         let reason = format!("carrying on session {}'s conversation: {}", row.id, shell_words(&argv));
         self.journal.emit(&id, EventKind::state(SessionState::Starting, reason));
@@ -138,11 +120,7 @@ impl Supervisor {
         let now = self.journal.now();
         let mut contract = replay.contract;
         // The account it runs under now (a switch may have moved it): its conversation lives there.
-        contract.account = row
-            .account
-            .clone()
-            .zip(row.account_dir.clone())
-            .map(|(name, dir)| crate::agent::Account { name, dir: dir.into() });
+        contract.account = row.account();
         let down = (now - replay.last_seen).num_seconds().max(0) as u64;
         let state_dir = self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf);
         let handoff = state_dir

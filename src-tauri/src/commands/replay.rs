@@ -20,16 +20,14 @@ pub async fn session_replay(state: State<'_, AppState>, id: String, life: Option
         .collect();
     let dir = state.paths.state_dir.clone();
     tauri::async_runtime::spawn_blocking(move || {
-        let lives = nightshift::record::lives(&dir, &id);
-        let Some((n, file)) = lives.iter().find(|(n, _)| Some(*n) == life).or(lives.last()).cloned() else {
-            return Err(UiError::new(Code::NoRecording, format!("session {id} has no recording to play")));
-        };
+        let (lives, n, file) = super::sessions::recorded_life(&dir, &id, life)?;
         let cast = nightshift::record::cast(&file)
             .map_err(|e| UiError::new(Code::RecordingUnreadable, format!("{}: {e}", file.display())))?;
         if cast.frames.is_empty() {
             return Err(UiError::new(Code::NoRecording, format!("nothing of life {n} of session {id} is saved yet")));
         }
-        let started = chrono::DateTime::from_timestamp_millis(i64::try_from(cast.started_ms).unwrap_or(0)).unwrap_or_default();
+        let started =
+            chrono::DateTime::from_timestamp_millis(i64::try_from(cast.started_ms).unwrap_or(0)).unwrap_or_default();
         let last = cast.frames.last().map_or(0.0, |f| f.real);
         let end = started + chrono::Duration::milliseconds((last * 1000.0) as i64 + 1000);
         let marks: Vec<Value> = nightshift::digest::timeline::replay_marks(&id, &events, started, end)
@@ -39,7 +37,7 @@ pub async fn session_replay(state: State<'_, AppState>, id: String, life: Option
                 json!({ "t": cast.played_at(real), "real": real, "at": m.at, "kind": m.kind, "text": m.text })
             })
             .collect();
-        Ok(json!({ "lives": lives.iter().map(|(n, _)| n).collect::<Vec<_>>(), "life": n, "cast": cast, "marks": marks }))
+        Ok(json!({ "lives": lives, "life": n, "cast": cast, "marks": marks }))
     })
     .await
     .map_err(|e| UiError::new(Code::RecordingUnreadable, format!("the recording could not be read: {e}")))?

@@ -74,19 +74,29 @@ pub fn session_handoff(
         .map_err(|e| UiError::new(Code::HandoffUnreadable, format!("the session's handoff cannot be read: {e}")))
 }
 
+/// A session's recorded lives, and the file of one of them (the last unless `life` says).
+pub(super) fn recorded_life(
+    dir: &std::path::Path,
+    id: &str,
+    life: Option<u32>,
+) -> Result<(Vec<u32>, u32, PathBuf), UiError> {
+    let lives = nightshift::record::lives(dir, id);
+    let Some((n, file)) = lives.iter().find(|(n, _)| Some(*n) == life).or(lives.last()).cloned() else {
+        return Err(UiError::new(Code::NoRecording, format!("session {id} has no recording")));
+    };
+    Ok((lives.into_iter().map(|(n, _)| n).collect(), n, file))
+}
+
 /// A session's recorded lives, and one of them (the last unless `life` says) as text.
 #[tauri::command]
 pub async fn session_lives(state: State<'_, AppState>, id: String, life: Option<u32>) -> Result<Value, UiError> {
     let id = state.supervisor.with_store(|s| s.find_session(&id))?.id;
     let dir = state.paths.state_dir.clone();
     tauri::async_runtime::spawn_blocking(move || {
-        let lives = nightshift::record::lives(&dir, &id);
-        let Some((n, file)) = lives.iter().find(|(n, _)| Some(*n) == life).or(lives.last()).cloned() else {
-            return Err(UiError::new(Code::NoRecording, format!("session {id} has no recording")));
-        };
+        let (lives, n, file) = recorded_life(&dir, &id, life)?;
         let text = nightshift::record::text(&file)
             .map_err(|e| UiError::new(Code::RecordingUnreadable, format!("{}: {e}", file.display())))?;
-        Ok(json!({ "lives": lives.iter().map(|(n, _)| n).collect::<Vec<_>>(), "life": n, "file": file, "text": text }))
+        Ok(json!({ "lives": lives, "life": n, "file": file, "text": text }))
     })
     .await
     .map_err(|e| UiError::new(Code::RecordingUnreadable, format!("the recording could not be read: {e}")))?
