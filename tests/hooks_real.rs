@@ -324,7 +324,8 @@ async fn a_restart_resumes_the_same_conversation() {
     let pid = restarted["pid"].as_u64().unwrap();
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
     let argv: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-    let at = argv.iter().position(|a| a == "--resume").expect("--resume on the restart");
+    // (Said with the process's arguments: a failure under load must show what the pid was.)
+    let at = argv.iter().position(|a| a == "--resume").unwrap_or_else(|| panic!("--resume on the restart: {argv:?}"));
     assert_eq!(argv[at + 1], conversation, "{argv:?}");
     assert!(!argv.iter().any(|a| a == "--continue"), "{argv:?}");
 }
