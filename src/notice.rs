@@ -341,7 +341,7 @@ mod tests {
     fn a_question_carries_its_text() {
         let mut kind = EventKind::state(SessionState::WaitingInput, "a dialog");
         if let EventKind::State { dialog, .. } = &mut kind {
-            *dialog = Some(Dialog { kind: crate::agent::DialogKind::Question, text: Some("Which database?".into()) });
+            *dialog = Some(Dialog::new(crate::agent::DialogKind::Question, Some("Which database?".into())));
         }
         let n = for_event("s1", "api · claude", &kind, &Utc).unwrap();
         assert_eq!(

@@ -42,6 +42,25 @@ struct SignalsFile {
     dialog: Option<Vec<DialogFile>>,
     /// Dialog kinds that are routine confirmations, answered with Enter when auto-accept is on.
     auto_accept: Option<Vec<DialogKind>>,
+    #[serde(default)]
+    answer: AnswerFile,
+}
+
+/// How a dialog is answered for the user (a phone's button): a question's options as the dialog
+/// lists them, and the keys each answer types.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerFile {
+    /// A row that lists one option of a question: its number, then its label.
+    option: Option<String>,
+    /// Options that want typed text, which no button can give.
+    typed: Option<String>,
+    /// The keys that pick option `{n}` of a question.
+    pick: Option<String>,
+    /// The keys that allow a permission prompt once.
+    allow: Option<String>,
+    /// The keys that deny a permission prompt.
+    deny: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -126,6 +145,13 @@ impl SignalsFile {
             },
             dialog: other.dialog.or(self.dialog),
             auto_accept: other.auto_accept.or(self.auto_accept),
+            answer: AnswerFile {
+                option: other.answer.option.or(self.answer.option),
+                typed: other.answer.typed.or(self.answer.typed),
+                pick: other.answer.pick.or(self.answer.pick),
+                allow: other.answer.allow.or(self.answer.allow),
+                deny: other.answer.deny.or(self.answer.deny),
+            },
         }
     }
 }
@@ -173,6 +199,16 @@ pub struct Dialog {
     pub kind: DialogKind,
     /// The question it asks, when one can be read (the last row ending in `?`).
     pub text: Option<String>,
+    /// A question's options that a button can give, by their number on the screen (those that
+    /// want typed text are left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<(u8, String)>,
+}
+
+impl Dialog {
+    pub fn new(kind: DialogKind, text: Option<String>) -> Self {
+        Self { kind, text, options: Vec::new() }
+    }
 }
 
 /// What one settled screen says.
@@ -208,6 +244,7 @@ pub struct Adapter {
     dialogs: Vec<(DialogKind, Regex)>,
     auto_accept: Vec<DialogKind>,
     limit_region: LimitRegion,
+    answer: Answer,
     /// The user's file laid over the built-in signals, as it was read.
     overrides: Option<Overrides>,
 }
@@ -218,6 +255,26 @@ pub struct Adapter {
 pub struct Overrides {
     pub file: String,
     pub text: String,
+}
+
+/// How a dialog is answered for the user ([`AnswerFile`], compiled).
+#[derive(Debug, Clone, Default)]
+struct Answer {
+    option: Option<Regex>,
+    typed: Option<Regex>,
+    pick: Option<String>,
+    allow: Option<String>,
+    deny: Option<String>,
+}
+
+/// What a button answers a dialog with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// A question's option, by its number.
+    Pick(u8),
+    /// A permission prompt, allowed once.
+    Allow,
+    Deny,
 }
 
 /// Where an agent draws its own limit notices.
@@ -357,6 +414,13 @@ impl Adapter {
                     })
                 }
             },
+            answer: Answer {
+                option: opt("answer.option", &f.answer.option)?,
+                typed: opt("answer.typed", &f.answer.typed)?,
+                pick: f.answer.pick,
+                allow: f.answer.allow,
+                deny: f.answer.deny,
+            },
             overrides: None,
         })
     }
@@ -369,6 +433,27 @@ impl Adapter {
     /// The command that starts this agent when none is given.
     pub fn launch(&self) -> Option<(&str, &[String])> {
         self.launch.as_ref().map(|(p, a)| (p.as_str(), a.as_slice()))
+    }
+
+    /// The keys that give `reply` to the dialog on screen; `None` when this agent's file does not
+    /// say how (no button offers it then).
+    pub fn keys(&self, reply: Reply) -> Option<Vec<u8>> {
+        let a = &self.answer;
+        let keys = match reply {
+            Reply::Pick(n) => a.pick.as_ref()?.replace("{n}", &n.to_string()),
+            Reply::Allow => a.allow.clone()?,
+            Reply::Deny => a.deny.clone()?,
+        };
+        Some(keys.into_bytes())
+    }
+
+    /// Whether this agent's file says how to answer `kind` (a question or a permission prompt).
+    pub fn answers(&self, kind: DialogKind) -> bool {
+        match kind {
+            DialogKind::Question => self.answer.pick.is_some() && self.answer.option.is_some(),
+            DialogKind::Permission => self.answer.allow.is_some() && self.answer.deny.is_some(),
+            _ => false,
+        }
     }
 
     /// Whether this agent's screen is read at all (`generic` goes by output alone).
@@ -516,10 +601,34 @@ impl Adapter {
                     .map(|i| rows.row(i).trim())
                     .find(|r| r.ends_with('?') && r.len() > 3)
                     .map(str::to_string);
-                return Some(Dialog { kind: *kind, text });
+                let options = match kind {
+                    DialogKind::Question => self.options(rows, from, at),
+                    _ => Vec::new(),
+                };
+                return Some(Dialog { kind: *kind, text, options });
             }
         }
         None
+    }
+}
+
+impl Adapter {
+    /// A question's options between rows `from` and `to`: each row the `answer.option` pattern
+    /// reads (its number, its label), less those that want typed text.
+    fn options<R: Rows + ?Sized>(&self, rows: &R, from: usize, to: usize) -> Vec<(u8, String)> {
+        let Some(re) = &self.answer.option else { return Vec::new() };
+        let mut options: Vec<(u8, String)> = Vec::new();
+        for i in from..to {
+            let Some(c) = re.captures(rows.row(i)) else { continue };
+            let (Some(n), Some(label)) = (c.get(1), c.get(2)) else { continue };
+            let Ok(n) = n.as_str().parse::<u8>() else { continue };
+            let label = label.as_str().trim();
+            if self.answer.typed.as_ref().is_some_and(|t| t.is_match(label)) || options.iter().any(|(m, _)| *m == n) {
+                continue;
+            }
+            options.push((n, label.to_string()));
+        }
+        options
     }
 }
 
@@ -581,5 +690,39 @@ mod tests {
         let verdict = Adapter::builtin(AgentKind::Claude).classify(&screen.snapshot());
         let dialog = verdict.dialog.expect("a dialog");
         assert_eq!(dialog.kind, DialogKind::Trust, "{dialog:?}");
+    }
+
+    fn read(text: &str) -> Verdict {
+        let mut screen = crate::screen::Screen::new(crate::pty::PtySize::new(120, 40));
+        let mut bytes = b"\x1b[2J".to_vec();
+        for (i, row) in text.lines().enumerate() {
+            bytes.extend(format!("\x1b[{};1H{row}", i + 1).into_bytes());
+        }
+        screen.feed(&bytes);
+        Adapter::builtin(AgentKind::Claude).classify(&screen.snapshot())
+    }
+
+    #[test]
+    fn a_question_lists_the_options_a_button_can_give_and_the_keys_that_pick_them() {
+        let text = include_str!("../../tests/fixtures/claude-code/2.1.332/question/01-question.txt");
+        let dialog = read(text).dialog.expect("a dialog");
+        assert_eq!(dialog.kind, DialogKind::Question);
+        let options: Vec<(u8, &str)> = dialog.options.iter().map(|(n, l)| (*n, l.as_str())).collect();
+        assert_eq!(options, [(1, "SQLite (Recommended)"), (2, "PostgreSQL")], "typed answers are left out");
+        let claude = Adapter::builtin(AgentKind::Claude);
+        assert!(claude.answers(DialogKind::Question) && claude.answers(DialogKind::Permission));
+        assert!(!claude.answers(DialogKind::Trust), "a trust or limit menu is never answered from afar");
+        assert_eq!(claude.keys(Reply::Pick(2)), Some(b"2".to_vec()));
+        assert_eq!(claude.keys(Reply::Allow), Some(b"1".to_vec()));
+        assert_eq!(claude.keys(Reply::Deny), Some(b"\x1b".to_vec()));
+        let generic = Adapter::builtin(AgentKind::Generic);
+        assert_eq!((generic.keys(Reply::Allow), generic.answers(DialogKind::Permission)), (None, false));
+    }
+
+    #[test]
+    fn a_permission_prompt_carries_no_options() {
+        let text = include_str!("../../tests/fixtures/claude-code/2.1.332/nightshift/permission.txt");
+        let dialog = read(text).dialog.expect("a dialog");
+        assert_eq!((dialog.kind, dialog.options.len()), (DialogKind::Permission, 0), "{dialog:?}");
     }
 }

@@ -110,7 +110,7 @@ fn a_dialog_is_waiting_for_input_and_the_answer_resumes_the_turn() {
     run(&mut d, t0, MS(0), MS(1000), MS(100), &working());
     let dialog = Verdict {
         working: None,
-        dialog: Some(Dialog { kind: crate::agent::DialogKind::Question, text: Some("Which database?".into()) }),
+        dialog: Some(Dialog::new(crate::agent::DialogKind::Question, Some("Which database?".into()))),
         ..Verdict::default()
     };
     d.on_output(t0 + MS(1100));
@@ -257,10 +257,8 @@ fn a_permission_prompt_carries_the_tool_and_command_the_hook_named() {
     let t0 = Instant::now();
     let mut d = Detector::new(DetectConfig::default(), true, t0);
     d.on_turn_started(t0);
-    let asked = Dialog {
-        kind: crate::agent::DialogKind::Permission,
-        text: Some("Claude needs your permission: Bash touch x".into()),
-    };
+    let asked =
+        Dialog::new(crate::agent::DialogKind::Permission, Some("Claude needs your permission: Bash touch x".into()));
     let t = d.on_asked(t0 + MS(500), asked).unwrap();
     assert_eq!(t.to, Activity::WaitingInput);
     assert_eq!(t.verdict.dialog.unwrap().text.as_deref(), Some("Claude needs your permission: Bash touch x"));
@@ -274,11 +272,10 @@ fn dialog_answered_after_the_clients_notification(kind: crate::agent::DialogKind
     d.on_turn_started(t0);
     d.on_tool("AskUserQuestion".into());
     d.on_output(t0 + MS(100));
-    let on_screen = Dialog { kind, text: Some("Which database?".into()) };
+    let on_screen = Dialog::new(kind, Some("Which database?".into()));
     let frame = Verdict { working: None, dialog: Some(on_screen), prompt: false, interrupted: false };
     assert_eq!(d.on_frame(t0 + MS(130), frame).unwrap().to, Activity::WaitingInput);
-    let asked =
-        Dialog { kind: crate::agent::DialogKind::Permission, text: Some("Claude needs your permission".into()) };
+    let asked = Dialog::new(crate::agent::DialogKind::Permission, Some("Claude needs your permission".into()));
     assert_eq!(d.on_asked(t0 + MS(6130), asked), None, "already waiting");
     // Answered: the dialog leaves the screen and the turn goes on.
     let trs = run(&mut d, t0, MS(9000), MS(1000), MS(100), &working());
@@ -310,8 +307,7 @@ fn a_dialog_only_the_hook_saw_ends_when_the_work_goes_on() {
     let t0 = Instant::now();
     let mut d = Detector::new(DetectConfig::default(), true, t0);
     d.on_turn_started(t0);
-    let asked =
-        Dialog { kind: crate::agent::DialogKind::Permission, text: Some("Claude needs your permission".into()) };
+    let asked = Dialog::new(crate::agent::DialogKind::Permission, Some("Claude needs your permission".into()));
     assert_eq!(d.on_asked(t0 + MS(6000), asked).unwrap().to, Activity::WaitingInput);
     // The screen never read it as a dialog; once work shows again, it was answered.
     let trs = run(&mut d, t0, MS(9000), MS(1000), MS(100), &working());
@@ -343,7 +339,7 @@ fn a_dialog_the_screen_sees_first_names_the_tool_the_hook_announced() {
     d.on_turn_started(t0);
     d.on_tool("Bash: touch x".into());
     d.on_output(t0 + MS(50));
-    let dialog = Dialog { kind: crate::agent::DialogKind::Permission, text: Some("Do you want to proceed?".into()) };
+    let dialog = Dialog::new(crate::agent::DialogKind::Permission, Some("Do you want to proceed?".into()));
     let frame = Verdict { working: None, dialog: Some(dialog), prompt: false, interrupted: false };
     let t = d.on_frame(t0 + MS(80), frame).unwrap();
     assert_eq!(t.to, Activity::WaitingInput);

@@ -512,7 +512,7 @@ impl Executor {
                     Some(tool) => format!("{message}: {tool}"),
                     None => message.clone(),
                 };
-                let dialog = crate::agent::Dialog { kind: DialogKind::Permission, text: Some(text) };
+                let dialog = crate::agent::Dialog::new(DialogKind::Permission, Some(text));
                 self.watcher.asked(now, dialog)
             }
             Event::PreToolUse { tool, input } => {

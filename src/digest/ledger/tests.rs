@@ -19,7 +19,7 @@ fn state(t: DateTime<Utc>, s: SessionState) -> Event {
 fn asking(t: DateTime<Utc>, kind: DialogKind, text: &str) -> Event {
     let mut e = EventKind::state(SessionState::WaitingInput, "a dialog");
     if let EventKind::State { dialog, .. } = &mut e {
-        *dialog = Some(Dialog { kind, text: Some(text.into()) });
+        *dialog = Some(Dialog::new(kind, Some(text.into())));
     }
     ev(t, e)
 }

@@ -82,12 +82,8 @@ fn with_auto_resume(mut s: Start, policy: resume::Policy) -> Start {
 }
 
 fn transition(to: Activity, dialog: Option<DialogKind>) -> Input {
-    let verdict = Verdict {
-        working: None,
-        dialog: dialog.map(|kind| Dialog { kind, text: None }),
-        prompt: true,
-        interrupted: false,
-    };
+    let verdict =
+        Verdict { working: None, dialog: dialog.map(|kind| Dialog::new(kind, None)), prompt: true, interrupted: false };
     Input::Activity { transition: Transition { to, reason: format!("{to:?}"), verdict }, menu: None, menu_limit: None }
 }
 
@@ -396,12 +392,8 @@ fn the_limit_state_is_not_overwritten_by_the_agent_going_idle() {
 }
 
 fn menu(stop: char, wait: char) -> Input {
-    let verdict = Verdict {
-        working: None,
-        dialog: Some(Dialog { kind: DialogKind::Menu, text: None }),
-        prompt: false,
-        interrupted: false,
-    };
+    let verdict =
+        Verdict { working: None, dialog: Some(Dialog::new(DialogKind::Menu, None)), prompt: false, interrupted: false };
     Input::Activity {
         transition: Transition { to: Activity::WaitingInput, reason: "menu".into(), verdict },
         menu: Some(LimitMenu {
