@@ -143,6 +143,11 @@ pub enum Refusal {
     DialogChanged,
     #[error("the session is no longer running")]
     SessionEnded,
+    #[error("this agent's answers to that dialog are not known (its agent file has no [answer] keys)")]
+    Unanswerable,
+    /// A wait the action was for ended (the breaker closed, the limit reset).
+    #[error("{0}")]
+    Over(&'static str),
 }
 
 /// A field of a token: what the session ids, fingerprints and nonces are made of.

@@ -3,7 +3,7 @@
 
 mod adapter;
 
-pub use adapter::{Adapter, AdapterError, Dialog, DialogKind, Overrides, Verdict};
+pub use adapter::{Adapter, AdapterError, Dialog, DialogKind, Overrides, Reply, Verdict};
 
 use std::fmt;
 use std::path::Path;

@@ -277,6 +277,10 @@ impl Exec {
             Control::Hook(_, reply) => {
                 let _ = reply.send(crate::hooks::Answer::Pass);
             }
+            // A loop's iterations run headless: no dialog waits on anyone.
+            Control::Answer { respond, .. } => {
+                let _ = respond.send(Err(crate::phone::Refusal::DialogChanged));
+            }
             // A loop has no terminal to attach to (the control socket refuses it first).
             Control::Send { .. } | Control::Keys(_) | Control::Resize(_) | Control::Usage(_) | Control::Attach(_) => {}
         }

@@ -90,6 +90,7 @@ impl Actor {
             last_exit: Exit::Code(-1),
             measured_tx,
             reply: None,
+            answered: None,
             answer: None,
             state_dir,
             guard,
@@ -131,6 +132,8 @@ struct Executor {
     reply: Option<String>,
     /// What the last [`Effect::Answer`] said, for the client's hook.
     answer: Option<crate::hooks::Answer>,
+    /// What the last [`Effect::Answered`] said, for an answer from afar.
+    answered: Option<Result<(), crate::phone::Refusal>>,
     state_dir: Option<std::path::PathBuf>,
     guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
     /// The tool the client last asked to run (its permission prompt names it).
@@ -216,6 +219,7 @@ impl Executor {
                     });
                 }
                 Effect::Reply(text) => self.reply = Some(text),
+                Effect::Answered(result) => self.answered = Some(result),
                 Effect::Salvage { reason } => {
                     let (dir, journal, id) = (self.command.cwd.clone(), self.journal.clone(), self.id.clone());
                     self.salvages.push(tokio::task::spawn_blocking(move || salvage(&dir, &id, &reason, &journal)));
@@ -475,6 +479,16 @@ impl Executor {
             }
             Control::Snapshot(reply) => {
                 let _ = reply.send(self.screen.styled_snapshot());
+            }
+            Control::Answer { dialog, reply: answer, by, respond } => {
+                let result = match self.adapter.keys(answer) {
+                    Some(keys) => {
+                        self.step(Input::Answer { dialog, keys, by });
+                        self.answered.take().unwrap_or(Err(crate::phone::Refusal::SessionEnded))
+                    }
+                    None => Err(crate::phone::Refusal::Unanswerable),
+                };
+                let _ = respond.send(result);
             }
             Control::ResetBreaker(reply) => {
                 self.step(Input::ResetBreakers);

@@ -161,6 +161,7 @@ impl Machine {
                     self.drive(respawn::Input::UserInput, now, &mut fx);
                 }
             }
+            Input::Answer { dialog, keys, by } => self.answer_from_afar(&dialog, keys, by, now, &mut fx),
             Input::Stop { source, kind } => self.on_stop(source, kind, now, &mut fx),
             Input::ResetBreakers => self.reset_breakers(now, &mut fx),
             Input::Configure(change) => self.configure(change, now, &mut fx),

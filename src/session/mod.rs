@@ -47,6 +47,14 @@ pub enum Control {
         kind: crate::event::StopKind,
     },
     Snapshot(oneshot::Sender<Snapshot>),
+    /// Answer the dialog fingerprinted `dialog` (see [`crate::phone::fingerprint`]) with `reply`,
+    /// as `by`, if that dialog is still on the screen; the reply says whether it was typed.
+    Answer {
+        dialog: String,
+        reply: crate::agent::Reply,
+        by: crate::event::Answerer,
+        respond: oneshot::Sender<Result<(), crate::phone::Refusal>>,
+    },
     /// Close the session's breakers; an agent the crash-loop breaker stopped is started again.
     ResetBreaker(oneshot::Sender<String>),
     /// The agent's latest usage (its cost feeds the respawn cycles' accounting).
@@ -296,6 +304,20 @@ impl SessionHandle {
     /// stops, and a resume it was waiting for is kept for the next Nightshift process.
     pub async fn shut_down(&self, source: &str) -> Result<(), SessionEnded> {
         self.control(Control::Stop { source: source.to_string(), kind: crate::event::StopKind::Shutdown }).await
+    }
+
+    /// Answers the dialog fingerprinted `dialog` with `reply`, as `by`, if it is still on the
+    /// screen (checked and typed in one step of the session, so nothing comes between).
+    pub async fn answer(
+        &self,
+        dialog: &str,
+        reply: crate::agent::Reply,
+        by: crate::event::Answerer,
+    ) -> Result<(), crate::phone::Refusal> {
+        let (respond, rx) = oneshot::channel();
+        let control = Control::Answer { dialog: dialog.to_string(), reply, by, respond };
+        self.control(control).await.map_err(|_| crate::phone::Refusal::SessionEnded)?;
+        rx.await.map_err(|_| crate::phone::Refusal::SessionEnded)?
     }
 
     /// Resets the session's breakers; says what was reset.

@@ -59,6 +59,38 @@ impl Machine {
         }
     }
 
+    /// An answer from afar to the dialog fingerprinted `dialog`: typed as `by` typed it while that
+    /// very dialog waits on the user, refused otherwise (answered at the desk, or another came).
+    pub(super) fn answer_from_afar(
+        &mut self,
+        dialog: &str,
+        keys: Vec<u8>,
+        by: Answerer,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        use crate::phone::{fingerprint, Refusal};
+        if !self.lives.life().is_live() {
+            fx.push(Effect::Answered(Err(Refusal::SessionEnded)));
+            return;
+        }
+        let shown = self
+            .screen
+            .dialog
+            .as_ref()
+            .filter(|_| self.screen.activity == Some(Activity::WaitingInput))
+            .map(|d| fingerprint(d.kind.as_str(), d.text.as_deref()));
+        if shown.as_deref() != Some(dialog) {
+            fx.push(Effect::Answered(Err(Refusal::DialogChanged)));
+            return;
+        }
+        self.typed_by(by);
+        self.emit(EventKind::Input { source: by.source().to_string(), chars: keys.len(), enter: false }, fx);
+        fx.push(Effect::Write { after: std::time::Duration::ZERO, bytes: keys });
+        self.drive(crate::respawn::Input::UserInput, now, fx);
+        fx.push(Effect::Answered(Ok(())));
+    }
+
     /// The dialog waited on, if any, is no longer shown: journalled as answered.
     fn answered(&mut self, now: Now, fx: &mut Vec<Effect>) {
         let Some(asked) = self.screen.asked.take() else { return };

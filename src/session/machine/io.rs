@@ -76,6 +76,14 @@ pub enum Input {
     },
     /// Raw keys from the user's terminal (not journalled).
     Keys(Vec<u8>),
+    /// An answer from afar (a phone's button) to the dialog whose [`crate::phone::fingerprint`] is
+    /// `dialog`: `keys` are typed only while that dialog is on the screen; answered with
+    /// [`Effect::Answered`].
+    Answer {
+        dialog: String,
+        keys: Vec<u8>,
+        by: crate::event::Answerer,
+    },
     Stop {
         source: String,
         kind: StopKind,
@@ -150,6 +158,8 @@ pub enum Effect {
     Measure { purpose: Purpose, exclude: Vec<String> },
     /// The answer to [`Input::ResetBreakers`].
     Reply(String),
+    /// The answer to [`Input::Answer`]: typed, or why not.
+    Answered(Result<(), crate::phone::Refusal>),
     /// The answer to [`Input::Hook`], for the client.
     Answer(crate::hooks::Answer),
     /// Keep the working tree's uncommitted work under a salvage ref (`git::salvage`), off the

@@ -1420,6 +1420,41 @@ fn a_trust_dialog_answered_with_send_mid_cycle_lets_the_cycles_go_on() {
 }
 
 #[test]
+fn a_permission_answered_from_the_phone_mid_cycle_lets_the_cycles_go_on() {
+    let dialog = crate::phone::fingerprint("permission", None);
+    let answer = Input::Answer { dialog, keys: b"1".to_vec(), by: crate::event::Answerer::Phone };
+    let sim = a_dialog_answered_mid_cycle(DialogKind::Permission, answer);
+    assert_eq!(answered(&sim), [(DialogKind::Permission, crate::event::Answerer::Phone, 593)]);
+    assert!(sim.log.iter().any(|(_, e)| *e == Effect::Answered(Ok(()))));
+}
+
+#[test]
+fn an_answer_from_afar_types_nothing_unless_its_dialog_is_on_the_screen() {
+    let written = |sim: &Sim| sim.log.iter().filter(|(_, e)| matches!(e, Effect::Write { .. })).count();
+    let answered_with = |sim: &Sim| {
+        sim.log.iter().rev().find_map(|(_, e)| if let Effect::Answered(r) = e { Some(r.clone()) } else { None })
+    };
+    let by = crate::event::Answerer::Phone;
+    let permission = crate::phone::fingerprint("permission", None);
+    let mut sim = Sim::new(start());
+    sim.input(idle());
+    // No dialog shown: the agent's prompt would take the keys as typed text.
+    sim.input(Input::Answer { dialog: permission.clone(), keys: b"1".to_vec(), by });
+    assert_eq!(answered_with(&sim), Some(Err(crate::phone::Refusal::DialogChanged)));
+    // Another dialog than the one the button was for.
+    sim.input(transition(Activity::WaitingInput, Some(DialogKind::Question)));
+    sim.input(Input::Answer { dialog: permission.clone(), keys: b"1".to_vec(), by });
+    assert_eq!(answered_with(&sim), Some(Err(crate::phone::Refusal::DialogChanged)));
+    assert_eq!(written(&sim), 0, "nothing typed");
+    // The agent is down.
+    sim.input(Input::Exited { exit: Exit::Code(1), last_screen: vec![] });
+    let question = crate::phone::fingerprint("question", None);
+    sim.input(Input::Answer { dialog: question, keys: b"2".to_vec(), by });
+    assert!(matches!(answered_with(&sim), Some(Err(crate::phone::Refusal::SessionEnded))), "{:?}", sim.log);
+    assert_eq!(written(&sim), 0, "nothing typed");
+}
+
+#[test]
 fn a_dialog_that_goes_away_by_itself_is_journalled_as_nothing_typed() {
     let mut sim = Sim::new(start());
     sim.input(transition(Activity::WaitingInput, Some(DialogKind::Question)));
