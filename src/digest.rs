@@ -185,6 +185,10 @@ pub enum HappeningKind {
     Restored,
     Slept,
     PushFailed,
+    /// A phone's button was pressed: applied, or refused and why.
+    Phone,
+    /// The phone's answers could not be heard for a while.
+    PhoneListen,
     HandoffMissing,
     ContextHigh,
     JournalGap,

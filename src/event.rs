@@ -386,6 +386,20 @@ pub enum EventKind {
     /// A push notification of `kind` could not be delivered to `target`, retries included (the
     /// first of an outage also makes a `push_failed`, with the reason).
     PushNotSent { target: String, kind: NoticeKind },
+    /// A phone's button was pressed: `action` is what it asked, in words ("answer 'PostgreSQL'"),
+    /// `choice` the token's word for it (`option-2`, `allow`, …; empty when no token could be
+    /// read), and whether it was applied or, if not, why. A refused token that no install of ours
+    /// signed is journalled under no session.
+    RemoteAction {
+        action: String,
+        choice: String,
+        applied: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+    },
+    /// Listening for the phone's answers stopped working (the server down, the topic refused);
+    /// said once until it works again, which `working` says.
+    PhoneListen { working: bool, reason: String },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
     /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
@@ -557,6 +571,8 @@ impl EventKind {
             Self::PushFailed { .. } => "push_failed",
             Self::PushSent { .. } => "push_sent",
             Self::PushNotSent { .. } => "push_not_sent",
+            Self::RemoteAction { .. } => "remote_action",
+            Self::PhoneListen { .. } => "phone_listen",
             Self::Salvaged { .. } => "salvaged",
             Self::SalvageSkipped { .. } => "salvage_skipped",
             Self::SalvageUnchanged { .. } => "salvage_unchanged",

@@ -55,6 +55,9 @@ pub struct Counts {
     pub pushes_sent: u32,
     /// Push notifications that could not be delivered, retries included.
     pub pushes_failed: u32,
+    /// The phone's buttons pressed, applied and refused.
+    pub phone_applied: u32,
+    pub phone_refused: u32,
     /// Times the machine slept.
     pub suspends: u32,
     /// Distinct snapshots salvage kept.
@@ -145,6 +148,8 @@ impl Counts {
         self.guard_denials += o.guard_denials;
         self.pushes_sent += o.pushes_sent;
         self.pushes_failed += o.pushes_failed;
+        self.phone_applied += o.phone_applied;
+        self.phone_refused += o.phone_refused;
         self.suspends += o.suspends;
         self.salvages += o.salvages;
         self.salvages_unchanged += o.salvages_unchanged;
@@ -211,6 +216,9 @@ impl Counts {
         say(&mut out, self.guard_denials, "guard denial", "guard denials");
         if self.pushes_sent > 0 || self.pushes_failed > 0 {
             out.push(format!("pushes: {} sent, {} failed", self.pushes_sent, self.pushes_failed));
+        }
+        if self.phone_applied > 0 || self.phone_refused > 0 {
+            out.push(format!("phone: {} applied, {} refused", self.phone_applied, self.phone_refused));
         }
         say(&mut out, self.suspends, "suspend", "suspends");
         if self.salvages > 0 || self.salvages_unchanged > 0 {

@@ -438,6 +438,25 @@ impl Ledger {
                     let once = format!("push notifications to {target} failed at {}: {reason}", hhmm(ev.ts));
                     lines.note(HappeningKind::PushFailed, key, once, ev.ts);
                 }
+                EventKind::RemoteAction { action, applied, refused, .. } if in_range => {
+                    let (key, once) = if *applied {
+                        c.phone_applied += 1;
+                        (format!("from the phone: {action}"), format!("from the phone at {}: {action}", hhmm(ev.ts)))
+                    } else {
+                        c.phone_refused += 1;
+                        let why = refused.as_deref().unwrap_or("it could not be applied");
+                        (
+                            format!("from the phone, refused: {action} ({why})"),
+                            format!("from the phone at {}, refused: {action} ({why})", hhmm(ev.ts)),
+                        )
+                    };
+                    lines.note(HappeningKind::Phone, key, once, ev.ts);
+                }
+                EventKind::PhoneListen { working: false, reason } if in_range => {
+                    let key = format!("the phone's answers could not be heard: {reason}");
+                    let once = format!("the phone's answers could not be heard from {}: {reason}", hhmm(ev.ts));
+                    lines.note(HappeningKind::PhoneListen, key, once, ev.ts);
+                }
                 EventKind::Suspended { from: slept, to: woke } if in_range => {
                     c.suspends += 1;
                     l.suspends.push(*slept);

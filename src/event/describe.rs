@@ -114,6 +114,15 @@ impl EventKind {
             Self::PushNotSent { target, kind } => {
                 format!("a push notification ({}) was not delivered to {target}", notice_kind(*kind))
             }
+            Self::RemoteAction { action, applied: true, .. } => format!("from the phone: {action}"),
+            Self::RemoteAction { action, refused, .. } => format!(
+                "from the phone, refused: {action}, because {}",
+                refused.as_deref().unwrap_or("it could not be applied")
+            ),
+            Self::PhoneListen { working: false, reason } => {
+                format!("the phone's answers cannot be heard: {reason}; Nightshift keeps trying")
+            }
+            Self::PhoneListen { working: true, reason } => format!("the phone's answers are heard again ({reason})"),
             Self::Salvaged { repo, reference, files, bytes, reason, preexisting, .. } => {
                 let mut text = format!(
                     "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \

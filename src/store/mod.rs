@@ -218,6 +218,39 @@ impl Store {
         Ok(taken == 1)
     }
 
+    /// Claims `claim` (a phone token's nonce, or a message's id) for process `pid`: false when it
+    /// was claimed before, by this process or another (one statement, so two processes listening
+    /// on one topic never both take it).
+    pub fn claim_phone(&mut self, claim: &str, pid: u32, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let taken = self.conn.execute(
+            "INSERT INTO phone_claims (claim, claimed, claimed_by) VALUES (?1, ?2, ?3)
+             ON CONFLICT (claim) DO NOTHING",
+            params![claim, format_ts(now), pid],
+        )?;
+        Ok(taken == 1)
+    }
+
+    /// Where listen topic `topic` (its fingerprint) was read to: the last message's id and time.
+    pub fn phone_cursor(&self, topic: &str) -> Result<Option<(String, i64)>, StoreError> {
+        let found = self
+            .conn
+            .query_row("SELECT last_id, time FROM phone_cursor WHERE topic = ?1", params![topic], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        Ok(found)
+    }
+
+    /// Listen topic `topic` was read to message `id`, of `time` (never moves back in time).
+    pub fn set_phone_cursor(&mut self, topic: &str, id: &str, time: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO phone_cursor (topic, last_id, time) VALUES (?1, ?2, ?3)
+             ON CONFLICT (topic) DO UPDATE SET last_id = ?2, time = ?3 WHERE time <= ?3",
+            params![topic, id, time],
+        )?;
+        Ok(())
+    }
+
     /// Takes over session `id`'s schedule from process `stale`, which claimed it and died before
     /// it started it: false when another process was first.
     pub fn reclaim_schedule(&mut self, id: &str, stale: i64, pid: u32, now: DateTime<Utc>) -> Result<bool, StoreError> {

@@ -119,6 +119,22 @@ fn steps() -> Vec<M<'static>> {
             claimed_by INTEGER
         ) STRICT;",
         ),
+        // The phone's answers: each token's nonce (or a message no token could be read from) is
+        // claimed by the one process that handles it, so it works once, however many listen; and
+        // where each listen topic was read to (its messages' id and time), so a reconnect or a
+        // restart asks for what came since. A topic is kept as its fingerprint, never its URL.
+        M::up(
+            "CREATE TABLE phone_claims (
+            claim      TEXT PRIMARY KEY,  -- `nonce:<nonce>` or `message:<id>`
+            claimed    TEXT NOT NULL,     -- RFC 3339, ms, UTC
+            claimed_by INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE phone_cursor (
+            topic   TEXT PRIMARY KEY,
+            last_id TEXT NOT NULL,
+            time    INTEGER NOT NULL      -- the message's time, Unix seconds
+        ) STRICT;",
+        ),
     ]
 }
 

@@ -190,3 +190,40 @@ fn a_reader_connection_cannot_write() {
     assert!(refused.contains("readonly"), "{refused}");
     assert_eq!(writer.meta("k").unwrap().as_deref(), Some("written"));
 }
+
+#[test]
+fn a_phone_token_is_claimed_once_however_many_processes_race_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    Store::open(&path).unwrap();
+    let now = Utc.with_ymd_and_hms(2026, 12, 5, 2, 0, 0).unwrap();
+    let barrier = std::sync::Barrier::new(8);
+    let taken: Vec<bool> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|pid| {
+                let (path, barrier) = (&path, &barrier);
+                s.spawn(move || {
+                    let mut store = Store::open(path).unwrap();
+                    barrier.wait();
+                    store.claim_phone("nonce:5f1e", pid, now).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(taken.iter().filter(|t| **t).count(), 1, "{taken:?}");
+    let mut store = Store::open(&path).unwrap();
+    assert!(!store.claim_phone("nonce:5f1e", 1, now).unwrap(), "a replay");
+    assert!(store.claim_phone("message:abc", 1, now).unwrap());
+}
+
+#[test]
+fn the_listen_cursor_moves_forward_only() {
+    let mut store = Store::open_in_memory().unwrap();
+    assert_eq!(store.phone_cursor("t1").unwrap(), None);
+    store.set_phone_cursor("t1", "m2", 200).unwrap();
+    store.set_phone_cursor("t1", "m1", 100).unwrap();
+    assert_eq!(store.phone_cursor("t1").unwrap(), Some(("m2".to_string(), 200)), "an older message moves nothing");
+    store.set_phone_cursor("t1", "m3", 200).unwrap();
+    assert_eq!(store.phone_cursor("t1").unwrap(), Some(("m3".to_string(), 200)));
+}

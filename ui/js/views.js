@@ -203,6 +203,8 @@ function renderTotals(list, d) {
     ["guard_denials", "guard denial", "guard denials"],
     ["pushes_sent", "push sent", "pushes sent"],
     ["pushes_failed", "push failed", "pushes failed"],
+    ["phone_applied", "answer from the phone", "answers from the phone"],
+    ["phone_refused", "phone action refused", "phone actions refused"],
     ["suspends", "suspend", "suspends"],
     ["salvages", "salvage snapshot", "salvage snapshots"],
   ];

@@ -222,6 +222,40 @@ fn pushes_are_counted_per_message_and_an_old_journals_outage_as_one() {
 }
 
 #[test]
+fn the_phones_buttons_are_counted_and_each_told_once_with_why_a_refusal() {
+    let action = |t, applied: bool, refused: Option<&str>| {
+        let kind = EventKind::RemoteAction {
+            action: "answer 'PostgreSQL'".into(),
+            choice: "option-2".into(),
+            applied,
+            refused: refused.map(str::to_string),
+        };
+        ev(t, kind)
+    };
+    let down = ev(at(2, 30), EventKind::PhoneListen { working: false, reason: "the server answered 503".into() });
+    let l = read(&[
+        action(at(2, 10), true, None),
+        action(at(2, 11), false, Some("it was used already")),
+        action(at(2, 12), false, Some("it was used already")),
+        down,
+    ]);
+    assert_eq!((l.counts.phone_applied, l.counts.phone_refused), (1, 2));
+    assert_eq!(
+        texts(&l),
+        [
+            format!("from the phone at {}: answer 'PostgreSQL'", hhmm(at(2, 10))),
+            format!(
+                "from the phone, refused: answer 'PostgreSQL' (it was used already): 2 times, {} to {}",
+                hhmm(at(2, 11)),
+                hhmm(at(2, 12))
+            ),
+            format!("the phone's answers could not be heard from {}: the server answered 503", hhmm(at(2, 30))),
+        ]
+    );
+    assert!(l.counts.phrases().iter().any(|p| p == "phone: 1 applied, 2 refused"), "{:?}", l.counts.phrases());
+}
+
+#[test]
 fn only_what_is_in_the_range_is_counted_and_restarts_in_a_burst_are_unusual() {
     let restart =
         |t| ev(t, EventKind::Respawn { action: respawn::Action::Restart, cycle: None, reason: None, cost_usd: None });
