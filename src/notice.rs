@@ -65,6 +65,10 @@ pub struct PushSettings {
     /// The link a tap on the notification opens; `{session}` is the session's id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub click: Option<String>,
+    /// The ntfy topic the phone's buttons post their answers to, on the same server as `ntfy`
+    /// (`nightshift push setup` makes both): without it pushes carry no buttons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
     /// Which kinds are pushed (all unless switched off).
     pub kinds: Switches,
 }
@@ -89,6 +93,34 @@ impl PushSettings {
                 Ok(_) => {}
             }
         }
+        if let Some(url) = &self.listen {
+            let Some(ntfy) = &self.ntfy else {
+                return Some(
+                    "push.listen: the phone's answers need `push.ntfy` too; run `nightshift push setup`".to_string(),
+                );
+            };
+            match http_url(url) {
+                Err(why) => return Some(format!("push.listen: {why}")),
+                Ok(rest) if rest.split_once('/').is_none_or(|(_, topic)| topic.trim_matches('/').is_empty()) => {
+                    return Some(format!(
+                        "push.listen: `{url}` names a server but no topic; run `nightshift push setup`"
+                    ))
+                }
+                Ok(_) if url.trim_end_matches('/') == ntfy.trim_end_matches('/') => {
+                    return Some(
+                        "push.listen: the answers' topic must not be the one pushes go to; run `nightshift push setup`"
+                            .to_string(),
+                    )
+                }
+                Ok(_) if server(url) != server(ntfy) => {
+                    return Some(format!(
+                        "push.listen: `{url}` is not on the server of push.ntfy; the phone posts its answers to the \
+                         server it reads; run `nightshift push setup`"
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
         if let Some(url) = &self.webhook {
             if let Err(why) = http_url(url) {
                 return Some(format!("push.webhook: {why}"));
@@ -101,6 +133,12 @@ impl PushSettings {
         }
         None
     }
+}
+
+/// The scheme and host of a topic's URL (`https://ntfy.sh`).
+pub fn server(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    url[after..].find('/').map_or(url, |i| &url[..after + i])
 }
 
 /// The part of `url` after its scheme, if it is an http(s) URL with a host.

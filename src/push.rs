@@ -63,6 +63,71 @@ pub enum Kept {
     File,
 }
 
+/// The phone's signing key's file, in the configuration directory.
+pub const PHONE_KEY_FILE: &str = "phone.key";
+/// The phone's signing key's item in the desktop's keyring, looked for before the file.
+pub const PHONE_KEY_ITEM: [(&str, &str); 2] = [("application", "nightshift"), ("service", "phone-key")];
+
+/// The phone's answers, once set up: the topic its buttons post to, and the install's key that
+/// signs each button (it never leaves the machine).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answers {
+    pub listen: String,
+    pub key: crate::phone::Key,
+}
+
+/// What a process pushes with: the settings, the server's access token, and the phone's answers
+/// when set up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Setup {
+    pub settings: Settings,
+    pub token: Option<Secret>,
+    pub answers: Option<Answers>,
+}
+
+/// The install's signing key for the phone's buttons: the keyring's item when it holds one, else
+/// the file in `dir` (`None` with neither).
+pub fn phone_key(dir: Option<&Path>) -> Result<Option<crate::phone::Key>, String> {
+    let text = match <Os as Secrets>::lookup(&PHONE_KEY_ITEM) {
+        Ok(Found::Secret(text)) => Some(text),
+        Ok(Found::Locked) => {
+            tracing::warn!("the keyring holds the phone's key but is locked; the key file is used");
+            None
+        }
+        Ok(Found::Nothing) => None,
+        Err(e) => {
+            tracing::warn!("{e}; the phone's key is looked for in its file");
+            None
+        }
+    };
+    let text = match text {
+        Some(text) => Some(text),
+        None => match dir {
+            Some(dir) => private_file(&dir.join(PHONE_KEY_FILE))?,
+            None => None,
+        },
+    };
+    text.map(|t| crate::phone::Key::from_hex(&t)).transpose()
+}
+
+/// Keeps `key` in `dir`'s key file, readable by its owner alone, replacing any key before it.
+pub fn save_phone_key(dir: &Path, key: &crate::phone::Key) -> Result<std::path::PathBuf, String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(PHONE_KEY_FILE);
+    let tmp = dir.join(".phone.key.tmp");
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let _ = std::fs::remove_file(&tmp);
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(format!("{}\n", key.to_hex()).as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    };
+    write().map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
 /// The ntfy access token: the desktop's keyring's item when it holds one, else the file in `dir`
 /// (`None` with neither).
 pub fn token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
@@ -94,8 +159,12 @@ pub fn find_token(dir: Option<&Path>) -> Result<Option<(Secret, Kept)>, String> 
 /// The ntfy access token kept in `dir`'s file (`None` without the file).
 fn file_token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
     let Some(dir) = dir else { return Ok(None) };
-    let path = dir.join(TOKEN_FILE);
-    let meta = match std::fs::metadata(&path) {
+    Ok(private_file(&dir.join(TOKEN_FILE))?.map(Secret))
+}
+
+/// A secret kept in a file only its owner may read: its text, trimmed (`None` without the file).
+fn private_file(path: &Path) -> Result<Option<String>, String> {
+    let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
@@ -109,12 +178,12 @@ fn file_token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
             path.display()
         ));
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let token = text.trim();
     if token.is_empty() {
-        return Err(format!("{} is empty; put the ntfy access token in it, or delete it", path.display()));
+        return Err(format!("{} is empty; put the secret in it, or delete it", path.display()));
     }
-    Ok(Some(Secret(token.to_string())))
+    Ok(Some(token.to_string()))
 }
 
 /// A token: its `Debug` never shows it.
@@ -163,6 +232,104 @@ pub struct Message {
     pub click: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The phone's buttons (ntfy only: a webhook gets no signed token).
+    #[serde(skip)]
+    pub buttons: Vec<Button>,
+}
+
+/// A button on a push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Button {
+    /// Posts `body` (a signed token) to `url` (the listen topic): ntfy's `http` action.
+    Post { label: String, url: String, body: String },
+    /// Opens `url`: ntfy's `view` action.
+    View { label: String, url: String },
+}
+
+/// How many buttons ntfy shows on one notification.
+pub const MAX_BUTTONS: usize = 3;
+
+/// ntfy's `Actions` header for `buttons`, in its short form (fields split by commas, actions by
+/// semicolons, so a label loses those and quotes).
+fn actions_header(buttons: &[Button]) -> String {
+    let clean = |label: &str| -> String {
+        let kept: String = label.chars().filter(|c| !matches!(c, ',' | ';' | '"' | '\'' | '=')).collect();
+        kept.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    buttons
+        .iter()
+        .map(|b| match b {
+            Button::Post { label, url, body } => {
+                format!("http, {}, {url}, method=POST, body={body}, clear=true", clean(label))
+            }
+            Button::View { label, url } => format!("view, {}, {url}", clean(label)),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The buttons a push of `event` (of session `session`, run by `agent`) carries, with the phone's
+/// answers set up; `now` starts each button's time. A question gets one per option the dialog offers
+/// (numbered only, in short mode: its labels are the screen's), a permission prompt Allow once and
+/// Deny, a breaker that opened Try again now and Stop the session, a usage limit Stop at the next
+/// checkpoint; each signed for its one session, dialog and choice. "Open" follows the tap's link
+/// when there is one.
+pub fn buttons(
+    event: &crate::EventKind,
+    session: &str,
+    agent: crate::agent::AgentKind,
+    settings: &Settings,
+    answers: &Answers,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Button> {
+    use crate::agent::{Adapter, DialogKind};
+    use crate::phone::{fingerprint, Action, Choice, DEFAULT_TTL};
+    use crate::EventKind as E;
+    let post = |label: String, dialog: &str, choice: Choice, ttl: chrono::Duration| Button::Post {
+        label,
+        url: answers.listen.clone(),
+        body: Action::new(session, dialog, choice, now, ttl).sign(&answers.key),
+    };
+    let open =
+        settings.click.as_ref().map(|c| Button::View { label: "Open".into(), url: c.replace("{session}", session) });
+    let mut out = Vec::new();
+    match event {
+        E::State { state: crate::event::SessionState::WaitingInput, dialog: Some(dialog), .. } => {
+            let adapter = Adapter::builtin(agent);
+            if !adapter.answers(dialog.kind) {
+                return Vec::new();
+            }
+            let print = fingerprint(dialog.kind.as_str(), dialog.text.as_deref());
+            match dialog.kind {
+                DialogKind::Question => {
+                    let room = MAX_BUTTONS - usize::from(open.is_some());
+                    for (n, label) in dialog.options.iter().take(room) {
+                        let label = if settings.short { format!("Option {n}") } else { label.clone() };
+                        out.push(post(label, &print, Choice::Option(*n), DEFAULT_TTL));
+                    }
+                    out.extend(open);
+                }
+                DialogKind::Permission => {
+                    out.push(post("Allow once".into(), &print, Choice::Allow, DEFAULT_TTL));
+                    out.push(post("Deny".into(), &print, Choice::Deny, DEFAULT_TTL));
+                    out.extend(open);
+                }
+                _ => {}
+            }
+        }
+        E::Breaker { state: crate::breaker::BreakerState::Open, .. } => {
+            let print = fingerprint("breaker", None);
+            out.push(post("Try again now".into(), &print, Choice::Retry, DEFAULT_TTL));
+            out.push(post("Stop the session".into(), &print, Choice::Stop, DEFAULT_TTL));
+        }
+        E::LimitDetected { resets_at, source, .. } if *source != crate::limits::Source::Journal => {
+            // Good for the whole wait (ntfy keeps a message 12 hours at most).
+            let ttl = resets_at.map_or(DEFAULT_TTL, |at| (at - now).clamp(DEFAULT_TTL, chrono::Duration::hours(12)));
+            out.push(post("Stop at the next checkpoint".into(), &fingerprint("limit", None), Choice::Checkpoint, ttl));
+        }
+        _ => {}
+    }
+    out
 }
 
 fn kind_word(kind: Kind) -> &'static str {
@@ -209,6 +376,7 @@ pub fn message(notice: &Notice, settings: &Settings) -> Message {
         tags: vec![tag, "nightshift"],
         click,
         session: notice.session.clone(),
+        buttons: Vec::new(),
     }
 }
 
@@ -250,6 +418,9 @@ fn deliver(agent: &ureq::Agent, target: Target, url: &str, token: Option<&Secret
                 .header("Tags", m.tags.join(","));
             if let Some(click) = &m.click {
                 request = request.header("Click", header_value(click));
+            }
+            if !m.buttons.is_empty() {
+                request = request.header("Actions", header_value(&actions_header(&m.buttons)));
             }
             if let Some(Secret(token)) = token {
                 request = request.header("Authorization", format!("Bearer {token}"));
@@ -318,11 +489,7 @@ impl fmt::Debug for Job {
 
 /// The settings and token in force, shared by the process's follower and its delivery thread, and
 /// changed in place from the window.
-#[derive(Debug, Default)]
-struct Live {
-    settings: Settings,
-    token: Option<Secret>,
-}
+type Live = Setup;
 
 type Shared = Arc<RwLock<Live>>;
 
@@ -355,6 +522,7 @@ impl Pusher {
                 };
                 let (targets, token) = {
                     let live = read(&live);
+                    let live = &*live;
                     let urls =
                         [(Target::Ntfy, live.settings.ntfy.clone()), (Target::Webhook, live.settings.webhook.clone())];
                     (urls, live.token.clone())
@@ -430,27 +598,37 @@ impl Following {
         let _ = tokio::task::spawn_blocking(move || pusher.flush(left)).await;
     }
 
-    /// New settings and token, from the next notice on (the window's settings).
-    pub fn update(&self, settings: Settings, token: Option<Secret>) {
-        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Live { settings, token };
+    /// New settings, token and answers, from the next notice on (the window's settings).
+    pub fn update(&self, setup: Setup) {
+        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = setup;
+    }
+
+    /// The phone's answers as set up now, if they are.
+    pub fn answers(&self) -> Option<Answers> {
+        read(&self.live).answers.clone()
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> Settings {
+        read(&self.live).settings.clone()
+    }
+
+    /// Sends `m` to ntfy now (a reply to a phone's button), through the same delivery.
+    pub fn say(&self, m: Message) {
+        self.pusher.send(m);
     }
 }
 
 /// Pushes the notices of `supervisor`'s own sessions, with `settings`; `None` (and nothing started)
 /// when no target is set. Needs the Tokio runtime (the wait before a finish or a question is told).
-pub fn follow(supervisor: &crate::Supervisor, settings: Settings, token: Option<Secret>) -> Option<Following> {
-    settings.configured().then(|| start(supervisor, settings, token, RETRY_AFTER.to_vec()))
+pub fn follow(supervisor: &crate::Supervisor, setup: Setup) -> Option<Following> {
+    setup.settings.configured().then(|| start(supervisor, setup, RETRY_AFTER.to_vec()))
 }
 
 /// [`follow`] whether or not a target is set yet (the app, whose settings can set one later), with
 /// its own retry waits.
-pub fn start(
-    supervisor: &crate::Supervisor,
-    settings: Settings,
-    token: Option<Secret>,
-    retry_after: Vec<Duration>,
-) -> Following {
-    let live: Shared = Arc::new(RwLock::new(Live { settings, token }));
+pub fn start(supervisor: &crate::Supervisor, setup: Setup, retry_after: Vec<Duration>) -> Following {
+    let live: Shared = Arc::new(RwLock::new(setup));
     let journal = supervisor.clone();
     let pusher = Pusher::start(Arc::clone(&live), retry_after, move |report: Report| {
         let id = |s: Option<String>| crate::event::SessionId::from(s.unwrap_or_default());
@@ -486,8 +664,11 @@ pub fn start(
     tokio::spawn(async move {
         let mut told = notice::Told::default();
         while let Some(event) = rx.recv().await {
-            let settings = read(&settings).settings.clone();
-            let Some((notice, message)) = news(&supervisor, &settings, &mut told, &event) else {
+            let (settings, answers) = {
+                let live = read(&settings);
+                (live.settings.clone(), live.answers.clone())
+            };
+            let Some((notice, message)) = news(&supervisor, &settings, answers.as_ref(), &mut told, &event) else {
                 done.fetch_sub(1, Ordering::SeqCst);
                 continue;
             };
@@ -515,6 +696,7 @@ pub fn start(
 fn news(
     supervisor: &crate::Supervisor,
     settings: &Settings,
+    answers: Option<&Answers>,
     told: &mut notice::Told,
     event: &crate::Event,
 ) -> Option<(Notice, Message)> {
@@ -524,19 +706,38 @@ fn news(
     if !settings.kinds.allows(notice.kind) || !told.first(&notice, event.ts, &chrono::Local) {
         return None;
     }
-    let message = message(&notice, settings);
+    let mut message = message(&notice, settings);
+    if let (Some(answers), Ok(agent)) = (answers, row.agent.parse::<crate::agent::AgentKind>()) {
+        message.buttons = buttons(&event.kind, &id, agent, settings, answers, supervisor.clock().now());
+    }
     Some((notice, message))
 }
 
 /// The settings in `dir`'s `config.toml` and the token beside it, for a process that pushes: the
 /// problem in one line when either is wrong (the caller says it and goes on without the phone).
-pub fn load(dir: Option<&Path>) -> Result<(Settings, Option<Secret>), String> {
+pub fn load(dir: Option<&Path>) -> Result<Setup, String> {
     let config = crate::config::Config::load(dir).map_err(|e| e.to_string())?;
-    if !config.push.configured() {
-        return Ok((config.push, None));
+    setup(dir, config.push)
+}
+
+/// `settings` with the token and the phone's key kept in `dir`.
+pub fn setup(dir: Option<&Path>, settings: Settings) -> Result<Setup, String> {
+    if !settings.configured() {
+        return Ok(Setup { settings, ..Setup::default() });
     }
     let token = token(dir)?;
-    Ok((config.push, token))
+    let answers = match &settings.listen {
+        None => None,
+        Some(listen) => {
+            let key = phone_key(dir)?.ok_or_else(|| {
+                "push.listen is set, but the phone's signing key is in neither the keyring nor phone.key; run \
+                 `nightshift push setup` again"
+                    .to_string()
+            })?;
+            Some(Answers { listen: listen.clone(), key })
+        }
+    };
+    Ok(Setup { settings, token, answers })
 }
 
 #[cfg(test)]
@@ -627,7 +828,7 @@ mod tests {
     fn each_message_is_reported_sent_or_not_and_an_outage_once() {
         let status = Arc::new(std::sync::atomic::AtomicU16::new(200));
         let settings = Settings { ntfy: Some(server(Arc::clone(&status))), ..Settings::default() };
-        let live: Shared = Arc::new(RwLock::new(Live { settings: settings.clone(), token: None }));
+        let live: Shared = Arc::new(RwLock::new(Live { settings: settings.clone(), ..Live::default() }));
         let (tx, rx) = std_mpsc::channel();
         let tx = std::sync::Mutex::new(tx);
         let pusher = Pusher::start(live, vec![Duration::from_millis(10)], move |r| {
@@ -663,6 +864,144 @@ mod tests {
         );
         status.store(200, Ordering::SeqCst);
         assert_eq!(push(Kind::Resume), [Report::Sent { target: Target::Ntfy, session, kind: Kind::Resume }]);
+    }
+
+    fn waiting(kind: crate::agent::DialogKind, options: &[&str]) -> crate::EventKind {
+        let mut dialog = crate::agent::Dialog::new(kind, Some("Which database should the new service use?".into()));
+        dialog.options = options.iter().enumerate().map(|(i, o)| (i as u8 + 1, o.to_string())).collect();
+        crate::EventKind::State {
+            state: crate::event::SessionState::WaitingInput,
+            reason: "a dialog".into(),
+            dialog: Some(dialog),
+            pid: None,
+            exit_code: None,
+            signal: None,
+            error: None,
+            last_screen: None,
+        }
+    }
+
+    fn tokens(buttons: &[Button]) -> Vec<(String, crate::phone::Action)> {
+        let now = "2026-12-05T02:00:00Z".parse().unwrap();
+        buttons
+            .iter()
+            .filter_map(|b| match b {
+                Button::Post { label, body, .. } => {
+                    Some((label.clone(), crate::phone::verify(&KEY, body, now).unwrap()))
+                }
+                Button::View { .. } => None,
+            })
+            .collect()
+    }
+
+    static KEY: std::sync::LazyLock<crate::phone::Key> = std::sync::LazyLock::new(crate::phone::Key::generate);
+
+    #[test]
+    fn a_question_gets_a_signed_button_per_option_and_short_mode_numbers_them() {
+        use crate::agent::{AgentKind, DialogKind};
+        use crate::phone::Choice;
+        let now = "2026-12-05T02:00:00Z".parse().unwrap();
+        let answers = Answers { listen: "https://ntfy.sh/ns-answers".into(), key: KEY.clone() };
+        let mut settings = Settings { ntfy: Some("https://ntfy.sh/ns-night".into()), ..Settings::default() };
+        let question = waiting(DialogKind::Question, &["SQLite (Recommended)", "PostgreSQL", "MySQL"]);
+        let b = buttons(&question, "3f2a9c01", AgentKind::Claude, &settings, &answers, now);
+        let got = tokens(&b);
+        let labels: Vec<&str> = got.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(labels, ["SQLite (Recommended)", "PostgreSQL", "MySQL"]);
+        let fp = crate::phone::fingerprint("question", Some("Which database should the new service use?"));
+        assert!(got.iter().all(|(_, a)| a.session == "3f2a9c01" && a.dialog == fp));
+        assert_eq!(got[1].1.choice, Choice::Option(2));
+        assert!(b.iter().all(|x| matches!(x, Button::Post { url, .. } if url == "https://ntfy.sh/ns-answers")));
+        // With a link to open, one option less; short mode shows no option's words.
+        settings.click = Some("https://example.org/s/{session}".into());
+        settings.short = true;
+        let b = buttons(&question, "3f2a9c01", AgentKind::Claude, &settings, &answers, now);
+        assert_eq!(b.len(), MAX_BUTTONS);
+        assert_eq!(b[2], Button::View { label: "Open".into(), url: "https://example.org/s/3f2a9c01".into() });
+        let labels: Vec<String> = tokens(&b).into_iter().map(|(l, _)| l).collect();
+        assert_eq!(labels, ["Option 1", "Option 2"]);
+        // A client whose answers are not known gets no buttons to guess with.
+        assert!(buttons(&question, "s", AgentKind::Generic, &settings, &answers, now).is_empty());
+    }
+
+    #[test]
+    fn a_permission_a_breaker_and_a_limit_get_their_own_buttons() {
+        use crate::agent::{AgentKind, DialogKind};
+        use crate::phone::Choice;
+        let now: chrono::DateTime<chrono::Utc> = "2026-12-05T02:00:00Z".parse().unwrap();
+        let answers = Answers { listen: "https://ntfy.sh/ns-answers".into(), key: KEY.clone() };
+        let settings = Settings::default();
+        let each = |event: &crate::EventKind| -> Vec<(String, Choice, i64)> {
+            tokens(&buttons(event, "s1", AgentKind::Claude, &settings, &answers, now))
+                .into_iter()
+                .map(|(l, a)| (l, a.choice, (a.expires - now.timestamp()) / 60))
+                .collect()
+        };
+        let permission = waiting(DialogKind::Permission, &[]);
+        assert_eq!(each(&permission), [("Allow once".into(), Choice::Allow, 30), ("Deny".into(), Choice::Deny, 30)]);
+        let breaker = crate::EventKind::Breaker {
+            breaker: crate::breaker::BreakerKind::CrashLoop,
+            state: crate::breaker::BreakerState::Open,
+            reason: "3 crashes".into(),
+        };
+        assert_eq!(
+            each(&breaker),
+            [("Try again now".into(), Choice::Retry, 30), ("Stop the session".into(), Choice::Stop, 30)]
+        );
+        let limit = |hours| crate::EventKind::LimitDetected {
+            resets_at: Some(now + chrono::Duration::hours(hours)),
+            source: crate::limits::Source::Text,
+            kind: crate::limits::LimitKind::FiveHour,
+            line: "limit".into(),
+        };
+        assert_eq!(
+            each(&limit(3)),
+            [("Stop at the next checkpoint".into(), Choice::Checkpoint, 180)],
+            "the whole wait"
+        );
+        assert_eq!(each(&limit(48))[0].2, 12 * 60, "no longer than ntfy keeps it");
+        let trust = waiting(DialogKind::Trust, &[]);
+        assert!(each(&trust).is_empty(), "a trust question is never answered from afar");
+    }
+
+    #[test]
+    fn the_actions_header_is_ntfys_short_form_and_a_label_cannot_break_it() {
+        let b = [
+            Button::Post {
+                label: "Yes, \"and\"; more=1".into(),
+                url: "https://ntfy.sh/a".into(),
+                body: "ns1.x.y".into(),
+            },
+            Button::View { label: "Open".into(), url: "https://example.org/s/1".into() },
+        ];
+        assert_eq!(
+            actions_header(&b),
+            "http, Yes and more1, https://ntfy.sh/a, method=POST, body=ns1.x.y, clear=true; view, Open, https://example.org/s/1"
+        );
+    }
+
+    #[test]
+    fn the_answers_topic_is_checked_against_the_push_topic() {
+        let with = |listen: &str| {
+            Settings { ntfy: Some("https://ntfy.sh/ns-a".into()), listen: Some(listen.into()), ..Settings::default() }
+                .problem()
+        };
+        assert_eq!(with("https://ntfy.sh/ns-b"), None);
+        assert!(with("https://ntfy.sh/ns-a").unwrap().contains("must not be the one pushes go to"));
+        assert!(with("https://other.example/ns-b").unwrap().contains("not on the server of push.ntfy"));
+        assert!(with("https://ntfy.sh/").unwrap().contains("no topic"));
+        let alone = Settings { listen: Some("https://ntfy.sh/ns-b".into()), ..Settings::default() }.problem();
+        assert!(alone.unwrap().contains("need `push.ntfy` too"));
+    }
+
+    #[test]
+    fn the_phone_key_is_kept_for_its_owner_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = crate::phone::Key::generate();
+        let path = save_phone_key(dir.path(), &key).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(private_file(&path).unwrap().map(|t| crate::phone::Key::from_hex(&t)), Some(Ok(key)));
     }
 
     #[test]

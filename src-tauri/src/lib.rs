@@ -199,14 +199,14 @@ pub fn run() {
     // The phone hears about this app's own sessions (a headless run pushes its own); the window's
     // settings can set a target later, so the follower runs even without one.
     let push = tauri::async_runtime::block_on(async {
-        let (settings, token) = nightshift::push::load(paths.config_dir.as_deref()).unwrap_or_else(|problem| {
+        let setup = nightshift::push::load(paths.config_dir.as_deref()).unwrap_or_else(|problem| {
             tracing::warn!("push notifications are off: {problem}");
             Default::default()
         });
-        if settings.configured() {
+        if setup.settings.configured() {
             tracing::info!("push notifications are on");
         }
-        nightshift::push::start(&supervisor, settings, token, nightshift::push::RETRY_AFTER.to_vec())
+        nightshift::push::start(&supervisor, setup, nightshift::push::RETRY_AFTER.to_vec())
     });
     let bus = supervisor.subscribe();
     let journal = paths.journal();

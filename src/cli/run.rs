@@ -258,7 +258,7 @@ pub(super) fn host(
         }));
     }
     let push = match nightshift::push::load(paths.config_dir.as_deref()) {
-        Ok((settings, token)) => nightshift::push::follow(&supervisor, settings, token),
+        Ok(setup) => nightshift::push::follow(&supervisor, setup),
         Err(problem) => {
             eprintln!("nightshift: push notifications are off: {problem}");
             None

@@ -248,11 +248,14 @@ pub fn set_push(state: State<'_, AppState>, mut settings: nightshift::push::Sett
         return Err(UiError::new(Code::BadPush, problem));
     }
     let dir = state.paths.config_dir.as_deref();
-    let token = nightshift::push::token(dir).map_err(|problem| UiError::new(Code::BadPushToken, problem))?;
     let mut config = Config::load(dir)?;
-    config.push = settings.clone();
+    // The answers' topic is set up with its key (`push setup`), not typed in the form.
+    settings.listen = config.push.listen.clone();
+    let setup =
+        nightshift::push::setup(dir, settings.clone()).map_err(|problem| UiError::new(Code::BadPushToken, problem))?;
+    config.push = settings;
     config.save(dir)?;
-    state.push.update(settings, token);
+    state.push.update(setup);
     Ok(())
 }
 
