@@ -210,13 +210,21 @@ impl Config {
     }
 
     pub fn save(&self, dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
+        use std::os::unix::fs::OpenOptionsExt;
         let dir = dir.ok_or(ConfigError::NoDir)?;
         let path = Self::path(dir);
         let text = self.to_text().map_err(|message| ConfigError::Invalid { path: path.clone(), message })?;
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let tmp = dir.join(".config.toml.tmp");
-            std::fs::write(&tmp, text.as_bytes())?;
+            // The push topics are secrets of a sort: the file is its owner's alone.
+            let _ = std::fs::remove_file(&tmp);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))?;
             std::fs::rename(&tmp, &path)
         };
         write().map_err(|source| ConfigError::Write { path: path.clone(), source })?;

@@ -293,6 +293,46 @@ fn parse_ts(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
 }
 
+/// What the phone's listener journalled under no session in `[from, to)`: buttons refused before
+/// any session of this install could be trusted (a forged or unreadable token), and the times the
+/// answers could not be heard. Counted, and each kind told in one line.
+fn loose_phone_events(
+    store: &Store,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    counts: &mut Counts,
+    informational: &mut Vec<String>,
+) -> Result<(), StoreError> {
+    let query = EventQuery { session: Some(String::new()), since: Some(from), ..Default::default() };
+    let events: Vec<Event> = store.events(&query)?.iter().filter_map(|e| serde_json::from_str(&e.body).ok()).collect();
+    let mut refused: Vec<(DateTime<Utc>, String)> = Vec::new();
+    let mut outages = Vec::new();
+    for ev in events.iter().filter(|e| e.ts >= from && e.ts < to) {
+        match &ev.kind {
+            crate::EventKind::RemoteAction { applied: false, refused: why, .. } => {
+                refused.push((ev.ts, why.clone().unwrap_or_default()));
+            }
+            crate::EventKind::PhoneListen { working: false, reason } => outages.push((ev.ts, reason.clone())),
+            _ => {}
+        }
+    }
+    if let Some((first, why)) = refused.first() {
+        counts.phone_refused += u32::try_from(refused.len()).unwrap_or(u32::MAX);
+        informational.push(format!(
+            "{} on the answers' topic refused, for no session of this install (the first at {}: {why})",
+            if refused.len() == 1 { "1 phone action".to_string() } else { format!("{} phone actions", refused.len()) },
+            first.with_timezone(&chrono::Local).format("%H:%M")
+        ));
+    }
+    for (at, reason) in outages {
+        informational.push(format!(
+            "the phone's answers could not be heard from {}: {reason}",
+            at.with_timezone(&chrono::Local).format("%H:%M")
+        ));
+    }
+    Ok(())
+}
+
 /// Computes the digest of `[from, to)` from the journal (and each session's repository).
 pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Digest, StoreError> {
     let mut sessions = Vec::new();
@@ -349,6 +389,7 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
     for s in &sessions {
         counts.add(&s.counts);
     }
+    loose_phone_events(store, from, to, &mut counts, &mut informational)?;
     // What sessions share happened once: a commit in a shared repository, the machine's sleep.
     counts.commits = u32::try_from(totals.commits).unwrap_or(u32::MAX);
     counts.suspends = u32::try_from(suspends.len()).unwrap_or(u32::MAX);

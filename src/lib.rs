@@ -22,7 +22,7 @@
 //! | 6. settings and what the journal tells | `config`, `digest`, `notice`, `overview`, `plan`, `push`, `schedule` | the user's settings, and what the journal says to the user: notices, the tray's glance, the plan, the morning |
 //! | 7. executors | `loops`, `session` | the actors that own a child and apply their machines' effects |
 //! | 8. the supervisor | `restore`, `supervisor` | the sessions of one process, and bringing a night back after any end |
-//! | 9. surfaces | `control`, `doctor` | what other processes and the user reach: the control socket, the checks before a night |
+//! | 9. surfaces | `control`, `doctor`, `remote` | what other processes and the user reach: the control socket, the checks before a night |
 //!
 //! The CLI (`src/cli`, `src/main.rs`) and the tray app (`src-tauri`) stand on top of all of them.
 
@@ -53,6 +53,7 @@ pub mod power;
 pub mod pty;
 pub mod push;
 pub mod record;
+pub mod remote;
 pub mod respawn;
 pub mod restore;
 pub mod schedule;

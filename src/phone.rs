@@ -3,7 +3,8 @@
 //! key. The button carries the signed token and nothing else; the key never leaves the machine. A
 //! token is good for its one session, its one dialog, its one choice, until it expires; whoever
 //! applies it also claims its nonce in the journal (so it works once) and checks the dialog is still
-//! on screen. A leaf: it uses nothing of the crate.
+//! on screen. Also the listen topic's stream as ntfy writes it, and the bucket that cuts a flood of
+//! it. A leaf: it uses nothing of the crate.
 //!
 //! The token is `ns1.<payload>.<mac>`: the payload is the fields joined by `|` —
 //! `session|dialog|choice|expires|nonce` — and the MAC is HMAC-SHA256 over `ns1.<payload>`, both
@@ -214,9 +215,115 @@ pub fn verify(key: &Key, token: &str, now: DateTime<Utc>) -> Result<Action, Refu
     Ok(Action { session: session.into(), dialog: dialog.into(), choice, expires, nonce: nonce.into() })
 }
 
+/// One message of the listen topic, as ntfy's JSON stream carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    pub id: String,
+    /// When ntfy took it (Unix seconds).
+    pub time: i64,
+    pub message: String,
+}
+
+/// What one line of ntfy's JSON stream (`GET <topic>/json`) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    Message(Incoming),
+    /// `open`, `keepalive`, `poll_request`: nothing to do.
+    Other,
+    /// Not a line ntfy writes.
+    Malformed,
+}
+
+/// Reads one line of ntfy's JSON stream.
+pub fn read_line(line: &str) -> Line {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else { return Line::Malformed };
+    match value["event"].as_str() {
+        Some("message") => {}
+        Some(_) => return Line::Other,
+        None => return Line::Malformed,
+    }
+    let (Some(id), Some(time)) = (value["id"].as_str(), value["time"].as_i64()) else { return Line::Malformed };
+    if id.is_empty() || id.len() > 64 {
+        return Line::Malformed;
+    }
+    let message = value["message"].as_str().unwrap_or_default().trim().to_string();
+    Line::Message(Incoming { id: id.to_string(), time, message })
+}
+
+/// A token bucket: `burst` messages at once, then one per `every`; what comes faster is dropped.
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    burst: f64,
+    every: std::time::Duration,
+    tokens: f64,
+    at: std::time::Instant,
+}
+
+impl Bucket {
+    pub fn new(burst: u32, every: std::time::Duration, now: std::time::Instant) -> Self {
+        Self { burst: f64::from(burst), every, tokens: f64::from(burst), at: now }
+    }
+
+    /// Whether one more message may be handled at `now`.
+    pub fn take(&mut self, now: std::time::Instant) -> bool {
+        let gained = now.saturating_duration_since(self.at).as_secs_f64() / self.every.as_secs_f64();
+        self.tokens = (self.tokens + gained).min(self.burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether it is full again (a flood is over).
+    pub fn full(&self) -> bool {
+        self.tokens >= self.burst
+    }
+}
+
+/// The wait before the `failures`th reconnect in a row: 2 s, doubling, at most 5 minutes.
+pub fn backoff(failures: u32) -> std::time::Duration {
+    std::time::Duration::from_secs(2u64.saturating_pow(failures.clamp(1, 16)).min(300))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_streams_lines_are_read_and_anything_else_is_malformed() {
+        let message = r#"{"id":"hwQ2YpKdmg","time":1764900000,"event":"message","topic":"t","message":" ns1.a.b \n"}"#;
+        assert_eq!(
+            read_line(message),
+            Line::Message(Incoming { id: "hwQ2YpKdmg".into(), time: 1_764_900_000, message: "ns1.a.b".into() })
+        );
+        assert_eq!(read_line(r#"{"id":"x","time":1,"event":"keepalive","topic":"t"}"#), Line::Other);
+        assert_eq!(read_line(r#"{"id":"x","time":1,"event":"open","topic":"t"}"#), Line::Other);
+        for bad in ["", "not json", "[1,2]", r#"{"event":"message"}"#, r#"{"id":"","time":1,"event":"message"}"#] {
+            assert_eq!(read_line(bad), Line::Malformed, "{bad}");
+        }
+        let long_id = format!(r#"{{"id":"{}","time":1,"event":"message","message":"m"}}"#, "x".repeat(65));
+        assert_eq!(read_line(&long_id), Line::Malformed);
+    }
+
+    #[test]
+    fn a_flood_is_cut_to_the_burst_then_one_per_interval() {
+        let t0 = std::time::Instant::now();
+        let every = std::time::Duration::from_secs(3);
+        let mut bucket = Bucket::new(20, every, t0);
+        let taken = (0..100).filter(|_| bucket.take(t0)).count();
+        assert_eq!(taken, 20, "the burst");
+        assert!(!bucket.full());
+        assert!(!bucket.take(t0 + std::time::Duration::from_secs(2)));
+        assert!(bucket.take(t0 + std::time::Duration::from_secs(4)), "one more after the interval");
+        let later = t0 + std::time::Duration::from_secs(3600);
+        assert!(bucket.take(later) && !bucket.full());
+        assert_eq!(backoff(0).as_secs(), 2);
+        assert_eq!(backoff(3).as_secs(), 8);
+        assert_eq!(backoff(40).as_secs(), 300);
+    }
 
     fn now() -> DateTime<Utc> {
         "2026-12-05T02:00:00Z".parse().unwrap()

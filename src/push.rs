@@ -128,6 +128,85 @@ pub fn save_phone_key(dir: &Path, key: &crate::phone::Key) -> Result<std::path::
     Ok(path)
 }
 
+/// The phone's answers as `nightshift push setup` left them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Phone {
+    /// The topic pushes go to: the one the phone subscribes to.
+    pub publish: String,
+    /// The topic the buttons post to (nobody subscribes to it but Nightshift).
+    pub listen: String,
+    /// Where the signing key is kept.
+    pub key: Kept,
+    /// Whether this call made them (false: they were set up already).
+    pub made: bool,
+}
+
+/// Sets up the phone's answers in `dir`: a random topic pair on `server` (each 128 bits, so
+/// neither can be guessed) and the install's signing key, unless they are set up already (`fresh`
+/// makes new ones: the old buttons stop working). The key stays in the keyring when it holds one;
+/// otherwise it is written to a 0600 file.
+pub fn set_up_phone(dir: &Path, server: Option<&str>, fresh: bool) -> Result<Phone, String> {
+    let mut config = crate::config::Config::load(Some(dir)).map_err(|e| e.to_string())?;
+    let kept = |made: bool, config: &crate::config::Config| -> Result<Phone, String> {
+        let key = if <Os as Secrets>::holds(&PHONE_KEY_ITEM) == Found::Nothing { Kept::File } else { Kept::Keyring };
+        let (Some(publish), Some(listen)) = (config.push.ntfy.clone(), config.push.listen.clone()) else {
+            return Err("push.ntfy and push.listen are not both set; run `nightshift push setup --fresh`".into());
+        };
+        Ok(Phone { publish, listen, key, made })
+    };
+    if !fresh && config.push.listen.is_some() && phone_key(Some(dir))?.is_some() {
+        let now = config.push.listen.as_deref().map(crate::notice::server).unwrap_or_default();
+        if let Some(asked) = server.map(|s| s.trim_end_matches('/')).filter(|s| *s != now) {
+            return Err(format!(
+                "the phone's answers are set up on {now} already; add --fresh to move them to {asked} (the \
+                 buttons pushed before stop working)"
+            ));
+        }
+        return kept(false, &config);
+    }
+    let server = match server {
+        Some(s) => s.trim_end_matches('/').to_string(),
+        None => config.push.ntfy.as_deref().map_or("https://ntfy.sh", crate::notice::server).to_string(),
+    };
+    let topic = |server: &str| format!("{server}/ns-{:032x}", rand::random::<u128>());
+    let (publish, listen) = (topic(&server), topic(&server));
+    let mut settings = config.push.clone();
+    settings.ntfy = Some(publish);
+    settings.listen = Some(listen);
+    if let Some(problem) = settings.problem() {
+        return Err(format!("{problem} (the server given: `{server}`, such as https://ntfy.sh)"));
+    }
+    if fresh || <Os as Secrets>::holds(&PHONE_KEY_ITEM) == Found::Nothing {
+        if <Os as Secrets>::holds(&PHONE_KEY_ITEM) != Found::Nothing {
+            return Err("the keyring holds the phone's key: remove it there first (`secret-tool clear application \
+                        nightshift service phone-key`), then run `nightshift push setup --fresh` again"
+                .into());
+        }
+        save_phone_key(dir, &crate::phone::Key::generate())?;
+    }
+    config.push = settings;
+    config.save(Some(dir)).map_err(|e| e.to_string())?;
+    kept(true, &config)
+}
+
+/// `text` as a QR code drawn with half blocks, two rows per line, for a terminal (dark on light,
+/// with the quiet zone phones need).
+pub fn qr_text(text: &str) -> Result<String, String> {
+    let code = qrcode::QrCode::new(text.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(code
+        .render::<qrcode::render::unicode::Dense1x2>()
+        .dark_color(qrcode::render::unicode::Dense1x2::Light)
+        .light_color(qrcode::render::unicode::Dense1x2::Dark)
+        .quiet_zone(true)
+        .build())
+}
+
+/// `text` as a QR code in SVG, for the window.
+pub fn qr_svg(text: &str) -> Result<String, String> {
+    let code = qrcode::QrCode::new(text.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(code.render::<qrcode::render::svg::Color<'_>>().min_dimensions(200, 200).quiet_zone(true).build())
+}
+
 /// The ntfy access token: the desktop's keyring's item when it holds one, else the file in `dir`
 /// (`None` with neither).
 pub fn token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
@@ -193,6 +272,11 @@ pub struct Secret(String);
 impl Secret {
     pub fn new(token: impl Into<String>) -> Self {
         Self(token.into())
+    }
+
+    /// The `Authorization` header's value.
+    pub(crate) fn bearer(&self) -> String {
+        format!("Bearer {}", self.0)
     }
 }
 
@@ -606,6 +690,11 @@ impl Following {
     /// The phone's answers as set up now, if they are.
     pub fn answers(&self) -> Option<Answers> {
         read(&self.live).answers.clone()
+    }
+
+    /// The server's access token in force.
+    pub(crate) fn token(&self) -> Option<Secret> {
+        read(&self.live).token.clone()
     }
 
     /// The settings in force.

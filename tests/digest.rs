@@ -163,10 +163,10 @@ fn night() -> Night {
             exit_code: None,
             signal: None,
             error: None,
-            dialog: Some(nightshift::agent::Dialog {
-                kind: nightshift::agent::DialogKind::Question,
-                text: Some("Which database?".into()),
-            }),
+            dialog: Some(nightshift::agent::Dialog::new(
+                nightshift::agent::DialogKind::Question,
+                Some("Which database?".into()),
+            )),
             last_screen: None,
         },
     );
@@ -604,10 +604,10 @@ fn the_issues_night() -> (tempfile::TempDir, Store, std::path::PathBuf) {
             exit_code: None,
             signal: None,
             error: None,
-            dialog: Some(nightshift::agent::Dialog {
-                kind: nightshift::agent::DialogKind::Question,
-                text: Some("Which database should I use?".into()),
-            }),
+            dialog: Some(nightshift::agent::Dialog::new(
+                nightshift::agent::DialogKind::Question,
+                Some("Which database should I use?".into()),
+            )),
             last_screen: None,
         },
     );

@@ -155,7 +155,8 @@ async fn a_server_that_is_down_is_retried_then_journalled_once() {
     fake.status.store(503, Ordering::SeqCst);
     let supervisor = env.supervisor();
     let settings = Settings { ntfy: Some(fake.url("night")), ..Settings::default() };
-    let following = push::start(&supervisor, settings, None, vec![Duration::from_millis(20); 3]);
+    let following =
+        push::start(&supervisor, push::Setup { settings, ..Default::default() }, vec![Duration::from_millis(20); 3]);
     run_to_its_end(&env, &supervisor, &following, 3).await;
     assert_eq!(fake.seen().len(), 4, "one try and three retries");
     run_to_its_end(&env, &supervisor, &following, 4).await;
@@ -191,19 +192,19 @@ async fn settings_changed_in_place_apply_from_the_next_notice() {
     let fake = Fake::start();
     let supervisor = env.supervisor();
     // The app starts its follower with no target: nothing is sent.
-    let following = push::start(&supervisor, Settings::default(), None, vec![]);
+    let following = push::start(&supervisor, push::Setup::default(), vec![]);
     run_to_its_end(&env, &supervisor, &following, 3).await;
     assert!(fake.seen().is_empty());
     // The window's settings set a topic and a token: the next finish goes there, with it.
     let settings = Settings { ntfy: Some(fake.url("later")), ..Settings::default() };
-    following.update(settings, Some(push::Secret::new("tk_new")));
+    following.update(push::Setup { settings, token: Some(push::Secret::new("tk_new")), answers: None });
     run_to_its_end(&env, &supervisor, &following, 4).await;
     let seen = fake.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!((seen[0].path.as_str(), seen[0].body.as_str()), ("/later", "process exited with code 4"));
     assert_eq!(seen[0].headers["authorization"], "Bearer tk_new");
     // And switched off again: nothing more.
-    following.update(Settings::default(), None);
+    following.update(push::Setup::default());
     run_to_its_end(&env, &supervisor, &following, 5).await;
     assert_eq!(fake.seen().len(), 1);
 }

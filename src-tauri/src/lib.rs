@@ -38,6 +38,8 @@ pub struct AppState {
     pub terminals: terminal::Terminals,
     /// The phone's notifications of this app's own sessions (settings change in place).
     pub push: nightshift::push::Following,
+    /// The phone's answers, heard once they are set up (now, or later in the settings).
+    _answers: nightshift::remote::Listening,
     /// What the tray shows now.
     shown: Mutex<Option<tray::Shown>>,
     /// Kept for the life of the app; dropping it removes the socket.
@@ -208,6 +210,7 @@ pub fn run() {
         }
         nightshift::push::start(&supervisor, setup, nightshift::push::RETRY_AFTER.to_vec())
     });
+    let answers = tauri::async_runtime::block_on(async { nightshift::remote::listen(&supervisor, &push) });
     let bus = supervisor.subscribe();
     let journal = paths.journal();
     tracing::info!(journal = %journal.display(), "starting the tray app");
@@ -218,6 +221,7 @@ pub fn run() {
         awake: awake::Awake::default(),
         terminals: terminal::Terminals::default(),
         push,
+        _answers: answers,
         shown: Mutex::new(None),
         _control: Mutex::new(control),
     };

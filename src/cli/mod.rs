@@ -12,6 +12,7 @@ mod loops;
 mod notify;
 mod plan;
 mod presets;
+mod push;
 mod restore;
 mod run;
 mod salvage;
@@ -85,6 +86,9 @@ enum Command {
     Presets(presets::Args),
     /// Circuit breakers: `nightshift breaker reset SESSION`.
     Breaker(breaker::Args),
+    /// Answers from the phone: `nightshift push setup` makes the ntfy topics and the key that
+    /// signs the buttons, and shows the topic to subscribe to as a QR code.
+    Push(push::Args),
     /// The uncommitted work kept when a session's life ended badly: list, show, restore.
     Salvage(salvage::Args),
     /// Print what a running session shows now.
@@ -132,6 +136,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(cli.state_dir, args),
         Command::Plan(args) => plan::run(cli.state_dir, args),
         Command::Breaker(args) => breaker::run(cli.state_dir, args),
+        Command::Push(args) => push::run(args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Restore(args) => restore::run(cli.state_dir, args),
         Command::Service(args) => service::run(cli.state_dir, args),

@@ -210,12 +210,16 @@ pub(super) struct Host {
     pub supervisor: Supervisor,
     pub control: Option<ControlServer>,
     pub push: Option<nightshift::push::Following>,
+    /// The phone's answers, heard while the sessions run (with `push.listen` set up).
+    pub answers: Option<nightshift::remote::Listening>,
 }
 
 impl Host {
-    /// The sessions are over: the socket goes, and the last notices reach the phone.
+    /// The sessions are over: the socket goes, the phone's answers are no longer heard, and the
+    /// last notices reach the phone.
     pub async fn finish(self) {
         drop(self.control);
+        drop(self.answers);
         if let Some(push) = self.push {
             push.finish(PUSH_FLUSH_WITHIN).await;
         }
@@ -224,8 +228,8 @@ impl Host {
 
 /// A supervisor for this process's sessions: its control socket (so `nightshift send/stop` and the
 /// app reach them), the statusLine exporter for Claude sessions, the `--events` stream, and the
-/// phone's notifications when `[push]` is configured (a bad `[push]` is said and left off: the
-/// session matters more than the phone).
+/// phone's notifications when `[push]` is configured, with its answers when they are set up (a
+/// bad `[push]` is said and left off: the session matters more than the phone).
 pub(super) fn host(
     paths: &Paths,
     store: Store,
@@ -264,7 +268,8 @@ pub(super) fn host(
             None
         }
     };
-    Host { supervisor, control, push }
+    let answers = push.as_ref().filter(|p| p.answers().is_some()).map(|p| nightshift::remote::listen(&supervisor, p));
+    Host { supervisor, control, push, answers }
 }
 
 #[allow(clippy::too_many_arguments)]

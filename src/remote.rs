@@ -1,0 +1,471 @@
+//! The phone's answers, heard: every process that pushes also reads the listen topic its buttons
+//! post to (ntfy's JSON stream), and applies each signed token it is the one to apply.
+//!
+//! No port of the machine is opened: the stream is an outgoing HTTP request to the ntfy server, read
+//! on a thread of its own so a slow or dead server never holds up a session. It reconnects with
+//! back-off and asks for what came since the last message it saw (kept in the journal), so a
+//! reconnect or a restart misses nothing; lines longer than ntfy ever writes are skipped unread,
+//! and a flood is cut to a burst, then one message every few seconds (said once per flood).
+//!
+//! Which process applies a message: the one that runs the token's session. A token no install of
+//! ours signed, or one for a session no process runs any more, is answered by whichever process
+//! claims the message first. Each message, and each token's nonce, is claimed in the journal with
+//! one statement, so however many processes listen, a token works once. The session itself checks
+//! that the dialog the token answers is still on its screen, and types the answer in the same step.
+//!
+//! Every action is journalled (`remote_action`: applied, or refused and why) and answered with a
+//! short push; a refusal of a token nobody here signed is answered at most once in ten minutes, so
+//! a stranger posting to the topic cannot make the phone ring.
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::agent::Reply;
+use crate::event::{Answerer, SessionId, SessionState};
+use crate::phone::{self, Action, Choice, Incoming, Line, Refusal};
+use crate::push::{Following, Message, Priority};
+use crate::supervisor::Supervisor;
+
+/// ntfy's messages are 4 KiB at most: a longer line is no token of ours, and is skipped unread.
+const MAX_LINE: usize = 16 * 1024;
+/// Messages handled at once, then one per [`REFILL`]; more are dropped.
+const BURST: u32 = 20;
+const REFILL: Duration = Duration::from_secs(3);
+/// ntfy sends a keepalive every 45 s: a stream silent for longer than this is taken for dead.
+const SILENCE: Duration = Duration::from_secs(100);
+/// Messages waiting to be handled; more are dropped.
+const QUEUE: usize = 64;
+/// A refusal of a token nobody here signed is answered at most this often.
+const STRANGER_REPLY_EVERY: Duration = Duration::from_secs(600);
+/// How far back a first connection asks: a button is good for 30 minutes, a limit's for the wait.
+const FIRST_LOOK_BACK: chrono::Duration = chrono::Duration::hours(12);
+
+/// Reading the listen topic; stops when dropped (at the stream's next line or keepalive).
+#[derive(Debug)]
+pub struct Listening {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Reads the listen topic of `push`'s answers (whenever they are set up, now or later) and applies
+/// what comes for `supervisor`'s sessions. Needs the Tokio runtime.
+pub fn listen(supervisor: &Supervisor, push: &Following) -> Listening {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Incoming, String)>(QUEUE);
+    let (sup, out, halt) = (supervisor.clone(), push.clone(), Arc::clone(&stop));
+    std::thread::Builder::new()
+        .name("phone".into())
+        .spawn(move || read_topic(&sup, &out, &tx, &halt))
+        .expect("the OS refused to start a thread");
+    let (sup, out) = (supervisor.clone(), push.clone());
+    tokio::spawn(async move {
+        let mut strangers: Option<Instant> = None;
+        while let Some((message, topic)) = rx.recv().await {
+            handle(&sup, &out, &message, &mut strangers).await;
+            let _ = sup.write_store(|s| s.set_phone_cursor(&topic, &message.id, message.time));
+        }
+    });
+    Listening { stop }
+}
+
+/// The listen topic, read until `stop`: reconnecting with back-off, journalling an outage once.
+fn read_topic(
+    supervisor: &Supervisor,
+    push: &Following,
+    tx: &tokio::sync::mpsc::Sender<(Incoming, String)>,
+    stop: &AtomicBool,
+) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(15)))
+        .timeout_per_read(Some(SILENCE))
+        .http_status_as_error(true)
+        .user_agent(concat!("nightshift/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let mut bucket = phone::Bucket::new(BURST, REFILL, Instant::now());
+    let mut flooded = false;
+    let (mut failures, mut down) = (0u32, false);
+    let journal = |working: bool, reason: String| {
+        supervisor.emit(&SessionId::from(String::new()), crate::EventKind::PhoneListen { working, reason });
+    };
+    while !stop.load(Ordering::SeqCst) {
+        let Some(answers) = push.answers() else {
+            pause(Duration::from_secs(2), stop);
+            continue;
+        };
+        let topic = phone::fingerprint("topic", Some(&answers.listen));
+        let since = since(supervisor, &topic);
+        let url = format!("{}/json?since={since}", answers.listen.trim_end_matches('/'));
+        let mut request = agent.get(&url);
+        if let Some(token) = push.token() {
+            request = request.header("Authorization", token.bearer());
+        }
+        let reason = match request.call() {
+            Ok(response) => {
+                if down {
+                    journal(true, "the listen topic answers again".into());
+                    down = false;
+                }
+                failures = 0;
+                tracing::info!("listening for the phone's answers");
+                let mut reader = std::io::BufReader::new(response.into_body().into_reader());
+                let ended = read_lines(&mut reader, stop, |line| {
+                    if push.answers().as_ref() != Some(&answers) {
+                        return false;
+                    }
+                    match phone::read_line(line) {
+                        Line::Message(message) => {
+                            if !bucket.take(Instant::now()) {
+                                if !flooded {
+                                    tracing::warn!("a flood on the phone's answers' topic: messages are dropped");
+                                    flooded = true;
+                                }
+                                return true;
+                            }
+                            if flooded && bucket.full() {
+                                flooded = false;
+                            }
+                            if tx.try_send((message, topic.clone())).is_err() {
+                                tracing::warn!("a message on the phone's answers' topic was dropped: too many wait");
+                            }
+                        }
+                        Line::Other => {}
+                        Line::Malformed => tracing::debug!("a line of the answers' stream that ntfy does not write"),
+                    }
+                    true
+                });
+                match ended {
+                    Ok(()) => None,
+                    Err(e) => Some(format!("the stream broke: {e}")),
+                }
+            }
+            // The server's answer, never the URL (the topic is the secret of the two).
+            Err(ureq::Error::StatusCode(code)) => Some(format!("the server answered {code}")),
+            Err(e) => Some(e.to_string()),
+        };
+        let Some(reason) = reason else {
+            pause(Duration::from_secs(1), stop);
+            continue;
+        };
+        failures += 1;
+        tracing::debug!("the phone's answers' stream: {reason}");
+        // One broken stream is a blip (a server restart, a wifi change); two in a row an outage.
+        if failures >= 2 && !down {
+            tracing::warn!("the phone's answers cannot be heard: {reason}");
+            journal(false, reason);
+            down = true;
+        }
+        pause(phone::backoff(failures), stop);
+    }
+}
+
+/// `?since=` for the topic: the last message seen (a Unix time: messages of that second come again
+/// and are known by their claims), else as far back as a button lives.
+fn since(supervisor: &Supervisor, topic: &str) -> i64 {
+    let now = supervisor.clock().now();
+    let earliest = (now - FIRST_LOOK_BACK).timestamp();
+    match supervisor.with_store(|s| s.phone_cursor(topic)) {
+        Ok(Some((_, time))) => time.max(earliest),
+        _ => earliest,
+    }
+}
+
+/// Sleeps `wait`, waking early when asked to stop.
+fn pause(wait: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + wait;
+    while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100).min(until.saturating_duration_since(Instant::now())));
+    }
+}
+
+/// Hands each line of `reader` to `line` until the stream ends, `line` says to stop (false), or
+/// `stop`; a line longer than [`MAX_LINE`] is skipped without being kept.
+fn read_lines(reader: &mut impl BufRead, stop: &AtomicBool, mut line: impl FnMut(&str) -> bool) -> std::io::Result<()> {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut skipping = false;
+    while !stop.load(Ordering::SeqCst) {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1),
+            None => (buf, buf.len()),
+        };
+        let complete = done <= buf.len() && buf.get(done - 1) == Some(&b'\n');
+        if !skipping {
+            if kept.len() + chunk.len() > MAX_LINE {
+                skipping = true;
+                kept.clear();
+                tracing::debug!("a line of the answers' stream longer than ntfy writes: skipped");
+            } else {
+                kept.extend_from_slice(chunk);
+            }
+        }
+        reader.consume(done);
+        if complete {
+            if !skipping && !line(String::from_utf8_lossy(&kept).trim()) {
+                return Ok(());
+            }
+            kept.clear();
+            skipping = false;
+        }
+    }
+    Ok(())
+}
+
+/// What a button asked, in words, with a question's option named when its push named it.
+fn words(choice: Choice, label: Option<&str>) -> String {
+    match (choice, label) {
+        (Choice::Option(_), Some(label)) => format!("answer '{label}'"),
+        (Choice::Option(n), None) => format!("answer option {n}"),
+        (Choice::Allow, _) => "allow once".into(),
+        (Choice::Deny, _) => "deny".into(),
+        (Choice::Retry, _) => "try again now".into(),
+        (Choice::Stop, _) => "stop the session".into(),
+        (Choice::Checkpoint, _) => "stop at the next checkpoint".into(),
+    }
+}
+
+fn choice_word(choice: Choice) -> String {
+    match choice {
+        Choice::Option(n) => format!("option-{n}"),
+        Choice::Allow => "allow".into(),
+        Choice::Deny => "deny".into(),
+        Choice::Retry => "retry".into(),
+        Choice::Stop => "stop".into(),
+        Choice::Checkpoint => "checkpoint".into(),
+    }
+}
+
+/// The label of option `n` of the question session `id` last waited on, as the journal has it.
+fn option_label(supervisor: &Supervisor, id: &str, n: u8) -> Option<String> {
+    let events = supervisor.with_store(|s| s.recent_events(id, 200)).ok()?;
+    events.iter().rev().filter(|e| e.event == "state").find_map(|e| {
+        let event: crate::Event = serde_json::from_str(&e.body).ok()?;
+        match event.kind {
+            crate::EventKind::State { state: SessionState::WaitingInput, dialog: Some(d), .. } => {
+                d.options.into_iter().find(|(m, _)| *m == n).map(|(_, label)| label)
+            }
+            _ => None,
+        }
+    })
+}
+
+/// Who applies a message.
+enum Who {
+    /// This process runs the token's session.
+    Me,
+    /// Another process runs it: that one applies it.
+    Another,
+    /// No process runs a session it may be for: the first to claim it refuses it.
+    Anyone,
+}
+
+async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming, strangers: &mut Option<Instant>) {
+    let Some(answers) = push.answers() else { return };
+    let now = supervisor.clock().now();
+    let verdict = phone::verify(&answers.key, &message.message, now);
+    let who = match &verdict {
+        Ok(action) if supervisor.session(&action.session).is_some() => Who::Me,
+        Ok(action) => {
+            let elsewhere = supervisor.with_store(|s| s.session(&action.session)).ok().flatten();
+            if elsewhere.is_some_and(|row| row.ended.is_none() && row.owner_alive()) {
+                Who::Another
+            } else {
+                Who::Anyone
+            }
+        }
+        Err(_) => Who::Anyone,
+    };
+    if matches!(who, Who::Another) {
+        return;
+    }
+    let pid = std::process::id();
+    let claimed = supervisor.write_store(|s| s.claim_phone(&format!("message:{}", message.id), pid, now));
+    if !claimed.unwrap_or(false) {
+        // Handled already: by another process, or by this one before a reconnect.
+        return;
+    }
+    let action = match verdict {
+        Ok(action) => action,
+        Err(refusal) => {
+            stranger(supervisor, push, &refusal, strangers);
+            return;
+        }
+    };
+    let short = push.settings().short;
+    let label = match action.choice {
+        Choice::Option(n) => option_label(supervisor, &action.session, n),
+        _ => None,
+    };
+    let nonce = supervisor.write_store(|s| s.claim_phone(&format!("nonce:{}", action.nonce), pid, now));
+    let result = match (nonce, &who) {
+        (Ok(false), _) => Err(Refusal::Replayed),
+        (Err(e), _) => {
+            tracing::warn!("the journal cannot claim a phone action: {e}");
+            return;
+        }
+        (Ok(true), Who::Anyone) => Err(Refusal::SessionEnded),
+        (Ok(true), _) => apply(supervisor, &action).await,
+    };
+    let said = words(action.choice, label.as_deref());
+    let kind = crate::EventKind::RemoteAction {
+        action: said.clone(),
+        choice: choice_word(action.choice),
+        applied: result.is_ok(),
+        refused: result.as_ref().err().map(ToString::to_string),
+    };
+    supervisor.emit(&SessionId::from(action.session.clone()), kind);
+    let shown = if short { words(action.choice, None) } else { said };
+    push.say(reply(&action, &shown, result.as_ref().err()));
+}
+
+/// Carries out `action` on its session, run by this process.
+async fn apply(supervisor: &Supervisor, action: &Action) -> Result<(), Refusal> {
+    let handle = supervisor.session(&action.session).ok_or(Refusal::SessionEnded)?;
+    let loop_ = handle.kind() == crate::store::SessionKind::Loop;
+    match action.choice {
+        Choice::Option(n) => handle.answer(&action.dialog, Reply::Pick(n), Answerer::Phone).await,
+        Choice::Allow => handle.answer(&action.dialog, Reply::Allow, Answerer::Phone).await,
+        Choice::Deny => handle.answer(&action.dialog, Reply::Deny, Answerer::Phone).await,
+        Choice::Retry => {
+            if handle.status().state != SessionState::BreakerOpen {
+                return Err(Refusal::Over("the breaker closed already"));
+            }
+            handle.reset_breaker().await.map(drop).map_err(|_| Refusal::SessionEnded)
+        }
+        Choice::Stop => handle.stop("the phone").await.map_err(|_| Refusal::SessionEnded),
+        // A loop stops at its next iteration's end; a session waiting on a limit is not resumed
+        // after the reset, and stays as it is for the user.
+        Choice::Checkpoint if loop_ => handle.stop("the phone").await.map_err(|_| Refusal::SessionEnded),
+        Choice::Checkpoint => {
+            if handle.status().state != SessionState::LimitPaused {
+                return Err(Refusal::Over("the usage limit's wait is over"));
+            }
+            let change = crate::session::Change {
+                respawn: Some(crate::session::Switch::Off),
+                auto_resume: Some(crate::session::Switch::Off),
+                held: None,
+                source: "the phone".into(),
+            };
+            handle.configure(change).await.map(drop).map_err(|_| Refusal::SessionEnded)
+        }
+    }
+}
+
+/// The short push that answers a button: what was done, or why not.
+fn reply(action: &Action, said: &str, refused: Option<&Refusal>) -> Message {
+    let session = &action.session;
+    let (title, body, tag) = match refused {
+        None => {
+            let body = match action.choice {
+                Choice::Option(_) | Choice::Allow => {
+                    let done = if action.choice == Choice::Allow { "Allowed once".to_string() } else { cap(said) };
+                    format!("{done} for session {session}: it goes on.")
+                }
+                Choice::Deny => format!("Denied for session {session}: the agent was told no."),
+                Choice::Retry => format!("Session {session} tries again now."),
+                Choice::Stop => format!("Session {session} stops."),
+                Choice::Checkpoint => {
+                    format!("Session {session} will not be resumed after the reset; it stays as it is for you.")
+                }
+            };
+            ("Nightshift: done", body, "white_check_mark")
+        }
+        Some(why) => ("Nightshift: not done", format!("Not done for session {session} ({said}): {why}."), "no_entry"),
+    };
+    Message {
+        kind: crate::notice::Kind::Question,
+        title: title.into(),
+        body,
+        priority: Priority::Default,
+        tags: vec![tag, "nightshift"],
+        click: None,
+        session: Some(session.clone()),
+        buttons: Vec::new(),
+    }
+}
+
+/// "answer 'SQLite'" → "Answered 'SQLite'".
+fn cap(said: &str) -> String {
+    match said.strip_prefix("answer ") {
+        Some(rest) => format!("Answered {rest}"),
+        None => said.to_string(),
+    }
+}
+
+/// A message no token of this install could be read from: journalled under no session, and
+/// answered at most once in [`STRANGER_REPLY_EVERY`].
+fn stranger(supervisor: &Supervisor, push: &Following, refusal: &Refusal, last: &mut Option<Instant>) {
+    let action = match refusal {
+        Refusal::Forged => "an action this install did not sign",
+        Refusal::Expired(_) => "an action of this install",
+        _ => "a message that is no action",
+    };
+    let kind = crate::EventKind::RemoteAction {
+        action: action.into(),
+        choice: String::new(),
+        applied: false,
+        refused: Some(refusal.to_string()),
+    };
+    supervisor.emit(&SessionId::from(String::new()), kind);
+    if last.is_some_and(|t| t.elapsed() < STRANGER_REPLY_EVERY) {
+        return;
+    }
+    *last = Some(Instant::now());
+    push.say(Message {
+        kind: crate::notice::Kind::Question,
+        title: "Nightshift: not done".into(),
+        body: format!("A button's action was refused: {refusal}."),
+        priority: Priority::Default,
+        tags: vec!["no_entry", "nightshift"],
+        click: None,
+        session: None,
+        buttons: Vec::new(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8]) -> (Vec<String>, std::io::Result<()>) {
+        let mut seen = Vec::new();
+        let mut reader = std::io::BufReader::with_capacity(7, input);
+        let result = read_lines(&mut reader, &AtomicBool::new(false), |l| {
+            seen.push(l.to_string());
+            true
+        });
+        (seen, result)
+    }
+
+    #[test]
+    fn lines_are_read_across_reads_and_a_huge_one_is_skipped_unkept() {
+        let huge = "x".repeat(MAX_LINE + 10);
+        let input = format!("{{\"a\":1}}\n{huge}\nnext\n\npartial");
+        let (seen, result) = lines(input.as_bytes());
+        assert!(result.is_ok());
+        assert_eq!(seen, ["{\"a\":1}", "next", ""], "the huge line and the unfinished one are not read");
+    }
+
+    #[test]
+    fn a_reply_says_what_was_done_or_why_not() {
+        let now = "2026-12-05T02:00:00Z".parse().unwrap();
+        let action = Action::new("3f2a9c01", "d", Choice::Option(1), now, phone::DEFAULT_TTL);
+        let done = reply(&action, "answer 'SQLite'", None);
+        assert_eq!(done.body, "Answered 'SQLite' for session 3f2a9c01: it goes on.");
+        let refused = reply(&action, "answer 'SQLite'", Some(&Refusal::DialogChanged));
+        assert!(refused.body.starts_with("Not done for session 3f2a9c01 (answer 'SQLite'): the dialog"), "{refused:?}");
+        let allow = Action { choice: Choice::Allow, ..action.clone() };
+        assert_eq!(reply(&allow, "allow once", None).body, "Allowed once for session 3f2a9c01: it goes on.");
+        assert!(reply(&action, "x", None).buttons.is_empty(), "a reply asks nothing");
+    }
+}
