@@ -230,6 +230,12 @@ impl Store {
         Ok(taken == 1)
     }
 
+    /// Forgets the claims made before `before`: no token lives that long, and no message that old is
+    /// asked for again, so the table stays small however long a flood lasts.
+    pub fn prune_phone_claims(&mut self, before: DateTime<Utc>) -> Result<usize, StoreError> {
+        Ok(self.conn.execute("DELETE FROM phone_claims WHERE claimed < ?1", params![format_ts(before)])?)
+    }
+
     /// Where listen topic `topic` (its fingerprint) was read to: the last message's id and time.
     pub fn phone_cursor(&self, topic: &str) -> Result<Option<(String, i64)>, StoreError> {
         let found = self
@@ -321,13 +327,16 @@ impl Store {
 
     /// Every session, newest first.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        let mut stmt = self.conn.prepare(&format!("{SESSION_SELECT} ORDER BY created DESC, id"))?;
+        let mut stmt = self.conn.prepare(&format!("{SESSION_SELECT} WHERE id != '' ORDER BY created DESC, id"))?;
         let rows = stmt.query_map([], session_row)?.collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }
 
     pub fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        Ok(self.conn.query_row(&format!("{SESSION_SELECT} WHERE id = ?1"), [id], session_row).optional()?)
+        Ok(self
+            .conn
+            .query_row(&format!("{SESSION_SELECT} WHERE id = ?1 AND id != ''"), [id], session_row)
+            .optional()?)
     }
 
     /// The one session whose id is or starts with `prefix`.
@@ -336,8 +345,9 @@ impl Store {
             return Ok(exact);
         }
         let pattern = format!("{}%", prefix.replace(['%', '_'], ""));
-        let mut stmt =
-            self.conn.prepare(&format!("{SESSION_SELECT} WHERE id LIKE ?1 ORDER BY created DESC LIMIT 6"))?;
+        let mut stmt = self
+            .conn
+            .prepare(&format!("{SESSION_SELECT} WHERE id LIKE ?1 AND id != '' ORDER BY created DESC LIMIT 6"))?;
         let mut rows = stmt.query_map([pattern], session_row)?.collect::<Result<Vec<_>, _>>()?;
         match rows.len() {
             0 => Err(StoreError::NoSuchSession(prefix.to_string())),

@@ -122,7 +122,9 @@ fn steps() -> Vec<M<'static>> {
         // The phone's answers: each token's nonce (or a message no token could be read from) is
         // claimed by the one process that handles it, so it works once, however many listen; and
         // where each listen topic was read to (its messages' id and time), so a reconnect or a
-        // restart asks for what came since. A topic is kept as its fingerprint, never its URL.
+        // restart asks for what came since. A topic is kept as its fingerprint, never its URL. The
+        // row of id '' holds what belongs to no session (the listen topic's outages, a button no
+        // install of ours signed): the events' session must name a row; every list leaves it out.
         M::up(
             "CREATE TABLE phone_claims (
             claim      TEXT PRIMARY KEY,  -- `nonce:<nonce>` or `message:<id>`
@@ -133,7 +135,11 @@ fn steps() -> Vec<M<'static>> {
             topic   TEXT PRIMARY KEY,
             last_id TEXT NOT NULL,
             time    INTEGER NOT NULL      -- the message's time, Unix seconds
-        ) STRICT;",
+        ) STRICT;
+        INSERT INTO sessions (id, command, cwd, agent, created, ended, state, reason, last_event, last_event_at)
+        VALUES ('', '[]', '', 'nightshift', '1970-01-01T00:00:00.000Z', '1970-01-01T00:00:00.000Z', 'exited',
+                'what belongs to no session', 'created', '1970-01-01T00:00:00.000Z')
+        ON CONFLICT (id) DO NOTHING;",
         ),
     ]
 }

@@ -215,6 +215,10 @@ fn a_phone_token_is_claimed_once_however_many_processes_race_for_it() {
     let mut store = Store::open(&path).unwrap();
     assert!(!store.claim_phone("nonce:5f1e", 1, now).unwrap(), "a replay");
     assert!(store.claim_phone("message:abc", 1, now).unwrap());
+    let later = now + chrono::Duration::hours(13);
+    assert!(store.claim_phone("message:new", 1, later).unwrap());
+    assert_eq!(store.prune_phone_claims(later - chrono::Duration::hours(1)).unwrap(), 2, "the old ones only");
+    assert!(!store.claim_phone("message:new", 1, later).unwrap());
 }
 
 #[test]
@@ -226,4 +230,20 @@ fn the_listen_cursor_moves_forward_only() {
     assert_eq!(store.phone_cursor("t1").unwrap(), Some(("m2".to_string(), 200)), "an older message moves nothing");
     store.set_phone_cursor("t1", "m3", 200).unwrap();
     assert_eq!(store.phone_cursor("t1").unwrap(), Some(("m3".to_string(), 200)));
+}
+
+#[test]
+fn what_belongs_to_no_session_is_journalled_and_no_list_shows_its_row() {
+    let mut store = Store::open_in_memory().unwrap();
+    let reason = "the server answered 503".to_string();
+    let event = crate::Event {
+        ts: Utc.with_ymd_and_hms(2026, 12, 5, 2, 0, 0).unwrap(),
+        session: SessionId::from(String::new()),
+        kind: crate::EventKind::PhoneListen { working: false, reason },
+    };
+    store.record(&event).unwrap();
+    let q = EventQuery { session: Some(String::new()), ..Default::default() };
+    assert_eq!(store.events(&q).unwrap().len(), 1);
+    assert!(store.sessions().unwrap().is_empty());
+    assert_eq!(store.session("").unwrap(), None);
 }
