@@ -184,6 +184,25 @@ impl Action {
 /// The action `token` carries, if this install signed it and it has not expired at `now`. Whether
 /// it was used already, and whether its dialog is still shown, are for whoever applies it.
 pub fn verify(key: &Key, token: &str, now: DateTime<Utc>) -> Result<Action, Refusal> {
+    let action = signed(key, token)?;
+    action.fresh(now)?;
+    Ok(action)
+}
+
+impl Action {
+    /// Whether it still works at `now`.
+    pub fn fresh(&self, now: DateTime<Utc>) -> Result<(), Refusal> {
+        if now.timestamp() >= self.expires {
+            let at =
+                DateTime::from_timestamp(self.expires, 0).map_or_else(|| self.expires.to_string(), |t| t.to_rfc3339());
+            return Err(Refusal::Expired(at));
+        }
+        Ok(())
+    }
+}
+
+/// The action `token` carries, if this install signed it, expired or not.
+pub fn signed(key: &Key, token: &str) -> Result<Action, Refusal> {
     let token = token.trim();
     if token.len() > MAX_TOKEN {
         return Err(Refusal::Malformed("too long"));
@@ -208,10 +227,6 @@ pub fn verify(key: &Key, token: &str, now: DateTime<Utc>) -> Result<Action, Refu
     }
     let choice = Choice::parse(choice).ok_or(Refusal::Malformed("a choice no button makes"))?;
     let expires: i64 = expires.parse().map_err(|_| Refusal::Malformed("an expiry that is not a time"))?;
-    if now.timestamp() >= expires {
-        let at = DateTime::from_timestamp(expires, 0).map_or_else(|| expires.to_string(), |t| t.to_rfc3339());
-        return Err(Refusal::Expired(at));
-    }
     Ok(Action { session: session.into(), dialog: dialog.into(), choice, expires, nonce: nonce.into() })
 }
 

@@ -14,8 +14,8 @@
 //! that the dialog the token answers is still on its screen, and types the answer in the same step.
 //!
 //! Every action is journalled (`remote_action`: applied, or refused and why) and answered with a
-//! short push; a refusal of a token nobody here signed is answered at most once in ten minutes, so
-//! a stranger posting to the topic cannot make the phone ring.
+//! short push; refusals of tokens nobody here signed are answered at most once in ten minutes by
+//! all processes together, so a stranger posting to the topic cannot make the phone ring.
 
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,15 +30,18 @@ use crate::supervisor::Supervisor;
 
 /// ntfy's messages are 4 KiB at most: a longer line is no token of ours, and is skipped unread.
 const MAX_LINE: usize = 16 * 1024;
-/// Messages handled at once, then one per [`REFILL`]; more are dropped.
+/// Messages handled at once, then one per [`REFILL`]; more are dropped. Tokens this install signed
+/// have a bucket of their own, so a flood of anything else never drowns a press.
 const BURST: u32 = 20;
 const REFILL: Duration = Duration::from_secs(3);
+const SIGNED_REFILL: Duration = Duration::from_secs(1);
 /// ntfy sends a keepalive every 45 s: a stream silent for longer than this is taken for dead.
 const SILENCE: Duration = Duration::from_secs(100);
 /// Messages waiting to be handled; more are dropped.
 const QUEUE: usize = 64;
-/// A refusal of a token nobody here signed is answered at most this often.
-const STRANGER_REPLY_EVERY: Duration = Duration::from_secs(600);
+/// A refusal of a token nobody here signed is answered at most once in each such slot of time,
+/// by all processes together (the slot is claimed in the journal).
+const STRANGER_REPLY_EVERY: i64 = 600;
 /// How far back a first connection asks: a button is good for 30 minutes, a limit's for the wait.
 const FIRST_LOOK_BACK: chrono::Duration = chrono::Duration::hours(12);
 
@@ -66,9 +69,14 @@ pub fn listen(supervisor: &Supervisor, push: &Following) -> Listening {
         .expect("the OS refused to start a thread");
     let (sup, out) = (supervisor.clone(), push.clone());
     tokio::spawn(async move {
-        let mut strangers: Option<Instant> = None;
+        let mut pruned: Option<Instant> = None;
         while let Some((message, topic)) = rx.recv().await {
-            handle(&sup, &out, &message, &mut strangers).await;
+            if pruned.is_none_or(|t| t.elapsed() > Duration::from_secs(3600)) {
+                let before = sup.clock().now() - FIRST_LOOK_BACK - chrono::Duration::hours(1);
+                let _ = sup.write_store(|s| s.prune_phone_claims(before));
+                pruned = Some(Instant::now());
+            }
+            handle(&sup, &out, &message).await;
             let _ = sup.write_store(|s| s.set_phone_cursor(&topic, &message.id, message.time));
         }
     });
@@ -89,7 +97,8 @@ fn read_topic(
         .user_agent(concat!("nightshift/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    let mut bucket = phone::Bucket::new(BURST, REFILL, Instant::now());
+    let mut strangers = phone::Bucket::new(BURST, REFILL, Instant::now());
+    let mut signed = phone::Bucket::new(BURST, SIGNED_REFILL, Instant::now());
     let mut flooded = false;
     let (mut failures, mut down) = (0u32, false);
     let journal = |working: bool, reason: String| {
@@ -122,6 +131,9 @@ fn read_topic(
                     }
                     match phone::read_line(line) {
                         Line::Message(message) => {
+                            // The signature costs microseconds; what follows costs journal writes.
+                            let ours = phone::signed(&answers.key, &message.message).is_ok();
+                            let bucket = if ours { &mut signed } else { &mut strangers };
                             if !bucket.take(Instant::now()) {
                                 if !flooded {
                                     tracing::warn!("a flood on the phone's answers' topic: messages are dropped");
@@ -129,7 +141,7 @@ fn read_topic(
                                 }
                                 return true;
                             }
-                            if flooded && bucket.full() {
+                            if flooded && strangers.full() && signed.full() {
                                 flooded = false;
                             }
                             if tx.try_send((message, topic.clone())).is_err() {
@@ -269,10 +281,11 @@ enum Who {
     Anyone,
 }
 
-async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming, strangers: &mut Option<Instant>) {
+async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming) {
     let Some(answers) = push.answers() else { return };
     let now = supervisor.clock().now();
-    let verdict = phone::verify(&answers.key, &message.message, now);
+    // Signed by this install: its session is known, whether or not it expired (the applier says).
+    let verdict = phone::signed(&answers.key, &message.message);
     let who = match &verdict {
         Ok(action) if supervisor.session(&action.session).is_some() => Who::Me,
         Ok(action) => {
@@ -297,7 +310,7 @@ async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming, s
     let action = match verdict {
         Ok(action) => action,
         Err(refusal) => {
-            stranger(supervisor, push, &refusal, strangers);
+            stranger(supervisor, push, &refusal, now);
             return;
         }
     };
@@ -313,6 +326,7 @@ async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming, s
             tracing::warn!("the journal cannot claim a phone action: {e}");
             return;
         }
+        (Ok(true), _) if action.fresh(now).is_err() => action.fresh(now),
         (Ok(true), Who::Anyone) => Err(Refusal::SessionEnded),
         (Ok(true), _) => apply(supervisor, &action).await,
     };
@@ -403,11 +417,10 @@ fn cap(said: &str) -> String {
 }
 
 /// A message no token of this install could be read from: journalled under no session, and
-/// answered at most once in [`STRANGER_REPLY_EVERY`].
-fn stranger(supervisor: &Supervisor, push: &Following, refusal: &Refusal, last: &mut Option<Instant>) {
+/// answered at most once in [`STRANGER_REPLY_EVERY`] seconds.
+fn stranger(supervisor: &Supervisor, push: &Following, refusal: &Refusal, now: chrono::DateTime<chrono::Utc>) {
     let action = match refusal {
         Refusal::Forged => "an action this install did not sign",
-        Refusal::Expired(_) => "an action of this install",
         _ => "a message that is no action",
     };
     let kind = crate::EventKind::RemoteAction {
@@ -417,10 +430,10 @@ fn stranger(supervisor: &Supervisor, push: &Following, refusal: &Refusal, last: 
         refused: Some(refusal.to_string()),
     };
     supervisor.emit(&SessionId::from(String::new()), kind);
-    if last.is_some_and(|t| t.elapsed() < STRANGER_REPLY_EVERY) {
+    let slot = format!("stranger-reply:{}", now.timestamp().div_euclid(STRANGER_REPLY_EVERY));
+    if !supervisor.write_store(|s| s.claim_phone(&slot, std::process::id(), now)).unwrap_or(false) {
         return;
     }
-    *last = Some(Instant::now());
     push.say(Message {
         kind: crate::notice::Kind::Question,
         title: "Nightshift: not done".into(),

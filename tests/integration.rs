@@ -24,6 +24,7 @@ mod keyring;
 mod notify_cli;
 mod output_storm;
 mod passthrough;
+mod phone;
 mod plan_cli;
 mod pty_sessions;
 mod push;

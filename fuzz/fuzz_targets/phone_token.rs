@@ -1,5 +1,6 @@
 //! A phone button's token, as it arrives on the listen topic: whatever its bytes, verifying it
-//! refuses it or gives an action, and never panics.
+//! refuses it or gives an action, and never panics; nor does reading them as a line of ntfy's
+//! stream.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -14,6 +15,9 @@ fn key() -> &'static Key {
 fuzz_target!(|data: &[u8]| {
     let now = chrono::DateTime::from_timestamp(1_796_450_000, 0).expect("a time");
     let Ok(text) = std::str::from_utf8(data) else { return };
+    if let phone::Line::Message(m) = phone::read_line(text) {
+        let _ = phone::signed(key(), &m.message);
+    }
     if let Ok(action) = phone::verify(key(), text, now) {
         // What verifies signs back to a token that verifies to the same action.
         let again = Action { ..action.clone() }.sign(key());
