@@ -14,4 +14,5 @@ mod hooks_real;
 mod limits_real;
 mod loops_real;
 mod night;
+mod phone_real;
 mod real_claude;

@@ -68,6 +68,9 @@ pub struct Options<'a> {
     pub project: &'a [(&'a str, &'a str)],
     /// Nightshift's own `config.toml` (appended to the accounts' tables).
     pub config: &'a str,
+    /// Other files of Nightshift's configuration directory (name, text), each its owner's alone
+    /// (the phone's key).
+    pub config_files: &'a [(&'a str, &'a str)],
 }
 
 impl Default for Options<'_> {
@@ -83,6 +86,7 @@ impl Default for Options<'_> {
             accounts: &[],
             project: &[],
             config: "",
+            config_files: &[],
         }
     }
 }
@@ -200,6 +204,13 @@ impl ClaudeRun {
         if !opts.config.is_empty() {
             std::fs::create_dir_all(env.path("config")).unwrap();
             std::fs::write(env.path("config").join("config.toml"), opts.config).unwrap();
+        }
+        for (name, text) in opts.config_files {
+            use std::os::unix::fs::PermissionsExt;
+            let path = env.path("config").join(name);
+            std::fs::create_dir_all(env.path("config")).unwrap();
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
         if !opts.accounts.is_empty() {
             client_home.vars.retain(|(k, _)| k != "CLAUDE_CODE_OAUTH_TOKEN");
