@@ -265,6 +265,7 @@ pub fn run() {
             commands::app_settings,
             commands::set_notifications,
             commands::set_push,
+            commands::phone_setup,
             commands::set_launch_at_login,
             commands::set_keep_resumes_on_quit,
             commands::pause_all,

@@ -139,13 +139,34 @@ class Attached:
 
 class FakeNtfy:
     """An ntfy server on 127.0.0.1 as far as publishing goes: every POST to a topic is recorded
-    (path, headers with lower-case names, body) and answered 200."""
+    (path, headers with lower-case names, body) and answered 200. A subscription (`GET
+    <topic>/json?since=…`) is recorded and kept open with ntfy's `open` line and keepalives."""
 
     def __init__(self):
         import http.server
+        import time
         seen = self.seen = []
+        subscribed = self.subscribed = []
+        stopping = self.stopping = threading.Event()
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                if not self.path.split("?")[0].endswith("/json"):
+                    self.send_error(404)
+                    return
+                subscribed.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.end_headers()
+                try:
+                    self.wfile.write(b'{"id":"open","time":0,"event":"open"}\n')
+                    self.wfile.flush()
+                    while not stopping.wait(1):
+                        self.wfile.write(b'{"id":"keep","time":0,"event":"keepalive"}\n')
+                        self.wfile.flush()
+                except OSError:
+                    pass
+
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
                 seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
@@ -165,4 +186,5 @@ class FakeNtfy:
         return f"http://127.0.0.1:{self.server.server_address[1]}/{topic}"
 
     def close(self):
+        self.stopping.set()
         self.server.shutdown()

@@ -786,6 +786,27 @@ class AppWindow(unittest.TestCase):
         set_url(self.ntfy.url("night"))
         self.click("#push-save")
         d.wait_for("the first topic back", lambda: self.ntfy.url("night") in config.read_text())
+        # Answers from the phone, set up here: two new topics on the same server and a key of the
+        # owner's alone; the topic the phone subscribes to is shown as a QR code, the key never; the
+        # app listens on the other topic at once.
+        self.assertEqual(self.text_of("#phone-setup"), "Set up answers from the phone")
+        self.click("#phone-setup")
+        d.wait_for("the QR code", lambda: d.run_js("return !!document.querySelector('#phone-qr svg')"))
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.assertIn("listen = ", config.read_text())
+        self.assertIn(self.ntfy.url("ns-"), self.text_of("#phone-topic"))
+        key = Path(self.env["NIGHTSHIFT_CONFIG_DIR"]) / "phone.key"
+        self.assertEqual(key.stat().st_mode & 0o777, 0o600)
+        self.assertNotIn(key.read_text().strip(), d.run_js("return document.body.innerHTML"))
+        self.assertEqual(self.text_of("#phone-setup"), "Make new topics and a new key")
+        d.wait_for("the app listening for answers", lambda: [
+            p for p in self.ntfy.subscribed if p.startswith("/ns-") and "/json?since=" in p], timeout=30)
+        d.screenshot(ARTIFACTS / "phone-setup.png")
+        # The pushes go back to the test's topic; the answers' topic stays.
+        set_url(self.ntfy.url("night"))
+        self.click("#push-save")
+        d.wait_for("the first topic back again", lambda: f'ntfy = "{self.ntfy.url("night")}"' in config.read_text())
+        self.assertIn("listen = ", config.read_text())
         # Launch at login: an XDG autostart entry in the (test's) home, and gone again.
         autostart = Path(self.env["HOME"]) / ".config" / "autostart"
         entries = lambda: sorted(p.name for p in autostart.glob("*.desktop"))  # noqa: E731

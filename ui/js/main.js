@@ -17,7 +17,8 @@ import { cutChanged, pickLife, seekBar, stopReplay, togglePlay } from "./replay.
 import { closeTerminal, focusTerminal, release, takeOver } from "./terminal.js";
 import {
   dismissPowerBanner, keepResumesChanged, launchChanged, loadDigest, loadMorning, loadSettings, loadUsage,
-  notificationChanged, prepareNewForm, renderPower, savePush, showNewKind, showNewStart, submitNew, toggleUsage,
+  notificationChanged, prepareNewForm, renderPower, savePush, setUpPhone, showNewKind, showNewStart, submitNew,
+  toggleUsage,
 } from "./views.js";
 
 // ---------------------------------------------------------------- views
@@ -115,6 +116,7 @@ for (const box of document.querySelectorAll("[data-notify]")) box.addEventListen
 $("launch-at-login").addEventListener("change", launchChanged);
 $("keep-resumes").addEventListener("change", keepResumesChanged);
 $("push-form").addEventListener("submit", savePush);
+$("phone-setup").addEventListener("click", setUpPhone);
 
 document.addEventListener("keydown", (ev) => {
   if (ev.key !== "Escape" || ev.defaultPrevented) return;

@@ -299,6 +299,7 @@ export async function loadSettings() {
     $("launch-at-login").checked = !!s.launch_at_login;
     $("keep-resumes").checked = !!s.keep_resumes_on_quit;
     renderPush(s.push || {}, s.push_token || null);
+    renderPhone(s.phone || null);
     renderPower(s.power);
   }
   if (await loadPresets()) renderUserPresets();
@@ -337,6 +338,29 @@ export async function savePush(ev) {
   if (!(await call("set_push", { settings })).ok) return;
   const on = settings.ntfy.trim() || settings.webhook.trim();
   notice(on ? "Saved: the next notices go to your phone." : "Saved: nothing goes to your phone.");
+}
+
+// The phone's answers: the topic it subscribes to, as a QR code, once they are set up.
+function renderPhone(phone) {
+  const box = $("phone-box");
+  box.dataset.setUp = phone ? "true" : "false";
+  $("phone-qr").hidden = !phone?.qr_svg;
+  // The SVG is drawn by the core from the topic's URL alone.
+  $("phone-qr").innerHTML = phone?.qr_svg || "";
+  $("phone-topic").hidden = !phone;
+  $("phone-topic").textContent = phone ? `Subscribe to ${phone.publish} in the ntfy app: scan this, or add it by hand.` : "";
+  $("phone-setup").textContent = phone ? "Make new topics and a new key" : "Set up answers from the phone";
+  $("phone-setup").title = phone ? "The buttons of every push before stop working; the phone subscribes again." : "";
+}
+
+export async function setUpPhone() {
+  clearError();
+  const fresh = $("phone-box").dataset.setUp === "true";
+  const r = await call("phone_setup", { fresh });
+  if (!r.ok) return;
+  renderPhone(r.value.phone);
+  notice(fresh ? "New topics and a new key: subscribe to the new topic on the phone."
+    : "Set up: the next questions reach the phone with buttons that answer them.");
 }
 
 export async function keepResumesChanged() {

@@ -214,6 +214,7 @@ pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value,
         "push": config.push,
         // Where a token is kept (the keyring, the file), never the token.
         "push_token": nightshift::push::token_kept(state.paths.config_dir.as_deref()),
+        "phone": phone(&config.push),
         "power": crate::awake::status(&app),
     }))
 }
@@ -257,6 +258,30 @@ pub fn set_push(state: State<'_, AppState>, mut settings: nightshift::push::Sett
     config.save(dir)?;
     state.push.update(setup);
     Ok(())
+}
+
+/// The phone's answers as set up, for the window: the topic the phone subscribes to, as text and as
+/// a QR code; `null` when they are not set up. (The answers' topic and the key are not shown.)
+fn phone(push: &nightshift::push::Settings) -> Value {
+    match (&push.ntfy, &push.listen) {
+        (Some(publish), Some(_)) => json!({
+            "publish": publish,
+            "qr_svg": nightshift::push::qr_svg(publish).ok(),
+        }),
+        _ => Value::Null,
+    }
+}
+
+/// Sets up answers from the phone (`nightshift push setup`): the topic pair and the signing key,
+/// or new ones with `fresh`; the app's pushes carry buttons from the next one on.
+#[tauri::command(async)]
+pub fn phone_setup(state: State<'_, AppState>, fresh: bool) -> Result<Value, UiError> {
+    let dir = state.paths.config_dir.as_deref().ok_or(nightshift::config::ConfigError::NoDir)?;
+    let made = nightshift::push::set_up_phone(dir, None, fresh).map_err(|p| UiError::new(Code::BadPush, p))?;
+    let setup = nightshift::push::load(Some(dir)).map_err(|p| UiError::new(Code::BadPush, p))?;
+    let shown = phone(&setup.settings);
+    state.push.update(setup);
+    Ok(json!({ "made": made.made, "phone": shown }))
 }
 
 #[tauri::command]
