@@ -638,6 +638,8 @@ pub enum NoticeKind {
     Morning,
     /// The guard refused a command (once per kind of command per night).
     Guard,
+    /// What became of a phone's button: done, or why not (always told: the phone asked).
+    Answer,
 }
 
 /// What a loop waits for, in its `loop_wait` events.

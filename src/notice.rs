@@ -46,6 +46,7 @@ impl Switches {
             Kind::Finished => self.finished,
             Kind::Morning => self.morning,
             Kind::Guard => self.guard,
+            Kind::Answer => true,
         }
     }
 }

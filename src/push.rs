@@ -425,6 +425,7 @@ fn kind_word(kind: Kind) -> &'static str {
         Kind::Finished => "finished",
         Kind::Morning => "morning summary",
         Kind::Guard => "guard refusal",
+        Kind::Answer => "answer",
     }
 }
 
@@ -438,6 +439,7 @@ pub fn message(notice: &Notice, settings: &Settings) -> Message {
         Kind::Finished => (Priority::Default, "checkered_flag"),
         Kind::Morning => (Priority::Default, "sunrise"),
         Kind::Guard => (Priority::Default, "shield"),
+        Kind::Answer => (Priority::Default, "white_check_mark"),
     };
     let (title, body) = if settings.short {
         let body = notice.session.as_ref().map_or_else(|| "Nightshift".to_string(), |s| format!("session {s}"));

@@ -397,7 +397,7 @@ fn reply(action: &Action, said: &str, refused: Option<&Refusal>) -> Message {
         Some(why) => ("Nightshift: not done", format!("Not done for session {session} ({said}): {why}."), "no_entry"),
     };
     Message {
-        kind: crate::notice::Kind::Question,
+        kind: crate::notice::Kind::Answer,
         title: title.into(),
         body,
         priority: Priority::Default,
@@ -435,7 +435,7 @@ fn stranger(supervisor: &Supervisor, push: &Following, refusal: &Refusal, now: c
         return;
     }
     push.say(Message {
-        kind: crate::notice::Kind::Question,
+        kind: crate::notice::Kind::Answer,
         title: "Nightshift: not done".into(),
         body: format!("A button's action was refused: {refusal}."),
         priority: Priority::Default,

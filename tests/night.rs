@@ -179,7 +179,7 @@ fn limit_in(mock: &MockApi, secs: u64) -> std::time::SystemTime {
 }
 
 /// One compressed night against the real client and the mock API, in a git repository: turns
-/// that commit, a usage limit, the client killed, a question answered, the context past the
+/// that commit, a usage limit, the client killed, a question answered from the phone, the context past the
 /// handoff threshold, Nightshift itself SIGKILLed and restored, and Nightshift ended with a resume
 /// pending (a Quit, a logout: SIGTERM) and started again. After each, the work goes on; no request
 /// goes into a refused window, the opening prompt is sent once, each need is pushed once, and the
@@ -190,7 +190,8 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     let mock = MockApi::start().await;
     mock.set_default("commit");
     let ntfy = common::ntfy::Fake::start();
-    let config = format!("[push]\nntfy = \"{}\"\n", ntfy.url("night"));
+    let config = format!("[push]\nntfy = \"{}\"\nlisten = \"{}\"\n", ntfy.url("night"), ntfy.url("answers"));
+    let key = nightshift::phone::Key::generate().to_hex();
     let opening = format!("{OPENING} mock:commit");
     let mut run = ClaudeRun::start(
         &claude,
@@ -212,6 +213,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
             args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash", &opening],
             project: &[("TASKS.md", "- [ ] one\n- [ ] two\n- [ ] three\n"), ("work.txt", "")],
             config: &config,
+            config_files: &[("phone.key", &key)],
             ..Default::default()
         },
     );
@@ -234,16 +236,29 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     done = work_goes_on(&run, done, "the client's kill");
     eprintln!("phase: the client killed ({done} commits)");
 
-    // A question, answered at the terminal's pace.
+    // A question, answered from the phone at a person's pace: its push's first button.
     mock.set_default("question");
     let asked = run.states().len();
     run.wait_state("waiting_input", asked.saturating_sub(1), Duration::from_secs(60));
     mock.set_default("commit");
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    run.send("", true);
-    wait_for("the answer journalled", Duration::from_secs(30), || {
-        run.events().into_iter().find(|e| e["event"] == "dialog_answered" && e["dialog"] == "question")
+    let button = wait_for("the question's buttons", Duration::from_secs(30), || {
+        let pushed = ntfy.seen().into_iter().find(|p| p.path == "/night" && p.body.starts_with("Which database"))?;
+        let first = pushed.headers.get("actions")?.split("; ").next()?.to_string();
+        first.split(", ").find_map(|f| f.strip_prefix("body=")).map(str::to_string)
     });
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    ntfy.press("answers", &button);
+    let answered = (0..300)
+        .find_map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            run.events().into_iter().find(|e| e["event"] == "dialog_answered" && e["dialog"] == "question")
+        })
+        .unwrap_or_else(|| {
+            let told: Vec<String> = ntfy.seen().into_iter().map(|p| format!("{} {}", p.path, p.body)).collect();
+            let around: Vec<String> = run.events().iter().rev().take(30).map(|e| e.to_string()).collect();
+            panic!("the phone's answer was not journalled; pushed: {told:#?}; the last events: {around:#?}")
+        });
+    assert_eq!(answered["by"], "phone", "{answered}");
     done = work_goes_on(&run, done, "the question");
     eprintln!("phase: a question ({done} commits)");
 
@@ -365,7 +380,13 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     let pushed = |kind: &str| count(&events, |e| e["event"] == "push_sent" && e["kind"] == kind);
     assert_eq!(pushed("question"), 1, "the question, pushed once");
     assert_eq!(pushed("limit"), 2, "each limit, pushed once");
-    assert_eq!(ntfy.seen().len(), count(&events, |e| e["event"] == "push_sent"), "every publish journalled once");
+    assert_eq!(pushed("answer"), 1, "the phone's button answered once");
+    let presses = ntfy.seen().iter().filter(|p| p.path == "/answers").count();
+    assert_eq!(
+        ntfy.seen().len() - presses,
+        count(&events, |e| e["event"] == "push_sent"),
+        "every publish journalled once"
+    );
 
     // The morning summary says the same as the journal and git.
     let range =
@@ -380,6 +401,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     assert_eq!(counts["restores"], restores as u64, "{counts}");
     assert_eq!(counts["handoffs_written"], handoffs as u64, "{counts}");
     assert_eq!(counts["questions_answered"], questions as u64, "{counts}");
+    assert_eq!((counts["phone_applied"].as_u64(), counts["phone_refused"].as_u64()), (Some(1), Some(0)), "{counts}");
     assert_eq!(counts["commits"], commits(&dir) as u64, "{counts}");
     assert!(session["needs_you"].as_array().is_none_or(|n| n.is_empty()), "nothing needs you: {session}");
 }
