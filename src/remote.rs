@@ -342,28 +342,33 @@ async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming) {
     push.say(reply(&action, &shown, result.as_ref().err()));
 }
 
+/// Whether a button on a wait still finds it: a breaker's Try again while it is open, a limit's
+/// Stop at the next checkpoint while the session waits on the limit (a loop's, whenever it runs).
+fn still_waiting(choice: Choice, state: SessionState, loop_: bool) -> Result<(), Refusal> {
+    match choice {
+        Choice::Retry if state != SessionState::BreakerOpen => Err(Refusal::Over("the breaker closed already")),
+        Choice::Checkpoint if !loop_ && state != SessionState::LimitPaused => {
+            Err(Refusal::Over("the usage limit's wait is over"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Carries out `action` on its session, run by this process.
 async fn apply(supervisor: &Supervisor, action: &Action) -> Result<(), Refusal> {
     let handle = supervisor.session(&action.session).ok_or(Refusal::SessionEnded)?;
     let loop_ = handle.kind() == crate::store::SessionKind::Loop;
+    still_waiting(action.choice, handle.status().state, loop_)?;
     match action.choice {
         Choice::Option(n) => handle.answer(&action.dialog, Reply::Pick(n), Answerer::Phone).await,
         Choice::Allow => handle.answer(&action.dialog, Reply::Allow, Answerer::Phone).await,
         Choice::Deny => handle.answer(&action.dialog, Reply::Deny, Answerer::Phone).await,
-        Choice::Retry => {
-            if handle.status().state != SessionState::BreakerOpen {
-                return Err(Refusal::Over("the breaker closed already"));
-            }
-            handle.reset_breaker().await.map(drop).map_err(|_| Refusal::SessionEnded)
-        }
+        Choice::Retry => handle.reset_breaker().await.map(drop).map_err(|_| Refusal::SessionEnded),
         Choice::Stop => handle.stop("the phone").await.map_err(|_| Refusal::SessionEnded),
         // A loop stops at its next iteration's end; a session waiting on a limit is not resumed
         // after the reset, and stays as it is for the user.
         Choice::Checkpoint if loop_ => handle.stop("the phone").await.map_err(|_| Refusal::SessionEnded),
         Choice::Checkpoint => {
-            if handle.status().state != SessionState::LimitPaused {
-                return Err(Refusal::Over("the usage limit's wait is over"));
-            }
             let change = crate::session::Change {
                 respawn: Some(crate::session::Switch::Off),
                 auto_resume: Some(crate::session::Switch::Off),
@@ -467,6 +472,19 @@ mod tests {
         let (seen, result) = lines(input.as_bytes());
         assert!(result.is_ok());
         assert_eq!(seen, ["{\"a\":1}", "next", ""], "the huge line and the unfinished one are not read");
+    }
+
+    #[test]
+    fn a_button_on_a_wait_that_is_over_is_refused() {
+        use SessionState::{BreakerOpen, Idle, LimitPaused, Working};
+        assert_eq!(still_waiting(Choice::Retry, BreakerOpen, false), Ok(()));
+        assert_eq!(still_waiting(Choice::Retry, Working, false), Err(Refusal::Over("the breaker closed already")));
+        assert_eq!(still_waiting(Choice::Checkpoint, LimitPaused, false), Ok(()));
+        let over = still_waiting(Choice::Checkpoint, Idle, false).unwrap_err();
+        assert_eq!(over.to_string(), "the usage limit's wait is over");
+        assert_eq!(still_waiting(Choice::Checkpoint, Working, true), Ok(()), "a loop stops after its iteration");
+        assert_eq!(still_waiting(Choice::Stop, Idle, false), Ok(()), "a stop needs no wait");
+        assert!(Refusal::Unanswerable.to_string().contains("[answer]"));
     }
 
     #[test]
