@@ -110,8 +110,9 @@ async fn the_real_clients_question_and_permission_prompt_are_answered_from_the_p
     assert_eq!(labels, ["Allow once", "Deny"]);
     let allow = phone::verify(&key, &buttons[0].1, chrono::Utc::now()).unwrap();
     let deny = buttons[1].1.clone();
-    let (signed, tag) = buttons[0].1.rsplit_once('.').unwrap();
-    let forged = format!("{signed}.{}", &tag.chars().rev().collect::<String>());
+    // Allow's payload under Deny's signature: well-formed, and not this payload's.
+    let (signed, _) = buttons[0].1.rsplit_once('.').unwrap();
+    let forged = format!("{signed}.{}", buttons[1].1.rsplit_once('.').unwrap().1);
     refused_unchanged(&run, &fake, &forged, "does not match this install's key");
     let now = chrono::Utc::now();
     let expired =
