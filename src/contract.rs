@@ -98,6 +98,9 @@ pub struct Terminal {
     /// How long a stopped agent gets between SIGHUP and SIGKILL.
     #[serde(with = "crate::clock::secs")]
     pub stop_grace: Duration,
+    /// The worktree it works in (`--worktree`): `cwd` is in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::git::worktree::Worktree>,
 }
 
 fn yes() -> bool {
@@ -318,6 +321,12 @@ mod tests {
             adapter: Some(Overrides { file: "claude.toml".into(), text: "verified = \"2.1.332\"\n".into() }),
             quiet: Duration::from_secs(2),
             stop_grace: Duration::from_secs(3),
+            worktree: Some(crate::git::worktree::Worktree {
+                repo: "/work/p".into(),
+                path: "/home/u/.local/share/nightshift/worktrees/p-1a2b3c4d/night".into(),
+                branch: "nightshift/night".into(),
+                base: "0123456789abcdef0123456789abcdef01234567".into(),
+            }),
         }
     }
 

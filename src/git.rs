@@ -11,6 +11,7 @@ mod branches;
 mod fingerprint;
 mod history;
 pub mod salvage;
+pub mod worktree;
 
 use std::path::Path;
 use std::process::Command;

@@ -92,13 +92,7 @@ pub fn verdict(replay: &Replay, now: DateTime<Utc>) -> Verdict {
 
 /// The journal of `row` as [`Replay`]; `None` when nothing in it can be read.
 pub fn replay(store: &Store, row: &SessionRow) -> Result<Option<Replay>, StoreError> {
-    let contract =
-        store.events_named(&row.id, &["contract"])?.into_iter().rev().find_map(
-            |e| match serde_json::from_str::<Event>(&e.body).ok()?.kind {
-                EventKind::Contract { contract } => Some(*contract),
-                _ => None,
-            },
-        );
+    let contract = store.contract(&row.id)?;
     let events: Vec<Event> =
         store.recent_events(&row.id, LOOKBACK)?.iter().filter_map(|e| serde_json::from_str(&e.body).ok()).collect();
     let Some(last_seen) = events.last().map(|e| e.ts) else { return Ok(None) };
@@ -220,6 +214,7 @@ fn pieced(row: &SessionRow, events: &[Event]) -> Option<Contract> {
         adapter: None,
         quiet: crate::detect::DetectConfig::default().quiet,
         stop_grace: crate::session::DEFAULT_STOP_GRACE,
+        worktree: None,
     };
     for event in events {
         match &event.kind {
@@ -280,6 +275,7 @@ mod tests {
             adapter: None,
             quiet: std::time::Duration::from_secs(2),
             stop_grace: std::time::Duration::from_secs(3),
+            worktree: None,
         };
         Replay {
             contract: Contract {

@@ -230,6 +230,17 @@ impl Store {
         Ok(taken == 1)
     }
 
+    /// What session `id` was armed with: its latest `contract` event (`None` for a session from
+    /// before contracts were journalled).
+    pub fn contract(&self, id: &str) -> Result<Option<crate::contract::Contract>, StoreError> {
+        Ok(self.events_named(id, &["contract"])?.into_iter().rev().find_map(|e| {
+            match serde_json::from_str::<Event>(&e.body).ok()?.kind {
+                EventKind::Contract { contract } => Some(*contract),
+                _ => None,
+            }
+        }))
+    }
+
     /// Forgets the claims made before `before`: no token lives that long, and no message that old is
     /// asked for again, so the table stays small however long a flood lasts.
     pub fn prune_phone_claims(&mut self, before: DateTime<Utc>) -> Result<usize, StoreError> {

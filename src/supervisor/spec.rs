@@ -71,6 +71,8 @@ pub struct SessionSpec {
     pub account: Option<crate::agent::Account>,
     /// Move to another account before this one's limit (Claude sessions), when set.
     pub switch: Option<crate::session::machine::SwitchSettings>,
+    /// The worktree the session works in (`--worktree`), made before it starts.
+    pub worktree: Option<crate::git::worktree::Worktree>,
 }
 
 impl SessionSpec {
@@ -92,6 +94,7 @@ impl SessionSpec {
             budget: crate::breaker::Budget::default(),
             account: None,
             switch: None,
+            worktree: None,
         }
     }
 }
@@ -138,6 +141,7 @@ impl SessionSpec {
                 adapter: self.adapter.as_ref().and_then(|a| a.overrides().cloned()),
                 quiet: self.detect.quiet,
                 stop_grace: self.stop_grace,
+                worktree: self.worktree.clone(),
             })),
         }
     }
