@@ -66,6 +66,33 @@ pub struct Config {
     /// Scheduled starts (`[schedule] missed = "skip"`).
     #[serde(default)]
     pub schedule: ScheduleSettings,
+    /// Where sessions' worktrees are made (`[worktree] dir = "~/worktrees"`).
+    #[serde(default)]
+    pub worktree: WorktreeSettings,
+}
+
+/// Where `--worktree` makes a session's worktree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorktreeSettings {
+    /// The folder that holds them, one folder per repository inside
+    /// [default: `$XDG_DATA_HOME/nightshift/worktrees`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+}
+
+impl WorktreeSettings {
+    /// The folder worktrees are made in: the setting (`~` is the home), else the XDG data folder's.
+    pub fn root(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.dir {
+            let text = dir.to_string_lossy();
+            return Some(match text.strip_prefix("~/") {
+                Some(rest) => directories::BaseDirs::new()?.home_dir().join(rest),
+                None => dir.clone(),
+            });
+        }
+        directories::ProjectDirs::from("", "", "nightshift").map(|d| d.data_dir().join("worktrees"))
+    }
 }
 
 /// What scheduled starts do.

@@ -138,6 +138,10 @@ pub struct SessionDigest {
     /// Its recordings, and the command that shows them.
     #[serde(default)]
     pub recording: Option<String>,
+    /// The worktree it worked in (`--worktree`): its branch, where its work stands, and the
+    /// commands to look at it and merge it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeWork>,
     pub usage: Option<UsageDelta>,
 }
 
@@ -333,6 +337,41 @@ fn loose_phone_events(
     Ok(())
 }
 
+/// A session's worktree in the morning.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorktreeWork {
+    pub branch: String,
+    pub path: String,
+    #[serde(flatten)]
+    pub standing: crate::git::worktree::Standing,
+    /// Its work in one line.
+    pub work: String,
+    /// Its salvage refs.
+    pub salvage: Vec<String>,
+    /// How to look at its work, and how to merge it.
+    pub look: String,
+    pub merge: String,
+}
+
+/// The worktree session `id` worked in, as it stands now.
+fn worktree_work(store: &Store, id: &str) -> Result<Option<WorktreeWork>, StoreError> {
+    let Some(contract) = store.contract(id)? else { return Ok(None) };
+    let crate::contract::Kind::Terminal(t) = contract.kind else { return Ok(None) };
+    let Some(w) = t.worktree else { return Ok(None) };
+    let s = crate::git::worktree::standing(&w);
+    let base = &w.base[..w.base.len().min(12)];
+    let repo = w.repo.display();
+    Ok(Some(WorktreeWork {
+        look: format!("git -C {repo} log --stat {base}..{}", w.branch),
+        merge: format!("git -C {repo} merge {}", w.branch),
+        salvage: crate::git::salvage::list(&w.repo, Some(id)).into_iter().map(|s| s.reference).collect(),
+        branch: w.branch,
+        path: w.path.display().to_string(),
+        work: s.words(),
+        standing: s,
+    }))
+}
+
 /// Computes the digest of `[from, to)` from the journal (and each session's repository).
 pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Digest, StoreError> {
     let mut sessions = Vec::new();
@@ -362,6 +401,7 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
         if !lives.is_empty() {
             digest.recording = Some(format!("{} life(s) recorded; see them: nightshift log {}", lives.len(), row.id));
         }
+        digest.worktree = worktree_work(store, &row.id)?;
         if digest.limits_hit > 0 {
             informational.push(format!(
                 "{}: {} usage-limit pause(s), {} resume(s)",
@@ -580,6 +620,7 @@ fn session_digest(
         git,
         delivery,
         recording: None,
+        worktree: None,
         usage,
     };
     (digest, l.suspends)

@@ -24,6 +24,7 @@ mod sessions;
 mod statusline;
 mod stop;
 mod usage;
+mod worktree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -86,6 +87,8 @@ enum Command {
     Presets(presets::Args),
     /// Circuit breakers: `nightshift breaker reset SESSION`.
     Breaker(breaker::Args),
+    /// The worktrees sessions were started in (`run --worktree`): list, show, remove.
+    Worktree(worktree::Args),
     /// Answers from the phone: `nightshift push setup` makes the ntfy topics and the key that
     /// signs the buttons, and shows the topic to subscribe to as a QR code.
     Push(push::Args),
@@ -137,6 +140,7 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan::run(cli.state_dir, args),
         Command::Breaker(args) => breaker::run(cli.state_dir, args),
         Command::Push(args) => push::run(args),
+        Command::Worktree(args) => worktree::run(cli.state_dir, args),
         Command::Usage(args) => usage::run(cli.state_dir, args),
         Command::Restore(args) => restore::run(cli.state_dir, args),
         Command::Service(args) => service::run(cli.state_dir, args),

@@ -61,6 +61,10 @@ pub struct Args {
     /// Working directory of the session [default: the current directory]
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     cwd: Option<PathBuf>,
+    /// Work in a new git worktree on a branch `nightshift/NAME` made from HEAD, outside your
+    /// checkout (which is left as it is) [NAME default: a random one]
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    worktree: Option<String>,
     /// Seconds a stopped session gets between SIGHUP and SIGKILL
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
     stop_grace: f64,
@@ -176,10 +180,17 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     };
     request.stop_grace = Some(Duration::from_secs_f64(args.stop_grace));
     request.quiet = Some(Duration::from_secs_f64(args.quiet_window));
-    let spec = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
+    let mut spec = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
     // The supervisor's own rules, for the sessions whose preset turns the guard on.
     let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
+    // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
+    if let Some(name) = &args.worktree {
+        let (made, dir) = super::worktree::make(&paths, &spec.command.cwd, name)?;
+        eprintln!("nightshift: the session works in {} on {}", made.path.display(), made.branch);
+        spec.command.cwd = dir;
+        spec.worktree = Some(made);
+    }
 
     super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, begin))
 }

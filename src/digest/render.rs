@@ -148,6 +148,13 @@ fn details(s: &SessionDigest) -> Vec<String> {
             lines.push(format!("  … and {} more", git.commits.len() - 10));
         }
     }
+    if let Some(w) = &s.worktree {
+        lines.push(format!("worktree: {} at {}: {}", w.branch, w.path, w.work));
+        for reference in &w.salvage {
+            lines.push(format!("worktree salvage: {reference}"));
+        }
+        lines.push(format!("look: {}; merge: {}", w.look, w.merge));
+    }
     if let Some(r) = &s.recording {
         lines.push(format!("recording: {r}"));
     }
