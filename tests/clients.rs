@@ -16,3 +16,4 @@ mod loops_real;
 mod night;
 mod phone_real;
 mod real_claude;
+mod worktree_real;
