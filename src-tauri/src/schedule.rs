@@ -60,7 +60,9 @@ fn fire(state: &AppState, id: &SessionId, launch: &Launch) -> Result<(), String>
                 serde_json::from_value(form.clone()).map_err(|e| format!("its form cannot be read: {e}"))?;
             match form {
                 Form::Session(form) => {
+                    let worktree = form.worktree;
                     let spec = crate::commands::session_spec(state, form).map_err(|e| e.to_string())?;
+                    let spec = crate::commands::in_worktree(state, spec, worktree).map_err(|e| e.to_string())?;
                     state.supervisor.start_scheduled(id.clone(), spec).map(drop).map_err(|e| e.to_string())
                 }
                 Form::Loop(form) => {

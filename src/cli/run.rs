@@ -186,10 +186,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
     // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
     if let Some(name) = &args.worktree {
-        let (made, dir) = super::worktree::make(&paths, &spec.command.cwd, name)?;
-        eprintln!("nightshift: the session works in {} on {}", made.path.display(), made.branch);
-        spec.command.cwd = dir;
-        spec.worktree = Some(made);
+        nightshift::supervisor::build::in_worktree(&mut spec, paths.config_dir.as_deref(), name)
+            .map_err(anyhow::Error::msg)?;
+        if let Some(made) = &spec.worktree {
+            eprintln!("nightshift: the session works in {} on {}", made.path.display(), made.branch);
+        }
     }
 
     super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, begin))

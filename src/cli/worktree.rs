@@ -2,12 +2,10 @@
 //! `--worktree`, where their work stands, and removing one without losing work (see
 //! `nightshift::git::worktree`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use nightshift::git::worktree::{self, Worktree};
-use nightshift::paths::Paths;
 use nightshift::store::Store;
 
 #[derive(Debug, clap::Args)]
@@ -138,16 +136,4 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Makes worktree `name` (a random one when empty) of the repository `cwd` is in, where the
-/// configuration says; returns it and the folder in it that matches `cwd`.
-pub fn make(paths: &Paths, cwd: &Path, name: &str) -> anyhow::Result<(Worktree, PathBuf)> {
-    let config = nightshift::config::Config::load(paths.config_dir.as_deref())?;
-    let root = config.worktree.root().context("no folder for worktrees: set [worktree] dir in config.toml")?;
-    let name = if name.is_empty() { format!("{:08x}", rand::random::<u32>()) } else { name.to_string() };
-    let made = worktree::make(cwd, &name, &root).map_err(anyhow::Error::msg)?;
-    let inside = cwd.strip_prefix(&made.repo).map(Path::to_path_buf).unwrap_or_default();
-    let dir = made.path.join(inside);
-    Ok((made, dir))
 }

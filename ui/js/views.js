@@ -99,6 +99,7 @@ export async function submitNew(ev) {
       auto_resume: $("new-auto-resume").checked,
       account: $("new-account").value || null,
       switch_accounts: !$("new-switch-field").hidden && $("new-switch").checked,
+      worktree: $("new-worktree").checked,
       start: newStart(),
     };
     made = await call("new_session", { request });

@@ -18,6 +18,9 @@ pub struct NewSession {
     /// Move to the account with the most headroom before this one's limit.
     #[serde(default)]
     pub switch_accounts: bool,
+    /// Work in a worktree of its own (a branch `nightshift/…` outside the user's checkout).
+    #[serde(default)]
+    pub worktree: bool,
     /// When to start: now, or later.
     #[serde(default)]
     pub start: StartAt,
@@ -128,9 +131,20 @@ pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: Ne
         form.start = StartAt::default();
         return schedule_form(&state, Scheduled::session(&spec), &due, &Form::Session(form));
     }
+    let spec = in_worktree(&state, spec, form.worktree)?;
     let handle = state.supervisor.start(spec).map_err(|e| UiError::new(Code::StartFailed, e.to_string()))?;
     crate::awake::recheck(&app);
     Ok(Started { id: handle.id().to_string() })
+}
+
+/// `spec` in a worktree of its own when the form asks (made just before the start: a scheduled one
+/// gets it at its time).
+pub fn in_worktree(state: &AppState, mut spec: SessionSpec, asked: bool) -> Result<SessionSpec, UiError> {
+    if asked {
+        nightshift::supervisor::build::in_worktree(&mut spec, state.paths.config_dir.as_deref(), "")
+            .map_err(|e| UiError::new(Code::BadCwd, e))?;
+    }
+    Ok(spec)
 }
 
 /// The New session form, for a loop.
