@@ -39,9 +39,9 @@ const SIGNED_REFILL: Duration = Duration::from_secs(1);
 const SILENCE: Duration = Duration::from_secs(100);
 /// Messages waiting to be handled; more are dropped.
 const QUEUE: usize = 64;
-/// A refusal of a token nobody here signed is answered at most once in each such slot of time,
-/// by all processes together (the slot is claimed in the journal).
-const STRANGER_REPLY_EVERY: i64 = 600;
+/// A refusal of a token nobody here signed is answered at most once in this long, by all processes
+/// together (the last answer's time is claimed in the journal).
+const STRANGER_REPLY_EVERY: chrono::Duration = chrono::Duration::minutes(10);
 /// How far back a first connection asks: a button is good for 30 minutes, a limit's for the wait.
 const FIRST_LOOK_BACK: chrono::Duration = chrono::Duration::hours(12);
 
@@ -422,7 +422,7 @@ fn cap(said: &str) -> String {
 }
 
 /// A message no token of this install could be read from: journalled under no session, and
-/// answered at most once in [`STRANGER_REPLY_EVERY`] seconds.
+/// answered at most once in [`STRANGER_REPLY_EVERY`].
 fn stranger(supervisor: &Supervisor, push: &Following, refusal: &Refusal, now: chrono::DateTime<chrono::Utc>) {
     let action = match refusal {
         Refusal::Forged => "an action this install did not sign",
@@ -435,8 +435,9 @@ fn stranger(supervisor: &Supervisor, push: &Following, refusal: &Refusal, now: c
         refused: Some(refusal.to_string()),
     };
     supervisor.emit(&SessionId::from(String::new()), kind);
-    let slot = format!("stranger-reply:{}", now.timestamp().div_euclid(STRANGER_REPLY_EVERY));
-    if !supervisor.write_store(|s| s.claim_phone(&slot, std::process::id(), now)).unwrap_or(false) {
+    let claimed = supervisor
+        .write_store(|s| s.claim_phone_every("stranger-reply", STRANGER_REPLY_EVERY, std::process::id(), now));
+    if !claimed.unwrap_or(false) {
         return;
     }
     push.say(Message {

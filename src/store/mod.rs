@@ -241,6 +241,25 @@ impl Store {
         }))
     }
 
+    /// Claims `claim` for process `pid` if nobody claimed it within `every` before `now` (one
+    /// statement: of processes racing, one wins): what is done at most once in a while by all of
+    /// them together (answering a stranger's message).
+    pub fn claim_phone_every(
+        &mut self,
+        claim: &str,
+        every: chrono::Duration,
+        pid: u32,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let taken = self.conn.execute(
+            "INSERT INTO phone_claims (claim, claimed, claimed_by) VALUES (?1, ?2, ?3)
+             ON CONFLICT (claim) DO UPDATE SET claimed = excluded.claimed, claimed_by = excluded.claimed_by
+             WHERE phone_claims.claimed <= ?4",
+            params![claim, format_ts(now), pid, format_ts(now - every)],
+        )?;
+        Ok(taken == 1)
+    }
+
     /// Forgets the claims made before `before`: no token lives that long, and no message that old is
     /// asked for again, so the table stays small however long a flood lasts.
     pub fn prune_phone_claims(&mut self, before: DateTime<Utc>) -> Result<usize, StoreError> {

@@ -222,6 +222,18 @@ fn a_phone_token_is_claimed_once_however_many_processes_race_for_it() {
 }
 
 #[test]
+fn a_claim_renewed_at_most_once_in_a_while_whatever_the_clocks_slot() {
+    let mut store = Store::open_in_memory().unwrap();
+    let every = chrono::Duration::minutes(10);
+    // Across a round ten minutes: a fixed slot would let both through.
+    let t = Utc.with_ymd_and_hms(2026, 12, 4, 22, 19, 59).unwrap();
+    assert!(store.claim_phone_every("stranger-reply", every, 1, t).unwrap());
+    assert!(!store.claim_phone_every("stranger-reply", every, 2, t + chrono::Duration::seconds(2)).unwrap());
+    assert!(!store.claim_phone_every("stranger-reply", every, 2, t + chrono::Duration::minutes(9)).unwrap());
+    assert!(store.claim_phone_every("stranger-reply", every, 2, t + every).unwrap());
+}
+
+#[test]
 fn the_listen_cursor_moves_forward_only() {
     let mut store = Store::open_in_memory().unwrap();
     assert_eq!(store.phone_cursor("t1").unwrap(), None);
