@@ -555,45 +555,6 @@ class AppWindow(unittest.TestCase):
         self.click("#back")
         d.wait_for("the list", lambda: self.visible("#list-view"))
 
-    def test_5bg_a_session_in_a_worktree_of_its_own_from_the_new_session_page(self):
-        # The checkbox: the session commits on a branch nightshift/… in a folder of its own, and the
-        # user's checkout (HEAD, index, files) stays as it was.
-        d = self.driver
-        repo = Path(self.tmp.name) / "worktree-repo"
-        repo.mkdir()
-        git = lambda *args: subprocess.run(  # noqa: E731
-            ["git", "-c", "user.name=u", "-c", "user.email=u@u", *args], cwd=repo, check=True,
-            capture_output=True, text=True).stdout.strip()
-        git("init", "-q")
-        (repo / "README").write_text("the project\n")
-        git("add", "README")
-        git("commit", "-qm", "The project")
-        (repo / "README").write_text("half edited\n")
-        head, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
-        config = Path(self.env["NIGHTSHIFT_CONFIG_DIR"]) / "config.toml"
-        root = Path(self.tmp.name) / "worktrees"
-        text = config.read_text() if config.exists() else ""
-        if "[worktree]" not in text:
-            config.write_text(text + f'\n[worktree]\ndir = "{root}"\n')
-        self.open_view("#nav-new", "new")
-        self.fill("#new-command", "bash -c 'git -c user.name=a -c user.email=a@a commit -q --allow-empty -m from-the-window'")
-        self.fill("#new-cwd", str(repo))
-        self.click('#new-agent option[value="generic"]')
-        self.click('#new-preset option[value=""]')
-        self.click('#new-account option[value=""]')
-        self.assertFalse(d.run_js("return document.getElementById('new-worktree').checked"), "off unless asked")
-        d.run_js("document.getElementById('new-worktree').click()")
-        self.click("#new-submit")
-        branch = d.wait_for("its branch", lambda: git("for-each-ref", "--format=%(refname:short)", "refs/heads/nightshift/"),
-                            timeout=30)
-        d.wait_for("its commit on it", lambda: git("log", "-1", "--format=%s", branch) == "from-the-window", timeout=30)
-        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
-        self.assertEqual((git("rev-parse", "HEAD"), git("status", "--porcelain")), (head, status))
-        self.assertEqual((repo / "README").read_text(), "half edited\n")
-        listed = subprocess.run([str(CLI), "worktree", "list"], env=self.env, capture_output=True, text=True).stdout
-        self.assertIn(branch, listed)
-        self.assertIn(str(root), listed)
-
     def test_5c_ready_for_tonight_checks_and_the_new_page_warns_first(self):
         d = self.driver
         plain = Path(self.tmp.name) / "not-a-repo"
@@ -1425,6 +1386,52 @@ class AppWindow(unittest.TestCase):
         finally:
             config.unlink()
         d.wait_for("the banner gone once fixed", lambda: not self.visible("#problem-banner"), timeout=20)
+
+    def test_9e_a_session_in_a_worktree_of_its_own_from_the_new_session_page(self):
+        # The checkbox: the session commits on a branch nightshift/… in a folder of its own, and the
+        # user's checkout (HEAD, index, files) stays as it was.
+        d = self.driver
+        repo = Path(self.tmp.name) / "worktree-repo"
+        repo.mkdir()
+        git = lambda *args: subprocess.run(  # noqa: E731
+            ["git", "-c", "user.name=u", "-c", "user.email=u@u", *args], cwd=repo, check=True,
+            capture_output=True, text=True).stdout.strip()
+        git("init", "-q")
+        (repo / "README").write_text("the project\n")
+        git("add", "README")
+        git("commit", "-qm", "The project")
+        (repo / "README").write_text("half edited\n")
+        head, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
+        config = Path(self.env["NIGHTSHIFT_CONFIG_DIR"]) / "config.toml"
+        root = Path(self.tmp.name) / "worktrees"
+        # The app writes an empty [worktree] table when it saves its settings: give it the folder.
+        text = config.read_text() if config.exists() else ""
+        text = re.sub(r"(?m)^\[worktree\]\n(dir = .*\n)?", "", text)
+        config.write_text(text + f'\n[worktree]\ndir = "{root}"\n')
+        remembered = d.run_js("return localStorage.getItem('nightshift.cwd')")
+        self.open_view("#nav-new", "new")
+        self.fill("#new-command", "bash -c 'git -c user.name=a -c user.email=a@a commit -q --allow-empty -m from-the-window'")
+        self.fill("#new-cwd", str(repo))
+        self.click('#new-agent option[value="generic"]')
+        self.click('#new-preset option[value=""]')
+        # No account: the field is hidden when config.toml names none.
+        d.run_js("document.getElementById('new-account').value = ''")
+        self.assertFalse(d.run_js("return document.getElementById('new-worktree').checked"), "off unless asked")
+        d.run_js("document.getElementById('new-worktree').click()")
+        self.click("#new-submit")
+        branch = d.wait_for("its branch", lambda: git("for-each-ref", "--format=%(refname:short)", "refs/heads/nightshift/"),
+                            timeout=30)
+        d.wait_for("its commit on it", lambda: git("log", "-1", "--format=%s", branch) == "from-the-window", timeout=30)
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.assertEqual((git("rev-parse", "HEAD"), git("status", "--porcelain")), (head, status))
+        self.assertEqual((repo / "README").read_text(), "half edited\n")
+        listed = subprocess.run([str(CLI), "worktree", "list"], env=self.env, capture_output=True, text=True).stdout
+        self.assertIn(branch, listed)
+        self.assertIn(str(root), listed)
+        # The form as the next test finds it: no worktree, the folder it remembered.
+        d.run_js("document.getElementById('new-worktree').checked = false")
+        if remembered:
+            d.run_js("localStorage.setItem('nightshift.cwd', arguments[0])", remembered)
 
 
 if __name__ == "__main__":
