@@ -337,7 +337,9 @@ async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming) {
         applied: result.is_ok(),
         refused: result.as_ref().err().map(ToString::to_string),
     };
-    supervisor.emit(&SessionId::from(action.session.clone()), kind);
+    // A session this journal never had (a journal started afresh since the push) is no session.
+    let known = supervisor.with_store(|s| s.session(&action.session)).ok().flatten().is_some();
+    supervisor.emit(&SessionId::from(if known { action.session.clone() } else { String::new() }), kind);
     let shown = if short { words(action.choice, None) } else { said };
     push.say(reply(&action, &shown, result.as_ref().err()));
 }

@@ -239,6 +239,16 @@ fn a_stream_that_drops_and_a_server_that_refuses_for_a_while_miss_no_press() {
         asked.len() >= 2 && asked.iter().all(|s| s.parse::<i64>().is_ok()),
         "each connection asks since a time: {asked:?}"
     );
+    // A button of this install for a session this journal never had (a journal started afresh).
+    let key = Key::from_hex(&std::fs::read_to_string(env.path("config").join("phone.key")).unwrap()).unwrap();
+    let stray = Action::new("0badcafe", "d", Choice::Stop, chrono::Utc::now(), phone::DEFAULT_TTL).sign(&key);
+    fake.press("answers", &stray);
+    let said = "Not done for session 0badcafe (stop the session): the session is no longer running.".to_string();
+    wait_for("the stray button answered", Duration::from_secs(30), || replies(&fake).contains(&said).then_some(()));
+    wait_for("the stray button journalled", Duration::from_secs(10), || {
+        journalled(&env, "remote_action").into_iter().find(|a| a["action"] == "stop the session")
+    });
+    assert!(journalled(&env, "journal_gap").is_empty(), "journalled, not a failing journal");
     let refused = journalled(&env, "remote_action").iter().filter(|a| a["applied"] == false).count();
     assert!((1..=25).contains(&refused), "the flood is cut to a burst: {refused} refused");
     assert!(replies(&fake).iter().filter(|r| r.starts_with("A button's action was refused")).count() <= 1);
