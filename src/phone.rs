@@ -80,7 +80,8 @@ pub enum Choice {
 }
 
 impl Choice {
-    fn word(self) -> String {
+    /// The token's word for it (`option-2`, `allow`, …), as the journal keeps it too.
+    pub fn word(self) -> String {
         match self {
             Self::Option(n) => format!("option-{n}"),
             Self::Allow => "allow".into(),

@@ -88,26 +88,29 @@ pub struct Setup {
 /// The install's signing key for the phone's buttons: the keyring's item when it holds one, else
 /// the file in `dir` (`None` with neither).
 pub fn phone_key(dir: Option<&Path>) -> Result<Option<crate::phone::Key>, String> {
-    let text = match <Os as Secrets>::lookup(&PHONE_KEY_ITEM) {
-        Ok(Found::Secret(text)) => Some(text),
+    let found = kept_secret(&PHONE_KEY_ITEM, dir, PHONE_KEY_FILE, "the phone's key")?;
+    found.map(|(text, _)| crate::phone::Key::from_hex(&text)).transpose()
+}
+
+/// A secret the keyring's item `item` holds, else the 0600 file `file` in `dir`, and where it was
+/// found; `what` names it in the log. A locked keyring item is said (once per call) and the file
+/// is used.
+fn kept_secret(
+    item: &[(&str, &str)],
+    dir: Option<&Path>,
+    file: &str,
+    what: &str,
+) -> Result<Option<(String, Kept)>, String> {
+    match <Os as Secrets>::lookup(item) {
+        Ok(Found::Secret(text)) => return Ok(Some((text, Kept::Keyring))),
         Ok(Found::Locked) => {
-            tracing::warn!("the keyring holds the phone's key but is locked; the key file is used");
-            None
+            tracing::warn!("the keyring holds {what} but is locked; unlock it, or keep it in its file")
         }
-        Ok(Found::Nothing) => None,
-        Err(e) => {
-            tracing::warn!("{e}; the phone's key is looked for in its file");
-            None
-        }
-    };
-    let text = match text {
-        Some(text) => Some(text),
-        None => match dir {
-            Some(dir) => private_file(&dir.join(PHONE_KEY_FILE))?,
-            None => None,
-        },
-    };
-    text.map(|t| crate::phone::Key::from_hex(&t)).transpose()
+        Ok(Found::Nothing) => {}
+        Err(e) => tracing::warn!("{e}; {what} is looked for in its file"),
+    }
+    let Some(dir) = dir else { return Ok(None) };
+    Ok(private_file(&dir.join(file))?.map(|text| (text, Kept::File)))
 }
 
 /// Keeps `key` in `dir`'s key file, readable by its owner alone, replacing any key before it.
@@ -147,8 +150,9 @@ pub struct Phone {
 /// otherwise it is written to a 0600 file.
 pub fn set_up_phone(dir: &Path, server: Option<&str>, fresh: bool) -> Result<Phone, String> {
     let mut config = crate::config::Config::load(Some(dir)).map_err(|e| e.to_string())?;
+    // One look at the keyring (a D-Bus call): it decides where the key is kept.
+    let key = if <Os as Secrets>::holds(&PHONE_KEY_ITEM) == Found::Nothing { Kept::File } else { Kept::Keyring };
     let kept = |made: bool, config: &crate::config::Config| -> Result<Phone, String> {
-        let key = if <Os as Secrets>::holds(&PHONE_KEY_ITEM) == Found::Nothing { Kept::File } else { Kept::Keyring };
         let (Some(publish), Some(listen)) = (config.push.ntfy.clone(), config.push.listen.clone()) else {
             return Err("push.ntfy and push.listen are not both set; run `nightshift push setup --fresh`".into());
         };
@@ -176,8 +180,8 @@ pub fn set_up_phone(dir: &Path, server: Option<&str>, fresh: bool) -> Result<Pho
     if let Some(problem) = settings.problem() {
         return Err(format!("{problem} (the server given: `{server}`, such as https://ntfy.sh)"));
     }
-    if fresh || <Os as Secrets>::holds(&PHONE_KEY_ITEM) == Found::Nothing {
-        if <Os as Secrets>::holds(&PHONE_KEY_ITEM) != Found::Nothing {
+    if fresh || key == Kept::File {
+        if key == Kept::Keyring {
             return Err("the keyring holds the phone's key: remove it there first (`secret-tool clear application \
                         nightshift service phone-key`), then run `nightshift push setup --fresh` again"
                 .into());
@@ -224,21 +228,7 @@ pub fn token_kept(dir: Option<&Path>) -> Option<Kept> {
 /// The token and where it is kept. A locked keyring item is said (once per call, in the log) and
 /// the file is used.
 pub fn find_token(dir: Option<&Path>) -> Result<Option<(Secret, Kept)>, String> {
-    match <Os as Secrets>::lookup(&KEYRING_ITEM) {
-        Ok(Found::Secret(token)) => return Ok(Some((Secret(token), Kept::Keyring))),
-        Ok(Found::Locked) => {
-            tracing::warn!("the keyring holds the ntfy token but is locked; unlock it, or keep the token in the file")
-        }
-        Ok(Found::Nothing) => {}
-        Err(e) => tracing::warn!("{e}; the ntfy token is looked for in its file"),
-    }
-    Ok(file_token(dir)?.map(|secret| (secret, Kept::File)))
-}
-
-/// The ntfy access token kept in `dir`'s file (`None` without the file).
-fn file_token(dir: Option<&Path>) -> Result<Option<Secret>, String> {
-    let Some(dir) = dir else { return Ok(None) };
-    Ok(private_file(&dir.join(TOKEN_FILE))?.map(Secret))
+    Ok(kept_secret(&KEYRING_ITEM, dir, TOKEN_FILE, "the ntfy token")?.map(|(text, kept)| (Secret(text), kept)))
 }
 
 /// A secret kept in a file only its owner may read: its text, trimmed (`None` without the file).
@@ -508,8 +498,8 @@ fn deliver(agent: &ureq::Agent, target: Target, url: &str, token: Option<&Secret
             if !m.buttons.is_empty() {
                 request = request.header("Actions", header_value(&actions_header(&m.buttons)));
             }
-            if let Some(Secret(token)) = token {
-                request = request.header("Authorization", format!("Bearer {token}"));
+            if let Some(token) = token {
+                request = request.header("Authorization", token.bearer());
             }
             request.content_type("text/plain; charset=utf-8").send(m.body.as_bytes())
         }

@@ -246,17 +246,6 @@ fn words(choice: Choice, label: Option<&str>) -> String {
     }
 }
 
-fn choice_word(choice: Choice) -> String {
-    match choice {
-        Choice::Option(n) => format!("option-{n}"),
-        Choice::Allow => "allow".into(),
-        Choice::Deny => "deny".into(),
-        Choice::Retry => "retry".into(),
-        Choice::Stop => "stop".into(),
-        Choice::Checkpoint => "checkpoint".into(),
-    }
-}
-
 /// The label of option `n` of the question session `id` last waited on, as the journal has it.
 fn option_label(supervisor: &Supervisor, id: &str, n: u8) -> Option<String> {
     let events = supervisor.with_store(|s| s.recent_events(id, 200)).ok()?;
@@ -333,7 +322,7 @@ async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming) {
     let said = words(action.choice, label.as_deref());
     let kind = crate::EventKind::RemoteAction {
         action: said.clone(),
-        choice: choice_word(action.choice),
+        choice: action.choice.word(),
         applied: result.is_ok(),
         refused: result.as_ref().err().map(ToString::to_string),
     };
