@@ -355,15 +355,11 @@ pub struct WorktreeWork {
 
 /// The worktree session `id` worked in, as it stands now.
 fn worktree_work(store: &Store, id: &str) -> Result<Option<WorktreeWork>, StoreError> {
-    let Some(contract) = store.contract(id)? else { return Ok(None) };
-    let crate::contract::Kind::Terminal(t) = contract.kind else { return Ok(None) };
-    let Some(w) = t.worktree else { return Ok(None) };
+    let Some(w) = store.worktree(id)? else { return Ok(None) };
     let s = crate::git::worktree::standing(&w);
-    let base = &w.base[..w.base.len().min(12)];
-    let repo = w.repo.display();
     Ok(Some(WorktreeWork {
-        look: format!("git -C {repo} log --stat {base}..{}", w.branch),
-        merge: format!("git -C {repo} merge {}", w.branch),
+        look: w.look(),
+        merge: w.merge(),
         salvage: crate::git::salvage::list(&w.repo, Some(id)).into_iter().map(|s| s.reference).collect(),
         branch: w.branch,
         path: w.path.display().to_string(),

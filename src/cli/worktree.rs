@@ -44,9 +44,7 @@ struct Made {
 fn all(store: &Store) -> anyhow::Result<Vec<Made>> {
     let mut out: Vec<Made> = Vec::new();
     for row in store.sessions()? {
-        let Some(contract) = store.contract(&row.id)? else { continue };
-        let nightshift::contract::Kind::Terminal(t) = contract.kind else { continue };
-        if let Some(w) = t.worktree {
+        if let Some(w) = store.worktree(&row.id)? {
             if !out.iter().any(|m| m.worktree.path == w.path) {
                 out.push(Made { session: row.id.clone(), worktree: w });
             }
@@ -107,13 +105,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             );
             println!("  where:  {}", w.path.display());
             println!("  work:   {}", s.words());
-            println!(
-                "  look:   git -C {} log --stat {}..{}",
-                w.repo.display(),
-                &w.base[..w.base.len().min(12)],
-                w.branch
-            );
-            println!("  merge:  git -C {} merge {}", w.repo.display(), w.branch);
+            println!("  look:   {}", w.look());
+            println!("  merge:  {}", w.merge());
             for snapshot in nightshift::git::salvage::list(&w.repo, Some(&m.session)) {
                 println!("  kept by salvage: {} ({} file(s))", snapshot.reference, snapshot.files.len());
             }

@@ -29,6 +29,18 @@ pub struct Worktree {
     pub base: String,
 }
 
+impl Worktree {
+    /// The command that shows its work.
+    pub fn look(&self) -> String {
+        format!("git -C {} log --stat {}..{}", self.repo.display(), &self.base[..self.base.len().min(12)], self.branch)
+    }
+
+    /// The command that merges it into the user's checkout.
+    pub fn merge(&self) -> String {
+        format!("git -C {} merge {}", self.repo.display(), self.branch)
+    }
+}
+
 /// Why a worktree could not be made, each with its fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorktreeError {
@@ -55,21 +67,8 @@ pub enum WorktreeError {
 
 /// Runs git in `dir` without the user's hooks; its output, or what it said on failure.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = std::process::Command::new("git")
-        .args(["-c", "core.hooksPath=/dev/null"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_PAGER", "cat")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
-    } else {
-        let said = String::from_utf8_lossy(&out.stderr);
-        Err(said.lines().find(|l| !l.trim().is_empty()).unwrap_or("git failed").trim().to_string())
-    }
+    let all: Vec<&str> = ["-c", "core.hooksPath=/dev/null"].into_iter().chain(args.iter().copied()).collect();
+    super::output(dir, &all, &[]).map(|out| out.trim_end().to_string())
 }
 
 /// Where the worktrees of the repository at `top` live under `root`: one folder per repository,

@@ -260,6 +260,11 @@ impl Store {
         Ok(taken == 1)
     }
 
+    /// The worktree session `id` works in (`--worktree`), as its contract keeps it.
+    pub fn worktree(&self, id: &str) -> Result<Option<crate::git::worktree::Worktree>, StoreError> {
+        Ok(self.contract(id)?.and_then(|c| c.terminal()?.worktree.clone()))
+    }
+
     /// Forgets the claims made before `before`: no token lives that long, and no message that old is
     /// asked for again, so the table stays small however long a flood lasts.
     pub fn prune_phone_claims(&mut self, before: DateTime<Utc>) -> Result<usize, StoreError> {

@@ -333,10 +333,7 @@ impl Supervisor {
     pub fn pending_resumes(&self) -> Vec<(SessionId, chrono::DateTime<chrono::Utc>)> {
         self.sessions().iter().filter_map(|h| h.status().options.resume_due.map(|due| (h.id().clone(), due))).collect()
     }
-}
 
-/// Records the account session `id` runs under, when it names one (none: the client's default).
-impl Supervisor {
     /// Journals a new terminal session owned by this process, with its account.
     fn record_terminal(
         &self,
@@ -365,6 +362,7 @@ impl Supervisor {
     }
 }
 
+/// Records the account session `id` runs under, when it names one (none: the client's default).
 fn record_account(
     store: &mut Store,
     id: &SessionId,
