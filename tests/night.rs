@@ -243,8 +243,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     mock.set_default("commit");
     let button = wait_for("the question's buttons", Duration::from_secs(30), || {
         let pushed = ntfy.seen().into_iter().find(|p| p.path == "/night" && p.body.starts_with("Which database"))?;
-        let first = pushed.headers.get("actions")?.split("; ").next()?.to_string();
-        first.split(", ").find_map(|f| f.strip_prefix("body=")).map(str::to_string)
+        pushed.buttons().into_iter().next().map(|(_, body)| body)
     });
     tokio::time::sleep(Duration::from_secs(6)).await;
     ntfy.press("answers", &button);

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::ntfy::{Fake, Publish};
+use common::ntfy::Fake;
 use common::{read_events, replay_agent, wait_for, Env, KillOnDrop};
 use nightshift::phone::{self, Action, Choice, Key};
 use serde_json::Value;
@@ -49,30 +49,8 @@ fn question_run(env: &Env, events: &str, log: &str) -> KillOnDrop {
     KillOnDrop(run)
 }
 
-/// The buttons of a publish, from ntfy's `Actions` header: each label and what it posts.
-fn buttons(p: &Publish) -> Vec<(String, String)> {
-    let Some(header) = p.headers.get("actions") else { return Vec::new() };
-    header
-        .split("; ")
-        .filter_map(|action| {
-            let fields: Vec<&str> = action.split(", ").collect();
-            let body = fields.iter().find_map(|f| f.strip_prefix("body="))?;
-            Some((fields[1].to_string(), body.to_string()))
-        })
-        .collect()
-}
-
-/// The short pushes that answered buttons, in order.
-fn replies(fake: &Fake) -> Vec<String> {
-    fake.seen()
-        .into_iter()
-        .filter(|p| p.path == "/night" && p.headers.get("title").is_some_and(|t| t.starts_with("Nightshift: ")))
-        .map(|p| p.body)
-        .collect()
-}
-
 fn wait_reply(fake: &Fake, n: usize) -> String {
-    wait_for(&format!("reply {n}"), Duration::from_secs(30), || replies(fake).get(n - 1).cloned())
+    wait_for(&format!("reply {n}"), Duration::from_secs(30), || fake.replies().get(n - 1).cloned())
 }
 
 /// The journal's events called `name`, whichever process wrote them.
@@ -101,7 +79,7 @@ fn a_button_answers_the_question_once_and_every_other_token_is_refused() {
     let question = wait_for("the question's push", Duration::from_secs(30), || {
         fake.seen().into_iter().find(|p| p.path == "/night" && p.headers.contains_key("actions"))
     });
-    let pressed = buttons(&question);
+    let pressed = question.buttons();
     let labels: Vec<&str> = pressed.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(labels, ["SQLite (Recommended)", "PostgreSQL"], "{:?}", question.headers);
     let postgres = pressed[1].1.clone();
@@ -174,7 +152,7 @@ fn a_button_answers_the_question_once_and_every_other_token_is_refused() {
     );
     assert_eq!(all.len(), 6, "each press journalled once, by one process: {all:?}");
     std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(replies(&fake).len(), 5, "no reply twice, none to the second stranger: {:?}", replies(&fake));
+    assert_eq!(fake.replies().len(), 5, "no reply twice, none to the second stranger: {:?}", fake.replies());
     let key_hex = key.to_hex();
     assert!(!fake.seen().iter().any(|p| p.body.contains(&key_hex) || p.headers.values().any(|h| h.contains(&key_hex))));
 
@@ -199,7 +177,7 @@ fn a_stream_that_drops_and_a_server_that_refuses_for_a_while_miss_no_press() {
     let question = wait_for("the question's push", Duration::from_secs(30), || {
         fake.seen().into_iter().find(|p| p.path == "/night" && p.headers.contains_key("actions"))
     });
-    let postgres = buttons(&question)[1].1.clone();
+    let postgres = question.buttons()[1].1.clone();
     wait_for("listening", Duration::from_secs(30), || (fake.subscribers() >= 1).then_some(()));
 
     // A flood of what is no token, and one line longer than ntfy ever writes: cut, and harmless.
@@ -225,7 +203,7 @@ fn a_stream_that_drops_and_a_server_that_refuses_for_a_while_miss_no_press() {
     .session;
     let said = format!("Answered 'PostgreSQL' for session {session}: it goes on.");
     wait_for("the press heard after the reconnect", Duration::from_secs(60), || {
-        replies(&fake).contains(&said).then_some(())
+        fake.replies().contains(&said).then_some(())
     });
     assert_eq!(typed(log), ["2"]);
     let listen = journalled(&env, "phone_listen");
@@ -244,12 +222,12 @@ fn a_stream_that_drops_and_a_server_that_refuses_for_a_while_miss_no_press() {
     let stray = Action::new("0badcafe", "d", Choice::Stop, chrono::Utc::now(), phone::DEFAULT_TTL).sign(&key);
     fake.press("answers", &stray);
     let said = "Not done for session 0badcafe (stop the session): the session is no longer running.".to_string();
-    wait_for("the stray button answered", Duration::from_secs(30), || replies(&fake).contains(&said).then_some(()));
+    wait_for("the stray button answered", Duration::from_secs(30), || fake.replies().contains(&said).then_some(()));
     wait_for("the stray button journalled", Duration::from_secs(10), || {
         journalled(&env, "remote_action").into_iter().find(|a| a["action"] == "stop the session")
     });
     assert!(journalled(&env, "journal_gap").is_empty(), "journalled, not a failing journal");
     let refused = journalled(&env, "remote_action").iter().filter(|a| a["applied"] == false).count();
     assert!((1..=25).contains(&refused), "the flood is cut to a burst: {refused} refused");
-    assert!(replies(&fake).iter().filter(|r| r.starts_with("A button's action was refused")).count() <= 1);
+    assert!(fake.replies().iter().filter(|r| r.starts_with("A button's action was refused")).count() <= 1);
 }

@@ -14,36 +14,23 @@ use common::wait_for;
 use mock_api::MockApi;
 use nightshift::phone::{self, Action, Choice, Key};
 
-/// The buttons of the latest push with buttons after `after` pushes: each label and its token.
+/// The buttons of the first push with buttons after `after` pushes: each label and its token.
 fn pushed_buttons(fake: &Fake, after: usize) -> (usize, Vec<(String, String)>) {
     wait_for("a push with buttons", Duration::from_secs(30), || {
         let seen: Vec<Publish> = fake.seen().into_iter().filter(|p| p.path == "/night").collect();
-        seen.iter().enumerate().skip(after).find(|(_, p)| p.headers.contains_key("actions")).map(|(i, p)| {
-            let buttons = p.headers["actions"]
-                .split("; ")
-                .filter_map(|a| {
-                    let fields: Vec<&str> = a.split(", ").collect();
-                    Some((fields[1].to_string(), fields.iter().find_map(|f| f.strip_prefix("body="))?.to_string()))
-                })
-                .collect();
-            (i + 1, buttons)
-        })
+        seen.iter()
+            .enumerate()
+            .skip(after)
+            .find(|(_, p)| p.headers.contains_key("actions"))
+            .map(|(i, p)| (i + 1, p.buttons()))
     })
-}
-
-fn replies(fake: &Fake) -> Vec<String> {
-    fake.seen()
-        .into_iter()
-        .filter(|p| p.path == "/night" && p.headers.get("title").is_some_and(|t| t.starts_with("Nightshift: ")))
-        .map(|p| p.body)
-        .collect()
 }
 
 /// Presses `token` and waits for the reply; returns it.
 fn press(fake: &Fake, token: &str) -> String {
-    let before = replies(fake).len();
+    let before = fake.replies().len();
     fake.press("answers", token);
-    wait_for("the reply", Duration::from_secs(30), || replies(fake).get(before).cloned())
+    wait_for("the reply", Duration::from_secs(30), || fake.replies().get(before).cloned())
 }
 
 /// The agent's screen now, without its last rows (the footer's clock and usage move by themselves).

@@ -22,6 +22,21 @@ pub struct Publish {
     pub body: String,
 }
 
+impl Publish {
+    /// Its buttons, from ntfy's `Actions` header: each label and what it posts.
+    pub fn buttons(&self) -> Vec<(String, String)> {
+        let Some(header) = self.headers.get("actions") else { return Vec::new() };
+        header
+            .split("; ")
+            .filter_map(|action| {
+                let fields: Vec<&str> = action.split(", ").collect();
+                let body = fields.iter().find_map(|f| f.strip_prefix("body="))?;
+                Some((fields.get(1)?.to_string(), body.to_string()))
+            })
+            .collect()
+    }
+}
+
 /// A message as the fake keeps it for subscribers.
 #[derive(Debug, Clone)]
 struct Cached {
@@ -94,6 +109,15 @@ impl Fake {
     /// The `since` each subscription asked for, in order.
     pub fn asked_since(&self) -> Vec<String> {
         self.streams.lock().unwrap().asked.clone()
+    }
+
+    /// The short pushes to `/night` that answered the phone's buttons, in order.
+    pub fn replies(&self) -> Vec<String> {
+        self.seen()
+            .into_iter()
+            .filter(|p| p.path == "/night" && p.headers.get("title").is_some_and(|t| t.starts_with("Nightshift: ")))
+            .map(|p| p.body)
+            .collect()
     }
 
     /// Publishes `body` to `topic` as a phone's button does (an HTTP POST).
