@@ -113,7 +113,10 @@ async fn a_codex_session_gets_its_notify_on_the_command_line_and_hears_its_conve
     let token = common::wait_for("the token", Duration::from_secs(10), || {
         std::fs::read_to_string(env.path("codex.token")).ok().filter(|t| !t.is_empty())
     });
-    let args = std::fs::read_to_string(env.path("codex.args")).unwrap();
+    // The fake writes its token, then its arguments: wait for the last of them too.
+    let args = common::wait_for("the arguments", Duration::from_secs(10), || {
+        std::fs::read_to_string(env.path("codex.args")).ok().filter(|a| a.lines().any(|l| l == "--no-daemon"))
+    });
     let args: Vec<&str> = args.lines().collect();
     let ours = serde_json::json!([common::bin(), "notify", "--", theirs]).to_string().replace(',', ", ");
     assert_eq!(args, ["-c", &format!("notify={ours}"), "--no-daemon"], "ours first, running theirs");
