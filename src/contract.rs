@@ -130,6 +130,36 @@ pub struct Looping {
 pub struct ProjectSpec {
     pub cwd: PathBuf,
     pub tasks: TaskSource,
+    /// Where its iterations work instead of `cwd` (`loop --worktree`, `--worktree-per-task`).
+    #[serde(default, skip_serializing_if = "Isolation::is_none")]
+    pub isolation: Isolation,
+}
+
+impl ProjectSpec {
+    /// A project whose iterations work in `cwd` itself.
+    pub fn new(cwd: PathBuf, tasks: TaskSource) -> ProjectSpec {
+        ProjectSpec { cwd, tasks, isolation: Isolation::None }
+    }
+}
+
+/// Where a loop project's iterations work.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// In the project's folder.
+    #[default]
+    None,
+    /// In one worktree of its own for the whole loop (`cwd`'s subfolder of it).
+    Worktree(crate::git::worktree::Worktree),
+    /// In a new worktree for each task, under `root`, on a branch `nightshift/<name>-<iteration>-<task
+    /// words>` made from the user's HEAD when the task starts (journalled as `worktree_made`).
+    PerTask { root: PathBuf, name: String },
+}
+
+impl Isolation {
+    pub fn is_none(&self) -> bool {
+        matches!(self, Isolation::None)
+    }
 }
 
 /// A loop to run (its contract, as the journal keeps it).
@@ -347,10 +377,13 @@ mod tests {
             agent: AgentKind::Claude,
             program: "claude".into(),
             args: vec!["--model".into(), "opus".into()],
-            projects: vec![crate::loops::ProjectSpec {
-                cwd: "/work/p".into(),
-                tasks: TaskSource::File("/work/p/TASKS.md".into()),
-            }],
+            projects: vec![
+                crate::loops::ProjectSpec::new("/work/p".into(), TaskSource::File("/work/p/TASKS.md".into())),
+                crate::loops::ProjectSpec {
+                    isolation: Isolation::PerTask { root: "/data/worktrees".into(), name: "night".into() },
+                    ..crate::loops::ProjectSpec::new("/work/q".into(), TaskSource::Prompt("go".into()))
+                },
+            ],
             settings: LoopSettings::default(),
             env: vec![],
             account: None,

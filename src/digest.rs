@@ -138,10 +138,10 @@ pub struct SessionDigest {
     /// Its recordings, and the command that shows them.
     #[serde(default)]
     pub recording: Option<String>,
-    /// The worktree it worked in (`--worktree`): its branch, where its work stands, and the
-    /// commands to look at it and merge it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<WorktreeWork>,
+    /// The worktrees it worked in (`--worktree`, a loop's `--worktree-per-task`): each one's
+    /// branch, where its work stands, and the commands to look at it and merge it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worktrees: Vec<WorktreeWork>,
     pub usage: Option<UsageDelta>,
 }
 
@@ -351,21 +351,30 @@ pub struct WorktreeWork {
     /// How to look at its work, and how to merge it.
     pub look: String,
     pub merge: String,
+    /// The task it was made for (a loop's `--worktree-per-task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
-/// The worktree session `id` worked in, as it stands now.
-fn worktree_work(store: &Store, id: &str) -> Result<Option<WorktreeWork>, StoreError> {
-    let Some(w) = store.worktree(id)? else { return Ok(None) };
-    let s = crate::git::worktree::standing(&w);
-    Ok(Some(WorktreeWork {
-        look: w.look(),
-        merge: w.merge(),
-        salvage: crate::git::salvage::list(&w.repo, Some(id)).into_iter().map(|s| s.reference).collect(),
-        branch: w.branch,
-        path: w.path.display().to_string(),
-        work: s.words(),
-        standing: s,
-    }))
+/// The worktrees session `id` worked in, as they stand now.
+fn worktree_work(store: &Store, id: &str) -> Result<Vec<WorktreeWork>, StoreError> {
+    let mut out = Vec::new();
+    for made in store.worktrees(id)? {
+        let salvage = store.worktree_salvage(&made)?;
+        let crate::store::MadeWorktree { worktree: w, task, .. } = made;
+        let s = crate::git::worktree::standing(&w);
+        out.push(WorktreeWork {
+            look: w.look(),
+            merge: w.merge(),
+            salvage,
+            branch: w.branch,
+            path: w.path.display().to_string(),
+            work: s.words(),
+            standing: s,
+            task,
+        });
+    }
+    Ok(out)
 }
 
 /// Computes the digest of `[from, to)` from the journal (and each session's repository).
@@ -397,7 +406,7 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
         if !lives.is_empty() {
             digest.recording = Some(format!("{} life(s) recorded; see them: nightshift log {}", lives.len(), row.id));
         }
-        digest.worktree = worktree_work(store, &row.id)?;
+        digest.worktrees = worktree_work(store, &row.id)?;
         if digest.limits_hit > 0 {
             informational.push(format!(
                 "{}: {} usage-limit pause(s), {} resume(s)",
@@ -616,7 +625,7 @@ fn session_digest(
         git,
         delivery,
         recording: None,
-        worktree: None,
+        worktrees: Vec::new(),
         usage,
     };
     (digest, l.suspends)

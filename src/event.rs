@@ -402,6 +402,12 @@ pub enum EventKind {
     PhoneListen { working: bool, reason: String },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
+    /// A loop made a worktree for `task` (`--worktree-per-task`): the task's iterations work in it.
+    WorktreeMade {
+        worktree: crate::git::worktree::Worktree,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<String>,
+    },
     /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
     /// the user's index, branch and files untouched. `preexisting`: the paths among them that were
     /// there before the session began, untouched by it (the user's own, not the agent's work).
@@ -573,6 +579,7 @@ impl EventKind {
             Self::PushNotSent { .. } => "push_not_sent",
             Self::RemoteAction { .. } => "remote_action",
             Self::PhoneListen { .. } => "phone_listen",
+            Self::WorktreeMade { .. } => "worktree_made",
             Self::Salvaged { .. } => "salvaged",
             Self::SalvageSkipped { .. } => "salvage_skipped",
             Self::SalvageUnchanged { .. } => "salvage_unchanged",

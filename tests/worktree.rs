@@ -2,14 +2,15 @@
 //! binary: two sessions on one repository each commit on a branch of their own in a folder outside
 //! the user's checkout, which stays byte for byte as it was (index, HEAD, refs, stash, status, its
 //! files); `worktree list`, `show` and the digest tell each one's work; removal refuses to lose
-//! work unless forced; bad starts are refused in one line and leave nothing behind.
+//! work unless forced; bad starts are refused in one line and leave nothing behind. Loops with
+//! `--worktree` and `--worktree-per-task` do the same, one branch for the loop or one per task.
 
 use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Env;
+use common::{read_events, Env};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -117,7 +118,8 @@ fn two_sessions_on_one_repository_commit_in_worktrees_of_their_own_and_the_check
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|s| Some((s["worktree"]["branch"].as_str()?.to_string(), s["worktree"]["ahead"].as_u64()?)))
+        .flat_map(|s| s["worktrees"].as_array().cloned().unwrap_or_default())
+        .filter_map(|w| Some((w["branch"].as_str()?.to_string(), w["ahead"].as_u64()?)))
         .collect();
     branches.sort();
     assert_eq!(branches, [("nightshift/one".to_string(), 1), ("nightshift/two".to_string(), 2)]);
@@ -193,4 +195,137 @@ fn a_start_that_cannot_have_its_worktree_is_refused_in_one_line_and_leaves_nothi
     let out = env.cmd(&["run", "--worktree", "detached", "--", "true"]).current_dir(&repo).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(git(&repo, &["rev-parse", "nightshift/detached"]), head);
+}
+
+/// A repository whose committed `TASKS.md` lists `tasks`, with an unstaged edit and an untracked
+/// file of the user's; and a harness that commits what it is asked into `done.txt`, then says the
+/// stream of a quick successful turn.
+fn loop_project(env: &Env, tasks: &[&str]) -> (PathBuf, PathBuf) {
+    let repo = env.path("looped");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    let list: String = tasks.iter().map(|t| format!("- [ ] {t}\n")).collect();
+    std::fs::write(repo.join("TASKS.md"), list).unwrap();
+    std::fs::write(repo.join("README"), "the project\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "Tasks"]);
+    std::fs::write(repo.join("README"), "the project, half edited\n").unwrap();
+    std::fs::write(repo.join("mine.txt"), "mine\n").unwrap();
+    let stream = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/2.1.332/headless/stream-json-fast.jsonl");
+    let harness = env.path("fake-claude");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$2\" >> done.txt\ngit add done.txt\n\
+         git -c user.name=a -c user.email=a@a commit -qm \"did a task\"\ncat {}\n",
+        stream.display()
+    );
+    std::fs::write(&harness, script).unwrap();
+    std::fs::set_permissions(&harness, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (repo, harness)
+}
+
+/// Everything of the loop's checkout a loop must leave as it was, its tasks file included.
+fn checkout(repo: &Path) -> Vec<String> {
+    let mut out = vec![
+        git(repo, &["rev-parse", "HEAD"]),
+        git(repo, &["symbolic-ref", "HEAD"]),
+        git(repo, &["status", "--porcelain=v2", "--untracked-files=all"]),
+        format!("{:?}", std::fs::read(repo.join(".git/index")).unwrap()),
+    ];
+    for file in ["TASKS.md", "README", "mine.txt"] {
+        out.push(std::fs::read_to_string(repo.join(file)).unwrap());
+    }
+    out
+}
+
+#[test]
+fn a_loop_with_a_worktree_per_task_leaves_a_branch_for_each_and_a_clean_checkout() {
+    let env = Env::new();
+    let root = configure(&env);
+    let (repo, harness) = loop_project(&env, &["Add the login page", "Write the docs", "Fix the build"]);
+    let before = checkout(&repo);
+    let events = env.path("loop.jsonl");
+    let out = env
+        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "night"])
+        .args(["--worktree-per-task", "--events", events.to_str().unwrap()])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("works in a new worktree in ") && said.contains("nightshift/night-"), "{said}");
+    assert_eq!(checkout(&repo), before, "the checkout, its tasks file too, is as it was");
+
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    let branches = git(&repo, &["branch", "--list", "nightshift/*", "--format=%(refname:short)"]);
+    assert_eq!(
+        branches.lines().collect::<Vec<_>>(),
+        [
+            "nightshift/night-1-add-the-login-page",
+            "nightshift/night-2-write-the-docs",
+            "nightshift/night-3-fix-the-build"
+        ]
+    );
+    for (branch, task) in branches.lines().zip(["Add the login page", "Write the docs", "Fix the build"]) {
+        assert_eq!(git(&repo, &["rev-list", "--count", &format!("{base}..{branch}")]), "1", "{branch}");
+        let done = git(&repo, &["show", &format!("{branch}:done.txt")]);
+        assert!(done.contains(task) && done.lines().count() == 1, "{branch} did only its task: {done}");
+    }
+    let all = read_events(&events);
+    let made: Vec<&str> =
+        all.iter().filter(|e| e["event"] == "worktree_made").filter_map(|e| e["task"].as_str()).collect();
+    assert_eq!(made, ["Add the login page", "Write the docs", "Fix the build"]);
+    assert_eq!(all.iter().filter(|e| e["event"] == "task_done").count(), 3);
+    for e in all.iter().filter(|e| e["event"] == "worktree_made") {
+        assert!(Path::new(e["worktree"]["path"].as_str().unwrap()).starts_with(&root));
+    }
+
+    let list = env.stdout(&["worktree", "list"]);
+    assert_eq!(list.lines().filter(|l| l.contains("1 commit") && l.contains("task: ")).count(), 3, "{list}");
+    let text = env.stdout(&["digest"]);
+    assert!(
+        text.contains("worktree: nightshift/night-2-write-the-docs at ") && text.contains("(task: Write the docs)"),
+        "{text}"
+    );
+    assert!(env.stdout(&["worktree", "show", "night-3-fix-the-build"]).contains("task:   Fix the build"));
+}
+
+#[test]
+fn a_loop_with_one_worktree_works_every_task_on_its_branch_and_bad_starts_are_refused() {
+    let env = Env::new();
+    configure(&env);
+    let (repo, harness) = loop_project(&env, &["One", "Two"]);
+    let before = checkout(&repo);
+    let out = env
+        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("on nightshift/all"));
+    assert_eq!(checkout(&repo), before);
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    assert_eq!(git(&repo, &["rev-list", "--count", &format!("{base}..nightshift/all")]), "2");
+    assert_eq!(git(&repo, &["show", "nightshift/all:done.txt"]).lines().count(), 2, "both tasks, one after the other");
+    let list = env.stdout(&["worktree", "list"]);
+    assert!(list.starts_with("nightshift/all ") && list.contains("2 commits"), "{list}");
+
+    // A loop outside a repository, or one that cannot have its branch, is refused in one line.
+    let taken = env
+        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&taken.stderr);
+    assert!(!taken.status.success() && said.contains("the branch nightshift/all exists already"), "{said}");
+    let plain = env.path("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::write(plain.join("TASKS.md"), "- [ ] x\n").unwrap();
+    let refused = env
+        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree-per-task"])
+        .current_dir(&plain)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("is not in a git repository"), "{said}");
 }

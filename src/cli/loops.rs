@@ -86,6 +86,15 @@ struct RunArgs {
     /// How long after a limit's reset the iteration runs again
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
     limit_margin: Duration,
+    /// Work in a new git worktree for the whole loop, on a branch `nightshift/NAME` made from HEAD,
+    /// outside your checkout, which is left as it is (tasks done are journalled, not checked off in
+    /// your tasks file) [NAME default: a random one]
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    worktree: Option<String>,
+    /// A new worktree for each task instead, `nightshift/NAME-N-TASK WORDS`, each made from your HEAD
+    /// when its task starts
+    #[arg(long)]
+    worktree_per_task: bool,
     #[command(flatten)]
     schedule: super::schedule::When,
     #[command(flatten)]
@@ -174,6 +183,30 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
     };
     let events = open_events(args.events.as_deref())?;
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
+    // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
+    if args.worktree.is_some() || args.worktree_per_task {
+        let root =
+            nightshift::supervisor::build::worktree_root(paths.config_dir.as_deref()).map_err(anyhow::Error::msg)?;
+        let name = args.worktree.as_deref().unwrap_or_default();
+        spec.isolate(&root, name, args.worktree_per_task).map_err(anyhow::Error::msg)?;
+        for project in &spec.projects {
+            match &project.isolation {
+                nightshift::contract::Isolation::Worktree(w) => {
+                    eprintln!("nightshift: {} works in {} on {}", project.cwd.display(), w.path.display(), w.branch)
+                }
+                nightshift::contract::Isolation::PerTask { root, name } => eprintln!(
+                    "nightshift: each task of {} works in a new worktree in {} on a branch nightshift/{name}-…",
+                    project.cwd.display(),
+                    nightshift::git::worktree::folder(
+                        root,
+                        &nightshift::git::worktree::top(&project.cwd).unwrap_or_default()
+                    )
+                    .display()
+                ),
+                nightshift::contract::Isolation::None => {}
+            }
+        }
+    }
     super::runtime()?.block_on(supervise(paths, store, spec, events, begin))
 }
 

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nightshift::git::worktree::{self, Worktree};
-use nightshift::store::Store;
+use nightshift::git::worktree;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,57 +33,24 @@ enum Action {
     },
 }
 
-/// A session's worktree, as its contract keeps it.
-struct Made {
-    session: String,
-    worktree: Worktree,
-}
-
-/// The worktrees of the journal's sessions, newest first, each once.
-fn all(store: &Store) -> anyhow::Result<Vec<Made>> {
-    let mut out: Vec<Made> = Vec::new();
-    for row in store.sessions()? {
-        if let Some(w) = store.worktree(&row.id)? {
-            if !out.iter().any(|m| m.worktree.path == w.path) {
-                out.push(Made { session: row.id.clone(), worktree: w });
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn name_of(w: &Worktree) -> &str {
-    w.branch.strip_prefix("nightshift/").unwrap_or(&w.branch)
-}
-
-fn find(store: &Store, name: &str) -> anyhow::Result<Made> {
-    let found: Vec<Made> = all(store)?
-        .into_iter()
-        .filter(|m| name_of(&m.worktree) == name || m.worktree.branch == name || m.session.starts_with(name))
-        .collect();
-    match found.len() {
-        1 => Ok(found.into_iter().next().expect("one")),
-        0 => anyhow::bail!("no worktree is called {name}; `nightshift worktree list` shows them"),
-        _ => anyhow::bail!("{name} names {} worktrees; give its whole name", found.len()),
-    }
-}
-
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (_, store) = super::open_store(state_dir)?;
     match args.action {
         Action::List { json } => {
-            let made = all(&store)?;
+            // A removed one is gone from the list (its kept branch is an ordinary branch now).
+            let made: Vec<_> = store.all_worktrees()?.into_iter().filter(|m| m.worktree.path.exists()).collect();
             if made.is_empty() && !json {
-                println!("No session was started in a worktree (`nightshift run --worktree`).");
+                println!("No worktree of a session or loop is there (`nightshift run --worktree`, `nightshift loop --worktree` make them).");
             }
             for m in made {
                 let s = worktree::standing(&m.worktree);
                 if json {
-                    let value = serde_json::json!({"session": m.session, "worktree": m.worktree, "standing": s});
+                    let value = serde_json::json!({"session": m.session, "worktree": m.worktree, "task": m.task, "standing": s});
                     println!("{value}");
                 } else {
+                    let task = m.task.as_deref().map(|t| format!("  task: {t}")).unwrap_or_default();
                     println!(
-                        "{}  {}  session {}  {}",
+                        "{}  {}  session {}  {}{task}",
                         m.worktree.branch,
                         m.worktree.path.display(),
                         m.session,
@@ -94,7 +60,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Action::Show { name } => {
-            let m = find(&store, &name)?;
+            let m = store.find_worktree(&name).map_err(anyhow::Error::msg)?;
             let (w, s) = (&m.worktree, worktree::standing(&m.worktree));
             println!(
                 "{}: session {}, made from {} of {}",
@@ -104,15 +70,18 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                 w.repo.display()
             );
             println!("  where:  {}", w.path.display());
+            if let Some(task) = &m.task {
+                println!("  task:   {task}");
+            }
             println!("  work:   {}", s.words());
             println!("  look:   {}", w.look());
             println!("  merge:  {}", w.merge());
-            for snapshot in nightshift::git::salvage::list(&w.repo, Some(&m.session)) {
-                println!("  kept by salvage: {} ({} file(s))", snapshot.reference, snapshot.files.len());
+            for reference in store.worktree_salvage(&m)? {
+                println!("  kept by salvage: {reference} (`nightshift salvage show {reference}`)");
             }
         }
         Action::Remove { name, force } => {
-            let m = find(&store, &name)?;
+            let m = store.find_worktree(&name).map_err(anyhow::Error::msg)?;
             let removed = worktree::remove(&m.worktree, force, &m.session).map_err(anyhow::Error::msg)?;
             println!("Removed {}.", m.worktree.path.display());
             if let Some(reference) = removed.salvaged {

@@ -148,8 +148,9 @@ fn details(s: &SessionDigest) -> Vec<String> {
             lines.push(format!("  … and {} more", git.commits.len() - 10));
         }
     }
-    if let Some(w) = &s.worktree {
-        lines.push(format!("worktree: {} at {}: {}", w.branch, w.path, w.work));
+    for w in &s.worktrees {
+        let task = w.task.as_deref().map(|t| format!(" (task: {t})")).unwrap_or_default();
+        lines.push(format!("worktree: {} at {}{task}: {}", w.branch, w.path, w.work));
         for reference in &w.salvage {
             lines.push(format!("worktree salvage: {reference}"));
         }

@@ -123,6 +123,12 @@ impl EventKind {
                 format!("the phone's answers cannot be heard: {reason}; Nightshift keeps trying")
             }
             Self::PhoneListen { working: true, reason } => format!("the phone's answers are heard again ({reason})"),
+            Self::WorktreeMade { worktree, task } => format!(
+                "made the worktree {} ({}){}",
+                worktree.path.display(),
+                worktree.branch,
+                task.as_deref().map(|t| format!(" for the task: {t}")).unwrap_or_default()
+            ),
             Self::Salvaged { repo, reference, files, bytes, reason, preexisting, .. } => {
                 let mut text = format!(
                     "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \

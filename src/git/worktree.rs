@@ -81,15 +81,19 @@ pub fn folder(root: &Path, top: &Path) -> PathBuf {
     root.join(format!("{name}-{short}"))
 }
 
-/// Makes worktree `name` of the repository `dir` is in, under `root`, on a new branch
-/// `nightshift/<name>` from HEAD (a detached HEAD too; what is uncommitted in the user's checkout
-/// stays there). Submodules are not checked out in it.
-pub fn make(dir: &Path, name: &str, root: &Path) -> Result<Worktree, WorktreeError> {
+/// The top level of the repository `dir` is in, if any.
+pub fn top(dir: &Path) -> Option<PathBuf> {
+    git(dir, &["rev-parse", "--show-toplevel"]).ok().map(PathBuf::from)
+}
+
+/// Checks that worktree `name` of the repository `dir` is in can be made under `root`, without
+/// making it: the repository's top level, the commit it would start from, its branch and its place.
+pub fn check(dir: &Path, name: &str, root: &Path) -> Result<Worktree, WorktreeError> {
     let not_repo = || WorktreeError::NotARepo(dir.to_path_buf());
     if git(dir, &["rev-parse", "--is-bare-repository"]).map_err(|_| not_repo())? == "true" {
         return Err(WorktreeError::Bare(dir.to_path_buf()));
     }
-    let top = PathBuf::from(git(dir, &["rev-parse", "--show-toplevel"]).map_err(|_| not_repo())?);
+    let top = top(dir).ok_or_else(not_repo)?;
     let base = git(&top, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
         .map_err(|_| WorktreeError::NoCommit(top.clone()))?;
     let branch = format!("nightshift/{name}");
@@ -105,10 +109,41 @@ pub fn make(dir: &Path, name: &str, root: &Path) -> Result<Worktree, WorktreeErr
     if path.exists() {
         return Err(WorktreeError::PathExists(path));
     }
-    std::fs::create_dir_all(path.parent().unwrap_or(root)).map_err(|e| WorktreeError::Git(e.to_string()))?;
-    let shown = path.display().to_string();
-    git(&top, &["worktree", "add", "--quiet", "-b", &branch, &shown, &base]).map_err(WorktreeError::Git)?;
     Ok(Worktree { repo: top, path, branch, base })
+}
+
+/// Makes worktree `name` of the repository `dir` is in, under `root`, on a new branch
+/// `nightshift/<name>` from HEAD (a detached HEAD too; what is uncommitted in the user's checkout
+/// stays there). Submodules are not checked out in it.
+pub fn make(dir: &Path, name: &str, root: &Path) -> Result<Worktree, WorktreeError> {
+    let w = check(dir, name, root)?;
+    std::fs::create_dir_all(w.path.parent().unwrap_or(root)).map_err(|e| WorktreeError::Git(e.to_string()))?;
+    let shown = w.path.display().to_string();
+    git(&w.repo, &["worktree", "add", "--quiet", "-b", &w.branch, &shown, &w.base]).map_err(WorktreeError::Git)?;
+    Ok(w)
+}
+
+/// The folder of `w` that stands for `dir` of the user's checkout (the same subfolder).
+pub fn inside(w: &Worktree, dir: &Path) -> PathBuf {
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    w.path.join(real.strip_prefix(&w.repo).unwrap_or(Path::new("")))
+}
+
+/// A task's words as a part of a branch name: `Add the login page` → `add-the-login-page`, at
+/// most `max` bytes, cut at a word.
+pub fn slug(task: &str, max: usize) -> String {
+    let mut out = String::new();
+    for word in task.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
+        let word = word.to_ascii_lowercase();
+        if out.len() + word.len() + usize::from(!out.is_empty()) > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&word);
+    }
+    out
 }
 
 /// Where a worktree's work stands, for the morning and before a removal.
@@ -272,5 +307,13 @@ mod tests {
         let a = folder(root, Path::new("/home/u/api"));
         assert!(a.starts_with(root) && a.file_name().unwrap().to_string_lossy().starts_with("api-"), "{}", a.display());
         assert_ne!(a, folder(root, Path::new("/home/v/api")), "two clones of one name are told apart");
+    }
+
+    #[test]
+    fn a_task_becomes_words_a_branch_takes() {
+        assert_eq!(slug("Add the login page (see #12)", 40), "add-the-login-page-see-12");
+        assert_eq!(slug("Add the login page", 12), "add-the");
+        assert_eq!(slug("日本語 only", 20), "only");
+        assert_eq!(slug("", 20), "");
     }
 }

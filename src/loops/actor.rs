@@ -16,7 +16,9 @@ use super::machine::{Effect, Input, Machine, Marker, Project, Run};
 use super::stream::{self, Reader, Report};
 use super::tasks::{self, Source};
 use crate::agent::AgentKind;
-use crate::event::{SessionId, SessionState};
+use crate::contract::Isolation;
+use crate::event::{EventKind, SessionId, SessionState};
+use crate::git::worktree;
 use crate::journal::Journal;
 use crate::pty::Exit;
 use crate::screen::Snapshot;
@@ -111,6 +113,9 @@ struct Child {
     pid: i32,
     msgs: mpsc::UnboundedReceiver<ChildMsg>,
     project: usize,
+    /// Where it works: the project's folder, or its place in the project's worktree.
+    dir: PathBuf,
+    probe: bool,
     before: Option<crate::git::Fingerprint>,
 }
 
@@ -139,6 +144,12 @@ struct Exec {
     /// What the running iteration said lately, as people read it.
     shown: std::collections::VecDeque<String>,
     markers_seen: Vec<Marker>,
+    /// Of each project working in worktrees, the tasks done (its tasks file is the user's and is
+    /// not written: the journal's `task_done` keeps them, across a restore too).
+    done: Vec<Vec<String>>,
+    /// Of each project with a worktree per task, the latest one: the iteration it is for, and the
+    /// project's folder in it.
+    trees: Vec<Option<(u32, PathBuf)>>,
     ended: bool,
 }
 
@@ -159,6 +170,7 @@ impl LoopActor {
             }
         }
         let n = spec.projects.len();
+        let done = done_before(&journal, &id, &spec);
         let mut exec = Exec {
             id,
             spec: Arc::new(spec),
@@ -173,6 +185,8 @@ impl LoopActor {
             unreadable: vec![false; n],
             shown: Default::default(),
             markers_seen: Vec::new(),
+            done,
+            trees: vec![None; n],
             ended: false,
         };
         exec.step(Input::Start);
@@ -241,8 +255,17 @@ impl Exec {
                 Effect::CheckOff { project, task } => self.check_off(project, &task),
                 Effect::End => {
                     // Work the iterations left uncommitted is kept before the loop says it ended.
-                    for project in &self.spec.projects {
-                        crate::session::salvage(&project.cwd, &self.id, "the loop ended", &self.journal);
+                    let mut dirs: Vec<PathBuf> = Vec::new();
+                    for (i, project) in self.spec.projects.iter().enumerate() {
+                        let dir = match &project.isolation {
+                            Isolation::None => Some(project.cwd.clone()),
+                            Isolation::Worktree(w) => Some(w.path.clone()),
+                            Isolation::PerTask { .. } => self.trees[i].as_ref().map(|(_, d)| d.clone()),
+                        };
+                        dirs.extend(dir.filter(|d| !dirs.contains(d)));
+                    }
+                    for dir in dirs {
+                        crate::session::salvage(&dir, &self.id, "the loop ended", &self.journal);
                     }
                     self.ended = true;
                     let code = if self.machine.failed() { 1 } else { 0 };
@@ -347,7 +370,7 @@ impl Exec {
             }
             let open = match &p.tasks {
                 Source::Prompt(prompt) => vec![prompt.clone()],
-                Source::File(_) => tasks::open_tasks(&text),
+                Source::File(_) => tasks::open_tasks(&text).into_iter().filter(|t| !self.done[i].contains(t)).collect(),
             };
             self.tasks_seen[i] = Some(text);
             self.step(Input::Tasks { project: i, open });
@@ -356,6 +379,13 @@ impl Exec {
 
     fn check_off(&mut self, project: usize, task: &str) {
         let Source::File(path) = &self.spec.projects[project].tasks else { return };
+        if !self.spec.projects[project].isolation.is_none() {
+            // The tasks file is in the user's checkout, which a loop in worktrees leaves as it is.
+            self.done[project].push(task.to_string());
+            self.tasks_seen[project] = None;
+            self.refresh_tasks();
+            return;
+        }
         let today = self.journal.now().with_timezone(&chrono::Local).date_naive();
         match tasks::check_off(path, task, today) {
             Ok(true) => {}
@@ -369,7 +399,46 @@ impl Exec {
         self.refresh_tasks();
     }
 
+    /// Where `run` works: the project's folder, or the same folder of its worktree (a new one for a
+    /// new task with `--worktree-per-task`; a probe touches nothing and stays in the project).
+    fn workdir(&mut self, run: &Run) -> Result<PathBuf, String> {
+        let project = &self.spec.projects[run.project];
+        let (root, name) = match &project.isolation {
+            Isolation::None => return Ok(project.cwd.clone()),
+            Isolation::Worktree(w) => return Ok(worktree::inside(w, &project.cwd)),
+            Isolation::PerTask { .. } if run.probe => return Ok(project.cwd.clone()),
+            Isolation::PerTask { root, name } => (root, name),
+        };
+        if let Some((iteration, dir)) = &self.trees[run.project] {
+            if *iteration == run.iteration {
+                return Ok(dir.clone());
+            }
+        }
+        let words = run.task.as_deref().map(|t| worktree::slug(t, 32)).unwrap_or_default();
+        let base = if words.is_empty() {
+            format!("{name}-{}", run.iteration)
+        } else {
+            format!("{name}-{}-{words}", run.iteration)
+        };
+        // A name an earlier loop (or this one, before a restore) took gets a number.
+        let mut made = worktree::make(&project.cwd, &base, root);
+        for n in 2..10 {
+            match made {
+                Err(worktree::WorktreeError::BranchExists(_) | worktree::WorktreeError::PathExists(_)) => {
+                    made = worktree::make(&project.cwd, &format!("{base}-{n}"), root);
+                }
+                _ => break,
+            }
+        }
+        let made = made.map_err(|e| format!("no worktree for the task: {e}"))?;
+        let dir = worktree::inside(&made, &project.cwd);
+        self.journal.emit(&self.id, EventKind::WorktreeMade { worktree: made, task: run.task.clone() });
+        self.trees[run.project] = Some((run.iteration, dir.clone()));
+        Ok(dir)
+    }
+
     fn spawn(&mut self, run: &Run) -> Result<Child, String> {
+        let dir = self.workdir(run)?;
         let project = &self.spec.projects[run.project];
         let argv = self.spec.argv(run);
         let exclude: Vec<String> = match &project.tasks {
@@ -378,10 +447,10 @@ impl Exec {
             }
             Source::Prompt(_) => Vec::new(),
         };
-        let before = if run.probe { None } else { crate::git::fingerprint(&project.cwd, &exclude) };
+        let before = if run.probe { None } else { crate::git::fingerprint(&dir, &exclude) };
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
-            .current_dir(&project.cwd)
+            .current_dir(&dir)
             .envs(self.spec.env.iter().cloned())
             .env(crate::session::SESSION_ENV, self.id.as_str())
             .stdin(Stdio::null())
@@ -416,7 +485,7 @@ impl Exec {
             let _ = tx.send(ChildMsg::Ended(Box::new(report)));
         });
         tracing::info!(session = %self.id, iteration = run.iteration, attempt = run.attempt, probe = run.probe, pid, "iteration started");
-        Ok(Child { pid, msgs, project: run.project, before })
+        Ok(Child { pid, msgs, project: run.project, dir, probe: run.probe, before })
     }
 
     fn child_said(&mut self, msg: Option<ChildMsg>) {
@@ -444,10 +513,14 @@ impl Exec {
                                 .collect(),
                             Source::Prompt(_) => Vec::new(),
                         };
-                        crate::git::fingerprint(&project.cwd, &exclude).is_some_and(|after| after != *before)
+                        crate::git::fingerprint(&child.dir, &exclude).is_some_and(|after| after != *before)
                     }
                     None => false,
                 };
+                if matches!(project.isolation, Isolation::PerTask { .. }) && !child.probe {
+                    // Its worktree is not worked in again once its task moves on: keep what it left.
+                    crate::session::salvage(&child.dir, &self.id, "the task's iteration ended", &self.journal);
+                }
                 self.step(Input::Ended { report, progress });
             }
             None => {
@@ -478,6 +551,26 @@ impl Exec {
             self.child = None;
         }
     }
+}
+
+/// The tasks of `spec`'s projects in worktrees that the journal says the loop `id` did already (a
+/// restored loop goes on from them); empty lists for the others.
+fn done_before(journal: &Journal, id: &SessionId, spec: &LoopSpec) -> Vec<Vec<String>> {
+    let mut done = vec![Vec::new(); spec.projects.len()];
+    if spec.projects.iter().all(|p| p.isolation.is_none()) {
+        return done;
+    }
+    let events = journal.read(|s| s.events_named(id.as_str(), &["task_done"])).unwrap_or_default();
+    for e in events {
+        let Ok(crate::event::Event { kind: EventKind::TaskDone { project, task }, .. }) = serde_json::from_str(&e.body)
+        else {
+            continue;
+        };
+        if let Some(i) = spec.projects.iter().position(|p| p.cwd.display().to_string() == project) {
+            done[i].push(task);
+        }
+    }
+    done
 }
 
 /// Reads an iteration's stdout: every byte into the gzipped log, each line into a [`Reader`];

@@ -118,7 +118,7 @@ impl LoopRequest {
                     Source::File(file)
                 }
             };
-            projects.push(ProjectSpec { cwd: dir, tasks });
+            projects.push(ProjectSpec::new(dir, tasks));
         }
         let settings = Settings {
             max_iterations: self.max_iterations,
@@ -141,6 +141,51 @@ impl LoopRequest {
             account: None,
         };
         Ok((spec, warnings))
+    }
+}
+
+impl LoopSpec {
+    /// Makes the loop's iterations work apart from the user's checkouts, under `root`: in one new
+    /// worktree per repository for the whole loop (`name`: its branch `nightshift/<name>`), or, with
+    /// `per_task`, in a new one for each task, made when the task starts (`nightshift/<name>-<n>-<task
+    /// words>`). Done last before the start, once nothing else can refuse it; a refusal leaves
+    /// nothing behind. An empty `name` is a random one.
+    pub fn isolate(&mut self, root: &Path, name: &str, per_task: bool) -> Result<(), String> {
+        use crate::contract::Isolation;
+        use crate::git::worktree;
+        let name = if name.is_empty() { format!("{:08x}", rand::random::<u32>()) } else { name.to_string() };
+        if per_task {
+            for project in &mut self.projects {
+                // What would refuse the first task's worktree refuses the loop now.
+                worktree::check(&project.cwd, &format!("{name}-1"), root).map_err(|e| e.to_string())?;
+                project.isolation = Isolation::PerTask { root: root.to_path_buf(), name: name.clone() };
+            }
+            return Ok(());
+        }
+        let mut made: Vec<worktree::Worktree> = Vec::new();
+        for i in 0..self.projects.len() {
+            let cwd = self.projects[i].cwd.clone();
+            // Projects of one repository share its worktree.
+            let top = worktree::top(&cwd);
+            let shared = made.iter().find(|w| top.as_ref() == Some(&w.repo));
+            let tree = match shared {
+                Some(w) => w.clone(),
+                None => match worktree::make(&cwd, &name, root) {
+                    Ok(w) => {
+                        made.push(w.clone());
+                        w
+                    }
+                    Err(e) => {
+                        for w in &made {
+                            let _ = worktree::remove(w, false, "none");
+                        }
+                        return Err(e.to_string());
+                    }
+                },
+            };
+            self.projects[i].isolation = Isolation::Worktree(tree);
+        }
+        Ok(())
     }
 }
 

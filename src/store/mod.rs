@@ -13,10 +13,12 @@
 //! migrated further than this one knows, is refused with a one-line error and never written.
 //!
 //! - `schema`: the migrations and the set-up under the lock;
-//! - `rows`: the rows as the rest of Nightshift reads them.
+//! - `rows`: the rows as the rest of Nightshift reads them;
+//! - `worktrees`: the worktrees sessions worked in.
 
 mod rows;
 mod schema;
+mod worktrees;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -34,6 +36,7 @@ pub use rows::{
 };
 use rows::{session_row, stored_event, SESSION_SELECT};
 use schema::{is_current, set_up, SetupLock};
+pub use worktrees::MadeWorktree;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -258,11 +261,6 @@ impl Store {
             params![claim, format_ts(now), pid, format_ts(now - every)],
         )?;
         Ok(taken == 1)
-    }
-
-    /// The worktree session `id` works in (`--worktree`), as its contract keeps it.
-    pub fn worktree(&self, id: &str) -> Result<Option<crate::git::worktree::Worktree>, StoreError> {
-        Ok(self.contract(id)?.and_then(|c| c.terminal()?.worktree.clone()))
     }
 
     /// Forgets the claims made before `before`: no token lives that long, and no message that old is

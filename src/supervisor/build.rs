@@ -98,18 +98,21 @@ pub enum BuildError {
     Setting(String),
 }
 
+/// Where worktrees are made: `config.toml`'s `[worktree] dir`, else the XDG data folder's.
+pub fn worktree_root(config_dir: Option<&Path>) -> Result<PathBuf, String> {
+    let config = crate::config::Config::load(config_dir).map_err(|e| e.to_string())?;
+    config.worktree.root().ok_or_else(|| "no folder for worktrees: set [worktree] dir in config.toml".to_string())
+}
+
 /// Makes `spec` work in a new worktree `name` (a random one when empty) of the repository its
 /// folder is in, where `config.toml`'s `[worktree] dir` says, in the same subfolder: done last
 /// before a start, once nothing else can refuse it, so a refused start leaves no worktree.
 pub fn in_worktree(spec: &mut SessionSpec, config_dir: Option<&Path>, name: &str) -> Result<(), String> {
-    let config = crate::config::Config::load(config_dir).map_err(|e| e.to_string())?;
-    let root = config.worktree.root().ok_or("no folder for worktrees: set [worktree] dir in config.toml")?;
+    let root = worktree_root(config_dir)?;
     let name = if name.is_empty() { format!("{:08x}", rand::random::<u32>()) } else { name.to_string() };
-    let cwd = spec.command.cwd.clone();
-    let made = crate::git::worktree::make(&cwd, &name, &root).map_err(|e| e.to_string())?;
-    // The same subfolder of it; git gives the repository's top as the real path.
-    let real = std::fs::canonicalize(&cwd).unwrap_or(cwd);
-    spec.command.cwd = made.path.join(real.strip_prefix(&made.repo).unwrap_or(Path::new("")));
+    let made = crate::git::worktree::make(&spec.command.cwd, &name, &root).map_err(|e| e.to_string())?;
+    // The same subfolder of it.
+    spec.command.cwd = crate::git::worktree::inside(&made, &spec.command.cwd);
     spec.worktree = Some(made);
     Ok(())
 }
