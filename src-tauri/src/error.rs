@@ -23,6 +23,7 @@ pub enum Code {
     BadSize,
     BadStart,
     BadSwitch,
+    BadWorktree,
     BuiltinPreset,
     Config,
     DigestFailed,
@@ -42,6 +43,8 @@ pub enum Code {
     StartFailed,
     TerminalClosed,
     Unreachable,
+    /// A worktree holds work a removal would lose (remove it anyway with force).
+    WorktreeAtRisk,
     /// Another Nightshift process refused, with its own code.
     #[serde(untagged)]
     Refused(nightshift::control::Code),

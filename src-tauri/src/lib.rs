@@ -248,6 +248,8 @@ pub fn run() {
             commands::salvage_show,
             commands::salvage_restore,
             commands::dismiss_need,
+            commands::worktrees,
+            commands::remove_worktree,
             commands::new_session,
             commands::new_loop,
             commands::accounts,

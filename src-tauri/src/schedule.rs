@@ -66,7 +66,8 @@ fn fire(state: &AppState, id: &SessionId, launch: &Launch) -> Result<(), String>
                     state.supervisor.start_scheduled(id.clone(), spec).map(drop).map_err(|e| e.to_string())
                 }
                 Form::Loop(form) => {
-                    let spec = crate::commands::loop_spec(state, form).map_err(|e| e.to_string())?;
+                    let spec = crate::commands::loop_spec(state, form.clone()).map_err(|e| e.to_string())?;
+                    let spec = crate::commands::loop_in_worktrees(state, spec, &form).map_err(|e| e.to_string())?;
                     state.supervisor.start_scheduled_loop(id.clone(), spec).map(drop).map_err(|e| e.to_string())
                 }
             }

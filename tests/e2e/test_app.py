@@ -1428,6 +1428,25 @@ class AppWindow(unittest.TestCase):
         listed = subprocess.run([str(CLI), "worktree", "list"], env=self.env, capture_output=True, text=True).stdout
         self.assertIn(branch, listed)
         self.assertIn(str(root), listed)
+        # The Sessions view lists it; Remove is refused while its commit is neither merged nor pushed,
+        # and Remove anyway removes its folder and keeps its branch.
+        self.open_view("#nav-list", "list")
+        row = f'#worktrees-table tr[data-worktree="{branch.removeprefix("nightshift/")}"]'
+        d.wait_for("the worktree listed", lambda: self.visible(row), timeout=30)
+        self.assertIn("1 commit", self.text_of(row))
+        folder = Path(d.run_js("return document.querySelector(arguments[0] + ' td.cwd').title", row))
+        self.assertTrue(folder.is_dir())
+        self.click(row + ' button[data-action="remove"]')
+        d.wait_for("the refusal", lambda: self.visible(row + " .worktree-said"), timeout=30)
+        self.assertIn("neither merged nor pushed", self.text_of(row + " .worktree-said"))
+        self.assertTrue(folder.is_dir(), "nothing removed")
+        self.assertFalse(self.visible("#error"), "said in its row, not as an error")
+        d.run_js("document.querySelector(arguments[0]).scrollIntoView({block: 'center'})", row + ' button[data-action="force"]')
+        self.click(row + ' button[data-action="force"]')
+        d.wait_for("removed", lambda: not folder.exists() or self.visible("#error"), timeout=30)
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        d.wait_for("its row gone", lambda: not self.visible(row), timeout=30)
+        self.assertEqual(git("log", "-1", "--format=%s", branch), "from-the-window", "its branch is kept")
         # The form as the next test finds it: no worktree, the folder it remembered.
         d.run_js("document.getElementById('new-worktree').checked = false")
         if remembered:

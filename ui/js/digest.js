@@ -83,6 +83,11 @@ function did(s) {
     [s.limits_hit, "usage limit", "usage limits"], [s.breaker_trips, "breaker trip", "breaker trips"]]
     .filter(([n]) => n).map(([n, one, many]) => plural(n, one, many));
   if (counted.length) items.push(el("li", {}, counted.join(" · ")));
+  for (const w of s.worktrees || []) {
+    items.push(el("li", { class: "worktree", "data-branch": w.branch },
+      "worktree ", el("code", {}, w.branch), `${w.task ? ` (task: ${w.task})` : ""}: ${w.work}`,
+      el("div", { class: "hint" }, "look: ", el("code", {}, w.look), " · merge: ", el("code", {}, w.merge))));
+  }
   return el("ul", { class: "did" }, ...items);
 }
 

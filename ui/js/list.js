@@ -2,6 +2,7 @@
 
 import { $, ago, app, call, clearError, debounce, el, isLive, localTime, notice, plural, stateClass } from "./core.js";
 import { openSession, renderFacts } from "./session.js";
+import { loadWorktrees } from "./worktrees.js";
 
 function renderList() {
   const body = $("sessions").querySelector("tbody");
@@ -37,6 +38,7 @@ export async function refresh() {
   app.sessions = got.value;
   renderList();
   if (app.view === "detail" && app.openId) renderFacts();
+  if (app.view === "list") loadWorktrees();
 }
 export const refreshSoon = debounce(refresh, 150);
 

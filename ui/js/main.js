@@ -5,6 +5,7 @@
 
 import { $, app, call, clearError, debounce, el, listen, notice } from "./core.js";
 import { pauseAll, refresh, refreshSoon, resumeAll } from "./list.js";
+import { loadWorktrees } from "./worktrees.js";
 import {
   SETTING_FIELDS, applyResume, deleteSelectedPreset, disableRespawn, enableRespawn, loadOptions, openOptions,
   presetPicked, resetBreakers, savePreset, selectOptionsTab, settingEdited, toggleAutoResume, toggleHold,
@@ -35,7 +36,7 @@ export function show(name) {
     else b.removeAttribute("aria-current");
   }
   if (name !== "detail") { stopScreen(); closeTerminal(); stopReplay(); }
-  if (name === "list") refresh();
+  if (name === "list") { refresh(); loadWorktrees(true); }
   if (name === "new") prepareNewForm();
   if (name === "digest") loadDigest();
   if (name === "morning") loadMorning();

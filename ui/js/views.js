@@ -88,6 +88,8 @@ export async function submitNew(ev) {
       max_iterations: number("new-max-iterations"), max_cost_usd: number("new-max-cost"),
       harness_args: $("new-harness-args").value.trim(),
       account: $("new-account").value || null,
+      worktree: $("new-worktree").checked,
+      worktree_per_task: $("new-worktree-per-task").checked,
       start: newStart(),
     };
     made = await call("new_loop", { request });

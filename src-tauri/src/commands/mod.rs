@@ -9,19 +9,22 @@
 //! - `new`: the New session page;
 //! - `settings`: the other views and the app's settings;
 //! - `needs`: the actions of the digest's and the morning's "needs you" rows;
-//! - `replay`: a recorded life played back.
+//! - `replay`: a recorded life played back;
+//! - `worktrees`: the worktrees sessions worked in, listed and removed.
 
 mod needs;
 mod new;
 mod replay;
 mod sessions;
 mod settings;
+mod worktrees;
 
 pub use needs::*;
 pub use new::*;
 pub use replay::*;
 pub use sessions::*;
 pub use settings::*;
+pub use worktrees::*;
 
 use std::path::PathBuf;
 

@@ -147,6 +147,21 @@ pub fn in_worktree(state: &AppState, mut spec: SessionSpec, asked: bool) -> Resu
     Ok(spec)
 }
 
+/// `spec` in worktrees when the loop form asks: one for the loop, or one per task (made just before
+/// the start: a scheduled one gets them at its time).
+pub fn loop_in_worktrees(
+    state: &AppState,
+    mut spec: nightshift::loops::LoopSpec,
+    form: &NewLoop,
+) -> Result<nightshift::loops::LoopSpec, UiError> {
+    if form.worktree || form.worktree_per_task {
+        let root = nightshift::supervisor::build::worktree_root(state.paths.config_dir.as_deref())
+            .map_err(|e| UiError::new(Code::BadCwd, e))?;
+        spec.isolate(&root, "", form.worktree_per_task).map_err(|e| UiError::new(Code::BadCwd, e))?;
+    }
+    Ok(spec)
+}
+
 /// The New session form, for a loop.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewLoop {
@@ -160,6 +175,12 @@ pub struct NewLoop {
     pub harness_args: String,
     #[serde(default)]
     pub account: Option<String>,
+    /// Work in a worktree of its own (one for the loop), outside the user's checkout…
+    #[serde(default)]
+    pub worktree: bool,
+    /// …or a new one for each task.
+    #[serde(default)]
+    pub worktree_per_task: bool,
     #[serde(default)]
     pub start: StartAt,
 }
@@ -172,6 +193,7 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
         form.start = StartAt::default();
         return schedule_form(&state, Scheduled::looping(&spec), &due, &Form::Loop(form));
     }
+    let spec = loop_in_worktrees(&state, spec, &form)?;
     let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new(Code::StartFailed, e.to_string()))?;
     crate::awake::recheck(&app);
     Ok(Started { id: handle.id().to_string() })
