@@ -119,7 +119,13 @@ pub fn make(dir: &Path, name: &str, root: &Path) -> Result<Worktree, WorktreeErr
     let w = check(dir, name, root)?;
     std::fs::create_dir_all(w.path.parent().unwrap_or(root)).map_err(|e| WorktreeError::Git(e.to_string()))?;
     let shown = w.path.display().to_string();
-    git(&w.repo, &["worktree", "add", "--quiet", "-b", &w.branch, &shown, &w.base]).map_err(WorktreeError::Git)?;
+    if let Err(e) = git(&w.repo, &["worktree", "add", "--quiet", "-b", &w.branch, &shown, &w.base]) {
+        // Half made (a full disk): nothing of it is left, the branch it would have had included.
+        let _ = std::fs::remove_dir_all(&w.path);
+        let _ = git(&w.repo, &["worktree", "prune"]);
+        let _ = git(&w.repo, &["branch", "-D", &w.branch]);
+        return Err(WorktreeError::Git(e));
+    }
     Ok(w)
 }
 
