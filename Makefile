@@ -15,8 +15,10 @@ CODEX_VERSION := 0.171.0
 CODEX_DIR := .cache/codex
 CODEX_BIN := $(CODEX_DIR)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 
-# Building the tray app (WebKitGTK + the tray library).
-BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev
+# Building the tray app (WebKitGTK + the tray library), and what the agent's sandbox needs to
+# run the overnight sessions (bubblewrap, socat).
+BUILD_PKGS := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-dev \
+  bubblewrap socat
 # Running it headless and driving its window in tests.
 TEST_PKGS := xvfb xauth webkit2gtk-driver dbus-daemon dbus-bin python3 python3-xlib python3-dbus python3-gi asciinema
 

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::Account;
+use crate::agent::{Account, AgentKind};
 use crate::respawn::{self, Settings};
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,69 @@ pub struct Config {
     /// Where sessions' worktrees are made (`[worktree] dir = "~/worktrees"`).
     #[serde(default)]
     pub worktree: WorktreeSettings,
+    /// The agents' own sandboxes for unattended work (`[sandbox] network = ["crates.io"]`).
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
+    pub sandbox: SandboxSettings,
+}
+
+/// When sessions and loops run in the agent's own sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// The unattended presets (overnight, ralph) and loops run sandboxed; `false` turns that off.
+    pub enabled: bool,
+    /// Where the sandbox cannot run, start without it (said in the session's options) instead of
+    /// refusing the start.
+    pub allow_unsandboxed: bool,
+    /// Domains sandboxed commands may reach; every other is refused without asking.
+    pub network: Vec<String>,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings { enabled: true, allow_unsandboxed: false, network: Vec::new() }
+    }
+}
+
+impl SandboxSettings {
+    fn is_default(&self) -> bool {
+        *self == SandboxSettings::default()
+    }
+
+    /// The sandbox a start of `agent` gets: `asked` (`--sandbox`, `--no-sandbox`), else the
+    /// setting for `unattended` work. `ready` says whether Claude's can run here. With it, a note
+    /// for the options when the start goes on without one it would have had; an error (one line,
+    /// with the fix) when it must not start.
+    pub fn sandbox_for(
+        &self,
+        agent: AgentKind,
+        asked: Option<bool>,
+        unattended: bool,
+        ready: impl FnOnce() -> Result<(), String>,
+    ) -> Result<(Option<crate::agent::Sandbox>, Option<String>), String> {
+        if !asked.unwrap_or(self.enabled && unattended) {
+            return Ok((None, None));
+        }
+        let sandbox = crate::agent::Sandbox { write: Vec::new(), network: self.network.clone() };
+        match agent {
+            AgentKind::Generic if asked == Some(true) => {
+                Err("only the claude and codex commands have a sandbox of their own to set; start without --sandbox"
+                    .into())
+            }
+            AgentKind::Generic => {
+                Ok((None, Some("not sandboxed: only the claude and codex commands have a sandbox to set".into())))
+            }
+            AgentKind::Codex => Ok((Some(sandbox), None)),
+            AgentKind::Claude => match ready() {
+                Ok(()) => Ok((Some(sandbox), None)),
+                Err(why) if self.allow_unsandboxed => Ok((None, Some(format!("not sandboxed: {why}")))),
+                Err(why) => Err(format!(
+                    "the agent's sandbox cannot run here: {why}; or start without it (--no-sandbox, or [sandbox] \
+                     allow_unsandboxed = true in config.toml)"
+                )),
+            },
+        }
+    }
 }
 
 /// Where `--worktree` makes a session's worktree.
@@ -363,6 +426,37 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unattended_work_is_sandboxed_unless_turned_off_and_a_sandbox_that_cannot_run_refuses() {
+        let on = SandboxSettings { network: vec!["crates.io".into()], ..SandboxSettings::default() };
+        let ok = || Ok(());
+        let (s, note) = on.sandbox_for(AgentKind::Claude, None, true, ok).unwrap();
+        assert_eq!((s.unwrap().network, note), (vec!["crates.io".to_string()], None));
+        assert_eq!(on.sandbox_for(AgentKind::Claude, None, false, ok).unwrap(), (None, None), "attended: off");
+        assert!(on.sandbox_for(AgentKind::Claude, Some(true), false, ok).unwrap().0.is_some(), "asked for");
+        assert_eq!(on.sandbox_for(AgentKind::Claude, Some(false), true, ok).unwrap(), (None, None), "--no-sandbox");
+        let off = SandboxSettings { enabled: false, ..SandboxSettings::default() };
+        assert_eq!(off.sandbox_for(AgentKind::Codex, None, true, ok).unwrap(), (None, None), "the setting");
+        assert!(on.sandbox_for(AgentKind::Codex, None, true, || Err("never asked".into())).unwrap().0.is_some());
+
+        let missing = || Err("socat is not installed (sudo apt install socat)".to_string());
+        let e = on.sandbox_for(AgentKind::Claude, None, true, missing).unwrap_err();
+        assert!(e.contains("socat is not installed") && e.contains("--no-sandbox") && e.contains("allow_unsandboxed"));
+        let lax = SandboxSettings { allow_unsandboxed: true, ..SandboxSettings::default() };
+        let (s, note) = lax.sandbox_for(AgentKind::Claude, None, true, missing).unwrap();
+        assert!(s.is_none() && note.unwrap().starts_with("not sandboxed: socat"));
+        assert!(on
+            .sandbox_for(AgentKind::Generic, Some(true), true, ok)
+            .unwrap_err()
+            .contains("only the claude and codex commands"));
+        assert!(on.sandbox_for(AgentKind::Generic, None, true, ok).unwrap().1.is_some());
+        // Left out of config.toml when it is the default; read back when set.
+        let text = toml::to_string(&Config::default()).unwrap();
+        assert!(!text.contains("sandbox"), "{text}");
+        let read: Config = toml::from_str("[sandbox]\nnetwork = [\"crates.io\"]\n").unwrap();
+        assert!(read.sandbox.enabled && read.sandbox.network == ["crates.io"]);
+    }
 
     #[test]
     fn user_presets_round_trip_and_built_ins_are_protected() {

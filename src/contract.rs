@@ -16,7 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{Account, AgentKind, Overrides};
+use crate::agent::{Account, AgentKind, Overrides, Sandbox};
 use crate::breaker::Budget;
 
 /// The shape of the record this build writes.
@@ -101,6 +101,12 @@ pub struct Terminal {
     /// The worktree it works in (`--worktree`): `cwd` is in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<crate::git::worktree::Worktree>,
+    /// The agent's own sandbox it runs in (the unattended presets', `--sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
+    /// Why it runs without the sandbox it would have had (`[sandbox] allow_unsandboxed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsandboxed: Option<String>,
 }
 
 fn yes() -> bool {
@@ -178,6 +184,9 @@ pub struct LoopSpec {
     /// The client account every iteration runs under (its config directory).
     #[serde(default)]
     pub account: Option<crate::agent::Account>,
+    /// The agent's own sandbox every iteration runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
 }
 
 /// Where a loop's tasks come from.
@@ -357,6 +366,8 @@ mod tests {
                 branch: "nightshift/night".into(),
                 base: "0123456789abcdef0123456789abcdef01234567".into(),
             }),
+            sandbox: Some(Sandbox { write: vec!["/wt/night".into()], network: vec!["crates.io".into()] }),
+            unsandboxed: None,
         }
     }
 
@@ -387,6 +398,7 @@ mod tests {
             settings: LoopSettings::default(),
             env: vec![],
             account: None,
+            sandbox: Some(Sandbox::default()),
         };
         let looping = Contract { kind: Kind::Loop(Box::new(Looping { spec })), ..contract };
         let text = serde_json::to_string(&looping).unwrap();

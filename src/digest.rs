@@ -199,6 +199,8 @@ pub enum HappeningKind {
     AccountSwitch,
     /// Salvage kept only files that were there before the session began.
     SalvagePreexisting,
+    /// The agent's sandbox refused a command (a write outside its folders, a host not allowed).
+    SandboxBlocked,
 }
 
 /// A snapshot salvage kept, followed through the later salvages that found it unchanged.

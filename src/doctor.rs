@@ -182,6 +182,36 @@ pub fn judge_permissions(id: &str, subject: &str, p: &Permissions) -> Check {
     }
 }
 
+/// Whether Claude's sandbox can run tonight (`ready`), and what the unattended starts do about it
+/// under `settings`.
+pub fn judge_sandbox(settings: &crate::config::SandboxSettings, ready: Result<(), String>) -> Check {
+    let (id, subject) = ("sandbox.claude", "sandbox");
+    match (settings.enabled, ready) {
+        (false, _) => Check::pass(
+            id,
+            subject,
+            "off ([sandbox] enabled = false): the overnight and ralph presets and loops run the agent unsandboxed",
+        ),
+        (true, Ok(())) => Check::pass(
+            id,
+            subject,
+            "Claude's sandbox can run (bubblewrap, socat, user namespaces): the overnight and ralph presets and loops              run in it",
+        ),
+        (true, Err(why)) if settings.allow_unsandboxed => Check::warn(
+            id,
+            subject,
+            format!("Claude's sandbox cannot run: {why}; unattended sessions start without it ([sandbox] allow_unsandboxed)"),
+            "install what it names to run them sandboxed",
+        ),
+        (true, Err(why)) => Check::fail(
+            id,
+            subject,
+            format!("Claude's sandbox cannot run: {why}; overnight, ralph and loop starts of Claude are refused"),
+            "install what it names, or allow them to run unsandboxed: [sandbox] allow_unsandboxed = true in config.toml              (or start with --no-sandbox)",
+        ),
+    }
+}
+
 /// Free space where the journal and the iterations' streams are written.
 pub fn judge_disk(free: u64, dir: &str) -> Check {
     const MB: u64 = 1 << 20;

@@ -400,6 +400,16 @@ pub enum EventKind {
     /// Listening for the phone's answers stopped working (the server down, the topic refused);
     /// said once until it works again, which `working` says.
     PhoneListen { working: bool, reason: String },
+    /// A command ran in the agent's sandbox (a Bash call of a sandboxed session): `failed` is what
+    /// it said when it failed, `blocked` whether the sandbox refused it (a write outside its
+    /// folders, a host not allowed).
+    SandboxCommand {
+        command: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<String>,
+        #[serde(default)]
+        blocked: bool,
+    },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
     /// A loop made a worktree for `task` (`--worktree-per-task`): the task's iterations work in it.
@@ -574,6 +584,7 @@ impl EventKind {
             Self::ContextHigh { .. } => "context_high",
             Self::Drift { .. } => "drift",
             Self::GuardDenied { .. } => "guard_denied",
+            Self::SandboxCommand { .. } => "sandbox_command",
             Self::PushFailed { .. } => "push_failed",
             Self::PushSent { .. } => "push_sent",
             Self::PushNotSent { .. } => "push_not_sent",

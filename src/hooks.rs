@@ -123,6 +123,9 @@ pub enum Event {
     Notification { kind: NotificationKind, message: String },
     /// A tool is about to run.
     PreToolUse { tool: String, input: Value },
+    /// A tool ran (`PostToolUse`), or failed with `error` (`PostToolUseFailure`): asked for only in
+    /// a sandboxed session, and only of Bash.
+    ToolEnded { tool: String, input: Value, error: Option<String> },
     /// The context is about to be compacted (`manual` or `auto`).
     PreCompact { trigger: CompactTrigger },
     /// The client is ending.
@@ -168,6 +171,11 @@ impl Hook {
             "PreToolUse" => {
                 Event::PreToolUse { tool: text(v, "tool_name").unwrap_or_default(), input: v["tool_input"].clone() }
             }
+            "PostToolUse" | "PostToolUseFailure" => Event::ToolEnded {
+                tool: text(v, "tool_name").unwrap_or_default(),
+                input: v["tool_input"].clone(),
+                error: (name == "PostToolUseFailure").then(|| text(v, "error").unwrap_or_default()),
+            },
             "PreCompact" => Event::PreCompact { trigger: word(v, "trigger").into() },
             "SessionEnd" => Event::SessionEnd { reason: word(v, "reason").into() },
             other => Event::Other { name: other.chars().take(64).collect() },
@@ -184,6 +192,8 @@ impl Hook {
             Event::StopFailure { .. } => "StopFailure",
             Event::Notification { .. } => "Notification",
             Event::PreToolUse { .. } => "PreToolUse",
+            Event::ToolEnded { error: None, .. } => "PostToolUse",
+            Event::ToolEnded { error: Some(_), .. } => "PostToolUseFailure",
             Event::PreCompact { .. } => "PreCompact",
             Event::SessionEnd { .. } => "SessionEnd",
             Event::TurnComplete { .. } => codex::TURN_COMPLETE,
@@ -224,7 +234,7 @@ impl Answer {
 }
 
 /// The hooks part of the `--settings` JSON: every event runs `command`.
-pub fn settings(command: &str) -> Value {
+pub fn settings(command: &str, sandboxed: bool) -> Value {
     let entry = |matcher: Option<&str>| {
         let mut e = json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]});
         if let Some(m) = matcher {
@@ -237,17 +247,26 @@ pub fn settings(command: &str) -> Value {
         let matcher = (event == "PreToolUse").then_some("*");
         hooks.insert(event.to_string(), entry(matcher));
     }
+    // What a sandboxed session's commands did, for the journal.
+    if sandboxed {
+        for event in ["PostToolUse", "PostToolUseFailure"] {
+            hooks.insert(event.to_string(), entry(Some("Bash")));
+        }
+    }
     Value::Object(hooks)
 }
 
 /// Lays `ours` (a `--settings` JSON) over settings the user gave the client themselves with
 /// `--settings` (inline JSON): their keys stay, their hooks run beside ours, our statusLine
-/// exporter (which prints theirs) takes the status line.
+/// exporter (which prints theirs) takes the status line, and our sandbox (a sandboxed session's)
+/// takes theirs.
 pub fn merge_settings(theirs: &Value, ours: &Value) -> Value {
     let mut merged = theirs.clone();
     let Some(out) = merged.as_object_mut() else { return ours.clone() };
-    if let Some(status) = ours.get("statusLine") {
-        out.insert("statusLine".into(), status.clone());
+    for key in ["statusLine", "sandbox"] {
+        if let Some(value) = ours.get(key) {
+            out.insert(key.into(), value.clone());
+        }
     }
     if let Some(Value::Object(our_hooks)) = ours.get("hooks") {
         let hooks = out.entry("hooks").or_insert_with(|| json!({}));
@@ -322,7 +341,8 @@ mod tests {
 
     #[test]
     fn every_event_runs_the_hook_and_the_users_own_hooks_stay() {
-        let ours = json!({"statusLine": {"type": "command", "command": "ns statusline"}, "hooks": settings("ns hook")});
+        let ours =
+            json!({"statusLine": {"type": "command", "command": "ns statusline"}, "hooks": settings("ns hook", false)});
         assert_eq!(ours["hooks"].as_object().unwrap().len(), EVENTS.len());
         assert_eq!(ours["hooks"]["PreToolUse"][0]["matcher"], "*");
         let theirs =
@@ -332,5 +352,17 @@ mod tests {
         assert_eq!(merged["hooks"]["Stop"].as_array().unwrap().len(), 2, "theirs and ours");
         assert_eq!(merged["hooks"]["Stop"][0]["hooks"][0]["command"], "say done");
         assert_eq!(merged["statusLine"]["command"], "ns statusline");
+        // A sandboxed session also hears how its Bash calls ended.
+        let sandboxed = settings("ns hook", true);
+        assert_eq!(sandboxed["PostToolUseFailure"][0]["matcher"], "Bash");
+        assert_eq!(sandboxed.as_object().unwrap().len(), EVENTS.len() + 2);
+        let failed = Hook::from_payload(&json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}, "error": "Exit code 2"}))
+        .unwrap();
+        assert_eq!(failed.name(), "PostToolUseFailure");
+        assert!(matches!(failed.event, Event::ToolEnded { error: Some(e), .. } if e == "Exit code 2"));
+        // Our sandbox takes the place of one the user passed.
+        let mine = merge_settings(&json!({"sandbox": {"enabled": false}}), &json!({"sandbox": {"enabled": true}}));
+        assert_eq!(mine["sandbox"]["enabled"], true);
     }
 }

@@ -94,6 +94,8 @@ pub struct Settings {
     /// Refuse, through the client's hooks, the commands an unattended session must not run
     /// (force pushes to the default branch, `rm -rf` outside the working directory, …).
     pub guard: bool,
+    /// Run the agent in its own sandbox (`[sandbox]` in config.toml): nobody watches it.
+    pub sandbox: bool,
     /// The waits of an open no-progress or crash-loop breaker before it lets one probe through
     /// (see [`crate::breaker`]); empty: it stays open until `nightshift breaker reset`.
     #[serde(with = "crate::clock::secs_list_or_none")]
@@ -124,6 +126,7 @@ impl Settings {
             restart_backoff: crate::breaker::LADDER.to_vec(),
             handoff_at: 75.0,
             guard: false,
+            sandbox: false,
             breaker_retry: crate::breaker::RETRY.to_vec(),
         }
     }
@@ -230,13 +233,15 @@ pub const BUILTIN_PRESETS: [(&str, &str, u64, u64, &str); 5] = [
     ("overnight", "Overnight", 10, 480, "unattended overnight runs with a full reset between cycles"),
 ];
 
-/// A built-in preset's settings. Overnight guards its session (nobody watches it).
+/// A built-in preset's settings. Overnight guards its session, and it and Ralph run sandboxed
+/// (nobody watches them).
 pub fn builtin(name: &str) -> Option<Settings> {
     let key = name.to_ascii_lowercase().replace("/todo", "");
-    BUILTIN_PRESETS
-        .iter()
-        .find(|p| p.0 == key)
-        .map(|p| Settings { guard: p.0 == "overnight", ..Settings::preset(p.2, p.3) })
+    BUILTIN_PRESETS.iter().find(|p| p.0 == key).map(|p| Settings {
+        guard: p.0 == "overnight",
+        sandbox: matches!(p.0, "overnight" | "ralph"),
+        ..Settings::preset(p.2, p.3)
+    })
 }
 
 /// Where the cycle is.

@@ -215,6 +215,9 @@ fn pieced(row: &SessionRow, events: &[Event]) -> Option<Contract> {
         quiet: crate::detect::DetectConfig::default().quiet,
         stop_grace: crate::session::DEFAULT_STOP_GRACE,
         worktree: None,
+        // It ran without one then.
+        sandbox: None,
+        unsandboxed: None,
     };
     for event in events {
         match &event.kind {
@@ -276,6 +279,8 @@ mod tests {
             quiet: std::time::Duration::from_secs(2),
             stop_grace: std::time::Duration::from_secs(3),
             worktree: None,
+            sandbox: None,
+            unsandboxed: None,
         };
         Replay {
             contract: Contract {

@@ -16,4 +16,5 @@ mod loops_real;
 mod night;
 mod phone_real;
 mod real_claude;
+mod sandbox_real;
 mod worktree_real;

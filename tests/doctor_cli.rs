@@ -122,6 +122,7 @@ fn an_agent_missing_from_path_fails_with_its_remedy_and_the_json_schema_is_stabl
             "config.file",
             "harness.claude.path",
             "harness.claude.login",
+            "sandbox.claude",
             "state.writable",
             "state.markers",
             "state.disk",

@@ -339,7 +339,9 @@ async fn a_dialog_answered_mid_cycle_lets_the_night_go_on(kickstart: &str, clien
         &claude,
         &mock.base_url(),
         Options {
+            // Unsandboxed: inside the sandbox Bash would run without the prompt this is about.
             run_args: &[
+                "--no-sandbox",
                 "--preset",
                 "overnight",
                 "--idle-timeout",

@@ -34,6 +34,8 @@ pub enum Code {
     NoConfigDir,
     NoPreset,
     NoRecording,
+    /// The agent's sandbox cannot run here, and the settings do not allow starting without it.
+    NoSandbox,
     NoSession,
     NotATerminal,
     NotAllReached,
@@ -100,6 +102,7 @@ impl From<nightshift::supervisor::build::BuildError> for UiError {
             BuildError::Adapter(e) => Self::new(Code::AgentSignals, e.to_string()),
             BuildError::Config(e) => e.into(),
             BuildError::Switch(e) => Self::new(Code::BadSwitch, e.to_string()),
+            BuildError::Sandbox(message) => Self::new(Code::NoSandbox, message),
             e @ (BuildError::Guard(_) | BuildError::Setting(_)) => Self::new(Code::BadForm, e.to_string()),
         }
     }

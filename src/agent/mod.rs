@@ -1,9 +1,12 @@
 //! The agent CLIs Nightshift knows. Each session is run as one of them; `generic` is any command.
-//! [`Adapter`] holds what each one's screen looks like in its states.
+//! [`Adapter`] holds what each one's screen looks like in its states; [`Sandbox`] is the agent's own
+//! sandbox, as a session passes it.
 
 mod adapter;
+mod sandbox;
 
 pub use adapter::{Adapter, AdapterError, Dialog, DialogKind, Overrides, Reply, Verdict};
+pub use sandbox::{sandbox_refused, Sandbox};
 
 use std::fmt;
 use std::path::Path;

@@ -91,6 +91,10 @@ struct RunArgs {
     /// your tasks file) [NAME default: a random one]
     #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
     worktree: Option<String>,
+    /// Run each iteration without the agent's own sandbox [default: loops run sandboxed, unless
+    /// `[sandbox] enabled = false`]
+    #[arg(long)]
+    no_sandbox: bool,
     /// A new worktree for each task instead, `nightshift/NAME-N-TASK WORDS`, each made from your HEAD
     /// when its task starts
     #[arg(long)]
@@ -181,6 +185,15 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         limit_margin: args.limit_margin,
         ..spec.settings
     };
+    let config = nightshift::config::Config::load(paths.config_dir.as_deref())?;
+    let asked = args.no_sandbox.then_some(false);
+    match spec.sandboxed(&config.sandbox, asked).map_err(anyhow::Error::msg)? {
+        Some(note) => eprintln!("nightshift: warning: the agent is {note}"),
+        None if spec.sandbox.is_some() => {
+            eprintln!("nightshift: each iteration is {}", spec.sandbox.as_ref().expect("set").describe(spec.agent))
+        }
+        None => {}
+    }
     let events = open_events(args.events.as_deref())?;
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
     // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.

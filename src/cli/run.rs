@@ -65,6 +65,14 @@ pub struct Args {
     /// checkout (which is left as it is) [NAME default: a random one]
     #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
     worktree: Option<String>,
+    /// Run the agent in its own sandbox (Claude's native one, Codex's workspace-write): its
+    /// commands run without prompts, writing only its folder [default: with the overnight and
+    /// ralph presets, unless `[sandbox] enabled = false`]
+    #[arg(long, conflicts_with = "no_sandbox")]
+    sandbox: bool,
+    /// Run the agent without its sandbox, whatever the preset
+    #[arg(long)]
+    no_sandbox: bool,
     /// Seconds a stopped session gets between SIGHUP and SIGKILL
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
     stop_grace: f64,
@@ -180,6 +188,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     };
     request.stop_grace = Some(Duration::from_secs_f64(args.stop_grace));
     request.quiet = Some(Duration::from_secs_f64(args.quiet_window));
+    request.sandbox = match (args.sandbox, args.no_sandbox) {
+        (_, true) => Some(false),
+        (true, _) => Some(true),
+        _ => None,
+    };
     let mut spec = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
     // The supervisor's own rules, for the sessions whose preset turns the guard on.
     let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
@@ -191,6 +204,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         if let Some(made) = &spec.worktree {
             eprintln!("nightshift: the session works in {} on {}", made.path.display(), made.branch);
         }
+    }
+    match (&spec.sandbox, &spec.unsandboxed) {
+        (Some(sandbox), _) => eprintln!("nightshift: the agent is {}", sandbox.describe(spec.agent)),
+        (None, Some(why)) => eprintln!("nightshift: warning: the agent is {why}"),
+        (None, None) => {}
     }
 
     super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, begin))

@@ -51,6 +51,11 @@ pub struct Counts {
     pub account_switches: u32,
     /// Commands the guard refused.
     pub guard_denials: u32,
+    /// Commands that ran in the agent's sandbox, and those of them it refused.
+    #[serde(default)]
+    pub sandbox_commands: u32,
+    #[serde(default)]
+    pub sandbox_blocked: u32,
     /// Push notifications delivered (each target counts).
     pub pushes_sent: u32,
     /// Push notifications that could not be delivered, retries included.
@@ -146,6 +151,8 @@ impl Counts {
         self.breakers_closed += o.breakers_closed;
         self.account_switches += o.account_switches;
         self.guard_denials += o.guard_denials;
+        self.sandbox_commands += o.sandbox_commands;
+        self.sandbox_blocked += o.sandbox_blocked;
         self.pushes_sent += o.pushes_sent;
         self.pushes_failed += o.pushes_failed;
         self.phone_applied += o.phone_applied;
@@ -214,6 +221,9 @@ impl Counts {
         }
         say(&mut out, self.account_switches, "account switch", "account switches");
         say(&mut out, self.guard_denials, "guard denial", "guard denials");
+        if self.sandbox_commands > 0 {
+            out.push(format!("sandbox: {} command(s), {} refused", self.sandbox_commands, self.sandbox_blocked));
+        }
         if self.pushes_sent > 0 || self.pushes_failed > 0 {
             out.push(format!("pushes: {} sent, {} failed", self.pushes_sent, self.pushes_failed));
         }

@@ -380,6 +380,19 @@ impl Ledger {
                         }
                     }
                 }
+                EventKind::SandboxCommand { command, blocked, .. } if in_range => {
+                    c.sandbox_commands += 1;
+                    if *blocked {
+                        c.sandbox_blocked += 1;
+                        let once = format!("the sandbox refused a command at {}: {command}", hhmm(ev.ts));
+                        lines.note(
+                            HappeningKind::SandboxBlocked,
+                            format!("the sandbox refused {command}"),
+                            once,
+                            ev.ts,
+                        );
+                    }
+                }
                 EventKind::GuardDenied { what, command, .. } if in_range => {
                     c.guard_denials += 1;
                     l.denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() });

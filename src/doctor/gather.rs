@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::{judge_disk, judge_permissions, judge_power, judge_probe, judge_repo, judge_version};
+use super::{judge_disk, judge_permissions, judge_power, judge_probe, judge_repo, judge_sandbox, judge_version};
 use super::{Check, Permissions, RepoState, Report};
 use crate::agent::Adapter;
 use crate::agent::AgentKind;
 use crate::config::Config;
 use crate::loops::{global_marker, marker_name};
 use crate::paths::Paths;
-use crate::platform::{run_bounded, Desktop, Os, Power};
+use crate::platform::{run_bounded, Desktop, Os, Power, Sandboxes};
 use crate::store::{EventQuery, Store};
 
 /// What to check.
@@ -51,6 +51,10 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
         if harness(kind, &adapter, paths, opts, required, &mut checks) || required {
             used.push(kind);
         }
+    }
+    if used.contains(&AgentKind::Claude) {
+        let settings = Config::load(paths.config_dir.as_deref()).map(|c| c.sandbox).unwrap_or_default();
+        checks.push(judge_sandbox(&settings, Os::claude_sandbox()));
     }
     checks.extend(state(paths, &cwds));
     for (i, cwd) in cwds.iter().enumerate() {

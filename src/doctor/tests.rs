@@ -89,3 +89,21 @@ fn the_report_says_one_line_per_check_and_fails_on_any_fail() {
          1 passed, 1 warning(s), 1 failed: not ready: fix the FAILs\n"
     );
 }
+
+#[test]
+fn the_sandbox_check_says_what_unattended_starts_will_do() {
+    let on = crate::config::SandboxSettings::default();
+    assert_eq!(judge_sandbox(&on, Ok(())).status, Status::Pass);
+    let missing = || Err("socat is not installed (sudo apt install socat)".to_string());
+    let refused = judge_sandbox(&on, missing());
+    assert_eq!(refused.status, Status::Fail);
+    assert!(
+        refused.detail.contains("socat is not installed") && refused.detail.contains("refused"),
+        "{}",
+        refused.detail
+    );
+    let lax = crate::config::SandboxSettings { allow_unsandboxed: true, ..on.clone() };
+    assert_eq!(judge_sandbox(&lax, missing()).status, Status::Warn);
+    let off = crate::config::SandboxSettings { enabled: false, ..on };
+    assert_eq!(judge_sandbox(&off, missing()).status, Status::Pass);
+}

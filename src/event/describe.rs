@@ -105,6 +105,13 @@ impl EventKind {
                 format!("the client's hooks and its screen disagree: the hooks said {hook}, the screen showed {screen}")
             }
             Self::GuardDenied { what, command, .. } => format!("the guard refused {what}: {command}"),
+            Self::SandboxCommand { command, blocked: true, failed } => {
+                format!("the sandbox refused a command: {command} ({})", failed.as_deref().unwrap_or("refused"))
+            }
+            Self::SandboxCommand { command, failed: Some(said), .. } => {
+                format!("a command failed in the sandbox: {command} ({said})")
+            }
+            Self::SandboxCommand { command, .. } => format!("a command ran in the sandbox without a prompt: {command}"),
             Self::PushFailed { target, reason } => {
                 format!("a push notification ({target}) was not delivered: {reason}; later ones are still tried")
             }

@@ -53,16 +53,31 @@ impl LoopSpec {
                         "-s" | "--sandbox" | "--full-auto" | "--dangerously-bypass-approvals-and-sandbox"
                     ) || a.starts_with("--sandbox=")
                 });
-                if !theirs {
-                    let mode = if run.probe { "read-only" } else { "workspace-write" };
-                    argv.extend(["--sandbox", mode].map(String::from));
+                match &self.sandbox {
+                    Some(sandbox) if !run.probe => argv.extend(sandbox.codex_args(&self.args, true)),
+                    _ if theirs => {}
+                    _ => {
+                        let mode = if run.probe { "read-only" } else { "workspace-write" };
+                        argv.extend(["--sandbox", mode].map(String::from));
+                    }
                 }
                 argv.extend(self.args.iter().cloned());
                 argv.push(run.prompt.clone());
             }
             AgentKind::Claude | AgentKind::Generic => {
                 argv.extend(["-p", &run.prompt, "--output-format", "stream-json", "--verbose"].map(String::from));
-                argv.extend(self.args.iter().cloned());
+                let mut args = self.args.clone();
+                if let Some(sandbox) = self.sandbox.as_ref().filter(|_| self.agent == AgentKind::Claude) {
+                    let ours = sandbox.claude_settings();
+                    match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
+                        Some(i) => {
+                            let theirs = serde_json::from_str(&args[i + 1]).unwrap_or_else(|_| serde_json::json!({}));
+                            args[i + 1] = crate::hooks::merge_settings(&theirs, &ours).to_string();
+                        }
+                        None => args.extend(["--settings".to_string(), ours.to_string()]),
+                    }
+                }
+                argv.extend(args);
                 if run.probe {
                     // A probe asks nothing of the tools and keeps nothing.
                     argv.extend(["--tools", "", "--max-turns", "1", "--no-session-persistence"].map(String::from));
@@ -171,6 +186,8 @@ impl LoopActor {
         }
         let n = spec.projects.len();
         let done = done_before(&journal, &id, &spec);
+        let sandbox = spec.sandbox.as_ref().map(|s| s.describe(spec.agent));
+        status.send_modify(|s| s.options.sandbox = sandbox);
         let mut exec = Exec {
             id,
             spec: Arc::new(spec),
@@ -676,6 +693,7 @@ mod tests {
             settings: crate::contract::LoopSettings::default(),
             env: Vec::new(),
             account: None,
+            sandbox: None,
         }
     }
 
@@ -693,6 +711,24 @@ mod tests {
         assert!(plain.argv(&run(true)).join(" ").contains("--sandbox read-only -m gpt-5"));
         let theirs = spec(AgentKind::Codex, &["--sandbox", "danger-full-access"]);
         assert_eq!(theirs.argv(&run(false)).iter().filter(|a| *a == "--sandbox").count(), 1);
+    }
+
+    #[test]
+    fn a_sandboxed_loop_runs_each_iteration_in_the_agents_sandbox() {
+        let sandbox = crate::agent::Sandbox { write: vec![], network: vec!["crates.io".into()] };
+        let mut claude = spec(AgentKind::Claude, &["--model", "opus"]);
+        claude.sandbox = Some(sandbox.clone());
+        let argv = claude.argv(&run(false));
+        let i = argv.iter().position(|a| a == "--settings").expect("its settings");
+        let settings: serde_json::Value = serde_json::from_str(&argv[i + 1]).unwrap();
+        assert_eq!(settings["sandbox"]["autoAllowBashIfSandboxed"], true);
+        let mut codex = spec(AgentKind::Codex, &[]);
+        codex.sandbox = Some(sandbox);
+        assert_eq!(
+            codex.argv(&run(false)).join(" "),
+            "codex exec --json --skip-git-repo-check --sandbox workspace-write do it"
+        );
+        assert!(codex.argv(&run(true)).join(" ").contains("--sandbox read-only"), "a probe touches nothing");
     }
 
     #[test]

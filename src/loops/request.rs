@@ -139,12 +139,29 @@ impl LoopRequest {
             settings,
             env: Vec::new(),
             account: None,
+            sandbox: None,
         };
         Ok((spec, warnings))
     }
 }
 
 impl LoopSpec {
+    /// Runs the loop's iterations in the agent's own sandbox, as `asked` (`--sandbox`,
+    /// `--no-sandbox`) or else `settings` say: a loop is unattended work. Returns what to tell when
+    /// it goes on without the sandbox it would have had; an error (one line, with the fix) when it
+    /// must not start.
+    pub fn sandboxed(
+        &mut self,
+        settings: &crate::config::SandboxSettings,
+        asked: Option<bool>,
+    ) -> Result<Option<String>, String> {
+        let ready = <crate::platform::Os as crate::platform::Sandboxes>::claude_sandbox;
+        let own = if AgentKind::infer(&self.program) == self.agent { self.agent } else { AgentKind::Generic };
+        let (sandbox, note) = settings.sandbox_for(own, asked, true, ready)?;
+        self.sandbox = sandbox;
+        Ok(note)
+    }
+
     /// Makes the loop's iterations work apart from the user's checkouts, under `root`: in one new
     /// worktree per repository for the whole loop (`name`: its branch `nightshift/<name>`), or, with
     /// `per_task`, in a new one for each task, made when the task starts (`nightshift/<name>-<n>-<task

@@ -12,7 +12,9 @@
 //! - [`Power`]: whether the machine can be kept awake, whether it is on battery, what its lid does
 //!   (Linux: logind and UPower);
 //! - [`Services`]: the user's service manager, which runs `nightshift restore` at login (Linux: a
-//!   systemd user unit, and logind's lingering for boot).
+//!   systemd user unit, and logind's lingering for boot);
+//! - [`Sandboxes`]: whether an agent's own sandbox can run (Linux: bubblewrap with user
+//!   namespaces, and socat).
 //!
 //! Already portable, and so not here: keeping the machine awake (the `keepawake` crate: logind on
 //! Linux, IOKit on macOS, `SetThreadExecutionState` on Windows), suspends (`power`: a gap between
@@ -101,6 +103,12 @@ pub trait Services {
     fn enabled(unit: &str) -> Option<String>;
     /// Whether the user's services also start at boot, before anyone logs in; `None` when unknown.
     fn start_at_boot() -> Option<bool>;
+}
+
+/// The agents' own sandboxes, and what they need of the system.
+pub trait Sandboxes {
+    /// Whether Claude Code's sandbox can run here; if not, why, with the fix, in one line.
+    fn claude_sandbox() -> Result<(), String>;
 }
 
 /// A program's stdout, or why not; killed after `limit` (a service that hangs must not hang a

@@ -83,6 +83,8 @@ pub struct Machine {
     budget: budget::Budget,
     /// The move to another account before the limit, when the session opted in (`switch.rs`).
     switching: Option<switch::Switching>,
+    /// Whether the agent runs in its own sandbox, in words (for the options).
+    sandbox: Option<String>,
     /// The state last journalled (written by `journal_state` only).
     state: SessionState,
     /// What decided the next change of state, for its reason.
@@ -115,6 +117,7 @@ impl Machine {
             client: hooks::Client::new(start.conversation, start.guard, start.handoff),
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
+            sandbox: start.sandbox,
         };
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {

@@ -197,6 +197,9 @@ pub struct Options {
     pub spent_usd: Option<f64>,
     #[serde(default)]
     pub spent_tokens: u64,
+    /// Whether the agent runs in its own sandbox, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// A session's account switch as its options show it.

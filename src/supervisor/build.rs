@@ -54,6 +54,9 @@ pub struct Request {
     pub stop_grace: Option<Duration>,
     /// How long the screen stays still before the agent counts as idle.
     pub quiet: Option<Duration>,
+    /// The agent's own sandbox: `--sandbox`, `--no-sandbox`; `None`: as the preset and
+    /// `[sandbox]` say.
+    pub sandbox: Option<bool>,
 }
 
 impl Request {
@@ -74,6 +77,7 @@ impl Request {
             budget: Budget::default(),
             stop_grace: None,
             quiet: None,
+            sandbox: None,
         }
     }
 }
@@ -96,6 +100,9 @@ pub enum BuildError {
     Guard(#[from] GuardError),
     #[error("{0}")]
     Setting(String),
+    /// The agent's sandbox cannot run, or cannot be had.
+    #[error("{0}")]
+    Sandbox(String),
 }
 
 /// Where worktrees are made: `config.toml`'s `[worktree] dir`, else the XDG data folder's.
@@ -111,8 +118,11 @@ pub fn in_worktree(spec: &mut SessionSpec, config_dir: Option<&Path>, name: &str
     let root = worktree_root(config_dir)?;
     let name = if name.is_empty() { format!("{:08x}", rand::random::<u32>()) } else { name.to_string() };
     let made = crate::git::worktree::make(&spec.command.cwd, &name, &root).map_err(|e| e.to_string())?;
-    // The same subfolder of it.
+    // The same subfolder of it; a sandboxed agent may write all of it.
     spec.command.cwd = crate::git::worktree::inside(&made, &spec.command.cwd);
+    if let Some(sandbox) = spec.sandbox.as_mut().filter(|_| spec.command.cwd != made.path) {
+        sandbox.write.push(made.path.clone());
+    }
     spec.worktree = Some(made);
     Ok(())
 }
@@ -192,6 +202,15 @@ pub fn build(
     }
     if let Some(quiet) = request.quiet {
         spec.detect.quiet = quiet;
+    }
+    let unattended = spec.respawn.as_ref().is_some_and(|r| r.sandbox);
+    if request.sandbox.is_some() || unattended {
+        let settings = config()?.sandbox;
+        let ready = <crate::platform::Os as crate::platform::Sandboxes>::claude_sandbox;
+        // Set on the agent's own command line: a wrapper (`bash -c …`) has none to set it on.
+        let own = if AgentKind::infer(&spec.command.program) == agent { agent } else { AgentKind::Generic };
+        (spec.sandbox, spec.unsandboxed) =
+            settings.sandbox_for(own, request.sandbox, unattended, ready).map_err(BuildError::Sandbox)?;
     }
     Ok(spec)
 }

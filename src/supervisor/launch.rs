@@ -24,7 +24,8 @@ impl Supervisor {
             env.retain(|(k, _)| k != var);
             env.push((var.to_string(), account.dir.display().to_string()));
         }
-        // Our statusLine, hooks or notify ride on every start's arguments.
+        // The sandbox, then our statusLine, hooks or notify ride on every start's arguments.
+        attach_sandbox(agent, &mut t);
         self.attach_exporter(&id, agent, t.hooks, &mut t, &mut env);
         let conversation = match &runtime.from {
             None => Conversation::Opening,
@@ -84,6 +85,7 @@ impl Supervisor {
             spent: from.spent,
             since: Some(contract.started),
             handoff: from.handoff,
+            sandbox: t.sandbox.as_ref().map(|s| s.describe(agent)).or_else(|| t.unsandboxed.clone()),
         };
         let detect = DetectConfig { quiet: t.quiet, ..DetectConfig::default() };
         let actor = Actor {
@@ -144,24 +146,44 @@ impl Supervisor {
         let cli = shell_words(&[cli_path.display().to_string()]);
         let mut ours = usage::settings(&format!("{cli} statusline"));
         if hooks {
-            ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"));
+            ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"), t.sandbox.is_some());
         }
-        let args = &mut t.args;
-        match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
-            Some(i) => {
-                let theirs = &args[i + 1];
-                let theirs: serde_json::Value = serde_json::from_str(theirs)
-                    .or_else(|_| {
-                        std::fs::read_to_string(t.cwd.join(theirs))
-                            .map_err(|_| ())
-                            .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
-                    })
-                    .unwrap_or_else(|()| serde_json::json!({}));
-                args[i + 1] = crate::hooks::merge_settings(&theirs, &ours).to_string();
-            }
-            None => args.splice(0..0, ["--settings".to_string(), ours.to_string()]).for_each(drop),
-        }
+        lay_settings(t, &ours);
         lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
+    }
+}
+
+/// Lays `ours` over the `--settings` of a Claude command line (the user's, or ones laid before),
+/// or gives it as its first arguments.
+fn lay_settings(t: &mut crate::contract::Terminal, ours: &serde_json::Value) {
+    let args = &mut t.args;
+    match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
+        Some(i) => {
+            let theirs = &args[i + 1];
+            let theirs: serde_json::Value = serde_json::from_str(theirs)
+                .or_else(|_| {
+                    std::fs::read_to_string(t.cwd.join(theirs))
+                        .map_err(|_| ())
+                        .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
+                })
+                .unwrap_or_else(|()| serde_json::json!({}));
+            args[i + 1] = crate::hooks::merge_settings(&theirs, ours).to_string();
+        }
+        None => args.splice(0..0, ["--settings".to_string(), ours.to_string()]).for_each(drop),
+    }
+}
+
+/// The agent's own sandbox on its command line: Claude's through `--settings`, Codex's flags
+/// (build only arms one for a command that is the agent's CLI itself).
+fn attach_sandbox(agent: AgentKind, t: &mut crate::contract::Terminal) {
+    let Some(sandbox) = t.sandbox.clone() else { return };
+    match agent {
+        AgentKind::Claude => lay_settings(t, &sandbox.claude_settings()),
+        AgentKind::Codex => {
+            let ours = sandbox.codex_args(&t.args, false);
+            t.args.splice(0..0, ours).for_each(drop);
+        }
+        AgentKind::Generic => {}
     }
 }
 

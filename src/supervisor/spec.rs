@@ -73,6 +73,10 @@ pub struct SessionSpec {
     pub switch: Option<crate::session::machine::SwitchSettings>,
     /// The worktree the session works in (`--worktree`), made before it starts.
     pub worktree: Option<crate::git::worktree::Worktree>,
+    /// The agent's own sandbox it runs in.
+    pub sandbox: Option<crate::agent::Sandbox>,
+    /// Why it runs without the sandbox it would have had (`[sandbox] allow_unsandboxed`).
+    pub unsandboxed: Option<String>,
 }
 
 impl SessionSpec {
@@ -95,6 +99,8 @@ impl SessionSpec {
             account: None,
             switch: None,
             worktree: None,
+            sandbox: None,
+            unsandboxed: None,
         }
     }
 }
@@ -142,6 +148,8 @@ impl SessionSpec {
                 quiet: self.detect.quiet,
                 stop_grace: self.stop_grace,
                 worktree: self.worktree.clone(),
+                sandbox: self.sandbox.clone(),
+                unsandboxed: self.unsandboxed.clone(),
             })),
         }
     }

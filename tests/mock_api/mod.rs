@@ -5,7 +5,9 @@
 //! answer lasting 20 s), `mock:tool:30` (a Bash tool call running `sleep 30`), `mock:perm` (a tool
 //! call that needs the user's permission in the default permission mode), `mock:question` (the
 //! AskUserQuestion tool), `mock:edit` (a Bash call that edits, adds and deletes files), `mock:commit`
-//! (a Bash call that appends a step to `work.txt` and commits it), `mock:limit` (HTTP 429 with the
+//! (a Bash call that appends a step to `work.txt` and commits it), `mock:outside` (a Bash call
+//! that writes `$HOME/outside-the-project.txt`), `mock:inside` (one that writes `inside.txt` and
+//! commits it), `mock:limit` (HTTP 429 with the
 //! unified rate-limit headers; like the real API, every request of that credential is then refused
 //! until the window resets, as `refused`), `mock:overload`
 //! (HTTP 529; `mock:overload:2`: for the first two requests of that prompt, then an answer). A tool result is answered with a short text. Every request is logged with when its
@@ -174,6 +176,10 @@ pub enum Scenario {
     Edit,
     /// A Bash tool call that appends a step to `work.txt` and commits it (`mock:commit`).
     Commit,
+    /// A Bash call that writes a file in the home folder, outside the project.
+    Outside,
+    /// A Bash call that writes `inside.txt` in the project and commits it (`mock:inside`).
+    Inside,
     /// A request into a window a limit closed, before its reset: refused with the same 429.
     Refused,
     /// The answer to a request for a handoff (Nightshift's, found by its words).
@@ -201,6 +207,8 @@ impl Scenario {
             Self::Push => "push".into(),
             Self::Edit => "edit".into(),
             Self::Commit => "commit".into(),
+            Self::Outside => "outside".into(),
+            Self::Inside => "inside".into(),
             Self::Refused => "refused".into(),
             Self::Handoff => "handoff".into(),
         }
@@ -220,6 +228,8 @@ pub fn scenario_for(text: &str) -> Scenario {
         "tool" => Scenario::Tool(arg.unwrap_or(30.0) as u64),
         "edit" => Scenario::Edit,
         "commit" => Scenario::Commit,
+        "outside" => Scenario::Outside,
+        "inside" => Scenario::Inside,
         "perm" => Scenario::Perm,
         "question" => Scenario::Question,
         "limit" => Scenario::Limit,
@@ -540,6 +550,20 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
             Some(json!({"name": "Bash", "input": {
                 "command": "echo \"step $(date +%s%N)\" >> work.txt && git add work.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'Do the next step'",
                 "description": "Do the next step and commit it"}})),
+        ),
+        Scenario::Outside => (
+            vec!["I'll leave a note in your home folder.".into()],
+            Duration::from_millis(20),
+            Some(json!({"name": "Bash", "input": {
+                "command": "echo escaped > \"$HOME/outside-the-project.txt\"",
+                "description": "Write outside the project"}})),
+        ),
+        Scenario::Inside => (
+            vec!["I'll write it down and commit it.".into()],
+            Duration::from_millis(20),
+            Some(json!({"name": "Bash", "input": {
+                "command": "echo kept >> inside.txt && git add inside.txt && git commit -qm 'Keep it'",
+                "description": "Write inside the project and commit it"}})),
         ),
         Scenario::Quote => (
             [

@@ -169,6 +169,8 @@ function renderOptions() {
   $("hold").checked = !!o.held;
   const s = app.sessions.find((x) => x.id === app.openId);
   const facts = s ? [["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd], ["State", s.shown_state]] : [];
+  // Whether the agent runs in its own sandbox, as the start decided it (it holds until a new start).
+  facts.push(["Sandbox", o.sandbox ? o.sandbox.charAt(0).toUpperCase() + o.sandbox.slice(1) : "Not sandboxed"]);
   const sw = o.account_switch;
   if (sw) {
     facts.push(["Account", sw.account || "The client's own"]);

@@ -199,6 +199,17 @@ impl Machine {
                 self.turn_done(now, fx);
                 self.guarded(&tool, &input, facts.as_ref(), fx)
             }
+            Event::ToolEnded { tool, input, error } => {
+                // Asked for of a sandboxed session's Bash calls only: what its commands did.
+                if tool == "Bash" {
+                    let clip = |s: &str| s.trim().chars().take(300).collect::<String>();
+                    let command = clip(input["command"].as_str().unwrap_or_default());
+                    let blocked = error.as_deref().is_some_and(crate::agent::sandbox_refused);
+                    let failed = error.as_deref().map(clip);
+                    self.emit(EventKind::SandboxCommand { command, failed, blocked }, fx);
+                }
+                Answer::Pass
+            }
             Event::PreCompact { trigger } => {
                 self.emit(EventKind::Compacted { trigger: trigger.to_string() }, fx);
                 Answer::Pass

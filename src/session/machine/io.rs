@@ -50,6 +50,8 @@ pub struct Start {
     /// The latest handoff the agent wrote, and when (a restored session's, from the state
     /// directory): a client started again soon after it is given it back.
     pub handoff: Option<(String, DateTime<Utc>)>,
+    /// Whether the agent runs in its own sandbox, in words (`sandboxed: …`, `not sandboxed: …`).
+    pub sandbox: Option<String>,
 }
 
 /// What happened to the session.

@@ -24,6 +24,7 @@ impl Machine {
             budget: self.budget.limits(),
             spent_usd: self.budget.spent().spent,
             spent_tokens: self.budget.spent().tokens_spent,
+            sandbox: self.sandbox.clone(),
         }
     }
 

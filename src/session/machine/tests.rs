@@ -68,6 +68,7 @@ fn start() -> Start {
         spent: crate::usage::Tally::default(),
         since: None,
         handoff: None,
+        sandbox: None,
     }
 }
 
@@ -910,6 +911,27 @@ fn the_guard_refuses_what_an_unattended_session_must_not_run() {
     let mut unguarded = Sim::new(start());
     unguarded.input(tool("git push --force origin main"));
     assert_eq!(unguarded.answers().last(), Some(&crate::hooks::Answer::Pass), "the guard is opt-in");
+}
+
+#[test]
+fn a_sandboxed_sessions_commands_are_journalled_and_a_refusal_of_the_sandbox_is_told() {
+    let mut sim = Sim::new(start());
+    let ended = |command: &str, error: Option<&str>| {
+        hook(crate::hooks::Event::ToolEnded {
+            tool: "Bash".into(),
+            input: serde_json::json!({"command": command}),
+            error: error.map(String::from),
+        })
+    };
+    sim.input(ended("echo kept >> inside.txt", None));
+    sim.input(ended("echo x > ~/out.txt", Some("Exit code 1\n/bin/bash: /home/u/out.txt: Read-only file system")));
+    sim.input(ended("cargo test", Some("Exit code 101\ntest failed")));
+    assert!(sim.has(|k| matches!(k, EventKind::SandboxCommand { command, failed: None, blocked: false } if command == "echo kept >> inside.txt")));
+    assert!(sim.has(
+        |k| matches!(k, EventKind::SandboxCommand { blocked: true, failed: Some(f), .. } if f.contains("Read-only"))
+    ));
+    assert!(sim.has(|k| matches!(k, EventKind::SandboxCommand { command, blocked: false, failed: Some(_) } if command == "cargo test")));
+    assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass), "the hook only tells");
 }
 
 #[test]
