@@ -482,7 +482,7 @@ fn usage_delta(
     to: DateTime<Utc>,
 ) -> Result<Option<UsageDelta>, StoreError> {
     let rows: Vec<_> = store
-        .usage(Some(session), Some(from))?
+        .usage(None, Some(session), Some(from))?
         .into_iter()
         .filter(|r| parse_ts(&r.ts).is_some_and(|t| t < to))
         .collect();

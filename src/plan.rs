@@ -282,7 +282,8 @@ pub fn from_store(
     now: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Result<Plan, crate::store::StoreError> {
-    let rows = store.usage(None, Some(now - LOOKBACK))?;
+    // Claude's plan: the night plan forecasts its windows.
+    let rows = store.usage(Some(crate::agent::AgentKind::Claude), None, Some(now - LOOKBACK))?;
     let samples: Vec<(String, DateTime<Utc>, Sample)> =
         rows.into_iter().filter_map(|r| Some((r.session, r.ts.parse::<DateTime<Utc>>().ok()?, r.sample))).collect();
     let armed = store.sessions()?.iter().filter(|s| !s.is_final()).count();

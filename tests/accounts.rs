@@ -121,7 +121,7 @@ fn usage_shows_each_accounts_windows() {
     store.record_usage("b0000002", now - chrono::Duration::minutes(1), &sample(12.0)).unwrap();
     store.record_usage("c0000003", now, &sample(33.0)).unwrap();
 
-    let latest = store.latest_limits_by_account().unwrap();
+    let latest = store.latest_limits_by_account(nightshift::AgentKind::Claude).unwrap();
     let by: Vec<(Option<&str>, Option<f64>)> =
         latest.iter().map(|r| (r.account.as_deref(), r.sample.five_hour_pct)).collect();
     assert_eq!(by, [(None, Some(33.0)), (Some("home"), Some(12.0)), (Some("work"), Some(91.0))]);

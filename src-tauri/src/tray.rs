@@ -53,9 +53,12 @@ fn menu(app: &AppHandle, (o, quit): &Shown) -> tauri::Result<Menu<tauri::Wry>> {
 
 fn current(app: &AppHandle) -> Shown {
     let state = app.state::<AppState>();
-    let (rows, usage) = state
-        .supervisor
-        .with_store(|s| (s.sessions().unwrap_or_default(), s.latest_limits().ok().flatten().map(|u| u.sample)));
+    let (rows, usage) = state.supervisor.with_store(|s| {
+        (
+            s.sessions().unwrap_or_default(),
+            s.latest_limits(nightshift::AgentKind::Claude).ok().flatten().map(|u| u.sample),
+        )
+    });
     (overview::overview(&rows, usage.as_ref()), quit_label(app))
 }
 

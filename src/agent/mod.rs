@@ -25,6 +25,15 @@ pub enum AgentKind {
 impl AgentKind {
     pub const ALL: [AgentKind; 3] = [Self::Claude, Self::Codex, Self::Generic];
 
+    /// The plan whose windows the agent's usage counts against: Codex's own, and Claude's for
+    /// Claude Code and anything else (only Claude's statusLine reported before Codex's data did).
+    pub fn plan(self) -> AgentKind {
+        match self {
+            Self::Codex => Self::Codex,
+            Self::Claude | Self::Generic => Self::Claude,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Claude => "claude",

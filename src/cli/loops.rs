@@ -195,7 +195,7 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         None => {}
     }
     let events = open_events(args.events.as_deref())?;
-    let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()))?;
+    let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)?;
     // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
     if args.worktree.is_some() || args.worktree_per_task {
         let root =

@@ -42,7 +42,7 @@ pub enum Begin {
 impl When {
     /// When the session begins; `account` is the one it runs under (its window for
     /// `--after-reset`; `None`: the client's default).
-    pub fn begin(&self, store: &Store, account: Option<&str>) -> anyhow::Result<Begin> {
+    pub fn begin(&self, store: &Store, account: Option<&str>, agent: nightshift::AgentKind) -> anyhow::Result<Begin> {
         if let Some(id) = &self.scheduled {
             let row = store.find_session(id)?;
             let claimed = store.schedule_of(&row.id)?.is_some_and(|s| s.claimed);
@@ -61,7 +61,7 @@ impl When {
                 schedule::at(time, now)
             }
             (None, true) => {
-                let rows = store.latest_limits_by_account()?;
+                let rows = store.latest_limits_by_account(agent)?;
                 let latest = rows.iter().find(|r| r.account.as_deref() == account).map(|r| &r.sample);
                 schedule::after_reset(latest, account.unwrap_or("the default account"), now)?
             }

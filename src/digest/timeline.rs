@@ -171,7 +171,7 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Ti
         }
     }
     let usage = store
-        .usage(None, Some(from))?
+        .usage(Some(crate::agent::AgentKind::Claude), None, Some(from))?
         .into_iter()
         .filter_map(|r| {
             let at = super::parse_ts(&r.ts)?;

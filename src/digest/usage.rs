@@ -1,9 +1,11 @@
 //! The plan-usage report that `nightshift usage --json` prints and the app's chip reads: the latest
-//! sample from the journal, the chip, the bands, and the last 24 hours.
+//! sample from the journal, the chip, the bands, and the last 24 hours. The chip is Claude's plan;
+//! Codex's windows come beside it, each client's apart (a limit of one never pauses the other).
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::agent::AgentKind;
 use crate::store::{Store, StoreError, UsageRow};
 use crate::usage::{chip, sparkline, Band};
 
@@ -25,8 +27,8 @@ pub fn hourly(rows: &[UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
 /// the chip, the bands (the chip's own and each hour's: the window copies no threshold), the last
 /// 24 h hourly and as a sparkline, the history, and each account's latest windows.
 pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreError> {
-    let latest = store.latest_limits()?;
-    let history = store.usage(None, Some(now - chrono::Duration::hours(24)))?;
+    let latest = store.latest_limits(AgentKind::Claude)?;
+    let history = store.usage(Some(AgentKind::Claude), None, Some(now - chrono::Duration::hours(24)))?;
     let buckets = hourly(&history, now);
     Ok(serde_json::json!({
         "latest": latest,
@@ -43,10 +45,27 @@ pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreErr
         "sparkline": sparkline(&buckets),
         "history": history,
         // Each account's newest windows (the client's default account without a name), newest first.
-        "accounts": store.latest_limits_by_account()?.iter().map(|a| serde_json::json!({
-            "account": a.account,
-            "chip": chip(&a.sample, false),
-            "latest": a,
-        })).collect::<Vec<_>>(),
+        "accounts": accounts(store, AgentKind::Claude)?,
+        // Codex's plan, apart: its newest windows and each of its accounts'.
+        "codex": {
+            "latest": store.latest_limits(AgentKind::Codex)?,
+            "accounts": accounts(store, AgentKind::Codex)?,
+        },
     }))
+}
+
+/// `agent`'s accounts' newest windows, each labelled with its agent and account.
+fn accounts(store: &Store, agent: AgentKind) -> Result<Vec<Value>, StoreError> {
+    Ok(store
+        .latest_limits_by_account(agent)?
+        .iter()
+        .map(|a| {
+            serde_json::json!({
+                "agent": a.agent,
+                "account": a.account,
+                "chip": chip(&a.sample, false),
+                "latest": a,
+            })
+        })
+        .collect())
 }

@@ -197,7 +197,7 @@ impl Executor {
                 Effect::Spawn { conversation, prompt } => self.respawn(conversation, prompt),
                 Effect::SwitchAccount { account, prompt } => self.switch_account(&account, prompt),
                 Effect::Meters => {
-                    let meters = match self.journal.read(|s| s.latest_limits_by_account()) {
+                    let meters = match self.journal.read(|s| s.latest_limits_by_account(self.agent)) {
                         Ok(rows) => rows
                             .into_iter()
                             .map(|r| super::machine::Meter { account: r.account, sample: r.sample })

@@ -27,6 +27,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::agent::AgentKind;
 use crate::clock::format_ts;
 use crate::event::{Event, EventKind, SessionState};
 use crate::usage::Sample;
@@ -509,55 +510,71 @@ impl Store {
         Ok((samples, events))
     }
 
-    /// Usage samples since `since` (all when `None`), oldest first; `session` narrows to one.
-    pub fn usage(&self, session: Option<&str>, since: Option<DateTime<Utc>>) -> Result<Vec<UsageRow>, StoreError> {
+    /// Usage samples since `since` (all when `None`), oldest first; `agent` and `session` narrow
+    /// them. Each client has its own plan and windows: Claude's and Codex's never mix.
+    pub fn usage(
+        &self,
+        agent: Option<AgentKind>,
+        session: Option<&str>,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<UsageRow>, StoreError> {
         self.usage_rows(
-            "WHERE (?1 IS NULL OR session = ?1) AND (?2 IS NULL OR ts >= ?2) ORDER BY id",
-            params![session, since.map(format_ts)],
+            "WHERE (?3 IS NULL OR agent = ?3) AND (?1 IS NULL OR session = ?1) AND (?2 IS NULL OR ts >= ?2)
+             ORDER BY id",
+            params![session, since.map(format_ts), agent.map(|a| a.plan().as_str())],
         )
     }
 
-    /// The newest sample that knows the plan windows on each account (the client's default account
-    /// as `None`), the most recent first.
-    pub fn latest_limits_by_account(&self) -> Result<Vec<UsageRow>, StoreError> {
+    /// The newest sample of `agent` that knows the plan windows on each account (the client's
+    /// default account as `None`), the most recent first.
+    pub fn latest_limits_by_account(&self, agent: AgentKind) -> Result<Vec<UsageRow>, StoreError> {
         self.usage_rows(
-            "WHERE id IN (SELECT MAX(id) FROM usage_samples
-                          WHERE five_hour_pct IS NOT NULL OR seven_day_pct IS NOT NULL GROUP BY account)
+            "WHERE id IN (SELECT MAX(u.id) FROM usage_samples u LEFT JOIN sessions s ON s.id = u.session
+                          WHERE (u.five_hour_pct IS NOT NULL OR u.seven_day_pct IS NOT NULL)
+                            AND (CASE WHEN s.agent = 'codex' THEN 'codex' ELSE 'claude' END) = ?1
+                          GROUP BY u.account)
              ORDER BY id DESC",
-            params![],
+            params![agent.plan().as_str()],
         )
     }
 
-    /// The newest sample that knows the plan windows, from any session.
-    pub fn latest_limits(&self) -> Result<Option<UsageRow>, StoreError> {
+    /// The newest sample of `agent` that knows the plan windows, from any of its sessions.
+    pub fn latest_limits(&self, agent: AgentKind) -> Result<Option<UsageRow>, StoreError> {
         let rows = self.usage_rows(
-            "WHERE five_hour_pct IS NOT NULL OR seven_day_pct IS NOT NULL ORDER BY id DESC LIMIT 1",
-            params![],
+            "WHERE agent = ?1 AND (five_hour_pct IS NOT NULL OR seven_day_pct IS NOT NULL) ORDER BY id DESC LIMIT 1",
+            params![agent.plan().as_str()],
         )?;
         Ok(rows.into_iter().next())
     }
 
     fn usage_rows(&self, tail: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<UsageRow>, StoreError> {
+        // Each sample with the plan it counts against: Codex's for a Codex session, else Claude's
+        // (a session no longer kept included: Claude's was the only one reported before Codex's).
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT session, ts, five_hour_pct, five_hour_resets_at, seven_day_pct, seven_day_resets_at,
-                    context_pct, cost_usd, model, account FROM usage_samples {tail}"
+            "SELECT * FROM (SELECT u.id AS id, u.session AS session, u.ts AS ts, u.five_hour_pct AS five_hour_pct,
+                    u.five_hour_resets_at AS five_hour_resets_at, u.seven_day_pct AS seven_day_pct,
+                    u.seven_day_resets_at AS seven_day_resets_at, u.context_pct AS context_pct,
+                    u.cost_usd AS cost_usd, u.model AS model, u.account AS account,
+                    (CASE WHEN s.agent = 'codex' THEN 'codex' ELSE 'claude' END) AS agent
+             FROM usage_samples u LEFT JOIN sessions s ON s.id = u.session) {tail}"
         ))?;
         let parse =
             |t: Option<String>| t.and_then(|t| DateTime::parse_from_rfc3339(&t).ok()).map(|t| t.with_timezone(&Utc));
         let rows = stmt
             .query_map(params, |r| {
                 Ok(UsageRow {
-                    session: r.get(0)?,
-                    ts: r.get(1)?,
-                    account: r.get(9)?,
+                    session: r.get(1)?,
+                    ts: r.get(2)?,
+                    account: r.get(10)?,
+                    agent: r.get(11)?,
                     sample: Sample {
-                        five_hour_pct: r.get(2)?,
-                        five_hour_resets_at: parse(r.get(3)?),
-                        seven_day_pct: r.get(4)?,
-                        seven_day_resets_at: parse(r.get(5)?),
-                        context_pct: r.get(6)?,
-                        cost_usd: r.get(7)?,
-                        model: r.get(8)?,
+                        five_hour_pct: r.get(3)?,
+                        five_hour_resets_at: parse(r.get(4)?),
+                        seven_day_pct: r.get(5)?,
+                        seven_day_resets_at: parse(r.get(6)?),
+                        context_pct: r.get(7)?,
+                        cost_usd: r.get(8)?,
+                        model: r.get(9)?,
                         // Not kept: the budget reads them live.
                         tokens: None,
                     },

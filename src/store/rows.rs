@@ -29,6 +29,8 @@ pub struct UsageRow {
     /// The account it was measured on (`None`: the client's default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
+    /// The plan it counts against (`claude`, `codex`): each client has its own windows.
+    pub agent: String,
     #[serde(flatten)]
     pub sample: Sample,
 }

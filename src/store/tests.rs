@@ -41,13 +41,35 @@ fn old_usage_is_thinned_to_ten_minutes_keeping_cost_resets_and_the_last_day_whol
     // Thin what is older than minute 40: its last ten minutes are 22:30–22:39.
     let (samples, events) = store.thin_usage(t0 + chrono::Duration::minutes(40)).unwrap();
     let kept: Vec<i64> =
-        store.usage(None, None).unwrap().iter().map(|r| r.sample.context_pct.unwrap() as i64).collect();
+        store.usage(None, None, None).unwrap().iter().map(|r| r.sample.context_pct.unwrap() as i64).collect();
     let mut expected = vec![9, 19, 29, 32, 39];
     expected.extend(40..60);
     assert_eq!(kept, expected, "the last of each ten minutes, the one before the cost's reset, the rest whole");
     assert_eq!(samples, 60 - expected.len());
     assert_eq!(events, 40 - 4, "usage events: the last of each ten minutes");
     assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn each_clients_windows_are_its_own() {
+    use crate::agent::AgentKind;
+    let mut store = Store::open_in_memory().unwrap();
+    let (claude, codex) = (vec!["claude".to_string()], vec!["codex".to_string()]);
+    store.create_session(&NewSession { agent: "claude", ..new_session("c1c1c1c1", &claude) }).unwrap();
+    store.create_session(&NewSession { agent: "codex", ..new_session("d2d2d2d2", &codex) }).unwrap();
+    let t0 = Utc.with_ymd_and_hms(2026, 12, 4, 22, 0, 0).unwrap();
+    let at = |pct: f64| Sample { five_hour_pct: Some(pct), seven_day_pct: Some(pct / 2.0), ..Sample::default() };
+    store.record_usage("c1c1c1c1", t0, &at(40.0)).unwrap();
+    // Codex's limit, later: it must not show as Claude's.
+    store.record_usage("d2d2d2d2", t0 + chrono::Duration::minutes(5), &at(100.0)).unwrap();
+    let claude_latest = store.latest_limits(AgentKind::Claude).unwrap().unwrap();
+    assert_eq!((claude_latest.agent.as_str(), claude_latest.sample.five_hour_pct), ("claude", Some(40.0)));
+    let codex_latest = store.latest_limits(AgentKind::Codex).unwrap().unwrap();
+    assert_eq!((codex_latest.agent.as_str(), codex_latest.sample.five_hour_pct), ("codex", Some(100.0)));
+    assert_eq!(store.latest_limits_by_account(AgentKind::Claude).unwrap().len(), 1);
+    assert_eq!(store.latest_limits_by_account(AgentKind::Codex).unwrap()[0].session, "d2d2d2d2");
+    assert_eq!(store.usage(Some(AgentKind::Claude), None, None).unwrap().len(), 1);
+    assert_eq!(store.usage(None, None, None).unwrap().len(), 2);
 }
 
 #[test]

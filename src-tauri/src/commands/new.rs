@@ -44,7 +44,12 @@ pub enum Form {
 }
 
 /// When the form's session is due, if later than now; `account` is the one it runs under.
-fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Option<schedule::Due>, UiError> {
+fn due(
+    state: &AppState,
+    start: &StartAt,
+    account: Option<&str>,
+    agent: AgentKind,
+) -> Result<Option<schedule::Due>, UiError> {
     let now = state.supervisor.clock().now();
     let bad = |e: schedule::ScheduleError| UiError::new(Code::BadStart, e.to_string());
     if let Some(at) = start.at.as_deref().map(str::trim) {
@@ -56,7 +61,7 @@ fn due(state: &AppState, start: &StartAt, account: Option<&str>) -> Result<Optio
     if !start.after_reset {
         return Ok(None);
     }
-    let rows = state.supervisor.with_store(|s| s.latest_limits_by_account())?;
+    let rows = state.supervisor.with_store(|s| s.latest_limits_by_account(agent))?;
     let latest = rows.iter().find(|r| r.account.as_deref() == account).map(|r| &r.sample);
     Ok(Some(schedule::after_reset(latest, account.unwrap_or("the default account"), now).map_err(bad)?))
 }
@@ -127,7 +132,7 @@ pub(super) fn expand_home(path: &str, home: Option<&str>) -> String {
 pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: NewSession) -> Result<Started, UiError> {
     let mut form = request.clone();
     let spec = session_spec(&state, request)?;
-    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
+    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)? {
         form.start = StartAt::default();
         return schedule_form(&state, Scheduled::session(&spec), &due, &Form::Session(form));
     }
@@ -189,7 +194,7 @@ pub struct NewLoop {
 pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLoop) -> Result<Started, UiError> {
     let mut form = request.clone();
     let spec = loop_spec(&state, request)?;
-    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()))? {
+    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)? {
         form.start = StartAt::default();
         return schedule_form(&state, Scheduled::looping(&spec), &due, &Form::Loop(form));
     }
