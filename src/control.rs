@@ -102,6 +102,10 @@ pub enum Request {
         payload: serde_json::Value,
         #[serde(default)]
         rollout: bool,
+        /// The latest figures of the thread's rollout file (Codex's own usage data), when it has
+        /// any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<crate::usage::Sample>,
     },
 }
 
@@ -467,8 +471,8 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Result<Respons
                 Err(e) => Err(ErrorBody::new(Code::HookRefused, e.to_string())),
             };
         }
-        Request::Notify { session, token, payload, rollout } => {
-            return match supervisor.record_notify(session, token.expose(), payload, *rollout).await {
+        Request::Notify { session, token, payload, rollout, usage } => {
+            return match supervisor.record_notify(session, token.expose(), payload, *rollout, usage.clone()).await {
                 Ok(()) => Ok(Response::Done),
                 Err(e) => Err(ErrorBody::new(Code::NotifyRefused, e.to_string())),
             };

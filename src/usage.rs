@@ -7,6 +7,8 @@
 //! Claude Code finds it) or a compact line of its own. The supervisor turns the JSON into a
 //! [`Sample`] and journals it when it changed.
 
+pub mod codex;
+
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, TimeZone, Utc};

@@ -88,6 +88,33 @@ async fn with_its_notify_a_turn_is_idle_right_after_its_stream_and_names_its_con
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_sessions_usage_comes_from_its_own_data_and_stays_apart_from_claudes() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    let mut run = CodexRun::start(&codex, &mock.base_url(), Options::default());
+    let rollout_before: Vec<_> = run.rollouts();
+    run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("say hi mock:fast", true);
+    // The turn's notify carries the rollout's latest figures: the mock's headers, as Codex kept them.
+    let usage = wait_for("Codex's usage sample", Duration::from_secs(20), || {
+        run.events().into_iter().find(|e| e["event"] == "usage")
+    });
+    assert_eq!((usage["five_hour_pct"].as_f64(), usage["seven_day_pct"].as_f64()), (Some(35.0), Some(12.0)), "{usage}");
+    assert_eq!((usage["model"].as_str(), usage["tokens"].as_u64()), (Some("gpt-5-codex"), Some(1240)), "{usage}");
+    let out = run.nightshift(&["usage", "--json"]).stdout(std::process::Stdio::piped()).output().unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(report["latest"].is_null(), "Claude's chip has no Codex figures: {report}");
+    assert_eq!(report["codex"]["latest"]["five_hour_pct"], 35.0, "{report}");
+    assert_eq!(report["codex"]["accounts"][0]["agent"], "codex", "{report}");
+    let text = run.nightshift(&["usage"]).stdout(std::process::Stdio::piped()).output().unwrap().stdout;
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.starts_with("Codex:") && text.contains("35%"), "{text}");
+    run.stop();
+    assert!(rollout_before.is_empty() && run.rollouts().len() == 1, "Codex's files are read, one rollout made by it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_the_same_conversation() {
     let Some(codex) = client() else { return };
     let mock = MockResponses::start().await;

@@ -5,7 +5,8 @@
 //! user's own notify program, which is started first with the same argument and left to run. The
 //! notification then goes to the supervising process over its control socket with the session's
 //! token, with whether Codex keeps a rollout file of its thread (the conversation's thread has
-//! one; the thread that names a new thread has none). It fails open like `nightshift hook`:
+//! one; the thread that names a new thread has none), and with the latest usage figures that file
+//! holds (Codex's own data: its plan's windows, tokens, context). It fails open like `nightshift hook`:
 //! without a supervisor to reach it exits 0 at once, and one that does not answer gets
 //! [`nightshift::hooks::HOOK_TIMEOUT`]; it prints nothing. (Codex does not wait for it anyway.)
 
@@ -43,16 +44,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Ok(payload) = serde_json::from_str::<Value>(&payload) {
-        let rollout = kept(&payload);
-        super::hook::forward(|session, token| Request::Notify { session, token: token.into(), payload, rollout });
+        let file = rollout_of(&payload);
+        let (rollout, usage) = (file.is_some(), file.as_deref().and_then(latest_usage));
+        super::hook::forward(|session, token| Request::Notify {
+            session,
+            token: token.into(),
+            payload,
+            rollout,
+            usage,
+        });
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether Codex keeps a rollout file of the notification's thread, in its home as this process
-/// (Codex's child) sees it.
-fn kept(payload: &Value) -> bool {
-    let Some(thread) = payload["thread-id"].as_str() else { return false };
-    let home = codex::home(std::env::var_os("CODEX_HOME"), std::env::var_os("HOME").map(PathBuf::from));
-    home.is_some_and(|home| codex::rollout(&home, thread).is_some())
+/// The rollout file Codex keeps of the notification's thread, in its home as this process (Codex's
+/// child) sees it.
+fn rollout_of(payload: &Value) -> Option<PathBuf> {
+    let thread = payload["thread-id"].as_str()?;
+    let home = codex::home(std::env::var_os("CODEX_HOME"), std::env::var_os("HOME").map(PathBuf::from))?;
+    codex::rollout(&home, thread)
+}
+
+/// The latest usage figures of a rollout file (its end only; read, never written).
+fn latest_usage(path: &std::path::Path) -> Option<nightshift::usage::Sample> {
+    use std::io::{Read as _, Seek as _};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(std::io::SeekFrom::Start(len.saturating_sub(nightshift::usage::codex::TAIL))).ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    nightshift::usage::codex::from_rollout(&String::from_utf8_lossy(&tail))
 }

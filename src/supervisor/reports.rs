@@ -40,15 +40,20 @@ impl Supervisor {
     /// Takes Codex's notify of `session`: a completed turn of its conversation goes to the session
     /// as the client's word. `rollout` says whether Codex keeps a rollout file of the payload's
     /// thread; without one the thread is not the conversation (it names a new thread) and nothing
-    /// is said.
+    /// is said. `usage`, the rollout's latest figures, is journalled like a statusLine's sample
+    /// first: the turn's end then finds it.
     pub async fn record_notify(
         &self,
         session: &str,
         token: &str,
         payload: &serde_json::Value,
         rollout: bool,
+        usage: Option<Sample>,
     ) -> Result<(), UsageError> {
         self.check_token(session, token)?;
+        if let Some(sample) = usage.filter(|_| rollout) {
+            self.record_sample(session, sample);
+        }
         let notification = crate::hooks::codex::Notification::from_payload(payload)?;
         if !notification.turn_complete() {
             tracing::debug!(session, kind = %notification.kind, "a Codex notification of a kind Nightshift does not read");
@@ -80,6 +85,16 @@ impl Supervisor {
             }
             sample
         };
+        self.record_sample(session, sample.clone());
+        Ok(Some(sample))
+    }
+
+    /// Journals and announces a sample of `session` (its token checked) when it changed.
+    fn record_sample(&self, session: &str, sample: Sample) {
+        let id = SessionId::from(session.to_string());
+        if lock(&self.reporters).get(&id).is_some_and(|r| r.last.as_ref() == Some(&sample)) {
+            return;
+        }
         let now = self.journal.now();
         if let Err(e) = self.journal.write(|s| s.record_usage(session, now, &sample)) {
             tracing::error!(session, "could not journal a usage sample: {e}");
@@ -89,8 +104,7 @@ impl Supervisor {
             r.last = Some(sample.clone());
         }
         if let Some(handle) = self.session(session) {
-            handle.usage(sample.clone());
+            handle.usage(sample);
         }
-        Ok(Some(sample))
     }
 }

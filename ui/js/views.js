@@ -166,6 +166,11 @@ export async function loadUsage() {
       facts.push([`Account ${a.account || "default"}`, `${a.chip}${resets}`]);
     }
   }
+  // Codex's plan, apart from Claude's: each of its accounts' windows, from Codex's own data.
+  for (const a of (u.codex && u.codex.accounts) || []) {
+    const resets = a.latest && a.latest.five_hour_resets_at ? `, 5h resets ${clock(a.latest.five_hour_resets_at)}` : "";
+    facts.push([`Codex${a.account ? ` (${a.account})` : ""}`, `${a.chip}${resets}`]);
+  }
   $("usage-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 
