@@ -115,6 +115,28 @@ async fn a_codex_sessions_usage_comes_from_its_own_data_and_stays_apart_from_cla
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_limit_is_read_from_its_own_data_to_the_second() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    // A reset that is not on a minute: the screen says only "Try again at 2:07 AM".
+    let reset = mock_responses::epoch(std::time::SystemTime::now()) / 60 * 60 + 3600 + 37;
+    mock.set_reset(reset);
+    let mut run =
+        CodexRun::start(&codex, &mock.base_url(), Options { run_args: &["--auto-resume"], ..Default::default() });
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    run.send("go on mock:limit", true);
+    let (_, _, paused) = run.wait_state("limit_paused", i + 1, Duration::from_secs(20));
+    assert!(paused["reason"].as_str().unwrap().contains("Codex's usage data"), "{paused}");
+    let detected = run.events().into_iter().find(|e| e["event"] == "limit_detected").expect("the limit");
+    let at = chrono::DateTime::parse_from_rfc3339(detected["resets_at"].as_str().unwrap()).unwrap();
+    assert_eq!(at.timestamp() as u64, reset, "the data's reset, to the second: {detected}");
+    let usage = run.events().into_iter().find(|e| e["event"] == "usage").expect("the data at the limit");
+    assert_eq!(usage["five_hour_pct"], 100.0, "{usage}");
+    run.stop();
+    assert_eq!(run.survivors(), vec![]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_the_same_conversation() {
     let Some(codex) = client() else { return };
     let mock = MockResponses::start().await;

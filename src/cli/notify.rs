@@ -45,7 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Ok(payload) = serde_json::from_str::<Value>(&payload) {
         let file = rollout_of(&payload);
-        let (rollout, usage) = (file.is_some(), file.as_deref().and_then(latest_usage));
+        let (rollout, usage) = (file.is_some(), file.as_deref().and_then(nightshift::usage::codex::read_latest));
         super::hook::forward(|session, token| Request::Notify {
             session,
             token: token.into(),
@@ -63,15 +63,4 @@ fn rollout_of(payload: &Value) -> Option<PathBuf> {
     let thread = payload["thread-id"].as_str()?;
     let home = codex::home(std::env::var_os("CODEX_HOME"), std::env::var_os("HOME").map(PathBuf::from))?;
     codex::rollout(&home, thread)
-}
-
-/// The latest usage figures of a rollout file (its end only; read, never written).
-fn latest_usage(path: &std::path::Path) -> Option<nightshift::usage::Sample> {
-    use std::io::{Read as _, Seek as _};
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    file.seek(std::io::SeekFrom::Start(len.saturating_sub(nightshift::usage::codex::TAIL))).ok()?;
-    let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
-    nightshift::usage::codex::from_rollout(&String::from_utf8_lossy(&tail))
 }

@@ -107,6 +107,28 @@ pub fn rollout(codex_home: &Path, thread: &str) -> Option<PathBuf> {
     None
 }
 
+/// The newest rollout file of a thread started in `cwd` at or after `since`, searched in the last
+/// two days' folders: the conversation of a session whose thread no notify has named yet (its
+/// first turn ended in an error). Its first line (`session_meta`) says where it was started.
+pub fn rollout_in(codex_home: &Path, cwd: &Path, since: std::time::SystemTime) -> Option<PathBuf> {
+    let days = newest_first(&codex_home.join("sessions"))
+        .into_iter()
+        .flat_map(|year| newest_first(&year))
+        .flat_map(|month| newest_first(&month))
+        .take(2);
+    let started_in = |file: &Path| {
+        use std::io::BufRead as _;
+        let first = std::io::BufReader::new(std::fs::File::open(file).ok()?).lines().next()?.ok()?;
+        let meta: Value = serde_json::from_str(&first).ok()?;
+        Some(meta["payload"]["cwd"].as_str().is_some_and(|c| Path::new(c) == cwd))
+    };
+    days.flat_map(|day| newest_first(&day)).find(|f| {
+        f.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+            && std::fs::metadata(f).and_then(|m| m.modified()).is_ok_and(|m| m >= since)
+            && started_in(f) == Some(true)
+    })
+}
+
 /// `notify = <value>` read as TOML: a program and its arguments.
 fn notify_value(value: &str) -> Option<Vec<String>> {
     let table: toml::Table = toml::from_str(&format!("notify = {value}")).ok()?;

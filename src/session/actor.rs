@@ -101,6 +101,8 @@ impl Actor {
             recorder: None,
             no_limit_in: None,
             viewers: Vec::new(),
+            // A moment before: the client's files of this life are written after it.
+            started: std::time::SystemTime::now() - Duration::from_secs(5),
         };
         exec.record_life();
         exec.apply(fx);
@@ -111,6 +113,9 @@ impl Actor {
 }
 
 struct Executor {
+    /// When this process started the session (a restored one's files may be older: its
+    /// conversation names them).
+    started: std::time::SystemTime,
     id: SessionId,
     agent: AgentKind,
     terminal: crate::contract::Terminal,
@@ -392,6 +397,35 @@ impl Executor {
         }
     }
 
+    /// The latest figures of a Codex session's rollout file: its conversation's, or else the newest
+    /// thread started in its folder during its life. Read, never written.
+    fn codex_usage(&self) -> Option<crate::usage::Sample> {
+        let env = |key: &str| {
+            self.command
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.into())
+                .or_else(|| std::env::var_os(key))
+        };
+        let home = crate::hooks::codex::home(env("CODEX_HOME"), env("HOME").map(std::path::PathBuf::from))?;
+        let file = match self.machine.conversation() {
+            Some(thread) => crate::hooks::codex::rollout(&home, &thread),
+            None => crate::hooks::codex::rollout_in(&home, &self.command.cwd, self.started),
+        }?;
+        crate::usage::codex::read_latest(&file)
+    }
+
+    /// Journals a usage sample of the session's own reading (Codex's data at a limit).
+    fn journal_sample(&self, sample: &crate::usage::Sample) {
+        let now = self.journal.now();
+        if let Err(e) = self.journal.write(|s| s.record_usage(self.id.as_str(), now, sample)) {
+            tracing::warn!(session = %self.id, "could not journal a usage sample: {e}");
+        }
+        self.journal.emit(&self.id, crate::event::EventKind::Usage { sample: sample.clone() });
+    }
+
     fn wake(&mut self) {
         let t = self.watcher.wake(Instant::now(), &self.screen);
         self.drift();
@@ -402,6 +436,14 @@ impl Executor {
                 limits::find_limit(&region, self.journal.now(), &chrono::Local)
             };
             self.no_limit_in = found.is_none().then_some(region);
+            if found.is_some() && self.agent == AgentKind::Codex {
+                // Codex's own data first: its rollout keeps the refused request's windows and the
+                // exact reset; the screen's notice (a local time, no zone) is the cross-check.
+                if let Some(sample) = self.codex_usage() {
+                    self.journal_sample(&sample);
+                    self.step(Input::Sample(sample));
+                }
+            }
             self.step(Input::LimitNotice(found));
         }
         if self.watcher.take_working_seen() {

@@ -379,6 +379,11 @@ impl Machine {
     }
 
     /// A snapshot of what the session does by itself.
+    /// The client's conversation, as its hooks or notify named it.
+    pub fn conversation(&self) -> Option<String> {
+        self.client.conversation()
+    }
+
     pub fn options(&self, now: Now) -> Options {
         self.options_at(now)
     }

@@ -329,8 +329,9 @@ impl Machine {
         self.limits.last_sample = Some(sample);
         match (latest, &mut self.limits.limit) {
             (Some((resets_at, kind)), Limit::Clear) => {
+                let source = if self.agent == AgentKind::Codex { "Codex's usage data" } else { "the statusLine" };
                 let line = format!(
-                    "the statusLine reports the {} window full",
+                    "{source} reports the {} window full",
                     if kind == LimitKind::Weekly { "7-day" } else { "5-hour" }
                 );
                 let limit = LimitText { kind, resets_at: Some(resets_at), line };
