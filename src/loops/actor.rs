@@ -431,12 +431,11 @@ impl Exec {
                 return Ok(dir.clone());
             }
         }
-        let words = run.task.as_deref().map(|t| worktree::slug(t, 32)).unwrap_or_default();
-        let base = if words.is_empty() {
-            format!("{name}-{}", run.iteration)
-        } else {
-            format!("{name}-{}-{words}", run.iteration)
-        };
+        // A branch name git and `make` take: at most 64, with room for a `-N` below.
+        let numbered = format!("{name}-{}", run.iteration);
+        let room = 61usize.saturating_sub(numbered.len()).min(32);
+        let words = run.task.as_deref().map(|t| worktree::slug(t, room)).unwrap_or_default();
+        let base = if words.is_empty() { numbered } else { format!("{numbered}-{words}") };
         // A name an earlier loop (or this one, before a restore) took gets a number.
         let mut made = worktree::make(&project.cwd, &base, root);
         for n in 2..10 {

@@ -171,6 +171,12 @@ impl LoopSpec {
         use crate::contract::Isolation;
         use crate::git::worktree;
         let name = if name.is_empty() { format!("{:08x}", rand::random::<u32>()) } else { name.to_string() };
+        if per_task && name.len() > 40 {
+            // Each task's branch adds its number and its words to it.
+            return Err(format!(
+                "`{name}` is too long for --worktree-per-task: give --worktree a NAME of at most 40 characters"
+            ));
+        }
         if per_task {
             for project in &mut self.projects {
                 // What would refuse the first task's worktree refuses the loop now.
@@ -246,5 +252,15 @@ mod tests {
             err.starts_with("a HALT marker is left over from an earlier `nightshift loop halt`; remove it"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_per_task_name_leaves_room_for_each_tasks_number_and_words() {
+        let (spec, _) = LoopRequest { prompt: Some("x".into()), ..LoopRequest::default() }
+            .plan(tempfile::tempdir().unwrap().path(), tempfile::tempdir().unwrap().path())
+            .unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let e = spec.clone().isolate(root.path(), &"n".repeat(41), true).unwrap_err();
+        assert!(e.contains("at most 40 characters"), "{e}");
     }
 }
