@@ -427,7 +427,7 @@ class AppWindow(unittest.TestCase):
 
     def test_5bb_switch_accounts_from_the_new_session_page(self):
         # With an account in config.toml, the New session page offers the switch; a Claude session
-        # started with it shows where it may move in its options, and a Codex one is refused.
+        # started with it shows where it may move in its options; for Codex it is off, with why.
         d = self.driver
         project = Path(self.tmp.name) / "switch-project"
         project.mkdir(exist_ok=True)
@@ -438,11 +438,16 @@ class AppWindow(unittest.TestCase):
         self.fill("#new-cwd", str(project))
         self.click('#new-agent option[value="codex"]')
         self.click('#new-account option[value=""]')
-        self.click("#new-switch")
-        self.click("#new-submit")
-        d.wait_for("the refusal", lambda: self.visible("#error"))
-        self.assertIn("moves Claude sessions", self.text_of("#error-message"))
+        # For Codex the switch is there, off, and says why.
+        switch_state = lambda: d.run_js(  # noqa: E731
+            "const s = document.getElementById('new-switch'); return [s.disabled, s.checked]")
+        d.wait_for("the switch off for Codex", lambda: switch_state() == [True, False])
+        self.assertTrue(self.visible("#new-switch-why"))
+        self.assertIn("Not for Codex yet", self.text_of("#new-switch-why"))
         self.click('#new-agent option[value="claude"]')
+        d.wait_for("the switch back for Claude", lambda: switch_state() == [False, False])
+        self.assertFalse(self.visible("#new-switch-why"))
+        self.click("#new-switch")
         self.click("#new-submit")
         d.wait_for("the new session's page", lambda: self.visible("#detail-view") and self.text_of("#detail-title"))
         self.assertFalse(self.visible("#error"), self.text_of("#error-message"))

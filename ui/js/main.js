@@ -17,7 +17,7 @@ import {
 import { cutChanged, pickLife, seekBar, stopReplay, togglePlay } from "./replay.js";
 import { closeTerminal, focusTerminal, release, takeOver } from "./terminal.js";
 import {
-  dismissPowerBanner, keepResumesChanged, launchChanged, loadDigest, loadMorning, loadSettings, loadUsage,
+  agentChosen, dismissPowerBanner, keepResumesChanged, launchChanged, loadDigest, loadMorning, loadSettings, loadUsage,
   notificationChanged, prepareNewForm, renderPower, savePush, setUpPhone, showNewKind, showNewStart, submitNew,
   toggleUsage,
 } from "./views.js";
@@ -75,6 +75,8 @@ $("new-start").addEventListener("change", showNewStart);
 $("new-cancel").addEventListener("click", () => show("list"));
 $("new-cwd").addEventListener("change", checkNewSession);
 $("new-agent").addEventListener("change", checkNewSession);
+$("new-agent").addEventListener("change", agentChosen);
+$("new-command").addEventListener("input", agentChosen);
 $("ready-run").addEventListener("click", runReady);
 $("life-pick").addEventListener("change", () => loadLives(Number($("life-pick").value)));
 $("replay-play").addEventListener("click", togglePlay);

@@ -34,6 +34,24 @@ async function fillAccounts() {
   select.value = names.includes(chosen) ? chosen : "";
   $("new-account-field").hidden = names.length === 0;
   $("new-switch-field").hidden = names.length === 0;
+  agentChosen();
+}
+
+// The agent the form starts: the picker's, or the command's program.
+function newAgent() {
+  const picked = $("new-agent").value;
+  if (picked) return picked;
+  const program = ($("new-command").value.trim().split(/\s+/)[0] || "").split("/").pop();
+  return program === "codex" ? "codex" : program === "claude" ? "claude" : "";
+}
+
+// What the agent cannot do yet stays on the form, off, with why.
+export function agentChosen() {
+  const codex = newAgent() === "codex";
+  const sw = $("new-switch");
+  sw.disabled = codex;
+  if (codex) sw.checked = false;
+  $("new-switch-why").hidden = !codex;
 }
 
 // "At a time" asks for the time.
