@@ -98,6 +98,21 @@ impl SandboxSettings {
         *self == SandboxSettings::default()
     }
 
+    /// The sandbox a start of `agent` running `program` gets, as [`Self::sandbox_for`] decides with
+    /// this machine's readiness: the sandbox is set on the agent's own command line, so a wrapper
+    /// (`bash -c …`) has none to set it on.
+    pub fn sandbox_for_command(
+        &self,
+        agent: AgentKind,
+        program: &str,
+        asked: Option<bool>,
+        unattended: bool,
+    ) -> Result<(Option<crate::agent::Sandbox>, Option<String>), String> {
+        let own = if AgentKind::infer(program) == agent { agent } else { AgentKind::Generic };
+        let ready = <crate::platform::Os as crate::platform::Sandboxes>::claude_sandbox;
+        self.sandbox_for(own, asked, unattended, ready)
+    }
+
     /// The sandbox a start of `agent` gets: `asked` (`--sandbox`, `--no-sandbox`), else the
     /// setting for `unattended` work. `ready` says whether Claude's can run here. With it, a note
     /// for the options when the start goes on without one it would have had; an error (one line,

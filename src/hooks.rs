@@ -256,6 +256,25 @@ pub fn settings(command: &str, sandboxed: bool) -> Value {
     Value::Object(hooks)
 }
 
+/// Lays `ours` over the `--settings` of a Claude command line `args` (inline JSON, or a file
+/// relative to `cwd`: the user's, or ones laid before), or gives it as its first arguments.
+pub fn lay_settings(args: &mut Vec<String>, cwd: &std::path::Path, ours: &Value) {
+    match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
+        Some(i) => {
+            let theirs = &args[i + 1];
+            let theirs: Value = serde_json::from_str(theirs)
+                .or_else(|_| {
+                    std::fs::read_to_string(cwd.join(theirs))
+                        .map_err(|_| ())
+                        .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
+                })
+                .unwrap_or_else(|()| json!({}));
+            args[i + 1] = merge_settings(&theirs, ours).to_string();
+        }
+        None => args.splice(0..0, ["--settings".to_string(), ours.to_string()]).for_each(drop),
+    }
+}
+
 /// Lays `ours` (a `--settings` JSON) over settings the user gave the client themselves with
 /// `--settings` (inline JSON): their keys stay, their hooks run beside ours, our statusLine
 /// exporter (which prints theirs) takes the status line, and our sandbox (a sandboxed session's)

@@ -90,6 +90,16 @@ impl Journal {
         self.shared.path.as_deref()
     }
 
+    /// Keeps a usage sample of `session` (the usage table the chip and the plan read) and
+    /// journals it as a `usage` event.
+    pub fn usage(&self, session: &SessionId, sample: &crate::usage::Sample) {
+        let now = self.now();
+        if let Err(e) = self.write(|s| s.record_usage(session.as_str(), now, sample)) {
+            tracing::error!(session = %session, "could not journal a usage sample: {e}");
+        }
+        self.emit(session, EventKind::Usage { sample: sample.clone() });
+    }
+
     /// Journals an event of `session`, then tells the sinks and the bus.
     pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
         let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };

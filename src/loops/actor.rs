@@ -68,14 +68,8 @@ impl LoopSpec {
                 argv.extend(["-p", &run.prompt, "--output-format", "stream-json", "--verbose"].map(String::from));
                 let mut args = self.args.clone();
                 if let Some(sandbox) = self.sandbox.as_ref().filter(|_| self.agent == AgentKind::Claude) {
-                    let ours = sandbox.claude_settings();
-                    match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
-                        Some(i) => {
-                            let theirs = serde_json::from_str(&args[i + 1]).unwrap_or_else(|_| serde_json::json!({}));
-                            args[i + 1] = crate::hooks::merge_settings(&theirs, &ours).to_string();
-                        }
-                        None => args.extend(["--settings".to_string(), ours.to_string()]),
-                    }
+                    let cwd = self.projects.get(run.project).map_or(Path::new("."), |p| p.cwd.as_path());
+                    crate::hooks::lay_settings(&mut args, cwd, &sandbox.claude_settings());
                 }
                 argv.extend(args);
                 if run.probe {

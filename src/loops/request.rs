@@ -155,9 +155,7 @@ impl LoopSpec {
         settings: &crate::config::SandboxSettings,
         asked: Option<bool>,
     ) -> Result<Option<String>, String> {
-        let ready = <crate::platform::Os as crate::platform::Sandboxes>::claude_sandbox;
-        let own = if AgentKind::infer(&self.program) == self.agent { self.agent } else { AgentKind::Generic };
-        let (sandbox, note) = settings.sandbox_for(own, asked, true, ready)?;
+        let (sandbox, note) = settings.sandbox_for_command(self.agent, &self.program, asked, true)?;
         self.sandbox = sandbox;
         Ok(note)
     }

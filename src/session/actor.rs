@@ -417,15 +417,6 @@ impl Executor {
         crate::usage::codex::read_latest(&file)
     }
 
-    /// Journals a usage sample of the session's own reading (Codex's data at a limit).
-    fn journal_sample(&self, sample: &crate::usage::Sample) {
-        let now = self.journal.now();
-        if let Err(e) = self.journal.write(|s| s.record_usage(self.id.as_str(), now, sample)) {
-            tracing::warn!(session = %self.id, "could not journal a usage sample: {e}");
-        }
-        self.journal.emit(&self.id, crate::event::EventKind::Usage { sample: sample.clone() });
-    }
-
     fn wake(&mut self) {
         let t = self.watcher.wake(Instant::now(), &self.screen);
         self.drift();
@@ -440,7 +431,7 @@ impl Executor {
                 // Codex's own data first: its rollout keeps the refused request's windows and the
                 // exact reset; the screen's notice (a local time, no zone) is the cross-check.
                 if let Some(sample) = self.codex_usage() {
-                    self.journal_sample(&sample);
+                    self.journal.usage(&self.id, &sample);
                     self.step(Input::Sample(sample));
                 }
             }

@@ -205,12 +205,10 @@ pub fn build(
     }
     let unattended = spec.respawn.as_ref().is_some_and(|r| r.sandbox);
     if request.sandbox.is_some() || unattended {
-        let settings = config()?.sandbox;
-        let ready = <crate::platform::Os as crate::platform::Sandboxes>::claude_sandbox;
-        // Set on the agent's own command line: a wrapper (`bash -c …`) has none to set it on.
-        let own = if AgentKind::infer(&spec.command.program) == agent { agent } else { AgentKind::Generic };
-        (spec.sandbox, spec.unsandboxed) =
-            settings.sandbox_for(own, request.sandbox, unattended, ready).map_err(BuildError::Sandbox)?;
+        (spec.sandbox, spec.unsandboxed) = config()?
+            .sandbox
+            .sandbox_for_command(agent, &spec.command.program, request.sandbox, unattended)
+            .map_err(BuildError::Sandbox)?;
     }
     Ok(spec)
 }

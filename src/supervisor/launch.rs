@@ -148,28 +148,8 @@ impl Supervisor {
         if hooks {
             ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"), t.sandbox.is_some());
         }
-        lay_settings(t, &ours);
+        crate::hooks::lay_settings(&mut t.args, &t.cwd, &ours);
         lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
-    }
-}
-
-/// Lays `ours` over the `--settings` of a Claude command line (the user's, or ones laid before),
-/// or gives it as its first arguments.
-fn lay_settings(t: &mut crate::contract::Terminal, ours: &serde_json::Value) {
-    let args = &mut t.args;
-    match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
-        Some(i) => {
-            let theirs = &args[i + 1];
-            let theirs: serde_json::Value = serde_json::from_str(theirs)
-                .or_else(|_| {
-                    std::fs::read_to_string(t.cwd.join(theirs))
-                        .map_err(|_| ())
-                        .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
-                })
-                .unwrap_or_else(|()| serde_json::json!({}));
-            args[i + 1] = crate::hooks::merge_settings(&theirs, ours).to_string();
-        }
-        None => args.splice(0..0, ["--settings".to_string(), ours.to_string()]).for_each(drop),
     }
 }
 
@@ -178,7 +158,7 @@ fn lay_settings(t: &mut crate::contract::Terminal, ours: &serde_json::Value) {
 fn attach_sandbox(agent: AgentKind, t: &mut crate::contract::Terminal) {
     let Some(sandbox) = t.sandbox.clone() else { return };
     match agent {
-        AgentKind::Claude => lay_settings(t, &sandbox.claude_settings()),
+        AgentKind::Claude => crate::hooks::lay_settings(&mut t.args, &t.cwd, &sandbox.claude_settings()),
         AgentKind::Codex => {
             let ours = sandbox.codex_args(&t.args, false);
             t.args.splice(0..0, ours).for_each(drop);

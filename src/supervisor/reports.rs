@@ -95,11 +95,7 @@ impl Supervisor {
         if lock(&self.reporters).get(&id).is_some_and(|r| r.last.as_ref() == Some(&sample)) {
             return;
         }
-        let now = self.journal.now();
-        if let Err(e) = self.journal.write(|s| s.record_usage(session, now, &sample)) {
-            tracing::error!(session, "could not journal a usage sample: {e}");
-        }
-        self.journal.emit(&id, EventKind::Usage { sample: sample.clone() });
+        self.journal.usage(&id, &sample);
         if let Some(r) = lock(&self.reporters).get_mut(&id) {
             r.last = Some(sample.clone());
         }
