@@ -249,6 +249,9 @@ pub fn builtin(name: &str) -> Option<Settings> {
 pub enum Phase {
     /// Waiting for the session to have been idle for the idle timeout.
     Watching,
+    /// The cycle began: its progress is being measured, and `first` goes out once it is (or at
+    /// `until`), so that a breaker the measure opens stops the cycle before anything is typed.
+    Measuring { cycle: u32, first: Step, until: Instant },
     /// A step was sent at `at`; waiting for the agent to be idle again.
     Running { cycle: u32, step: Step, at: Instant, saw_working: bool },
     /// Between steps: `next` goes out at `at`.
@@ -290,6 +293,11 @@ pub enum Input {
     /// Run a cycle as soon as the agent is idle, without its update step (the agent has written
     /// its handoff already).
     CycleNow,
+    /// The cycle's progress was measured (and any breaker it trips is open already).
+    Measured,
+    /// The client said a turn ended (Claude's `Stop` hook, Codex's notify). A turn too quick for
+    /// the screen shows no working signal: this is then the only word that it ran.
+    TurnEnded,
     /// Time passed (at the deadline the machine asked for).
     Tick,
 }
@@ -297,7 +305,8 @@ pub enum Input {
 /// What the session actor must do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// A cycle begins: the moment to measure progress.
+    /// A cycle begins: the moment to measure progress. Its first step waits for
+    /// [`Input::Measured`].
     CycleStarted { cycle: u32 },
     /// Type this step's text and press Enter.
     Send { cycle: u32, step: Step, text: String },
@@ -315,6 +324,8 @@ pub enum Effect {
 const SETTLE: Duration = Duration::from_secs(3);
 /// A prompt that did not start a turn is taken as done after this long.
 const NO_TURN: Duration = Duration::from_secs(15);
+/// A cycle's first step goes out after this long even when its measure never came back.
+const MEASURE_WAIT: Duration = Duration::from_secs(30);
 
 impl State {
     pub fn new(settings: Settings, now: Instant) -> Self {
@@ -338,6 +349,7 @@ impl State {
         let own = match &self.phase {
             Phase::Finished => return None,
             Phase::Watching => self.ready_at(),
+            Phase::Measuring { until, .. } => Some(*until),
             Phase::Running { step, at, saw_working, .. } => {
                 let timeout = *at + self.settings.step_timeout;
                 let settle = if step.starts_a_turn() && !saw_working { *at + NO_TURN } else { *at + SETTLE };
@@ -405,13 +417,27 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
             s.idle_since = None;
         }
         Input::CycleNow => s.now_requested = true,
+        Input::Measured => {
+            if let Phase::Measuring { cycle, first, .. } = s.phase {
+                s.phase = Phase::Pausing { cycle, next: first, at: now };
+            }
+        }
+        Input::TurnEnded => {
+            // Idle since the turn's end, and the step under way had its turn.
+            if s.activity == Some(Activity::Idle) {
+                s.idle_since = Some(now);
+            }
+            if let Phase::Running { step, saw_working, .. } = &mut s.phase {
+                *saw_working |= step.starts_a_turn();
+            }
+        }
         Input::Tick => {}
     }
     if s.phase == Phase::Finished {
         return (s, fx);
     }
     if now >= s.armed_until {
-        if let Phase::Running { cycle, .. } | Phase::Pausing { cycle, .. } = s.phase {
+        if let Phase::Running { cycle, .. } | Phase::Pausing { cycle, .. } | Phase::Measuring { cycle, .. } = s.phase {
             fx.push(Effect::Abandoned { cycle, reason: "the armed duration ended".into() });
         }
         s.phase = Phase::Finished;
@@ -419,12 +445,17 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
         return (s, fx);
     }
     // A guard that appears mid-cycle ends the cycle cleanly.
-    if let Phase::Running { cycle, .. } | Phase::Pausing { cycle, .. } = s.phase {
+    if let Phase::Running { cycle, .. } | Phase::Pausing { cycle, .. } | Phase::Measuring { cycle, .. } = s.phase {
         if let Some(reason) = s.guard(now) {
             s.phase = Phase::Watching;
             s.idle_since = (s.activity == Some(Activity::Idle)).then_some(now);
             fx.push(Effect::Abandoned { cycle, reason });
             return (s, fx);
+        }
+    }
+    if let Phase::Measuring { cycle, first, until } = s.phase {
+        if now >= until {
+            s.phase = Phase::Pausing { cycle, next: first, at: now };
         }
     }
     match s.phase.clone() {
@@ -444,7 +475,7 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
                     s.cycles += 1;
                     let cycle = s.cycles;
                     fx.push(Effect::CycleStarted { cycle });
-                    send(&mut s, &mut fx, cycle, first, now);
+                    s.phase = Phase::Measuring { cycle, first, until: now + MEASURE_WAIT };
                 }
             }
         }
@@ -478,6 +509,8 @@ pub fn step(state: &State, input: Input, now: Instant) -> (State, Vec<Effect>) {
                 s.phase = Phase::Watching;
             }
         }
+        // Waiting for the measure (the step after it is due at `until` in any case).
+        Phase::Measuring { .. } => {}
         Phase::Pausing { cycle, next, at } => {
             if now >= at {
                 if s.activity == Some(Activity::Idle) {

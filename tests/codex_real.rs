@@ -345,3 +345,61 @@ async fn a_codex_loop_keeps_its_token_ceiling_and_refuses_a_cost_one() {
         "nightshift: codex exec reports tokens but no cost, so --max-cost-usd cannot be kept; cap the loop with --max-tokens"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_respawn_cycle_runs_each_step_on_codex_and_the_no_progress_breaker_opens() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    let run = CodexRun::start(
+        &codex,
+        &mock.base_url(),
+        Options {
+            run_args: &[
+                "--no-sandbox",
+                "--preset",
+                "overnight",
+                "--idle-timeout",
+                "2",
+                "--user-quiet",
+                "0",
+                "--inter-step-delay",
+                "0.5",
+                "--update-prompt",
+                "write down where you got to mock:fast",
+                "--kickstart-prompt",
+                "carry on mock:fast",
+                "--breaker-retry",
+                "never",
+            ],
+            args: &["opening prompt mock:fast"],
+            ..Default::default()
+        },
+    );
+    let opened = wait_for("the no-progress breaker", Duration::from_secs(180), || {
+        run.events().into_iter().find(|e| e["event"] == "breaker" && e["state"] == "open")
+    });
+    let events = run.events();
+    assert_eq!(opened["breaker"], "no_progress", "{opened}");
+    let steps: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["event"] == "respawn_step" && e["cycle"] == 1)
+        .map(|e| (e["step"].as_str().unwrap().to_string(), e["outcome"].as_str().unwrap().to_string()))
+        .collect();
+    let want: Vec<(String, String)> = [("update", "sent"), ("update", "done"), ("clear", "sent"), ("clear", "done")]
+        .into_iter()
+        .chain([("init", "sent"), ("init", "done"), ("kickstart", "sent")])
+        .map(|(s, o)| (s.to_string(), o.to_string()))
+        .collect();
+    assert_eq!(steps, want, "each step typed once the one before it was seen to complete");
+    let finished = events.iter().filter(|e| e["event"] == "respawn" && e["action"] == "cycle_finished").count();
+    assert_eq!(finished, 2, "two cycles without progress, and the third is not let through");
+    // Open, it lets nothing more reach the client.
+    let turns = mock.turns().len();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(mock.turns().len(), turns, "no prompt after the breaker opened");
+    // `/clear` starts a fresh thread: the kickstart is not in the first thread.
+    let kick = mock.turns().into_iter().find(|r| r.last_user.contains("carry on")).expect("the kickstart's turn");
+    let first = mock.turns().into_iter().find(|r| r.last_user.contains("opening prompt")).expect("the opening turn");
+    assert_ne!(kick.thread, first.thread, "the kickstart runs in a fresh context");
+    assert!(!kick.messages.iter().any(|(_, t)| t.contains("opening prompt")), "{:?}", kick.messages);
+}

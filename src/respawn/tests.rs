@@ -14,6 +14,11 @@ struct Sim {
     busy_until: Option<Instant>,
     sent: Vec<(Duration, Step)>,
     effects: Vec<(Duration, Effect)>,
+    /// Turns too quick for the screen: no working signal, only the client's word that each ended.
+    unseen: bool,
+    /// How long a cycle's measure takes (`None`: it never comes back).
+    measure: Option<Duration>,
+    measured_at: Option<Instant>,
 }
 
 impl Sim {
@@ -27,13 +32,18 @@ impl Sim {
             busy_until: None,
             sent: vec![],
             effects: vec![],
+            unseen: false,
+            measure: Some(Duration::ZERO),
+            measured_at: None,
         }
     }
 
     fn input(&mut self, input: Input) {
         let (state, fx) = step(&self.state, input, self.now);
         self.state = state;
+        let mut measured = false;
         for e in fx {
+            measured |= matches!(e, Effect::CycleStarted { .. }) && self.measure.is_some();
             if let Effect::Send { step: st, .. } = &e {
                 self.sent.push((self.now - self.t0, *st));
                 if st.starts_a_turn() {
@@ -42,8 +52,18 @@ impl Sim {
             }
             self.effects.push((self.now - self.t0, e));
         }
+        if measured {
+            if self.measure == Some(Duration::ZERO) {
+                self.input(Input::Measured);
+            } else {
+                self.measured_at = self.measure.map(|m| self.now + m);
+            }
+        }
         // The detector: a turn shows as working right away.
-        if self.busy_until.is_some_and(|t| t > self.now) && self.state.activity != Some(Activity::Working) {
+        if !self.unseen
+            && self.busy_until.is_some_and(|t| t > self.now)
+            && self.state.activity != Some(Activity::Working)
+        {
             self.input(Input::Activity(Activity::Working));
         }
     }
@@ -56,6 +76,9 @@ impl Sim {
             if let Some(b) = self.busy_until {
                 next = next.min(b);
             }
+            if let Some(m) = self.measured_at {
+                next = next.min(m);
+            }
             if next <= self.now {
                 next = self.now + Duration::from_millis(1);
             }
@@ -64,9 +87,13 @@ impl Sim {
                 break;
             }
             self.now = next;
+            if self.measured_at.is_some_and(|m| m <= self.now) {
+                self.measured_at = None;
+                self.input(Input::Measured);
+            }
             if self.busy_until.is_some_and(|b| b <= self.now) {
                 self.busy_until = None;
-                self.input(Input::Activity(Activity::Idle));
+                self.input(if self.unseen { Input::TurnEnded } else { Input::Activity(Activity::Idle) });
             }
             self.input(Input::Tick);
             if self.now >= end {
@@ -121,6 +148,49 @@ fn a_cycle_runs_update_clear_init_kickstart_each_after_the_previous_finished() {
     // The kickstart's turn ends at 69; the next cycle starts 3 s later.
     assert_eq!(sim.sent[4], (S(72), Step::Update));
     assert_eq!(sim.state.cycles, 2);
+}
+
+#[test]
+fn a_turn_too_quick_for_the_screen_ends_its_step_when_the_client_says_it_ended() {
+    // Codex answers a short prompt in under a second: its screen never shows working, its notify
+    // says the turn ended. Without that word each prompt step waits out the 15 s of no turn.
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.unseen = true;
+    sim.turn = Duration::from_millis(600);
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(30);
+    let times: Vec<u128> = sim.sent.iter().take(5).map(|(t, _)| t.as_millis()).collect();
+    // update at 3 s, ended 3.6 → +1 → /clear 4.6 → settles 3 s → +1 → /init 8.6, ended 9.2 → +1 →
+    // kickstart 10.2, ended 10.8 → idle 3 s → the next cycle's update at 13.8 (the idle time counts from
+    // the turn's end, though the screen never left idle).
+    assert_eq!(times, [3000, 4600, 8600, 10200, 13800]);
+}
+
+#[test]
+fn a_cycles_first_step_waits_for_its_measure_so_a_breaker_it_opens_types_nothing() {
+    // The measure takes 2 s: the update goes out once it is back.
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.measure = Some(S(2));
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(6);
+    assert_eq!(sim.sent.first(), Some(&(S(5), Step::Update)));
+    // The measure opens a breaker: the cycle ends with nothing typed.
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.measure = None;
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(4);
+    assert!(matches!(sim.effects.last(), Some((_, Effect::CycleStarted { cycle: 1 }))), "{:?}", sim.effects);
+    sim.input(Input::Blocked(Some("the no-progress breaker is open".into())));
+    sim.input(Input::Measured);
+    sim.run(120);
+    assert_eq!(sim.steps(), [], "nothing typed");
+    assert_eq!(sim.abandoned(), ["the no-progress breaker is open"]);
+    // A measure that never comes back holds the cycle 30 s, not the night.
+    let mut sim = Sim::new(builtin("solo").unwrap());
+    sim.measure = None;
+    sim.input(Input::Activity(Activity::Idle));
+    sim.run(40);
+    assert_eq!(sim.sent.first(), Some(&(S(33), Step::Update)));
 }
 
 #[test]

@@ -95,18 +95,26 @@ impl Machine {
             }
             Purpose::Restart => self.restart_measured(fingerprint, now, fx),
             Purpose::Cycle(_) => {
-                let Some(fingerprint) = fingerprint else { return };
-                let before = b.cycle_fingerprint.replace(fingerprint.clone());
-                if std::mem::take(&mut b.progress.probing) {
-                    // The probe cycle's start: its baseline. The next cycle's start is the verdict.
-                    return;
-                }
-                let Some(before) = before else { return };
-                if let Some(trip) = b.progress.record(before != fingerprint) {
-                    self.breaker(BreakerKind::NoProgress, trip, now, fx);
-                    self.refresh_blocker(now, fx);
-                }
+                self.cycle_measured(fingerprint, now, fx);
+                // The cycle's first step goes out now, unless the measure opened a breaker.
+                self.drive(respawn::Input::Measured, now, fx);
             }
+        }
+    }
+
+    /// A cycle's start measured: against the previous cycle's start, progress or not.
+    fn cycle_measured(&mut self, fingerprint: Option<Fingerprint>, now: Now, fx: &mut Vec<Effect>) {
+        let b = &mut self.breakers;
+        let Some(fingerprint) = fingerprint else { return };
+        let before = b.cycle_fingerprint.replace(fingerprint.clone());
+        if std::mem::take(&mut b.progress.probing) {
+            // The probe cycle's start: its baseline. The next cycle's start is the verdict.
+            return;
+        }
+        let Some(before) = before else { return };
+        if let Some(trip) = b.progress.record(before != fingerprint) {
+            self.breaker(BreakerKind::NoProgress, trip, now, fx);
+            self.refresh_blocker(now, fx);
         }
     }
 

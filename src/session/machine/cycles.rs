@@ -73,10 +73,12 @@ impl Cycles {
     /// The agent's activity changed: once the cycle's last step is out, the activity says where the
     /// session is, not the cycle.
     pub(super) fn activity_seen(&mut self) {
-        let mid_cycle = self
-            .armed
-            .as_ref()
-            .is_some_and(|r| matches!(r.cycle.phase, respawn::Phase::Running { .. } | respawn::Phase::Pausing { .. }));
+        let mid_cycle = self.armed.as_ref().is_some_and(|r| {
+            matches!(
+                r.cycle.phase,
+                respawn::Phase::Running { .. } | respawn::Phase::Pausing { .. } | respawn::Phase::Measuring { .. }
+            )
+        });
         if !mid_cycle {
             self.cycling = false;
         }

@@ -176,7 +176,16 @@ impl Machine {
             Event::SessionStart { source } => self.session_started(&source, now, fx),
             Event::Stop { continued, last_message } => {
                 self.turn_done(now, fx);
-                self.stopped(continued, last_message, now, fx)
+                let answer = self.stopped(continued, last_message, now, fx);
+                // A blocked Stop goes on with the same turn.
+                if !matches!(answer, Answer::Block { .. }) {
+                    self.drive(respawn::Input::TurnEnded, now, fx);
+                }
+                answer
+            }
+            Event::TurnComplete { .. } => {
+                self.drive(respawn::Input::TurnEnded, now, fx);
+                Answer::Pass
             }
             Event::StopFailure { error, last_message } => {
                 if error == crate::hooks::StopError::RateLimit {
@@ -214,11 +223,9 @@ impl Machine {
                 self.emit(EventKind::Compacted { trigger: trigger.to_string() }, fx);
                 Answer::Pass
             }
-            Event::UserPromptSubmit
-            | Event::Notification { .. }
-            | Event::SessionEnd { .. }
-            | Event::TurnComplete { .. }
-            | Event::Other { .. } => Answer::Pass,
+            Event::UserPromptSubmit | Event::Notification { .. } | Event::SessionEnd { .. } | Event::Other { .. } => {
+                Answer::Pass
+            }
         };
         fx.push(Effect::Answer(answer));
     }
