@@ -403,3 +403,35 @@ async fn a_respawn_cycle_runs_each_step_on_codex_and_the_no_progress_breaker_ope
     assert_ne!(kick.thread, first.thread, "the kickstart runs in a fresh context");
     assert!(!kick.messages.iter().any(|(_, t)| t.contains("opening prompt")), "{:?}", kick.messages);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_that_keeps_dying_at_its_start_opens_the_crash_loop_breaker() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    // An argument this client refuses: it exits at once, non-zero, on every start.
+    let run = CodexRun::start(
+        &codex,
+        &mock.base_url(),
+        Options {
+            run_args: &["--respawn", "--restart-backoff", "0.2", "--breaker-retry", "never"],
+            args: &["--no-such-option"],
+            ..Default::default()
+        },
+    );
+    let opened = wait_for("the crash-loop breaker", Duration::from_secs(60), || {
+        run.events().into_iter().find(|e| e["event"] == "breaker" && e["state"] == "open")
+    });
+    assert_eq!(opened["breaker"], "crash_loop", "{opened}");
+    let ended = |run: &CodexRun| -> Vec<serde_json::Value> {
+        run.events().into_iter().filter(|e| e["state"] == "exited").map(|e| e["exit_code"].clone()).collect()
+    };
+    let exits = |run: &CodexRun| ended(run).len();
+    let lives = exits(&run);
+    assert_eq!(lives, 5, "five quick non-zero ends: {:#?}", run.events());
+    let codes = ended(&run);
+    assert!(codes.iter().all(|c| c.as_i64().is_some_and(|c| c != 0)), "{codes:?}");
+    assert_eq!(run.states().last().map(|s| s.1.clone()).as_deref(), Some("breaker_open"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(exits(&run), lives, "no start after the breaker opened");
+    assert!(mock.requests().is_empty(), "a client that never started asked nothing");
+}
