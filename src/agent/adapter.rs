@@ -68,6 +68,9 @@ struct AnswerFile {
 struct LaunchFile {
     program: Option<String>,
     args: Option<Vec<String>>,
+    /// Arguments every start of a session running the agent's own CLI gets before the user's:
+    /// client settings passed per session, never written to the client's files.
+    session_args: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -122,6 +125,7 @@ impl SignalsFile {
             launch: LaunchFile {
                 program: other.launch.program.or(self.launch.program),
                 args: other.launch.args.or(self.launch.args),
+                session_args: other.launch.session_args.or(self.launch.session_args),
             },
             title: TitleFile {
                 working: other.title.working.or(self.title.working),
@@ -230,6 +234,7 @@ pub struct Adapter {
     pub kind: AgentKind,
     verified: Option<String>,
     launch: Option<(String, Vec<String>)>,
+    session_args: Vec<String>,
     screen: bool,
     program_state: bool,
     title_working: Option<Regex>,
@@ -374,6 +379,7 @@ impl Adapter {
         Ok(Self {
             kind,
             verified: f.verified,
+            session_args: f.launch.session_args.unwrap_or_default(),
             launch: f.launch.program.map(|p| (p, f.launch.args.unwrap_or_default())),
             screen: f.screen.unwrap_or(true),
             program_state: f.program_state.unwrap_or(false),
@@ -433,6 +439,12 @@ impl Adapter {
     /// The command that starts this agent when none is given.
     pub fn launch(&self) -> Option<(&str, &[String])> {
         self.launch.as_ref().map(|(p, a)| (p.as_str(), a.as_slice()))
+    }
+
+    /// What every start of a session running this agent's own CLI passes before the user's
+    /// arguments (`[launch] session_args`).
+    pub fn session_args(&self) -> &[String] {
+        &self.session_args
     }
 
     /// The keys that give `reply` to the dialog on screen; `None` when this agent's file does not
@@ -674,6 +686,16 @@ mod tests {
         std::fs::write(dir.path().join("claude.toml"), "screen = 'yes'\n").unwrap();
         let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
         assert!(err.contains("line 1, column 10, key `screen`: invalid type"), "a wrong type: {err}");
+    }
+
+    #[test]
+    fn codex_sessions_keep_their_model_at_a_limit_unless_the_users_file_says_otherwise() {
+        let codex = Adapter::builtin(AgentKind::Codex);
+        assert_eq!(codex.session_args(), ["-c", "notice.hide_rate_limit_model_nudge=true"]);
+        assert!(Adapter::builtin(AgentKind::Claude).session_args().is_empty());
+        let mine = Adapter::with_overrides(AgentKind::Codex, "codex.toml", "[launch]\nsession_args = []\n").unwrap();
+        assert!(mine.session_args().is_empty());
+        assert_eq!(mine.launch().map(|l| l.0), Some("codex"), "the other launch keys stay built-in");
     }
 
     #[test]

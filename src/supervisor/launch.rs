@@ -24,7 +24,15 @@ impl Supervisor {
             env.retain(|(k, _)| k != var);
             env.push((var.to_string(), account.dir.display().to_string()));
         }
-        // The sandbox, then our statusLine, hooks or notify ride on every start's arguments.
+        let adapter = Adapter::with(agent, t.adapter.as_ref()).unwrap_or_else(|e| {
+            tracing::warn!(session = %id, "the session's screen signals no longer read ({e}); using the built-in ones");
+            Adapter::builtin(agent)
+        });
+        // The client settings of the agent's file, the sandbox, then our statusLine, hooks or
+        // notify ride on every start's arguments.
+        if AgentKind::infer(&t.program) == agent {
+            t.args.splice(0..0, adapter.session_args().iter().cloned()).for_each(drop);
+        }
         attach_sandbox(agent, &mut t);
         self.attach_exporter(&id, agent, t.hooks, &mut t, &mut env);
         let conversation = match &runtime.from {
@@ -54,10 +62,6 @@ impl Supervisor {
         };
         let pid = spawned.pty.pid();
         self.journal.emit(&id, EventKind::running(pid, format!("process {pid} started")));
-        let adapter = Adapter::with(agent, t.adapter.as_ref()).unwrap_or_else(|e| {
-            tracing::warn!(session = %id, "the session's screen signals no longer read ({e}); using the built-in ones");
-            Adapter::builtin(agent)
-        });
         // Respawn is armed for what is left of its hours (all of them at the first start).
         let respawn = t.respawn.clone().zip(t.respawn_until).and_then(|(mut settings, until)| {
             settings.duration = (until - now).to_std().ok()?;
