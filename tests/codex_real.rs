@@ -435,3 +435,49 @@ async fn a_codex_that_keeps_dying_at_its_start_opens_the_crash_loop_breaker() {
     assert_eq!(exits(&run), lives, "no start after the breaker opened");
     assert!(mock.requests().is_empty(), "a client that never started asked nothing");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_a_minute_out_is_waited_and_resumed_once_in_the_same_thread() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    let mut run = CodexRun::start(
+        &codex,
+        &mock.base_url(),
+        Options { run_args: &["--auto-resume"], args: &["opening prompt mock:fast"], ..Default::default() },
+    );
+    let conversation =
+        wait_for("the first turn's conversation", Duration::from_secs(30), || run.conversations().into_iter().next());
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(20));
+    let reset = mock_responses::epoch(std::time::SystemTime::now()) + 60;
+    mock.set_reset(reset);
+    run.send("go on mock:limit", true);
+    run.wait_state("limit_paused", i + 1, Duration::from_secs(20));
+    let refused = mock.requests().len();
+    let sent = (0..900)
+        .find_map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            run.events().into_iter().find(|e| e["event"] == "resume_sent")
+        })
+        .unwrap_or_else(|| panic!("no continuation: {}", run.env.stdout(&["journal"])));
+    let next = wait_for("the continuation's turn", Duration::from_secs(20), || {
+        mock.requests().into_iter().skip(refused).find(|r| r.kind == mock_responses::Kind::Turn)
+    });
+    wait_for("the limit cleared", Duration::from_secs(20), || {
+        run.events().into_iter().find(|e| e["event"] == "limit_cleared")
+    });
+    let after = mock.requests().into_iter().skip(refused).collect::<Vec<_>>();
+    let late =
+        next.at.duration_since(std::time::UNIX_EPOCH + Duration::from_secs(reset)).expect("not before the reset");
+    eprintln!("the continuation reached the API {late:?} after the reset ({})", sent["reason"]);
+    assert!(late < Duration::from_secs(15), "{late:?}");
+    assert_eq!(next.status, 200, "{next:?}");
+    assert_eq!(after.iter().filter(|r| r.kind == mock_responses::Kind::Turn).count(), 1, "one continuation: {after:?}");
+    assert_eq!(next.thread.as_deref(), Some(conversation.as_str()), "in place: the same thread");
+    assert!(next.messages.iter().any(|(_, t)| t.contains("opening prompt")), "{:?}", next.messages);
+    let limited = mock.requests().iter().filter(|r| r.status == 429).count();
+    assert_eq!(limited, 1, "nothing asked while the window was full");
+    // Codex's "switch to a cheaper model?" menu at the limit would hold the resume until morning.
+    assert!(!run.states().iter().any(|(_, s, _)| s == "waiting_input"), "{:?}", run.states());
+    run.stop();
+    assert_eq!(run.survivors(), vec![]);
+}

@@ -4,8 +4,8 @@
 //! makes a side request on the same endpoint for the thread's title. The scenario of a request is
 //! chosen by the last `mock:NAME[:ARG]` marker in its last user message, so a test picks what
 //! happens by what it types: `mock:fast` (a short answer), `mock:slow:20` (an answer streamed over
-//! 20 s), `mock:limit` (HTTP 429 `usage_limit_reached` with the `x-codex-*` rate-limit headers). The
-//! title request is answered at once (with the limit too, as the real API would). Every request is
+//! 20 s), `mock:limit` (HTTP 429 `usage_limit_reached` with the `x-codex-*` rate-limit headers;
+//! like the real service, every turn is then refused until the reset). The title request is answered at once (with the limit too, as the real API would). Every request is
 //! logged with its whole body and when its answer's last byte was sent, which is what detection
 //! latency is measured from.
 #![allow(dead_code)]
@@ -63,6 +63,8 @@ struct Shared {
     default: Mutex<String>,
     /// When the limit of `mock:limit` resets (epoch seconds).
     reset: Mutex<u64>,
+    /// A `mock:limit` was answered: every turn is refused until the reset, whatever it asks.
+    limited: Mutex<bool>,
 }
 
 /// A running mock; stops when dropped.
@@ -88,6 +90,7 @@ impl MockResponses {
             log: Mutex::new(Vec::new()),
             default: Mutex::new("fast".into()),
             reset: Mutex::new(epoch(SystemTime::now()) + 3600),
+            limited: Mutex::new(false),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the mock Responses API");
@@ -241,9 +244,17 @@ async fn handle(
     let scenario =
         scenario_for(&last_user).or_else(|| scenario_for(&format!("mock:{default}"))).unwrap_or(Scenario::Fast);
     let reset = *shared.reset.lock().unwrap();
-    // A limit lasts until its window resets, like the real one.
-    let scenario =
-        if scenario == Scenario::Limit && epoch(SystemTime::now()) >= reset { Scenario::Fast } else { scenario };
+    // A limit lasts until its window resets, like the real one: until then every turn is refused.
+    let before_reset = epoch(SystemTime::now()) < reset;
+    let scenario = {
+        let mut limited = shared.limited.lock().unwrap();
+        *limited = before_reset && (*limited || scenario == Scenario::Limit);
+        match scenario {
+            _ if *limited => Scenario::Limit,
+            Scenario::Limit => Scenario::Fast,
+            other => other,
+        }
+    };
     if scenario == Scenario::Limit {
         let i = record(&scenario.name(), 429);
         mark_done(&shared, i);
