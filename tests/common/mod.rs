@@ -149,7 +149,8 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>
 
 /// The JSON lines written so far to an events file.
 pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).map(|t| json_lines(&t)).unwrap_or_default()
+    // Read while the run writes: the last line may end mid-character.
+    std::fs::read(path).map(|b| json_lines(&String::from_utf8_lossy(&b))).unwrap_or_default()
 }
 
 /// Runs the command on a pseudo-terminal and returns all it printed.
