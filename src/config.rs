@@ -371,18 +371,18 @@ impl Config {
         current: Option<&Account>,
         at: Option<u8>,
     ) -> Result<crate::contract::SwitchSettings, ConfigError> {
-        if agent != crate::agent::AgentKind::Claude {
-            return Err(ConfigError::Account(format!(
-                "switching accounts moves Claude sessions (their statusLine reports each account's \
-                 windows); turn it off for a {agent} session"
-            )));
+        if agent == crate::agent::AgentKind::Generic {
+            return Err(ConfigError::Account(
+                "switching accounts moves Claude and Codex sessions (their own usage data reports each \
+                 account's windows); turn it off for a generic session"
+                    .into(),
+            ));
         }
         let accounts = self.accounts_for(agent)?;
         if !accounts.iter().any(|a| current.is_none_or(|c| c.name != a.name && c.dir != a.dir)) {
-            return Err(ConfigError::Account(
-                "there is no other account to switch to; add one to config.toml as [accounts.NAME] claude = \"DIR\""
-                    .into(),
-            ));
+            return Err(ConfigError::Account(format!(
+                "there is no other account to switch to; add one to config.toml as [accounts.NAME] {agent} = \"DIR\""
+            )));
         }
         let threshold = at.map_or(crate::contract::DEFAULT_SWITCH_THRESHOLD, f64::from);
         Ok(crate::contract::SwitchSettings { threshold, accounts })

@@ -481,3 +481,92 @@ async fn a_limit_a_minute_out_is_waited_and_resumed_once_in_the_same_thread() {
     run.stop();
     assert_eq!(run.survivors(), vec![]);
 }
+
+/// What an earlier Codex session on account `name` left in the journal: its last plan windows.
+fn known_codex_meter(run: &CodexRun, name: &str, five_hour_pct: f64) {
+    use nightshift::store::{NewSession, SessionKind, Store};
+    let mut store = Store::open(&run.env.state_dir().join("journal.sqlite3")).unwrap();
+    let id = format!("earlier-on-{name}");
+    let now = chrono::Utc::now();
+    let session = NewSession {
+        id: &id,
+        kind: SessionKind::Terminal,
+        command: &["codex".to_string()],
+        cwd: "/",
+        agent: "codex",
+        preset: None,
+        created: now - chrono::Duration::minutes(30),
+        owner_pid: 1,
+        control_socket: None,
+    };
+    store.create_session(&session).unwrap();
+    store.set_account(&id, name, "/elsewhere").unwrap();
+    let sample = nightshift::usage::Sample {
+        five_hour_pct: Some(five_hour_pct),
+        five_hour_resets_at: Some(now + chrono::Duration::hours(3)),
+        seven_day_pct: Some(30.0),
+        seven_day_resets_at: Some(now + chrono::Duration::days(4)),
+        ..Default::default()
+    };
+    store.record_usage(&id, now - chrono::Duration::minutes(20), &sample).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_91_percent_a_codex_session_hands_off_at_its_prompt_and_moves_to_the_other_account() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    mock.set_used(Some("a"), 91.0);
+    mock.set_used(Some("b"), 20.0);
+    let run = CodexRun::start(
+        &codex,
+        &mock.base_url(),
+        Options { run_args: &["--account", "a", "--switch-accounts"], accounts: &["a", "b"], ..Default::default() },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
+    known_codex_meter(&run, "b", 20.0);
+    run.send("start on the parser (first-prompt-7c1d) mock:fast", true);
+    run.wait_state("working", i + 1, Duration::from_secs(15));
+    let switched = wait_for("the switch", Duration::from_secs(60), || {
+        run.events().into_iter().find(|e| e["event"] == "account_switch" && e["action"] == "switched")
+    });
+    assert_eq!((switched["from"].as_str(), switched["to"].as_str()), (Some("a"), Some("b")), "{switched}");
+    let events = run.events();
+    let at = |name: &str| events.iter().position(|e| e["event"] == name);
+    let names: Vec<_> = events.iter().map(|e| format!("{} {} {}", e["event"], e["action"], e["state"])).collect();
+    let moved = events.iter().position(|e| e["event"] == "account_switch" && e["action"] == "switched");
+    assert!(at("handoff_asked") < at("handoff") && at("handoff") < moved, "asked, written, then moved: {names:?}");
+    // The request was typed at a's prompt and answered on a: that answer is the handoff.
+    let asked = mock.turns().into_iter().find(|r| r.last_user.contains("answer with a handoff")).expect("asked");
+    assert_eq!(asked.account.as_deref(), Some("a"));
+    // b's first turn: b's login, a fresh thread, the whole handoff in its prompt, none of a's thread.
+    let first_on_b = wait_for("a turn on b", Duration::from_secs(30), || {
+        mock.turns().into_iter().find(|r| r.account.as_deref() == Some("b"))
+    });
+    assert!(first_on_b.last_user.contains("Hello from the mock server"), "the handoff: {}", first_on_b.last_user);
+    assert!(!first_on_b.body.contains("first-prompt-7c1d"), "a's thread is not resumed on b");
+    assert_ne!(first_on_b.thread, asked.thread, "a thread of b's own");
+    assert!(mock
+        .turns()
+        .iter()
+        .take_while(|r| r.account.as_deref() != Some("b"))
+        .all(|r| r.account.as_deref() == Some("a")));
+    wait_for("b's usage", Duration::from_secs(30), || {
+        run.events().iter().any(|e| e["event"] == "usage" && e["five_hour_pct"] == 20.0).then_some(())
+    });
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&run.env.stdout(&["sessions", "--json"])).unwrap();
+    let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
+    assert_eq!(row["account"], "b", "{row}");
+    // Each account's windows, apart, in `usage --json`.
+    let out = run.nightshift(&["usage", "--json"]).stdout(std::process::Stdio::piped()).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let accounts = report["codex"]["accounts"].as_array().cloned().unwrap_or_default();
+    let pct =
+        |name: &str| accounts.iter().find(|a| a["account"] == name).and_then(|a| a["latest"]["five_hour_pct"].as_f64());
+    assert_eq!((pct("a"), pct("b")), (Some(91.0), Some(20.0)), "{report}");
+    assert!(report["accounts"].as_array().is_none_or(|a| a.iter().all(|a| a["agent"] != "codex")), "{report}");
+    let mut run = run;
+    run.stop();
+    assert_eq!(run.survivors(), vec![], "no Codex process of either account outlives the session");
+    let b_config = std::fs::read_to_string(run.others[0].path().join("config.toml")).unwrap();
+    assert!(!b_config.contains("notify") && !b_config.contains("nightshift"), "b's config.toml untouched: {b_config}");
+}

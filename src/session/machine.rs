@@ -293,8 +293,8 @@ impl Machine {
             self.clear_limit(now, fx);
         }
         // Without the client's hooks there is no Stop to ask a handoff at: the switch goes at the
-        // prompt.
-        if t.to == Activity::Idle && !self.client.heard() && self.switch_due() {
+        // prompt. (Codex's notify asks it by typing at the turn's end.)
+        if t.to == Activity::Idle && !self.client.heard() && !self.asks_by_typing() && self.switch_due() {
             self.switch_now(now, fx);
         }
         self.because(t.reason);

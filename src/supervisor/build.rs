@@ -173,6 +173,13 @@ pub fn build(
         AccountChoice::Dir(dir) => Some(Account::from_dir(agent, &dir)?),
     };
     if let Some(at) = request.switch_accounts {
+        if agent == AgentKind::Codex && !request.hooks {
+            return Err(BuildError::Switch(ConfigError::Account(
+                "a Codex session's account usage and its handoff come through Codex's notify, which --no-hooks \
+                 turns off; drop one of them"
+                    .into(),
+            )));
+        }
         spec.switch = Some(config()?.switch_settings(agent, spec.account.as_ref(), at).map_err(BuildError::Switch)?);
     }
     if let Some(name) = request.preset {
@@ -302,6 +309,18 @@ mod tests {
         r.switch_accounts = Some(None);
         let e = refused(&d, r);
         assert!(matches!(e, BuildError::Switch(_)) && e.to_string().contains("no other account"), "{e}");
+        let mut r = request(&d, &["codex"]);
+        r.switch_accounts = Some(None);
+        let e = refused(&d, r);
+        assert!(e.to_string().contains("[accounts.NAME] codex = \"DIR\""), "Codex switches too: {e}");
+        let mut r = request(&d, &["codex"]);
+        r.switch_accounts = Some(None);
+        r.hooks = false;
+        let e = refused(&d, r);
+        assert!(e.to_string().contains("come through Codex's notify, which --no-hooks turns off"), "{e}");
+        let mut r = request(&d, &["bash"]);
+        r.switch_accounts = Some(None);
+        assert!(refused(&d, r).to_string().contains("turn it off for a generic session"));
         let mut r = request(&d, &["claude"]);
         r.budget.max_cost_usd = Some(-1.0);
         assert!(refused(&d, r).to_string().contains("--max-cost-usd must be a positive number"));

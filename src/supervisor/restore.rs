@@ -140,6 +140,8 @@ impl Supervisor {
                 handoff.as_ref().map(|(text, at)| (text.as_str(), *at)),
                 kickstart.map(|r| r.kickstart_prompt.as_str()),
                 now,
+                // The restored client resumes the conversation that holds it.
+                true,
             )
         };
         let paused_on = replay.pending.as_ref().filter(|_| paused).map(|p| crate::limits::LimitText {

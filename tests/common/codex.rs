@@ -42,6 +42,13 @@ pub fn client() -> Option<PathBuf> {
 /// and a count of the starts that showed a model notice, set past where it stops counting), so that
 /// any change to the file after a run is somebody else's.
 pub fn config_toml(base_url: &str, workdir: &Path) -> String {
+    account_config_toml(base_url, workdir, None)
+}
+
+/// [`config_toml`] for the Codex home of `account`: its requests carry the `x-mock-account`
+/// header, by which the mock tells the accounts apart (as the real service does by login).
+pub fn account_config_toml(base_url: &str, workdir: &Path, account: Option<&str>) -> String {
+    let headers = account.map(|a| format!("http_headers = {{ \"x-mock-account\" = \"{a}\" }}\n")).unwrap_or_default();
     format!(
         r#"model = "gpt-5-codex"
 model_provider = "mock"
@@ -55,7 +62,7 @@ name = "mock"
 base_url = "{base_url}"
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
-
+{headers}
 [projects."{}"]
 trust_level = "trusted"
 
@@ -74,6 +81,8 @@ pub struct CodexRun {
     pub env: Env,
     /// The run's `CODEX_HOME` (outside /tmp).
     pub home: tempfile::TempDir,
+    /// The homes of the other accounts ([`Options::accounts`]).
+    pub others: Vec<tempfile::TempDir>,
     pub child: Child,
     pub events: PathBuf,
     pub workdir: PathBuf,
@@ -87,6 +96,9 @@ pub struct Options<'a> {
     pub args: &'a [&'a str],
     /// Lines added to the config.toml (a `notify` of the user's own, …).
     pub config_extra: &'a str,
+    /// Named Codex accounts: each a home of its own with its config.toml (the run's own home is
+    /// the first), listed in Nightshift's config.toml as `[accounts.NAME] codex = "DIR"`.
+    pub accounts: &'a [&'a str],
 }
 
 impl CodexRun {
@@ -99,8 +111,31 @@ impl CodexRun {
         for dir in [&user_home, &workdir] {
             std::fs::create_dir_all(dir).unwrap();
         }
-        let config = format!("{}{}", opts.config_extra, config_toml(base_url, &workdir));
+        let first = opts.accounts.first().copied();
+        let config = format!("{}{}", opts.config_extra, account_config_toml(base_url, &workdir, first));
         std::fs::write(home.path().join("config.toml"), config).unwrap();
+        let mut accounts = String::new();
+        let mut others = Vec::new();
+        for (i, name) in opts.accounts.iter().enumerate() {
+            let dir = if i == 0 {
+                home.path().to_path_buf()
+            } else {
+                let other = tempfile::Builder::new()
+                    .prefix(&format!("codex-home-{name}"))
+                    .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+                    .expect("an account's CODEX_HOME");
+                std::fs::write(other.path().join("config.toml"), account_config_toml(base_url, &workdir, Some(name)))
+                    .unwrap();
+                let dir = other.path().to_path_buf();
+                others.push(other);
+                dir
+            };
+            accounts.push_str(&format!("[accounts.{name}]\ncodex = \"{}\"\n", dir.display()));
+        }
+        if !accounts.is_empty() {
+            std::fs::create_dir_all(env.path("config")).unwrap();
+            std::fs::write(env.path("config").join("config.toml"), accounts).unwrap();
+        }
 
         let events = env.path("events.jsonl");
         let mut cmd = nightshift(&env, home.path());
@@ -111,7 +146,7 @@ impl CodexRun {
             .arg("--no-daemon")
             .args(opts.args);
         let child = cmd.spawn().expect("start nightshift run");
-        Self { env, home, child, events, workdir }
+        Self { env, home, others, child, events, workdir }
     }
 
     /// `nightshift ARGS` in this run's environment (its homes, state and runtime directories), in
@@ -199,14 +234,17 @@ impl CodexRun {
         out
     }
 
-    /// Processes that still carry this run's `CODEX_HOME` (the client, or a daemon it left).
+    /// Processes that still carry one of this run's `CODEX_HOME`s (the client, or a daemon it left).
     pub fn survivors(&self) -> Vec<(i32, String)> {
-        let needle = format!("CODEX_HOME={}", self.home.path().display());
+        let needles: Vec<String> = std::iter::once(&self.home)
+            .chain(&self.others)
+            .map(|h| format!("CODEX_HOME={}", h.path().display()))
+            .collect();
         let mut found = Vec::new();
         for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
             let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
             let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-            if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            if environ.split(|b| *b == 0).any(|v| needles.iter().any(|n| v == n.as_bytes())) {
                 let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
                 let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
                 found.push((pid, cmdline.trim().to_string()));

@@ -427,7 +427,8 @@ class AppWindow(unittest.TestCase):
 
     def test_5bb_switch_accounts_from_the_new_session_page(self):
         # With an account in config.toml, the New session page offers the switch; a Claude session
-        # started with it shows where it may move in its options; for Codex it is off, with why.
+        # started with it shows where it may move in its options; for an agent without usage data it
+        # is off, with why.
         d = self.driver
         project = Path(self.tmp.name) / "switch-project"
         project.mkdir(exist_ok=True)
@@ -436,14 +437,17 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the switch option", lambda: self.visible("#new-switch"))
         self.fill("#new-command", "bash -c 'exec cat'")
         self.fill("#new-cwd", str(project))
-        self.click('#new-agent option[value="codex"]')
+        self.click('#new-agent option[value="generic"]')
         self.click('#new-account option[value=""]')
-        # For Codex the switch is there, off, and says why.
+        # For an agent that reports no usage the switch is there, off, and says why.
         switch_state = lambda: d.run_js(  # noqa: E731
             "const s = document.getElementById('new-switch'); return [s.disabled, s.checked]")
-        d.wait_for("the switch off for Codex", lambda: switch_state() == [True, False])
+        d.wait_for("the switch off for another agent", lambda: switch_state() == [True, False])
         self.assertTrue(self.visible("#new-switch-why"))
-        self.assertIn("Not for Codex yet", self.text_of("#new-switch-why"))
+        self.assertIn("Claude Code and Codex only", self.text_of("#new-switch-why"))
+        self.click('#new-agent option[value="codex"]')
+        d.wait_for("the switch offered for Codex", lambda: switch_state() == [False, False])
+        self.assertFalse(self.visible("#new-switch-why"))
         self.click('#new-agent option[value="claude"]')
         d.wait_for("the switch back for Claude", lambda: switch_state() == [False, False])
         self.assertFalse(self.visible("#new-switch-why"))

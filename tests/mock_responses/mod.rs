@@ -51,6 +51,9 @@ pub struct Record {
     pub messages: Vec<(String, String)>,
     /// The thread the client said the request is for (its `session-id` header).
     pub thread: Option<String>,
+    /// The account the request came from: the `x-mock-account` header a test's config.toml adds
+    /// (`http_headers` of the provider), as a login would tell the real service.
+    pub account: Option<String>,
     /// When the answer's last byte was handed to the connection.
     pub done_at: Option<SystemTime>,
     /// The whole request body.
@@ -65,6 +68,8 @@ struct Shared {
     reset: Mutex<u64>,
     /// A `mock:limit` was answered: every turn is refused until the reset, whatever it asks.
     limited: Mutex<bool>,
+    /// The 5-hour window's use each account's answers report (35 % when not set).
+    used: Mutex<std::collections::HashMap<Option<String>, f64>>,
 }
 
 /// A running mock; stops when dropped.
@@ -91,6 +96,7 @@ impl MockResponses {
             default: Mutex::new("fast".into()),
             reset: Mutex::new(epoch(SystemTime::now()) + 3600),
             limited: Mutex::new(false),
+            used: Mutex::new(std::collections::HashMap::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the mock Responses API");
@@ -123,6 +129,12 @@ impl MockResponses {
     /// When the usage limit of `mock:limit` resets (epoch seconds).
     pub fn set_reset(&self, at: u64) {
         *self.shared.reset.lock().unwrap() = at;
+    }
+
+    /// The 5-hour window's use the answers to `account` report (`None`: requests without the
+    /// account header).
+    pub fn set_used(&self, account: Option<&str>, percent: f64) {
+        self.shared.used.lock().unwrap().insert(account.map(String::from), percent);
     }
 }
 
@@ -208,6 +220,7 @@ async fn handle(
     let msgs = messages(&request);
     let last_user = msgs.iter().rev().find(|(role, _)| role == "user").map(|(_, t)| t.clone()).unwrap_or_default();
     let thread = headers.get("session-id").and_then(|v| v.to_str().ok()).map(String::from);
+    let account = headers.get("x-mock-account").and_then(|v| v.to_str().ok()).map(String::from);
     let kind =
         if uri.path() == "/v1/responses" && method == Method::POST { kind_of(&headers, &request) } else { Kind::Other };
     let record = |scenario: &str, status: u16| {
@@ -222,6 +235,7 @@ async fn handle(
             last_user: last_user.clone(),
             messages: msgs.clone(),
             thread: thread.clone(),
+            account: account.clone(),
             done_at: None,
             body: String::from_utf8_lossy(&body).into_owned(),
         });
@@ -271,6 +285,7 @@ async fn handle(
     let i = record(&scenario.name(), 200);
     let model = request["model"].as_str().unwrap_or("gpt-5-codex").to_string();
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(64);
+    let used = shared.used.lock().unwrap().get(&account).copied().unwrap_or(35.0);
     let shared = Arc::clone(&shared);
     tokio::spawn(async move {
         let (words, pause) = match (&kind, &scenario) {
@@ -292,7 +307,7 @@ async fn handle(
     let h = resp.headers_mut();
     h.insert("content-type", HeaderValue::from_static("text/event-stream"));
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
-    add_usage_headers(h, 35.0, reset);
+    add_usage_headers(h, used, reset);
     resp
 }
 

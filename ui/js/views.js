@@ -47,11 +47,11 @@ function newAgent() {
 
 // What the agent cannot do yet stays on the form, off, with why.
 export function agentChosen() {
-  const codex = newAgent() === "codex";
+  const other = !["claude", "codex"].includes(newAgent());
   const sw = $("new-switch");
-  sw.disabled = codex;
-  if (codex) sw.checked = false;
-  $("new-switch-why").hidden = !codex;
+  sw.disabled = other;
+  if (other) sw.checked = false;
+  $("new-switch-why").hidden = !other;
 }
 
 // "At a time" asks for the time.

@@ -107,6 +107,11 @@ impl Client {
         self.conversation.take()
     }
 
+    /// A handoff written within [`FRESH_HANDOFF`] of `now`.
+    pub(super) fn fresh_handoff(&self, now: Now) -> bool {
+        self.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF)
+    }
+
     /// A switch is due: it waits for a handoff, unless one is under way already.
     pub(super) fn handoff_for_switch(&mut self) {
         if self.handoff == Handoff::None {
@@ -130,15 +135,20 @@ pub fn handoff_request(context_pct: Option<f64>) -> String {
 /// first conversation only: the kickstart, naming the handoff when one is fresh (written within
 /// 15 minutes: the client is given it as context too); a fresh handoff alone when no kickstart is
 /// armed; nothing otherwise (an attended session waits for its user).
+///
+/// `in_context` says whether the client has the handoff as context already (Claude's
+/// `SessionStart`, a resumed conversation that holds it); a fresh Codex thread does not, and gets
+/// the whole of it in the prompt.
 pub fn continuation(
     handoff: Option<(&str, DateTime<Utc>)>,
     kickstart: Option<&str>,
     now: DateTime<Utc>,
+    in_context: bool,
 ) -> Option<String> {
     let kickstart = kickstart.map(str::trim).filter(|k| !k.is_empty());
     let fresh = handoff.filter(|(_, at)| now - *at <= FRESH_HANDOFF).map(|(text, _)| text);
     match (kickstart, fresh) {
-        (Some(kick), Some(text)) => Some(with_handoff(kick, text)),
+        (Some(kick), Some(text)) => Some(with_handoff(kick, text, in_context)),
         (Some(kick), None) => Some(kick.to_string()),
         (None, Some(text)) => {
             Some(format!("Continue the work from your handoff (written before you stopped):\n\n{text}"))
@@ -147,8 +157,14 @@ pub fn continuation(
     }
 }
 
-/// The kickstart, saying what the handoff in the client's context begins with.
-fn with_handoff(kickstart: &str, handoff: &str) -> String {
+/// The kickstart, saying what the handoff in the client's context begins with, or with the whole
+/// handoff when the client does not have it.
+fn with_handoff(kickstart: &str, handoff: &str, in_context: bool) -> String {
+    if !in_context {
+        return format!(
+            "{kickstart}\n\nYour handoff, written before your context was reset. Start from it:\n\n{handoff}"
+        );
+    }
     let opening: String = handoff.chars().take(120).collect();
     format!("{kickstart}\n\nYour handoff from before the context reset is in your context; it begins: \"{opening}…\"")
 }
@@ -183,8 +199,9 @@ impl Machine {
                 }
                 answer
             }
-            Event::TurnComplete { .. } => {
+            Event::TurnComplete { last_message } => {
                 self.drive(respawn::Input::TurnEnded, now, fx);
+                self.turn_completed(last_message, now, fx);
                 Answer::Pass
             }
             Event::StopFailure { error, last_message } => {
@@ -322,6 +339,53 @@ impl Machine {
         }
     }
 
+    /// Whether the client has no hook that holds a turn's end (Codex: its notify only reports one),
+    /// so a handoff is asked by typing the request at its prompt once a turn has ended.
+    pub(super) fn asks_by_typing(&self) -> bool {
+        self.agent == AgentKind::Codex
+    }
+
+    /// Codex's notify: a turn ended, with its last message. A handoff due for an account switch is
+    /// asked now, at the prompt; the next turn's last message is the handoff, and the switch goes.
+    fn turn_completed(&mut self, last_message: Option<String>, now: Now, fx: &mut Vec<Effect>) {
+        if !self.asks_by_typing() {
+            return;
+        }
+        let switching = self.switch_due() && !self.cycles.held();
+        match self.client.handoff {
+            Handoff::Due if switching => self.ask_typed(1, fx),
+            Handoff::Asked { times } => {
+                let text = last_message.map(|t| t.trim().to_string()).unwrap_or_default();
+                if text.chars().count() >= HANDOFF_MIN_CHARS {
+                    self.handoff_written(text, now, fx);
+                    if switching {
+                        self.switch_now(now, fx);
+                    }
+                    return;
+                }
+                // A respawn cycle's update step asked: the cycle goes on, once.
+                if times >= HANDOFF_ASKS || !switching {
+                    self.client.handoff = Handoff::None;
+                    self.emit(EventKind::HandoffMissing { times }, fx);
+                    if switching {
+                        self.switch_now(now, fx);
+                    }
+                    return;
+                }
+                self.ask_typed(times + 1, fx);
+            }
+            Handoff::None | Handoff::Written if switching => self.switch_now(now, fx),
+            _ => {}
+        }
+    }
+
+    /// Types the handoff request at the client's prompt (the `times`th asking).
+    fn ask_typed(&mut self, times: u32, fx: &mut Vec<Effect>) {
+        self.client.handoff = Handoff::Asked { times };
+        self.emit(EventKind::HandoffAsked { times }, fx);
+        self.type_text(handoff_request(self.client.context_pct), true, fx);
+    }
+
     fn handoff_written(&mut self, text: String, now: Now, fx: &mut Vec<Effect>) {
         self.client.handoff = Handoff::Written;
         self.client.kick_with_handoff = true;
@@ -346,20 +410,25 @@ impl Machine {
             return text;
         }
         let Some(written) = &self.client.last_handoff else { return text };
-        with_handoff(&text, &written.text)
+        // After Codex's /clear nothing gives the handoff back: the kickstart carries it.
+        with_handoff(&text, &written.text, !self.asks_by_typing())
     }
 
     /// The prompt a client started again begins with (see [`continuation`]); none while a limit
     /// holds the session (the resume after the reset says it, and nothing is sent into a window
     /// that would refuse it).
-    pub(super) fn restart_prompt(&self, now: Now) -> Option<String> {
+    ///
+    /// `fresh`: the client starts a new conversation (an account switch), which has the handoff as
+    /// context only through Claude's `SessionStart`.
+    pub(super) fn restart_prompt(&self, now: Now, fresh: bool) -> Option<String> {
         let window_closed =
             self.limits.limit().paused().is_some_and(|p| p.limit.resets_at.is_none_or(|reset| reset > now.wall));
         if window_closed {
             return None;
         }
         let kickstart = self.cycles.active().map(|r| r.cycle.settings.kickstart_prompt.as_str());
-        continuation(self.client.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at)), kickstart, now.wall)
+        let handoff = self.client.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at));
+        continuation(handoff, kickstart, now.wall, !(fresh && self.asks_by_typing()))
     }
 
     fn guarded(

@@ -167,7 +167,12 @@ impl Machine {
     /// Starts the agent again.
     fn restart(&mut self, now: Now, fx: &mut Vec<Effect>) {
         if let Some(account) = self.switch_starting() {
-            fx.push(Effect::SwitchAccount { account, prompt: self.restart_prompt(now) });
+            let prompt = self.restart_prompt(now, true);
+            if self.asks_by_typing() && self.client.fresh_handoff(now) {
+                // Codex's new thread has it in its first prompt (Claude's, from `SessionStart`).
+                self.emit(EventKind::HandoffGiven { source: "prompt".into() }, fx);
+            }
+            fx.push(Effect::SwitchAccount { account, prompt });
             return;
         }
         let reason = match self.lives.restart_wait {
@@ -180,7 +185,7 @@ impl Machine {
             EventKind::Respawn { action: respawn::Action::Restart, cycle: None, reason: Some(reason), cost_usd: None },
             fx,
         );
-        fx.push(Effect::Spawn { conversation: self.client.conversation(), prompt: self.restart_prompt(now) });
+        fx.push(Effect::Spawn { conversation: self.client.conversation(), prompt: self.restart_prompt(now, false) });
     }
 
     pub(super) fn on_started(&mut self, pid: u32, now: Now, fx: &mut Vec<Effect>) {

@@ -114,7 +114,7 @@ impl Machine {
     /// The other accounts' meters: the one with the most headroom becomes the switch's target, or
     /// the switch holds until the window resets.
     pub(super) fn on_meters(&mut self, meters: Vec<Meter>, now: Now, fx: &mut Vec<Effect>) {
-        let hooks = self.client.heard();
+        let hooks = self.client.heard() || self.asks_by_typing();
         let Some(sw) = &mut self.switching else { return };
         let Phase::Looking { used, window, resets } = sw.phase.clone() else { return };
         let least = 100.0 - sw.settings.threshold;

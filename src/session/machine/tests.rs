@@ -1233,6 +1233,47 @@ fn an_account_at_the_threshold_moves_after_the_turn_and_its_handoff_to_the_most_
 }
 
 #[test]
+fn a_codex_account_at_the_threshold_is_asked_its_handoff_at_the_prompt_and_moves_with_all_of_it() {
+    use crate::event::SwitchAction::*;
+    let mut s = start();
+    s.agent = AgentKind::Codex;
+    s.account = Some(account("a"));
+    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b")] });
+    let mut sim = Sim::new(s);
+    sim.meters = vec![meter("b", 20.0, 20.0), meter("a", 91.0, 40.0)];
+    let turn_end = |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()) });
+    // A turn ends: Codex's notify brings the rollout's figures first, then the turn's end.
+    sim.input(working());
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    assert_eq!(sim.switches(), [(Due, Some("a".into()), Some("b".into()))]);
+    sim.input(idle());
+    assert!(!sim.signalled() && sim.typed().is_empty(), "nothing before the turn's end is heard");
+    sim.input(turn_end("Done with step 3."));
+    // No hook holds Codex's turn: the request is typed at its prompt.
+    assert!(sim.typed().last().is_some_and(|t| t.contains("handoff")), "{:?}", sim.typed());
+    assert!(sim.has(|k| matches!(k, EventKind::HandoffAsked { times: 1 })));
+    assert!(!sim.signalled(), "the handoff comes first");
+    sim.input(working());
+    sim.input(idle());
+    sim.input(turn_end("ok"));
+    assert!(sim.has(|k| matches!(k, EventKind::HandoffAsked { times: 2 })), "too short to be one: asked again");
+    sim.input(working());
+    sim.input(idle());
+    sim.input(turn_end(HANDOFF));
+    assert!(sim.signalled(), "stopped at the turn's end to move");
+    assert_eq!(sim.switches().last(), Some(&(Switched, Some("a".into()), Some("b".into()))));
+    sim.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    let moved = sim.switched_to();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    // A fresh Codex thread has nothing to give the handoff back: its first prompt carries all of it.
+    let prompt = moved[0].1.clone().unwrap_or_default();
+    assert!(prompt.starts_with("Continue the work from your handoff") && prompt.ends_with(HANDOFF), "{prompt}");
+    assert!(sim.has(|k| matches!(k, EventKind::HandoffGiven { source } if source == "prompt")));
+    assert_eq!(sim.m.client.conversation(), None, "a's thread is not resumed");
+}
+
+#[test]
 fn with_no_usable_account_the_session_stays_and_holds_until_the_window_resets() {
     use crate::event::SwitchAction::*;
     let mut sim = switching(start());
