@@ -85,8 +85,9 @@ pub fn label(row: &SessionRow) -> String {
     }
 }
 
-/// The overview of `rows` (as the journal lists them, newest first) with the latest usage.
-pub fn overview(rows: &[SessionRow], usage: Option<&Sample>) -> Overview {
+/// The overview of `rows` (as the journal lists them, newest first) with each client's latest
+/// plan usage: Claude's line alone as it always was, each labelled once Codex's is there too.
+pub fn overview(rows: &[SessionRow], usage: &[(crate::agent::AgentKind, &Sample)]) -> Overview {
     let live: Vec<(&SessionRow, String, Glance)> =
         rows.iter().filter_map(|r| Glance::of(r).map(|g| (r, r.shown_state(), g))).collect();
     let glance = live.iter().map(|(_, _, g)| *g).max().unwrap_or(Glance::Idle);
@@ -108,8 +109,13 @@ pub fn overview(rows: &[SessionRow], usage: Option<&Sample>) -> Overview {
         tooltip.push_str(" — ");
         tooltip.push_str(&counts.join(" · "));
     }
-    if let Some(sample) = usage.filter(|s| s.has_limits()) {
+    let plans: Vec<_> = usage.iter().filter(|(_, s)| s.has_limits()).collect();
+    let labelled = plans.iter().any(|(agent, _)| *agent != crate::agent::AgentKind::Claude);
+    for (agent, sample) in plans {
         tooltip.push('\n');
+        if labelled {
+            tooltip.push_str(if *agent == crate::agent::AgentKind::Codex { "Codex " } else { "Claude " });
+        }
         tooltip.push_str(&usage::chip(sample, false));
     }
     let entries = live
@@ -123,6 +129,7 @@ pub fn overview(rows: &[SessionRow], usage: Option<&Sample>) -> Overview {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::AgentKind;
 
     fn row(id: &str, state: &str) -> SessionRow {
         let state = SessionState::parse(state).unwrap();
@@ -154,33 +161,38 @@ mod tests {
     #[test]
     fn the_icon_shows_the_worst_live_state() {
         let rows = [row("a", "idle"), row("b", "working"), row("c", "exited")];
-        assert_eq!(overview(&rows, None).glance, Glance::Working);
+        assert_eq!(overview(&rows, &[]).glance, Glance::Working);
         let rows = [row("a", "limit_paused"), row("b", "working")];
-        assert_eq!(overview(&rows, None).glance, Glance::Paused);
+        assert_eq!(overview(&rows, &[]).glance, Glance::Paused);
         let rows = [row("a", "limit_paused"), row("b", "waiting_input"), row("c", "idle")];
-        assert_eq!(overview(&rows, None).glance, Glance::Attention);
-        assert_eq!(overview(&[row("a", "breaker_open")], None).glance, Glance::Attention);
+        assert_eq!(overview(&rows, &[]).glance, Glance::Attention);
+        assert_eq!(overview(&[row("a", "breaker_open")], &[]).glance, Glance::Attention);
         // Ended and lost sessions do not count.
         let mut lost = row("d", "working");
         lost.owner_pid = Some(i64::from(i32::MAX));
-        assert_eq!(overview(&[row("c", "failed"), lost], None).glance, Glance::Idle);
+        assert_eq!(overview(&[row("c", "failed"), lost], &[]).glance, Glance::Idle);
     }
 
     #[test]
     fn the_tooltip_counts_sessions_and_shows_the_chip() {
         let rows = [row("a", "working"), row("b", "working"), row("c", "waiting_input"), row("d", "exited")];
         let sample = Sample { five_hour_pct: Some(41.6), seven_day_pct: Some(18.0), ..Sample::default() };
-        let o = overview(&rows, Some(&sample));
+        let o = overview(&rows, &[(AgentKind::Claude, &sample)]);
         assert_eq!(o.tooltip, "Nightshift — 2 working · 1 needs you\n5h 42% · 7d 18%");
-        assert_eq!(overview(&[], None).tooltip, "Nightshift — no sessions running");
+        let codex = Sample { five_hour_pct: Some(20.0), seven_day_pct: Some(12.0), ..Sample::default() };
+        let o = overview(&rows, &[(AgentKind::Claude, &sample), (AgentKind::Codex, &codex)]);
+        assert!(o.tooltip.ends_with("\nClaude 5h 42% · 7d 18%\nCodex 5h 20% · 7d 12%"), "{}", o.tooltip);
+        let o = overview(&rows, &[(AgentKind::Codex, &codex)]);
+        assert!(o.tooltip.ends_with("needs you\nCodex 5h 20% · 7d 12%"), "{}", o.tooltip);
+        assert_eq!(overview(&[], &[]).tooltip, "Nightshift — no sessions running");
     }
 
     #[test]
     fn the_menu_lists_live_sessions_by_directory_and_program() {
         let rows = [row("a", "limit_paused"), row("b", "exited")];
-        let o = overview(&rows, None);
+        let o = overview(&rows, &[]);
         assert_eq!(o.entries, [Entry { id: "a".into(), label: "a · claude — limit paused".into() }]);
         let many: Vec<SessionRow> = (0..20).map(|i| row(&format!("s{i}"), "idle")).collect();
-        assert_eq!(overview(&many, None).entries.len(), MENU_SESSIONS);
+        assert_eq!(overview(&many, &[]).entries.len(), MENU_SESSIONS);
     }
 }

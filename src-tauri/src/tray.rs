@@ -54,12 +54,14 @@ fn menu(app: &AppHandle, (o, quit): &Shown) -> tauri::Result<Menu<tauri::Wry>> {
 fn current(app: &AppHandle) -> Shown {
     let state = app.state::<AppState>();
     let (rows, usage) = state.supervisor.with_store(|s| {
-        (
-            s.sessions().unwrap_or_default(),
-            s.latest_limits(nightshift::AgentKind::Claude).ok().flatten().map(|u| u.sample),
-        )
+        let plans: Vec<_> = [nightshift::AgentKind::Claude, nightshift::AgentKind::Codex]
+            .into_iter()
+            .filter_map(|agent| Some((agent, s.latest_limits(agent).ok().flatten()?.sample)))
+            .collect();
+        (s.sessions().unwrap_or_default(), plans)
     });
-    (overview::overview(&rows, usage.as_ref()), quit_label(app))
+    let plans: Vec<_> = usage.iter().map(|(agent, sample)| (*agent, sample)).collect();
+    (overview::overview(&rows, &plans), quit_label(app))
 }
 
 fn apply(app: &AppHandle, tray: &TrayIcon, shown: &Shown) -> tauri::Result<()> {

@@ -28,6 +28,7 @@ pub fn hourly(rows: &[UsageRow], now: DateTime<Utc>) -> Vec<Option<f64>> {
 /// 24 h hourly and as a sparkline, the history, and each account's latest windows.
 pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreError> {
     let latest = store.latest_limits(AgentKind::Claude)?;
+    let codex = store.latest_limits(AgentKind::Codex)?;
     let history = store.usage(Some(AgentKind::Claude), None, Some(now - chrono::Duration::hours(24)))?;
     let buckets = hourly(&history, now);
     Ok(serde_json::json!({
@@ -48,7 +49,9 @@ pub fn usage_report(store: &Store, now: DateTime<Utc>) -> Result<Value, StoreErr
         "accounts": accounts(store, AgentKind::Claude)?,
         // Codex's plan, apart: its newest windows and each of its accounts'.
         "codex": {
-            "latest": store.latest_limits(AgentKind::Codex)?,
+            "chip": codex.as_ref().map(|l| chip(&l.sample, false)),
+            "band": codex.as_ref().and_then(|l| Band::of_sample(&l.sample)),
+            "latest": codex,
             "accounts": accounts(store, AgentKind::Codex)?,
         },
     }))

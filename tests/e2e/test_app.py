@@ -835,18 +835,35 @@ class AppWindow(unittest.TestCase):
         self.assertTrue(self.visible("#presets-empty"))
         self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
 
+        # A Codex session reported its own plan's windows: they show beside Claude's, apart.
+        out = subprocess.run([str(CLI), "run", "--agent", "codex", "--events", "-", "--", "bash", "-c", "exit 0"],
+                             env=self.env, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        codex_session = json.loads(out.stdout.splitlines()[0])["session"]
+        import sqlite3
+        db = sqlite3.connect(Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "journal.sqlite3")
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+        db.execute("INSERT INTO usage_samples (session, ts, five_hour_pct, seven_day_pct)"
+                   " VALUES (?, ?, 20.0, 12.0)", (codex_session, ts))
+        db.commit()
+        db.close()
         # The usage chip is in the header, with its 24-hour sparkline (24 bars, read or not).
+        self.click("#usage-chip")
+        self.click("#usage-chip")
+        d.wait_for("Codex's windows in the chip", lambda: "│ Codex 5h 20% · 7d 12%" in self.text_of("#usage-text"))
         self.assertRegex(self.text_of("#usage-text"), r"^5h .* · 7d ")
         self.assertEqual(d.run_js("return document.querySelectorAll('#usage-spark rect').length"), 24)
         self.click("#usage-chip")
         d.wait_for("the usage panel", lambda: self.visible("#usage-panel") and self.text_of("#usage-facts"))
         self.assertIn("Account night", self.text_of("#usage-facts"))
         self.assertIn("5h 91% · 7d 40%", self.text_of("#usage-facts"))
+        self.assertIn("Codex", self.text_of("#usage-facts"))
         # The chip and each hour's bar in the band the core gave them (the window has no thresholds).
         def bands_as_the_core_says():
             report = json.loads(subprocess.run([str(CLI), "usage", "--json"], env=self.env, capture_output=True,
                                                text=True, timeout=30).stdout)
-            core = [report["band"] or "none"] + [b or "none" for b in report["last_24h_hourly_five_hour_band"]]
+            order = ["none", "green", "yellow", "red"]
+            chip = max(report["band"] or "none", report["codex"]["band"] or "none", key=order.index)
+            core = [chip] + [b or "none" for b in report["last_24h_hourly_five_hour_band"]]
             drawn = d.run_js("return [document.getElementById('usage-chip').dataset.band,"
                              " ...[...document.querySelectorAll('#usage-spark-big rect')].map(r => r.getAttribute('class'))]")
             return drawn == core and any(b != "none" for b in core) and drawn

@@ -162,12 +162,17 @@ export async function loadUsage() {
   const chip = $("usage-chip");
   const values = u.last_24h_hourly_five_hour_pct || [];
   const bands = u.last_24h_hourly_five_hour_band || [];
-  $("usage-text").textContent = u.chip || "5h – · 7d –";
-  chip.dataset.band = u.band || "none";
-  chip.title = u.chip
-    ? `Plan usage: ${u.chip}. Last 24 hours: ${u.sparkline || ""}`
-    : "Plan usage appears here once a Claude session reports it.";
-  chip.setAttribute("aria-label", u.chip ? `Plan usage ${u.chip}` : "Plan usage: no reading yet");
+  // Claude's plan, and Codex's beside it once a Codex session has reported: each its own windows.
+  const codex = (u.codex && u.codex.chip) || "";
+  const shown = [u.chip, codex && `Codex ${codex}`].filter(Boolean).join(" │ ");
+  $("usage-text").textContent = shown || "5h – · 7d –";
+  const order = ["none", "green", "yellow", "red"];
+  const worse = [u.band, u.codex && u.codex.band].reduce((a, b) => (order.indexOf(b) > order.indexOf(a) ? b : a), "none");
+  chip.dataset.band = worse || "none";
+  chip.title = shown
+    ? `Plan usage: ${shown}.${u.chip ? ` Claude's last 24 hours: ${u.sparkline || ""}` : ""}`
+    : "Plan usage appears here once a Claude or Codex session reports it.";
+  chip.setAttribute("aria-label", shown ? `Plan usage ${shown}` : "Plan usage: no reading yet");
   drawBars($("usage-spark"), values, bands, 48, 12, 0.4);
   drawBars($("usage-spark-big"), values, bands, 240, 40, 2);
   const l = u.latest;
@@ -175,7 +180,7 @@ export async function loadUsage() {
     ["5-hour window", `${l.five_hour_pct ?? "–"}%${l.five_hour_resets_at ? `, resets ${clock(l.five_hour_resets_at)}` : ""}`],
     ["7-day window", `${l.seven_day_pct ?? "–"}%${l.seven_day_resets_at ? `, resets ${clock(l.seven_day_resets_at)}` : ""}`],
     ["Last reading", `${ago(l.ts)}${l.session ? ` from session ${l.session}` : ""}`],
-  ] : [["Plan usage", "No reading yet. Claude sessions started by Nightshift report it as they work."]];
+  ] : [["Claude plan", "No reading yet. Claude sessions started by Nightshift report it as they work."]];
   // With accounts of your own, each one's windows (the client's own account as "Default").
   const accounts = u.accounts || [];
   if (accounts.length > 1 || accounts.some((a) => a.account)) {
