@@ -182,10 +182,20 @@ pub fn judge_permissions(id: &str, subject: &str, p: &Permissions) -> Check {
     }
 }
 
-/// Whether Claude's sandbox can run tonight (`ready`), and what the unattended starts do about it
-/// under `settings`.
-pub fn judge_sandbox(settings: &crate::config::SandboxSettings, ready: Result<(), String>) -> Check {
-    let (id, subject) = ("sandbox.claude", "sandbox");
+/// Whether `agent`'s own sandbox can run tonight (`ready`), and what the unattended starts do
+/// about it under `settings`.
+pub fn judge_sandbox(
+    agent: crate::agent::AgentKind,
+    settings: &crate::config::SandboxSettings,
+    ready: Result<(), String>,
+) -> Check {
+    let (id, subject) = (format!("sandbox.{agent}"), "sandbox");
+    let codex = agent == crate::agent::AgentKind::Codex;
+    let (who, needs) = if codex {
+        ("Codex", "`codex sandbox` ran a command and refused it a write outside its folder")
+    } else {
+        ("Claude", "bubblewrap, socat, user namespaces")
+    };
     match (settings.enabled, ready) {
         (false, _) => Check::pass(
             id,
@@ -195,19 +205,30 @@ pub fn judge_sandbox(settings: &crate::config::SandboxSettings, ready: Result<()
         (true, Ok(())) => Check::pass(
             id,
             subject,
-            "Claude's sandbox can run (bubblewrap, socat, user namespaces): the overnight and ralph presets and loops              run in it",
+            format!("{who}'s sandbox can run ({needs}): the overnight and ralph presets and loops run {who} in it"),
+        ),
+        // Codex is told to sandbox itself, and sandboxes each command it runs: they fail.
+        (true, Err(why)) if codex => Check::fail(
+            id,
+            subject,
+            format!("Codex's sandbox cannot run: {why}; the commands of Codex's overnight, ralph and loop starts fail"),
+            "fix what it names (Codex 0.171.0 sandboxes with bubblewrap), or run Codex unsandboxed: [sandbox] \
+             enabled = false in config.toml (or start with --no-sandbox)",
         ),
         (true, Err(why)) if settings.allow_unsandboxed => Check::warn(
             id,
             subject,
-            format!("Claude's sandbox cannot run: {why}; unattended sessions start without it ([sandbox] allow_unsandboxed)"),
+            format!(
+                "{who}'s sandbox cannot run: {why}; unattended sessions start without it ([sandbox] allow_unsandboxed)"
+            ),
             "install what it names to run them sandboxed",
         ),
         (true, Err(why)) => Check::fail(
             id,
             subject,
-            format!("Claude's sandbox cannot run: {why}; overnight, ralph and loop starts of Claude are refused"),
-            "install what it names, or allow them to run unsandboxed: [sandbox] allow_unsandboxed = true in config.toml              (or start with --no-sandbox)",
+            format!("{who}'s sandbox cannot run: {why}; overnight, ralph and loop starts of {who} are refused"),
+            "install what it names, or allow them to run unsandboxed: [sandbox] allow_unsandboxed = true in \
+             config.toml (or start with --no-sandbox)",
         ),
     }
 }

@@ -200,6 +200,9 @@ async fn the_pinned_clients_pass_with_their_versions_and_the_drift_probe_reads_t
     line(&text, "PASS  claude: drift probe: claude 2.1.332's idle screen reads idle");
     line(&text, "PASS  codex: version 0.171.0, the one Nightshift's screen signals were verified on");
     line(&text, "PASS  codex: drift probe: codex 0.171.0's idle screen reads idle");
+    // Codex's own sandbox runs, and holds.
+    let sandbox = line(&text, "PASS  sandbox: Codex's sandbox can run");
+    assert!(sandbox.contains("refused it a write outside its folder"), "{sandbox}");
     line(&text, &format!("PASS  {cwd}: has CLAUDE.md for claude"));
     line(&text, &format!("WARN  {cwd}: no AGENTS.md"));
     line(&text, &format!("PASS  {cwd}: permission mode acceptEdits with 1 allow rule(s)"));

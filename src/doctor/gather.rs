@@ -42,19 +42,27 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
     let cwds: Vec<PathBuf> =
         if opts.cwds.is_empty() { vec![here.to_path_buf()] } else { opts.cwds.iter().map(|c| here.join(c)).collect() };
     let mut used = Vec::new();
+    let mut codex_bin = None;
     for kind in agents {
         if kind == AgentKind::Generic {
             continue;
         }
         let adapter = Adapter::load(kind, agents_dir.as_deref()).unwrap_or_else(|_| Adapter::builtin(kind));
         let required = explicit || kind == AgentKind::Claude;
-        if harness(kind, &adapter, paths, opts, required, &mut checks) || required {
+        let bin = harness(kind, &adapter, paths, opts, required, &mut checks);
+        if kind == AgentKind::Codex {
+            codex_bin.clone_from(&bin);
+        }
+        if bin.is_some() || required {
             used.push(kind);
         }
     }
+    let settings = Config::load(paths.config_dir.as_deref()).map(|c| c.sandbox).unwrap_or_default();
     if used.contains(&AgentKind::Claude) {
-        let settings = Config::load(paths.config_dir.as_deref()).map(|c| c.sandbox).unwrap_or_default();
-        checks.push(judge_sandbox(&settings, Os::claude_sandbox()));
+        checks.push(judge_sandbox(AgentKind::Claude, &settings, Os::claude_sandbox()));
+    }
+    if let Some(bin) = codex_bin.filter(|_| settings.enabled) {
+        checks.push(judge_sandbox(AgentKind::Codex, &settings, codex_sandbox(&bin)));
     }
     checks.extend(state(paths, &cwds));
     for (i, cwd) in cwds.iter().enumerate() {
@@ -111,7 +119,7 @@ fn config(config_dir: Option<&Path>, agents_dir: Option<&Path>) -> Vec<Check> {
     out
 }
 
-/// The agent's binary, its version, its login and the drift probe; whether it was found.
+/// The agent's binary, its version, its login and the drift probe; the binary, when it was found.
 fn harness(
     kind: AgentKind,
     adapter: &Adapter,
@@ -119,7 +127,7 @@ fn harness(
     opts: &Options,
     required: bool,
     out: &mut Vec<Check>,
-) -> bool {
+) -> Option<PathBuf> {
     let name = kind.as_str();
     let (program, args): (String, Vec<String>) =
         adapter.launch().map(|(p, a)| (p.to_string(), a.to_vec())).unwrap_or((name.into(), Vec::new()));
@@ -131,7 +139,7 @@ fn harness(
         .unwrap_or_else(|| format!("agents/{name}.toml"));
     let bin = match crate::pty::resolve_program(&program, &cwd, here_path.as_deref()) {
         Ok(bin) => bin,
-        Err(_) if !required => return false,
+        Err(_) if !required => return None,
         Err(_) => {
             let install = match kind {
                 AgentKind::Codex => "npm install -g @openai/codex",
@@ -145,7 +153,7 @@ fn harness(
             ));
             // Logged in or not, the next step is the same install; say both at once.
             out.push(logged_in(kind));
-            return false;
+            return None;
         }
     };
     out.push(match Os::session_path() {
@@ -188,7 +196,31 @@ fn harness(
         let kept = kept.map(|k| k.display().to_string());
         out.push(judge_probe(name, version.as_deref(), &read, kept.as_deref()));
     }
-    true
+    Some(bin)
+}
+
+/// Whether Codex's own sandbox runs here and holds: `codex sandbox` runs a command, and refuses it a
+/// write outside its folder. With a scratch `CODEX_HOME` (the sandbox keeps its helpers there), so
+/// the user's Codex home is not touched.
+fn codex_sandbox(bin: &Path) -> Result<(), String> {
+    let scratch = tempfile::tempdir().map_err(|e| format!("no scratch folder for the check: {e}"))?;
+    // Codex makes no helpers in a home under the temporary folder: the scratch one is not, for it.
+    let (home, work, tmp) = (scratch.path().join("home"), scratch.path().join("work"), scratch.path().join("tmp"));
+    for dir in [&home, &work, &tmp] {
+        std::fs::create_dir_all(dir).map_err(|e| format!("no scratch folder for the check: {e}"))?;
+    }
+    let sandboxed = |script: &str| {
+        let mut cmd = Command::new(bin);
+        cmd.env("CODEX_HOME", &home).env("TMPDIR", &tmp).current_dir(&work).args(["sandbox", "--", "sh", "-c", script]);
+        run_bounded(&mut cmd, Duration::from_secs(20))
+    };
+    sandboxed("true").map_err(|why| format!("`codex sandbox -- true` {why}"))?;
+    let outside = scratch.path().join("outside");
+    let _ = sandboxed(&format!(": > '{}'", outside.display()));
+    if outside.exists() {
+        return Err("a write outside the session's folder was not refused".into());
+    }
+    Ok(())
 }
 
 fn shown_path(path: Option<&std::ffi::OsStr>) -> String {

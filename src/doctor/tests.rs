@@ -93,9 +93,9 @@ fn the_report_says_one_line_per_check_and_fails_on_any_fail() {
 #[test]
 fn the_sandbox_check_says_what_unattended_starts_will_do() {
     let on = crate::config::SandboxSettings::default();
-    assert_eq!(judge_sandbox(&on, Ok(())).status, Status::Pass);
+    assert_eq!(judge_sandbox(crate::agent::AgentKind::Claude, &on, Ok(())).status, Status::Pass);
     let missing = || Err("socat is not installed (sudo apt install socat)".to_string());
-    let refused = judge_sandbox(&on, missing());
+    let refused = judge_sandbox(crate::agent::AgentKind::Claude, &on, missing());
     assert_eq!(refused.status, Status::Fail);
     assert!(
         refused.detail.contains("socat is not installed") && refused.detail.contains("refused"),
@@ -103,7 +103,11 @@ fn the_sandbox_check_says_what_unattended_starts_will_do() {
         refused.detail
     );
     let lax = crate::config::SandboxSettings { allow_unsandboxed: true, ..on.clone() };
-    assert_eq!(judge_sandbox(&lax, missing()).status, Status::Warn);
+    assert_eq!(judge_sandbox(crate::agent::AgentKind::Claude, &lax, missing()).status, Status::Warn);
+    let codex = judge_sandbox(crate::agent::AgentKind::Codex, &on, Err("a write outside was not refused".into()));
+    assert_eq!((codex.id.as_str(), codex.status), ("sandbox.codex", Status::Fail));
+    assert!(codex.detail.starts_with("Codex's sandbox cannot run") && codex.detail.contains("loop starts fail"));
+    assert!(!refused.remedy.as_deref().unwrap_or_default().contains("  "), "{:?}", refused.remedy);
     let off = crate::config::SandboxSettings { enabled: false, ..on };
-    assert_eq!(judge_sandbox(&off, missing()).status, Status::Pass);
+    assert_eq!(judge_sandbox(crate::agent::AgentKind::Claude, &off, missing()).status, Status::Pass);
 }
