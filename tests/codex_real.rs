@@ -570,3 +570,29 @@ async fn at_91_percent_a_codex_session_hands_off_at_its_prompt_and_moves_to_the_
     let b_config = std::fs::read_to_string(run.others[0].path().join("config.toml")).unwrap();
     assert!(!b_config.contains("notify") && !b_config.contains("nightshift"), "b's config.toml untouched: {b_config}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_loop_of_three_tasks_finishes_within_its_token_budget_and_one_past_it_stops() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    let tasks = "- [ ] task-one mock:fast\n- [ ] task-two mock:fast\n- [ ] task-three mock:fast\n";
+    // 3 × 1240 tokens fit in 4000.
+    let l = codex_loop(&codex, &mock, tasks, &["--tasks", "TASKS.md", "--max-tokens", "4000"]);
+    assert_eq!(l.code, Some(0), "{}\n{:#?}", l.stderr, l.events);
+    assert_eq!(std::fs::read_to_string(l.project.join("TASKS.md")).unwrap(), tasks.replace("[ ]", "[x]"));
+    let ended = l.named("iteration_ended");
+    assert_eq!(ended.iter().map(|e| e["tokens"].as_u64()).collect::<Vec<_>>(), [Some(1240); 3]);
+    assert!(l.named("breaker").is_empty(), "{:?}", l.named("breaker"));
+    let threads: std::collections::HashSet<_> = ended.iter().filter_map(|e| e["conversation"].as_str()).collect();
+    assert_eq!(threads.len(), 3, "a fresh thread per task");
+    // The same three tasks with 2000: the second crosses it, the third is left for tomorrow.
+    let l = codex_loop(&codex, &mock, tasks, &["--tasks", "TASKS.md", "--max-tokens", "2000"]);
+    assert_eq!(l.code, Some(0), "{}", l.stderr);
+    assert_eq!(
+        std::fs::read_to_string(l.project.join("TASKS.md")).unwrap(),
+        "- [x] task-one mock:fast\n- [x] task-two mock:fast\n- [ ] task-three mock:fast\n"
+    );
+    assert_eq!(l.named("breaker").first().map(|b| b["breaker"].clone()), Some("budget".into()));
+    let end = l.named("state").last().copied().unwrap();
+    assert_eq!(end["reason"], "stopped by its budget: used 2480 tokens of its 2000 (2 iteration(s), 2480 tokens)");
+}
