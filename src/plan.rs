@@ -41,9 +41,11 @@ pub struct Wait {
     pub resumes: bool,
 }
 
-/// The forecast for the rest of the night.
+/// The forecast for the rest of the night, of one client's plan (its windows are its own).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
+    /// Whose plan: `claude`, or `codex`.
+    pub agent: crate::agent::AgentKind,
     #[serde(with = "crate::clock::ts")]
     pub now: DateTime<Utc>,
     /// The end of the night (the morning).
@@ -65,6 +67,9 @@ pub struct Plan {
     pub cost_per_hour: Option<f64>,
     /// Expected spend until work stops (working time only).
     pub expected_usd: Option<f64>,
+    /// Codex's plan beside Claude's, when Codex sessions are armed or reported in the lookback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub codex: Option<Box<Plan>>,
 }
 
 /// A window's reading: when, how full, and when that window resets.
@@ -169,6 +174,7 @@ pub fn forecast(
     let working = ((stops_at - now) - waiting).max(Duration::zero());
     let expected_usd = cost_per_hour.map(|r| r * working.num_seconds() as f64 / 3600.0);
     Plan {
+        agent: crate::agent::AgentKind::Claude,
         now,
         until,
         armed,
@@ -181,6 +187,7 @@ pub fn forecast(
         stops_why,
         cost_per_hour,
         expected_usd,
+        codex: None,
     }
 }
 
@@ -212,13 +219,15 @@ impl Plan {
     {
         let at = |t: DateTime<Utc>| t.with_timezone(tz).format("%H:%M").to_string();
         let day = |t: DateTime<Utc>| t.with_timezone(tz).format("%a %H:%M").to_string();
+        let codex = self.agent == crate::agent::AgentKind::Codex;
+        let whose = if codex { " of Codex" } else { "" };
         let mut out =
-            vec![format!("Now {} · until {} · {} session(s) armed", at(self.now), at(self.until), self.armed)];
+            vec![format!("Now {} · until {} · {} session(s){whose} armed", at(self.now), at(self.until), self.armed)];
         if self.samples == 0 {
-            out.push(
-                "No usage readings in the last 3 hours: the windows' burn is unknown (a Claude session's statusLine gives them as it works)."
-                    .into(),
-            );
+            out.push(format!(
+                "No usage readings in the last 3 hours: the windows' burn is unknown ({} gives them as it works).",
+                if codex { "a Codex session's notify" } else { "a Claude session's statusLine" }
+            ));
         }
         for w in [&self.five_hour, &self.seven_day] {
             let label = if w.name == "5h" { "5-hour window" } else { "7-day window" };
@@ -261,7 +270,14 @@ impl Plan {
             _ => "Expected spend: unknown (no cost readings in the last 3 hours)".into(),
         });
         out.push(format!("Work is expected to stop at {}: {}", at(self.stops_at), self.stops_why));
-        out.join("\n") + "\n"
+        let mut text = out.join("\n") + "\n";
+        if let Some(codex) = &self.codex {
+            text.push_str("\nCodex, its own plan:\n");
+            for line in codex.text(tz).lines().skip(1) {
+                text.push_str(&format!("  {line}\n"));
+            }
+        }
+        text
     }
 }
 
@@ -282,12 +298,25 @@ pub fn from_store(
     now: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Result<Plan, crate::store::StoreError> {
-    // Claude's plan: the night plan forecasts its windows.
-    let rows = store.usage(Some(crate::agent::AgentKind::Claude), None, Some(now - LOOKBACK))?;
-    let samples: Vec<(String, DateTime<Utc>, Sample)> =
-        rows.into_iter().filter_map(|r| Some((r.session, r.ts.parse::<DateTime<Utc>>().ok()?, r.sample))).collect();
-    let armed = store.sessions()?.iter().filter(|s| !s.is_final()).count();
-    Ok(forecast(&samples, armed, now, until))
+    use crate::agent::AgentKind;
+    let sessions = store.sessions()?;
+    let of = |agent: AgentKind| -> Result<Plan, crate::store::StoreError> {
+        let rows = store.usage(Some(agent), None, Some(now - LOOKBACK))?;
+        let samples: Vec<(String, DateTime<Utc>, Sample)> =
+            rows.into_iter().filter_map(|r| Some((r.session, r.ts.parse::<DateTime<Utc>>().ok()?, r.sample))).collect();
+        let codex = |s: &crate::store::SessionRow| s.agent == AgentKind::Codex.as_str();
+        let armed = sessions.iter().filter(|s| !s.is_final() && codex(s) == (agent == AgentKind::Codex)).count();
+        Ok(Plan { agent, ..forecast(&samples, armed, now, until) })
+    };
+    // Each client's plan apart: a limit of one never stops the other. Codex's alone when Claude's
+    // has nothing in it.
+    let (claude, codex) = (of(AgentKind::Claude)?, of(AgentKind::Codex)?);
+    let active = |p: &Plan| p.armed > 0 || p.samples > 0;
+    Ok(match (active(&claude), active(&codex)) {
+        (false, true) => codex,
+        (_, true) => Plan { codex: Some(Box::new(codex)), ..claude },
+        _ => claude,
+    })
 }
 
 #[cfg(test)]

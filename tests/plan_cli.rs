@@ -62,6 +62,44 @@ fn the_plan_reads_the_journals_burn_and_says_when_the_window_fills() {
     let text = env.stdout(&["plan", "--until", &until]);
     assert!(text.contains("5-hour window: 60 % used, burning 20.0 %/h → full at"), "{text}");
     assert!(text.contains("Limit waits: "), "{text}");
+    assert!(plan["codex"].is_null(), "no Codex plan without Codex sessions: {plan}");
+
+    // A Codex session beside it: its own plan, from its own readings, apart from Claude's.
+    let mut store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    let codex = vec!["codex".to_string()];
+    store
+        .create_session(&NewSession {
+            id: "c0000001",
+            kind: nightshift::store::SessionKind::Terminal,
+            command: &codex,
+            cwd: "/tmp",
+            agent: "codex",
+            preset: Some("overnight"),
+            created: now - Duration::hours(2),
+            owner_pid: std::process::id(),
+            control_socket: None,
+        })
+        .unwrap();
+    for (ago, pct) in [(40, 10.0), (0, 20.0)] {
+        let sample = Sample {
+            five_hour_pct: Some(pct),
+            five_hour_resets_at: Some(now + Duration::hours(4)),
+            seven_day_pct: Some(5.0),
+            seven_day_resets_at: Some(now + Duration::days(5)),
+            ..Sample::default()
+        };
+        store.record_usage("c0000001", now - Duration::minutes(ago), &sample).unwrap();
+    }
+    drop(store);
+    let out = env.output(&["plan", "--json", "--until", &until]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((plan["agent"].as_str(), plan["armed"].as_u64()), (Some("claude"), Some(1)), "{plan}");
+    assert_eq!(plan["five_hour"]["used_pct"], 60.0, "Claude's windows are Claude's alone");
+    assert_eq!(plan["codex"]["agent"], "codex");
+    assert_eq!((plan["codex"]["armed"].as_u64(), plan["codex"]["samples"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(plan["codex"]["five_hour"]["burn_pct_per_hour"], 15.0, "{plan}");
+    let text = env.stdout(&["plan", "--until", &until]);
+    assert!(text.contains("\nCodex, its own plan:\n  5-hour window: 20 % used, burning 15.0 %/h"), "{text}");
 
     let empty = Env::new();
     let text = empty.stdout(&["plan"]);
