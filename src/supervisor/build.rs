@@ -203,6 +203,12 @@ pub fn build(
     if let Some(cost) = request.budget.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
         return Err(BuildError::Setting(format!("--max-cost-usd must be a positive number of dollars, not {cost}")));
     }
+    if agent == AgentKind::Codex && request.budget.max_cost_usd.is_some() {
+        return Err(BuildError::Setting(
+            "Codex reports tokens but no cost, so --max-cost-usd cannot be kept; cap the session with --max-tokens"
+                .into(),
+        ));
+    }
     spec.budget = request.budget;
     if let Some(grace) = request.stop_grace {
         spec.stop_grace = grace;
@@ -321,6 +327,10 @@ mod tests {
         let mut r = request(&d, &["bash"]);
         r.switch_accounts = Some(None);
         assert!(refused(&d, r).to_string().contains("turn it off for a generic session"));
+        let mut r = request(&d, &["codex"]);
+        r.budget.max_cost_usd = Some(5.0);
+        let e = refused(&d, r).to_string();
+        assert!(e.contains("Codex reports tokens but no cost") && e.contains("--max-tokens"), "{e}");
         let mut r = request(&d, &["claude"]);
         r.budget.max_cost_usd = Some(-1.0);
         assert!(refused(&d, r).to_string().contains("--max-cost-usd must be a positive number"));

@@ -399,6 +399,7 @@ class AppWindow(unittest.TestCase):
         self.fill("#new-cwd", str(project))
         self.fill("#new-prompt", "tidy up the docs")
         self.fill("#new-max-iterations", "2")
+        self.fill("#new-max-tokens", "900000")
         self.click('#new-agent option[value="claude"]')
         # The account picker lists config.toml's accounts; the loop runs under the one chosen.
         d.wait_for("the account picker", lambda: self.visible("#new-account")
@@ -418,6 +419,12 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the loop to end", lambda: self.text_of("#detail-state") == "exited (0)", timeout=20)
         journal = "\n".join(d.text(e) for e in d.find_all("#detail-events li"))
         self.assertIn("ran its 2 iteration(s)", journal)
+        # Its token cap is the loop's own budget, in its contract.
+        session = self.text_of("#detail-title")
+        events = subprocess.run([str(CLI), "journal", "--session", session, "--json"], env=self.env,
+                                capture_output=True, text=True, timeout=30).stdout
+        contract = next(json.loads(l) for l in events.splitlines() if json.loads(l)["event"] == "contract")
+        self.assertIn('"max_tokens":900000', json.dumps(contract, separators=(",", ":")))
         given = self.config_dirs.read_text().splitlines()
         self.assertEqual(given[-2:], [str(self.night_account)] * 2, "both iterations ran under the account")
         self.settle(top=True)
@@ -448,7 +455,11 @@ class AppWindow(unittest.TestCase):
         self.click('#new-agent option[value="codex"]')
         d.wait_for("the switch offered for Codex", lambda: switch_state() == [False, False])
         self.assertFalse(self.visible("#new-switch-why"))
+        # A loop's dollar cap cannot be kept for Codex, which reports tokens: off, with why.
+        cost_off = "return [document.getElementById('new-max-cost').disabled, document.getElementById('new-max-cost-why').hidden]"
+        self.assertEqual(d.run_js(cost_off), [True, False])
         self.click('#new-agent option[value="claude"]')
+        self.assertEqual(d.run_js(cost_off), [False, True])
         d.wait_for("the switch back for Claude", lambda: switch_state() == [False, False])
         self.assertFalse(self.visible("#new-switch-why"))
         self.click("#new-switch")

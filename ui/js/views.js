@@ -52,6 +52,12 @@ export function agentChosen() {
   sw.disabled = other;
   if (other) sw.checked = false;
   $("new-switch-why").hidden = !other;
+  // Codex reports no cost: a dollar cap could never be kept.
+  const codex = newAgent() === "codex";
+  const cost = $("new-max-cost");
+  cost.disabled = codex;
+  if (codex) cost.value = "";
+  $("new-max-cost-why").hidden = !codex;
 }
 
 // "At a time" asks for the time.
@@ -104,6 +110,7 @@ export async function submitNew(ev) {
     const request = {
       cwd, agent: $("new-agent").value || null, tasks: tasks || null, prompt: tasks ? null : prompt,
       max_iterations: number("new-max-iterations"), max_cost_usd: number("new-max-cost"),
+      max_tokens: number("new-max-tokens"),
       harness_args: $("new-harness-args").value.trim(),
       account: $("new-account").value || null,
       worktree: $("new-worktree").checked,

@@ -177,6 +177,8 @@ pub struct NewLoop {
     pub max_iterations: Option<u32>,
     pub max_cost_usd: Option<f64>,
     #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
     pub harness_args: String,
     #[serde(default)]
     pub account: Option<String>,
@@ -223,6 +225,7 @@ pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops
         prompt: request.prompt.filter(|p| !p.trim().is_empty()),
         max_iterations: request.max_iterations,
         max_cost_usd: request.max_cost_usd,
+        max_tokens: request.max_tokens,
         harness_args,
         ..nightshift::loops::LoopRequest::default()
     };
