@@ -200,6 +200,9 @@ pub struct Options {
     /// Whether the agent runs in its own sandbox, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The guard the session was started with, in words: what it refuses, or why it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
 }
 
 /// A session's account switch as its options show it.

@@ -171,6 +171,7 @@ function renderOptions() {
   const facts = s ? [["Command", s.command_line], ["Agent", s.agent], ["Directory", s.cwd], ["State", s.shown_state]] : [];
   // Whether the agent runs in its own sandbox, as the start decided it (it holds until a new start).
   facts.push(["Sandbox", o.sandbox ? o.sandbox.charAt(0).toUpperCase() + o.sandbox.slice(1) : "Not sandboxed"]);
+  if (o.guard) facts.push(["Guard", o.guard.charAt(0).toUpperCase() + o.guard.slice(1)]);
   const sw = o.account_switch;
   if (sw) {
     facts.push(["Account", sw.account || "The client's own"]);

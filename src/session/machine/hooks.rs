@@ -339,6 +339,19 @@ impl Machine {
         }
     }
 
+    /// The guard as the session's options show it: armed, and whether it can refuse anything.
+    pub(super) fn guard_view(&self) -> Option<String> {
+        self.client.guard_rules.as_ref()?;
+        Some(if self.asks_by_typing() {
+            let held = if self.sandbox.is_some() { "; its sandbox keeps it to its folder" } else { "" };
+            format!("armed, but it cannot refuse Codex's commands: Codex has no hook before one runs{held}")
+        } else {
+            "on: refuses the commands its rules name (force pushes, hard resets, deletions outside the working \
+             directory, …)"
+                .to_string()
+        })
+    }
+
     /// Whether the client has no hook that holds a turn's end (Codex: its notify only reports one),
     /// so a handoff is asked by typing the request at its prompt once a turn has ended.
     pub(super) fn asks_by_typing(&self) -> bool {

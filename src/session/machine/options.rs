@@ -25,6 +25,7 @@ impl Machine {
             spent_usd: self.budget.spent().spent,
             spent_tokens: self.budget.spent().tokens_spent,
             sandbox: self.sandbox.clone(),
+            guard: self.guard_view(),
         }
     }
 

@@ -803,6 +803,19 @@ fn a_restart_resumes_the_conversation_its_hooks_named() {
 }
 
 #[test]
+fn the_options_say_the_guard_cannot_refuse_codexs_commands() {
+    let mut s = start();
+    s.guard = Some(std::sync::Arc::new(crate::hooks::guard::Rules::builtin()));
+    let claude = Sim::new(s.clone()).m.options_at(Sim::new(start()).now()).guard.unwrap_or_default();
+    assert!(claude.starts_with("on: refuses"), "{claude}");
+    s.agent = AgentKind::Codex;
+    s.sandbox = Some("sandboxed".into());
+    let codex = Sim::new(s).m.options_at(Sim::new(start()).now()).guard.unwrap_or_default();
+    assert!(codex.contains("cannot refuse Codex's commands") && codex.contains("its sandbox"), "{codex}");
+    assert_eq!(Sim::new(start()).m.options_at(Sim::new(start()).now()).guard, None, "no guard armed");
+}
+
+#[test]
 fn codex_notify_names_the_conversation_and_a_limit_on_its_screen_pauses_at_once() {
     let mut s = with_auto_resume(with_respawn(start(), quick_respawn()), resume::Policy::Watch);
     s.agent = AgentKind::Codex;
