@@ -11,8 +11,6 @@ use std::time::{Duration, SystemTime};
 use common::claude::{client, ClaudeRun, Options};
 use common::wait_for;
 use mock_api::{epoch, MockApi, Usage};
-use nightshift::store::{NewSession, Store};
-use nightshift::usage::Sample;
 
 const TOKEN_A: &str = "sk-ant-oat01-account-a-0000000000000000000000000";
 const TOKEN_B: &str = "sk-ant-oat01-account-b-0000000000000000000000000";
@@ -22,35 +20,6 @@ const FIRST_PROMPT: &str = "start on the parser (first-prompt-7c1d) mock:fast";
 fn usage(five_hour: f64) -> Usage {
     let now = epoch(SystemTime::now());
     Usage { five_hour, five_hour_reset: now + 2 * 3600, seven_day: 0.40, seven_day_reset: now + 3 * 86400 }
-}
-
-/// What an earlier session on account `name` left in the journal: its last plan windows.
-fn known_meter(run: &ClaudeRun, name: &str, five_hour_pct: f64) {
-    let mut store = Store::open(&run.env.state_dir().join("journal.sqlite3")).unwrap();
-    let id = format!("earlier-on-{name}");
-    let now = chrono::Utc::now();
-    store
-        .create_session(&NewSession {
-            id: &id,
-            kind: nightshift::store::SessionKind::Terminal,
-            command: &["claude".to_string()],
-            cwd: "/",
-            agent: "claude",
-            preset: None,
-            created: now - chrono::Duration::minutes(30),
-            owner_pid: 1,
-            control_socket: None,
-        })
-        .unwrap();
-    store.set_account(&id, name, &run.env.path(&format!("account-{name}")).display().to_string()).unwrap();
-    let sample = Sample {
-        five_hour_pct: Some(five_hour_pct),
-        five_hour_resets_at: Some(now + chrono::Duration::hours(3)),
-        seven_day_pct: Some(30.0),
-        seven_day_resets_at: Some(now + chrono::Duration::days(4)),
-        ..Sample::default()
-    };
-    store.record_usage(&id, now - chrono::Duration::minutes(20), &sample).unwrap();
 }
 
 fn switches(run: &ClaudeRun) -> Vec<serde_json::Value> {
@@ -74,7 +43,7 @@ async fn at_91_percent(b_pct: f64) -> Option<(MockApi, ClaudeRun)> {
         },
     );
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
-    known_meter(&run, "b", b_pct);
+    common::known_meter(&run.env.state_dir(), "claude", "b", b_pct);
     run.send(FIRST_PROMPT, true);
     run.wait_state("working", i + 1, Duration::from_secs(15));
     // The answer's headers put `a` at 91 %: the statusLine reports it, the session decides.

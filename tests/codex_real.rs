@@ -186,18 +186,25 @@ async fn a_restart_resumes_the_same_conversation() {
     assert_eq!(run.survivors(), vec![]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_restored_after_its_nightshift_ended_resumes_the_same_conversation() {
-    let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
-    let mut run = CodexRun::start(
-        &codex,
+/// A session armed with auto-resume, its opening turn done: the run, its conversation, and the
+/// index of the state it went idle at.
+fn resuming_after_its_first_turn(codex: &std::path::Path, mock: &MockResponses) -> (CodexRun, String, usize) {
+    let run = CodexRun::start(
+        codex,
         &mock.base_url(),
         Options { run_args: &["--auto-resume"], args: &["opening prompt mock:fast"], ..Default::default() },
     );
     let conversation =
         wait_for("the first turn's conversation", Duration::from_secs(30), || run.conversations().into_iter().next());
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(20));
+    (run, conversation, i)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_restored_after_its_nightshift_ended_resumes_the_same_conversation() {
+    let Some(codex) = client() else { return };
+    let mock = MockResponses::start().await;
+    let (mut run, conversation, i) = resuming_after_its_first_turn(&codex, &mock);
     run.send("go on mock:limit", true);
     run.wait_state("limit_paused", i + 1, Duration::from_secs(20));
     // Nightshift ends while the session waits for the reset: it keeps the resume for the next one.
@@ -440,14 +447,7 @@ async fn a_codex_that_keeps_dying_at_its_start_opens_the_crash_loop_breaker() {
 async fn a_limit_a_minute_out_is_waited_and_resumed_once_in_the_same_thread() {
     let Some(codex) = client() else { return };
     let mock = MockResponses::start().await;
-    let mut run = CodexRun::start(
-        &codex,
-        &mock.base_url(),
-        Options { run_args: &["--auto-resume"], args: &["opening prompt mock:fast"], ..Default::default() },
-    );
-    let conversation =
-        wait_for("the first turn's conversation", Duration::from_secs(30), || run.conversations().into_iter().next());
-    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(20));
+    let (mut run, conversation, i) = resuming_after_its_first_turn(&codex, &mock);
     let reset = mock_responses::epoch(std::time::SystemTime::now()) + 60;
     mock.set_reset(reset);
     run.send("go on mock:limit", true);
@@ -482,35 +482,6 @@ async fn a_limit_a_minute_out_is_waited_and_resumed_once_in_the_same_thread() {
     assert_eq!(run.survivors(), vec![]);
 }
 
-/// What an earlier Codex session on account `name` left in the journal: its last plan windows.
-fn known_codex_meter(run: &CodexRun, name: &str, five_hour_pct: f64) {
-    use nightshift::store::{NewSession, SessionKind, Store};
-    let mut store = Store::open(&run.env.state_dir().join("journal.sqlite3")).unwrap();
-    let id = format!("earlier-on-{name}");
-    let now = chrono::Utc::now();
-    let session = NewSession {
-        id: &id,
-        kind: SessionKind::Terminal,
-        command: &["codex".to_string()],
-        cwd: "/",
-        agent: "codex",
-        preset: None,
-        created: now - chrono::Duration::minutes(30),
-        owner_pid: 1,
-        control_socket: None,
-    };
-    store.create_session(&session).unwrap();
-    store.set_account(&id, name, "/elsewhere").unwrap();
-    let sample = nightshift::usage::Sample {
-        five_hour_pct: Some(five_hour_pct),
-        five_hour_resets_at: Some(now + chrono::Duration::hours(3)),
-        seven_day_pct: Some(30.0),
-        seven_day_resets_at: Some(now + chrono::Duration::days(4)),
-        ..Default::default()
-    };
-    store.record_usage(&id, now - chrono::Duration::minutes(20), &sample).unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_91_percent_a_codex_session_hands_off_at_its_prompt_and_moves_to_the_other_account() {
     let Some(codex) = client() else { return };
@@ -523,7 +494,7 @@ async fn at_91_percent_a_codex_session_hands_off_at_its_prompt_and_moves_to_the_
         Options { run_args: &["--account", "a", "--switch-accounts"], accounts: &["a", "b"], ..Default::default() },
     );
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
-    known_codex_meter(&run, "b", 20.0);
+    common::known_meter(&run.env.state_dir(), "codex", "b", 20.0);
     run.send("start on the parser (first-prompt-7c1d) mock:fast", true);
     run.wait_state("working", i + 1, Duration::from_secs(15));
     let switched = wait_for("the switch", Duration::from_secs(60), || {

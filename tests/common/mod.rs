@@ -202,3 +202,33 @@ pub fn git_in(dir: &Path, args: &[&str], may_fail: bool) -> String {
     assert!(out.status.success() || may_fail, "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// What an earlier `agent` session on account `name` left in the journal under `state_dir`: its
+/// last plan windows, 5-hour at `five_hour_pct` (what a switch looks at for the other accounts).
+pub fn known_meter(state_dir: &Path, agent: &str, name: &str, five_hour_pct: f64) {
+    use nightshift::store::{NewSession, SessionKind, Store};
+    let mut store = Store::open(&state_dir.join("journal.sqlite3")).unwrap();
+    let id = format!("earlier-{agent}-on-{name}");
+    let now = chrono::Utc::now();
+    let session = NewSession {
+        id: &id,
+        kind: SessionKind::Terminal,
+        command: &[agent.to_string()],
+        cwd: "/",
+        agent,
+        preset: None,
+        created: now - chrono::Duration::minutes(30),
+        owner_pid: 1,
+        control_socket: None,
+    };
+    store.create_session(&session).unwrap();
+    store.set_account(&id, name, &format!("/accounts/{name}")).unwrap();
+    let sample = nightshift::usage::Sample {
+        five_hour_pct: Some(five_hour_pct),
+        five_hour_resets_at: Some(now + chrono::Duration::hours(3)),
+        seven_day_pct: Some(30.0),
+        seven_day_resets_at: Some(now + chrono::Duration::days(4)),
+        ..Default::default()
+    };
+    store.record_usage(&id, now - chrono::Duration::minutes(20), &sample).unwrap();
+}
