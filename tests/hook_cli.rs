@@ -85,10 +85,12 @@ async fn the_session_answers_through_the_hook_and_only_with_its_token() {
     spec.guard = Some(std::sync::Arc::new(nightshift::hooks::guard::Rules::builtin()));
     let handle = sup.start(spec).unwrap();
     let token = common::wait_for("the token", Duration::from_secs(10), || {
-        std::fs::read_to_string(env.path("claude.token")).ok()
+        std::fs::read_to_string(env.path("claude.token")).ok().filter(|t| !t.is_empty())
     });
-    let settings: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(env.path("claude.settings")).unwrap()).unwrap();
+    // The fake writes its token, then its settings: wait for them whole.
+    let settings: serde_json::Value = common::wait_for("the settings", Duration::from_secs(10), || {
+        serde_json::from_str(&std::fs::read_to_string(env.path("claude.settings")).ok()?).ok()
+    });
     for event in nightshift::hooks::EVENTS {
         let command = settings["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
         assert!(command.ends_with(" hook"), "{event}: {command}");
