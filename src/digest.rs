@@ -241,6 +241,12 @@ pub struct UsageDelta {
     pub seven_day_from: Option<f64>,
     pub seven_day_to: Option<f64>,
     pub cost_usd: f64,
+    /// Whether any reading carried a cost (Codex's carry none: its spend is its tokens).
+    #[serde(default)]
+    pub cost_reported: bool,
+    /// Tokens used over the range, as the readings' totals rose.
+    #[serde(default)]
+    pub tokens: u64,
 }
 
 /// The whole digest.
@@ -491,23 +497,30 @@ fn usage_delta(
     }
     let first_with = |f: fn(&crate::usage::Sample) -> Option<f64>| rows.iter().find_map(|r| f(&r.sample));
     let last_with = |f: fn(&crate::usage::Sample) -> Option<f64>| rows.iter().rev().find_map(|r| f(&r.sample));
-    // The statusLine's cost starts again after /clear: add up the rises.
-    let mut cost = 0.0;
-    let mut before: Option<f64> = None;
-    for c in rows.iter().filter_map(|r| r.sample.cost_usd) {
-        cost += match before {
-            Some(b) if c >= b => c - b,
-            Some(_) => c,
-            None => 0.0,
-        };
-        before = Some(c);
+    // A total starts again after /clear (a fresh Codex thread): add up the rises.
+    fn rises(totals: impl Iterator<Item = f64>) -> f64 {
+        let mut sum = 0.0;
+        let mut before: Option<f64> = None;
+        for c in totals {
+            sum += match before {
+                Some(b) if c >= b => c - b,
+                Some(_) => c,
+                None => 0.0,
+            };
+            before = Some(c);
+        }
+        sum
     }
+    let cost = rises(rows.iter().filter_map(|r| r.sample.cost_usd));
+    let tokens = rises(rows.iter().filter_map(|r| r.sample.tokens.map(|t| t as f64))) as u64;
     Ok(Some(UsageDelta {
         five_hour_from: first_with(|s| s.five_hour_pct),
         five_hour_to: last_with(|s| s.five_hour_pct),
         seven_day_from: first_with(|s| s.seven_day_pct),
         seven_day_to: last_with(|s| s.seven_day_pct),
         cost_usd: cost,
+        cost_reported: rows.iter().any(|r| r.sample.cost_usd.is_some()),
+        tokens,
     }))
 }
 

@@ -743,3 +743,34 @@ fn the_issues_night_is_told_once_with_every_kind_of_event_counted() {
     assert_eq!(old.counts, digest::Counts::default());
     assert!(digest::render(&old, Format::Text).contains("work kept by salvage"));
 }
+
+#[test]
+fn a_codex_sessions_spend_is_told_in_tokens_not_as_nothing() {
+    let mut store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let command = vec!["codex".to_string()];
+    let new = NewSession {
+        id: "x0000001",
+        kind: nightshift::store::SessionKind::Terminal,
+        command: &command,
+        cwd: dir.path().to_str().unwrap(),
+        agent: "codex",
+        preset: Some("overnight"),
+        created: t(22, 0),
+        owner_pid: dead_pid(),
+        control_socket: None,
+    };
+    store.create_session(&new).unwrap();
+    state(&mut store, "x0000001", t(22, 0), SessionState::Running);
+    // Its thread's total at each turn's end; /clear starts a fresh thread, and a fresh count.
+    for (at, pct, tokens) in [(t(22, 5), 10.0, 1_000), (t(23, 0), 30.0, 9_000), (t(0, 0), 45.0, 2_500)] {
+        let sample =
+            Sample { five_hour_pct: Some(pct), seven_day_pct: Some(5.0), tokens: Some(tokens), ..Default::default() };
+        store.record_usage("x0000001", at, &sample).unwrap();
+    }
+    let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
+    let usage = d.sessions[0].usage.as_ref().expect("its usage");
+    assert_eq!((usage.tokens, usage.cost_reported), (10_500, false));
+    let text = digest::render(&d, Format::Text);
+    assert!(text.contains("usage: 5h 10% → 45% · 7d 5% → 5% · 10500 tokens, no cost reported"), "{text}");
+}

@@ -164,11 +164,16 @@ fn details(s: &SessionDigest) -> Vec<String> {
             (Some(a), Some(b)) => format!("{}% → {}%", a.round(), b.round()),
             _ => "–".into(),
         };
+        // Codex reports tokens and no cost: its spend is told in tokens, not as $0.00.
+        let spend = if u.cost_reported || u.tokens == 0 {
+            format!("${:.2}", u.cost_usd)
+        } else {
+            format!("{} tokens, no cost reported", u.tokens)
+        };
         lines.push(format!(
-            "usage: 5h {} · 7d {} · ${:.2}",
+            "usage: 5h {} · 7d {} · {spend}",
             pct(u.five_hour_from, u.five_hour_to),
             pct(u.seven_day_from, u.seven_day_to),
-            u.cost_usd
         ));
     }
     lines

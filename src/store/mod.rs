@@ -459,8 +459,8 @@ impl Store {
     pub fn record_usage(&mut self, session: &str, ts: DateTime<Utc>, s: &Sample) -> Result<(), StoreError> {
         self.conn.execute(
             "INSERT INTO usage_samples (session, ts, five_hour_pct, five_hour_resets_at, seven_day_pct,
-                                        seven_day_resets_at, context_pct, cost_usd, model, account)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT account FROM sessions WHERE id = ?1))",
+                                        seven_day_resets_at, context_pct, cost_usd, model, account, tokens)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT account FROM sessions WHERE id = ?1), ?10)",
             params![
                 session,
                 format_ts(ts),
@@ -471,6 +471,7 @@ impl Store {
                 s.context_pct,
                 s.cost_usd,
                 s.model,
+                s.tokens.and_then(|t| i64::try_from(t).ok()),
             ],
         )?;
         if self.conn.last_insert_rowid() % THIN_EVERY == 0 {
@@ -482,8 +483,9 @@ impl Store {
     }
 
     /// Thins usage older than `cutoff` to the last sample of each session's ten minutes (the
-    /// `substr` of the timestamp), keeping any sample after which the cost went down (a /clear
-    /// starts it again: the digest adds up the rises), and the `usage` events the same way.
+    /// `substr` of the timestamp), keeping any sample after which the cost or the tokens went down
+    /// (a /clear starts them again: the digest adds up the rises), and the `usage` events the same
+    /// way.
     /// Returns how many samples and events went.
     pub fn thin_usage(&mut self, cutoff: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
         let cutoff = format_ts(cutoff);
@@ -491,11 +493,12 @@ impl Store {
         let samples = tx.execute(
             "DELETE FROM usage_samples WHERE ts < ?1 AND id NOT IN (
                 SELECT id FROM (
-                    SELECT id, cost_usd,
+                    SELECT id, cost_usd, tokens,
                         ROW_NUMBER() OVER (PARTITION BY session, substr(ts, 1, 15) ORDER BY id DESC) AS nth,
-                        LEAD(cost_usd) OVER (PARTITION BY session ORDER BY id) AS next_cost
+                        LEAD(cost_usd) OVER (PARTITION BY session ORDER BY id) AS next_cost,
+                        LEAD(tokens) OVER (PARTITION BY session ORDER BY id) AS next_tokens
                     FROM usage_samples WHERE ts < ?1)
-                WHERE nth = 1 OR next_cost < cost_usd)",
+                WHERE nth = 1 OR next_cost < cost_usd OR next_tokens < tokens)",
             [&cutoff],
         )?;
         let events = tx.execute(
@@ -555,7 +558,7 @@ impl Store {
                     u.five_hour_resets_at AS five_hour_resets_at, u.seven_day_pct AS seven_day_pct,
                     u.seven_day_resets_at AS seven_day_resets_at, u.context_pct AS context_pct,
                     u.cost_usd AS cost_usd, u.model AS model, u.account AS account,
-                    (CASE WHEN s.agent = 'codex' THEN 'codex' ELSE 'claude' END) AS agent
+                    (CASE WHEN s.agent = 'codex' THEN 'codex' ELSE 'claude' END) AS agent, u.tokens AS tokens
              FROM usage_samples u LEFT JOIN sessions s ON s.id = u.session) {tail}"
         ))?;
         let parse =
@@ -575,8 +578,7 @@ impl Store {
                         context_pct: r.get(7)?,
                         cost_usd: r.get(8)?,
                         model: r.get(9)?,
-                        // Not kept: the budget reads them live.
-                        tokens: None,
+                        tokens: r.get::<_, Option<i64>>(12)?.and_then(|t| u64::try_from(t).ok()),
                     },
                 })
             })?

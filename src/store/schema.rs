@@ -141,6 +141,8 @@ fn steps() -> Vec<M<'static>> {
                 'what belongs to no session', 'created', '1970-01-01T00:00:00.000Z')
         ON CONFLICT (id) DO NOTHING;",
         ),
+        // The tokens a sample's total stood at (Codex reports tokens and no cost: its spend is these).
+        M::up("ALTER TABLE usage_samples ADD COLUMN tokens INTEGER;"),
     ]
 }
 
