@@ -148,7 +148,7 @@ fn usage_shows_each_accounts_windows() {
 }
 
 #[test]
-fn a_loops_iterations_run_under_its_account() {
+fn a_loops_iterations_run_under_its_account_with_the_updater_held() {
     let env = Env::new();
     let work = env.path("claude-work");
     std::fs::create_dir_all(&work).unwrap();
@@ -160,7 +160,11 @@ fn a_loops_iterations_run_under_its_account() {
     let harness = env.path("claude");
     std::fs::write(
         &harness,
-        format!("#!/bin/sh\nprintf '%s' \"$CLAUDE_CONFIG_DIR\" > {}\ncat {}\n", seen.display(), stream.display()),
+        format!(
+            "#!/bin/sh\nprintf '%s %s' \"$CLAUDE_CONFIG_DIR\" \"$DISABLE_AUTOUPDATER\" > {}\ncat {}\n",
+            seen.display(),
+            stream.display()
+        ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -177,7 +181,8 @@ fn a_loops_iterations_run_under_its_account() {
         "1",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read_to_string(&seen).unwrap(), work.display().to_string());
+    // Its account, and its client's updater held for the night.
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), format!("{} 1", work.display()));
     let rows: Vec<serde_json::Value> = serde_json::from_str(&env.stdout(&["sessions", "--json"])).unwrap();
     assert_eq!(rows[0]["account"].as_str(), Some("work"), "{rows:?}");
 }

@@ -35,6 +35,9 @@ async fn read_from_its_screen_alone_a_turn_is_working_then_idle_after_the_quiet_
     assert!(idle["reason"].as_str().unwrap().contains("quiet for"), "{idle}");
     assert!(latency >= Duration::from_secs(2), "the quiet window decides: {latency:?}");
     assert!(run.conversations().is_empty(), "nothing names the conversation without notify");
+    // No update check at its start: the version the night began with runs until morning.
+    let pid = run.events().into_iter().find(|e| e["state"] == "running").unwrap()["pid"].as_u64().unwrap();
+    assert!(argv(pid).windows(2).any(|w| w == ["-c", "check_for_update_on_startup=false"]), "{:?}", argv(pid));
     run.stop();
     assert_eq!(run.survivors(), vec![], "no Codex process outlives the session");
     assert_eq!(std::fs::read(run.config_path()).unwrap(), before, "the user's config.toml is byte-identical");

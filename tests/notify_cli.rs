@@ -119,11 +119,14 @@ async fn a_codex_session_gets_its_notify_on_the_command_line_and_hears_its_conve
     });
     let args: Vec<&str> = args.lines().collect();
     let ours = serde_json::json!([common::bin(), "notify", "--", theirs]).to_string().replace(',', ", ");
-    assert_eq!(
-        args,
-        ["-c", &format!("notify={ours}"), "-c", "notice.hide_rate_limit_model_nudge=true", "--no-daemon"],
-        "ours first, running theirs; then codex.toml's session_args, before the user's own"
-    );
+    let ours = format!("notify={ours}");
+    let session_args = nightshift::agent::Adapter::builtin(nightshift::AgentKind::Codex).session_args().to_vec();
+    let expected: Vec<&str> = ["-c", ours.as_str()]
+        .into_iter()
+        .chain(session_args.iter().map(String::as_str))
+        .chain(["--no-daemon"])
+        .collect();
+    assert_eq!(args, expected, "ours first, running theirs; then codex.toml's session_args, before the user's own");
     assert_eq!(std::fs::read_to_string(home.join("config.toml")).unwrap(), config, "their config untouched");
 
     let session = handle.id().to_string();

@@ -45,7 +45,7 @@ async fn idle_at_the_prompt_and_a_keystroke_is_not_a_turn() {
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
-        Options { cols: 80, rows: 24, run_args: SCREEN_ONLY, ..Default::default() },
+        Options { cols: 80, rows: 24, run_args: SCREEN_ONLY, client_settings: Some(SETTINGS), ..Default::default() },
     );
     let (i, _, idle) = run.wait_state("idle", 0, Duration::from_secs(30));
     assert!(idle["reason"].as_str().unwrap().contains("prompt is ready"), "{idle}");
@@ -53,7 +53,17 @@ async fn idle_at_the_prompt_and_a_keystroke_is_not_a_turn() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(names(&run, i + 1), Vec::<String>::new(), "typing a character started nothing");
     assert!(mock.messages().is_empty(), "nothing was sent to the API");
+    // Tonight's client stays tonight's: its auto-updater held for the session (Nightshift's run was
+    // not given the switch), and nothing written to the client's settings for it.
+    let pid = run.events().into_iter().find(|e| e["state"] == "running").unwrap()["pid"].as_u64().unwrap();
+    assert!(common::environ(pid).contains(&"DISABLE_AUTOUPDATER=1".to_string()), "{:?}", common::environ(pid));
+    let settings = std::fs::read_to_string(run.env.path("claude-config").join("settings.json")).unwrap();
+    assert_eq!(settings, SETTINGS, "the user's settings byte for byte");
 }
+
+/// A user's own settings.json, which a session must leave as it was: as the client itself leaves it
+/// (it moves the test home's `bypassPermissionsModeAccepted` here on its start).
+const SETTINGS: &str = "{\n  \"cleanupPeriodDays\": 30,\n  \"skipDangerousModePermissionPrompt\": true\n}\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_answer_is_working_all_along_and_idle_soon_after() {

@@ -71,6 +71,9 @@ struct LaunchFile {
     /// Arguments every start of a session running the agent's own CLI gets before the user's:
     /// client settings passed per session, never written to the client's files.
     session_args: Option<Vec<String>>,
+    /// Variables set for every start of a session (or loop iteration) running the agent's own CLI:
+    /// the same, through its environment.
+    session_env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -126,6 +129,7 @@ impl SignalsFile {
                 program: other.launch.program.or(self.launch.program),
                 args: other.launch.args.or(self.launch.args),
                 session_args: other.launch.session_args.or(self.launch.session_args),
+                session_env: other.launch.session_env.or(self.launch.session_env),
             },
             title: TitleFile {
                 working: other.title.working.or(self.title.working),
@@ -235,6 +239,7 @@ pub struct Adapter {
     verified: Option<String>,
     launch: Option<(String, Vec<String>)>,
     session_args: Vec<String>,
+    session_env: Vec<(String, String)>,
     screen: bool,
     program_state: bool,
     title_working: Option<Regex>,
@@ -380,6 +385,7 @@ impl Adapter {
             kind,
             verified: f.verified,
             session_args: f.launch.session_args.unwrap_or_default(),
+            session_env: f.launch.session_env.unwrap_or_default().into_iter().collect(),
             launch: f.launch.program.map(|p| (p, f.launch.args.unwrap_or_default())),
             screen: f.screen.unwrap_or(true),
             program_state: f.program_state.unwrap_or(false),
@@ -445,6 +451,12 @@ impl Adapter {
     /// arguments (`[launch] session_args`).
     pub fn session_args(&self) -> &[String] {
         &self.session_args
+    }
+
+    /// What every start of a session running this agent's own CLI has in its environment
+    /// (`[launch] session_env`).
+    pub fn session_env(&self) -> &[(String, String)] {
+        &self.session_env
     }
 
     /// The keys that give `reply` to the dialog on screen; `None` when this agent's file does not
@@ -689,10 +701,16 @@ mod tests {
     }
 
     #[test]
-    fn codex_sessions_keep_their_model_at_a_limit_unless_the_users_file_says_otherwise() {
+    fn sessions_keep_their_model_and_their_client_version_unless_the_users_file_says_otherwise() {
         let codex = Adapter::builtin(AgentKind::Codex);
-        assert_eq!(codex.session_args(), ["-c", "notice.hide_rate_limit_model_nudge=true"]);
+        assert_eq!(
+            codex.session_args(),
+            ["-c", "notice.hide_rate_limit_model_nudge=true", "-c", "check_for_update_on_startup=false"]
+        );
         assert!(Adapter::builtin(AgentKind::Claude).session_args().is_empty());
+        // Tonight's client stays tonight's: each holds its own updater, per session.
+        assert_eq!(Adapter::builtin(AgentKind::Claude).session_env(), [("DISABLE_AUTOUPDATER".into(), "1".into())]);
+        assert!(codex.session_env().is_empty());
         let mine = Adapter::with_overrides(AgentKind::Codex, "codex.toml", "[launch]\nsession_args = []\n").unwrap();
         assert!(mine.session_args().is_empty());
         assert_eq!(mine.launch().map(|l| l.0), Some("codex"), "the other launch keys stay built-in");

@@ -32,6 +32,7 @@ impl Supervisor {
         // notify ride on every start's arguments.
         if AgentKind::infer(&t.program) == agent {
             t.args.splice(0..0, adapter.session_args().iter().cloned()).for_each(drop);
+            env.extend(adapter.session_env().iter().cloned());
         }
         attach_sandbox(agent, &mut t);
         self.attach_exporter(&id, agent, t.hooks, &mut t, &mut env);

@@ -89,6 +89,14 @@ impl Supervisor {
 
     /// The actor of a recorded loop (its iterations run under its account).
     fn run_loop(&self, id: SessionId, mut spec: crate::loops::LoopSpec) -> SessionHandle {
+        // The client's own switches of the night (its updater held), as for terminal sessions.
+        if crate::agent::AgentKind::infer(&spec.program) == spec.agent {
+            let adapter = crate::agent::Adapter::builtin(spec.agent);
+            for (k, v) in adapter.session_env() {
+                spec.env.retain(|(key, _)| key != k);
+                spec.env.push((k.clone(), v.clone()));
+            }
+        }
         if let (Some(account), Some(var)) = (&spec.account, crate::agent::Account::variable(spec.agent)) {
             spec.env.retain(|(k, _)| k != var);
             spec.env.push((var.to_string(), account.dir.display().to_string()));

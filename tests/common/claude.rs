@@ -121,7 +121,7 @@ impl ClientHome {
         // Without this the first run tries onboarding against the public API host.
         let state = serde_json::json!({
             "hasCompletedOnboarding": true, "lastOnboardingVersion": "2.1.332", "lastReleaseNotesSeen": "2.1.332",
-            "theme": "dark", "autoUpdates": false, "bypassPermissionsModeAccepted": true,
+            "theme": "dark", "bypassPermissionsModeAccepted": true,
             "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
             "projects": projects
         });
@@ -237,6 +237,8 @@ impl ClaudeRun {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         client_home.apply(&mut cmd);
+        // Nightshift holds the client's updater itself: the run is not given the switch.
+        cmd.env_remove("DISABLE_AUTOUPDATER");
         for (k, v) in opts.extra_env {
             cmd.env(k, v);
         }

@@ -232,3 +232,9 @@ pub fn known_meter(state_dir: &Path, agent: &str, name: &str, five_hour_pct: f64
     };
     store.record_usage(&id, now - chrono::Duration::minutes(20), &sample).unwrap();
 }
+
+/// The environment of a live process, as `KEY=VALUE` strings.
+pub fn environ(pid: u64) -> Vec<String> {
+    let bytes = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    bytes.split(|b| *b == 0).filter(|v| !v.is_empty()).map(|v| String::from_utf8_lossy(v).into_owned()).collect()
+}
