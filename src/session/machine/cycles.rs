@@ -132,7 +132,7 @@ impl Machine {
                 }
                 let text = match step {
                     respawn::Step::Update => self.update_text(text, fx),
-                    respawn::Step::Kickstart => self.kickstart_text(text),
+                    respawn::Step::Kickstart => self.kickstart_text(text, fx),
                     _ => text,
                 };
                 self.type_text(text, true, fx);

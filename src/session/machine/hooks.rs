@@ -418,13 +418,22 @@ impl Machine {
     }
 
     /// The kickstart after a handoff says what is in it (the client has it as context too).
-    pub(super) fn kickstart_text(&mut self, text: String) -> String {
+    pub(super) fn kickstart_text(&mut self, text: String, fx: &mut Vec<Effect>) -> String {
         if !std::mem::take(&mut self.client.kick_with_handoff) {
             return text;
         }
         let Some(written) = &self.client.last_handoff else { return text };
         // After Codex's /clear nothing gives the handoff back: the kickstart carries it.
-        with_handoff(&text, &written.text, !self.asks_by_typing())
+        let typed = self.asks_by_typing();
+        let kick = with_handoff(&text, &written.text, !typed);
+        if typed && self.client.handoff == Handoff::Written {
+            // Given back, as Claude's SessionStart after /clear: the next one is due when the fresh
+            // thread's context reaches the threshold again.
+            self.client.handoff = Handoff::None;
+            self.client.context_floor = Floor::Pending;
+            self.emit(EventKind::HandoffGiven { source: "kickstart".into() }, fx);
+        }
+        kick
     }
 
     /// The prompt a client started again begins with (see [`continuation`]); none while a limit

@@ -991,6 +991,37 @@ fn a_handoff_due_after_the_turn_is_asked_by_the_cycle() {
 }
 
 #[test]
+fn a_codex_handoff_is_asked_by_the_cycle_and_its_kickstart_carries_it_whole_each_time() {
+    let mut s = with_respawn(start(), quick_respawn());
+    s.agent = AgentKind::Codex;
+    let mut sim = Sim::new(s);
+    let turn_end = |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()) });
+    for round in 0..2 {
+        // A turn ends with the context past the threshold (its notify brings the reading first).
+        sim.input(working());
+        sim.input(context(if round == 0 { 90.0 } else { 80.0 }));
+        sim.input(idle());
+        sim.input(turn_end("Done."));
+        let before = sim.typed().len();
+        sim.run(sim.secs() + 4.0);
+        let asked = sim.typed().get(before).cloned().unwrap_or_default();
+        assert!(asked.contains("handoff for your next self"), "round {round}: {asked:?}");
+        sim.input(working());
+        sim.input(idle());
+        sim.input(turn_end(HANDOFF));
+        sim.run(sim.secs() + 30.0);
+        let kick =
+            sim.typed().into_iter().skip(before).find(|t| t.starts_with("Continue the work")).unwrap_or_default();
+        assert!(kick.ends_with(HANDOFF), "round {round}: the whole handoff, nothing else gives it to Codex: {kick}");
+        // The fresh thread starts low: the next handoff is due at the threshold again.
+        sim.input(context(10.0));
+    }
+    let given =
+        sim.events().filter(|(_, k)| matches!(k, EventKind::HandoffGiven { source } if source == "kickstart")).count();
+    assert_eq!(given, 2);
+}
+
+#[test]
 fn an_agent_that_will_not_write_a_handoff_is_asked_three_times_then_let_go() {
     let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
     sim.input(context(80.0));
