@@ -44,6 +44,18 @@ struct SignalsFile {
     auto_accept: Option<Vec<DialogKind>>,
     #[serde(default)]
     answer: AnswerFile,
+    #[serde(default)]
+    respawn: RespawnFile,
+}
+
+/// What a respawn cycle types for the agent's own commands.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RespawnFile {
+    /// Resets the context (a fresh conversation).
+    clear: Option<String>,
+    /// Writes the instructions file.
+    init: Option<String>,
 }
 
 /// How a dialog is answered for the user (a phone's button): a question's options as the dialog
@@ -160,7 +172,25 @@ impl SignalsFile {
                 allow: other.answer.allow.or(self.answer.allow),
                 deny: other.answer.deny.or(self.answer.deny),
             },
+            respawn: RespawnFile {
+                clear: other.respawn.clear.or(self.respawn.clear),
+                init: other.respawn.init.or(self.respawn.init),
+            },
         }
+    }
+}
+
+/// What a respawn cycle types for the agent's context reset and its instructions file: the agent's own commands
+/// (`[respawn]` of its adapter file; `/clear` and `/init` for Claude Code and Codex 0.171.0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycleCommands {
+    pub clear: String,
+    pub init: String,
+}
+
+impl Default for CycleCommands {
+    fn default() -> Self {
+        Self { clear: "/clear".into(), init: "/init".into() }
     }
 }
 
@@ -240,6 +270,7 @@ pub struct Adapter {
     launch: Option<(String, Vec<String>)>,
     session_args: Vec<String>,
     session_env: Vec<(String, String)>,
+    cycle: CycleCommands,
     screen: bool,
     program_state: bool,
     title_working: Option<Regex>,
@@ -386,6 +417,13 @@ impl Adapter {
             verified: f.verified,
             session_args: f.launch.session_args.unwrap_or_default(),
             session_env: f.launch.session_env.unwrap_or_default().into_iter().collect(),
+            cycle: {
+                let default = CycleCommands::default();
+                CycleCommands {
+                    clear: f.respawn.clear.clone().unwrap_or(default.clear),
+                    init: f.respawn.init.clone().unwrap_or(default.init),
+                }
+            },
             launch: f.launch.program.map(|p| (p, f.launch.args.unwrap_or_default())),
             screen: f.screen.unwrap_or(true),
             program_state: f.program_state.unwrap_or(false),
@@ -451,6 +489,11 @@ impl Adapter {
     /// arguments (`[launch] session_args`).
     pub fn session_args(&self) -> &[String] {
         &self.session_args
+    }
+
+    /// What a respawn cycle types for this agent's context reset and instructions file.
+    pub fn cycle_commands(&self) -> &CycleCommands {
+        &self.cycle
     }
 
     /// What every start of a session running this agent's own CLI has in its environment
@@ -711,6 +754,7 @@ mod tests {
         // Tonight's client stays tonight's: each holds its own updater, per session.
         assert_eq!(Adapter::builtin(AgentKind::Claude).session_env(), [("DISABLE_AUTOUPDATER".into(), "1".into())]);
         assert!(codex.session_env().is_empty());
+        assert_eq!(codex.cycle_commands(), &CycleCommands::default(), "0.171.0's /clear and /init");
         let mine = Adapter::with_overrides(AgentKind::Codex, "codex.toml", "[launch]\nsession_args = []\n").unwrap();
         assert!(mine.session_args().is_empty());
         assert_eq!(mine.launch().map(|l| l.0), Some("codex"), "the other launch keys stay built-in");

@@ -85,6 +85,8 @@ pub struct Machine {
     switching: Option<switch::Switching>,
     /// Whether the agent runs in its own sandbox, in words (for the options).
     sandbox: Option<String>,
+    /// The agent's own commands a cycle types (`/clear`, `/init`).
+    commands: crate::agent::CycleCommands,
     /// The state last journalled (written by `journal_state` only).
     state: SessionState,
     /// What decided the next change of state, for its reason.
@@ -118,6 +120,7 @@ impl Machine {
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
             sandbox: start.sandbox,
+            commands: start.commands,
         };
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {

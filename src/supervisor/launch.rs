@@ -91,6 +91,7 @@ impl Supervisor {
             since: Some(contract.started),
             handoff: from.handoff,
             sandbox: t.sandbox.as_ref().map(|s| s.describe(agent)).or_else(|| t.unsandboxed.clone()),
+            commands: adapter.cycle_commands().clone(),
         };
         let detect = DetectConfig { quiet: t.quiet, ..DetectConfig::default() };
         let actor = Actor {

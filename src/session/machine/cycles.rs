@@ -133,7 +133,8 @@ impl Machine {
                 let text = match step {
                     respawn::Step::Update => self.update_text(text, fx),
                     respawn::Step::Kickstart => self.kickstart_text(text, fx),
-                    _ => text,
+                    respawn::Step::Clear => self.commands.clear.clone(),
+                    respawn::Step::Init => self.commands.init.clone(),
                 };
                 self.type_text(text, true, fx);
                 let outcome = respawn::StepOutcome::Sent;

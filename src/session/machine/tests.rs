@@ -69,6 +69,7 @@ fn start() -> Start {
         since: None,
         handoff: None,
         sandbox: None,
+        commands: crate::agent::CycleCommands::default(),
     }
 }
 
@@ -988,6 +989,19 @@ fn a_handoff_due_after_the_turn_is_asked_by_the_cycle() {
     sim.input(working());
     sim.input(stop(false, HANDOFF));
     assert!(sim.log.iter().any(|(_, e)| matches!(e, Effect::SaveHandoff { .. })));
+}
+
+#[test]
+fn a_cycle_types_the_agents_own_reset_and_init_commands() {
+    let mut s = with_respawn(start(), quick_respawn());
+    s.commands = crate::agent::CycleCommands { clear: "/new".into(), init: "/init --force".into() };
+    let mut sim = Sim::new(s);
+    sim.input(working());
+    sim.input(idle());
+    sim.run(40.0);
+    let typed = sim.typed();
+    assert!(typed.iter().any(|t| t == "/new") && typed.iter().any(|t| t == "/init --force"), "{typed:?}");
+    assert!(!typed.iter().any(|t| t == "/clear" || t == "/init"), "{typed:?}");
 }
 
 #[test]
