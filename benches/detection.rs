@@ -25,7 +25,7 @@ async fn main() {
         eprintln!("detection benchmark skipped: no client");
         return;
     };
-    let mock = mock_api::MockApi::start().await;
+    let mock = mock_api::MockApi::start().await.expect("the stand-in API starts");
     let mut summary = Vec::new();
     for (label, run_args) in [("with hooks", &[][..]), ("screen only", &["--no-hooks"][..])] {
         let run = ClaudeRun::start(&claude, &mock.base_url(), Options { run_args, ..Default::default() });

@@ -1,5 +1,5 @@
-//! Runs the tests' mock Anthropic API on its own, to drive a real Claude Code client by hand:
-//! `cargo run --example mock_api` then point `ANTHROPIC_BASE_URL` at the address it prints.
+//! Runs the stand-in Anthropic API (the one the tests and `doctor --canary` use) on its own, to
+//! drive a real Claude Code client by hand: `cargo run --example mock_api` then point `ANTHROPIC_BASE_URL` at the address it prints.
 //!
 //! `MOCK_USAGE=weekly|5h:SECONDS` (or `…:4d`, `…:2h`, `…:90m`) fills that window until it resets. The
 //! client 2.1.332 treats the weekly limit by its reset: within 24 hours it arms its automatic continue
@@ -7,12 +7,11 @@
 //! `What do you want to do?` menu instead (`MOCK_USAGE=weekly:4d`). `MOCK_UPGRADE_PATHS=overage` sends
 //! `anthropic-ratelimit-unified-upgrade-paths`, which drops the menu's "Upgrade your plan".
 
-#[path = "../tests/mock_api/mod.rs"]
-mod mock_api;
+use nightshift::standin::anthropic as mock_api;
 
 #[tokio::main]
 async fn main() {
-    let mock = mock_api::MockApi::start().await;
+    let mock = mock_api::AnthropicApi::start().await.expect("the stand-in API starts");
     // `MOCK_USAGE=weekly|5h:SECONDS` sets the window that is full and when it resets.
     if let Ok(spec) = std::env::var("MOCK_USAGE") {
         let now = mock_api::epoch(std::time::SystemTime::now());

@@ -1,14 +1,13 @@
-//! Runs the tests' mock OpenAI Responses API on its own, to drive a real Codex CLI by hand:
-//! `cargo run --example mock_responses`, then set the `base_url` of a `[model_providers.mock]` in
+//! Runs the stand-in OpenAI Responses API (the one the tests and `doctor --canary` use) on its own,
+//! to drive a real Codex CLI by hand: `cargo run --example mock_responses`, then set the `base_url` of a `[model_providers.mock]` in
 //! a private `CODEX_HOME`'s config.toml to the address it prints (see CONTRIBUTING.md).
 //! `MOCK_DEFAULT=slow:5` answers prompts without a `mock:` marker that way.
 
-#[path = "../tests/mock_responses/mod.rs"]
-mod mock_responses;
+use nightshift::standin::openai as mock_responses;
 
 #[tokio::main]
 async fn main() {
-    let mock = mock_responses::MockResponses::start().await;
+    let mock = mock_responses::ResponsesApi::start().await.expect("the stand-in API starts");
     if let Ok(default) = std::env::var("MOCK_DEFAULT") {
         mock.set_default(&default);
     }

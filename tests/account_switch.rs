@@ -30,7 +30,7 @@ fn switches(run: &ClaudeRun) -> Vec<serde_json::Value> {
 /// its first prompt.
 async fn at_91_percent(b_pct: f64) -> Option<(MockApi, ClaudeRun)> {
     let claude = client()?;
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     mock.set_usage_for(TOKEN_A, usage(0.91));
     mock.set_usage_for(TOKEN_B, usage(0.12));
     let run = ClaudeRun::start(

@@ -178,7 +178,7 @@ fn a_detached_session_outlives_the_terminal_it_was_started_from_and_its_host_end
 async fn the_real_clients_screen_appears_attached_and_its_composer_takes_the_keys() {
     use common::claude::{client, ClaudeRun, Options};
     let Some(claude) = client() else { return };
-    let mock = mock_api::MockApi::start().await;
+    let mock = mock_api::MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(&claude, &mock.base_url(), Options { cols: 100, rows: 30, ..Default::default() });
     let session = run.session();
     run.wait_state("idle", 0, Duration::from_secs(30));

@@ -22,7 +22,7 @@ fn idle_after_stream(run: &CodexRun, mock: &MockResponses, after: usize) -> (Dur
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_from_its_screen_alone_a_turn_is_working_then_idle_after_the_quiet_window() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let mut run =
         CodexRun::start(&codex, &mock.base_url(), Options { run_args: &["--no-hooks"], ..Default::default() });
     let before = std::fs::read(run.config_path()).unwrap();
@@ -54,7 +54,7 @@ fn recorder(dir: &std::path::Path) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_its_notify_a_turn_is_idle_right_after_its_stream_and_names_its_conversation() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let scripts = tempfile::tempdir().unwrap();
     let theirs = recorder(scripts.path());
     let config = format!("notify = [\"{}\"]\n", theirs.display());
@@ -93,7 +93,7 @@ async fn with_its_notify_a_turn_is_idle_right_after_its_stream_and_names_its_con
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_sessions_usage_comes_from_its_own_data_and_stays_apart_from_claudes() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let mut run = CodexRun::start(&codex, &mock.base_url(), Options::default());
     let rollout_before: Vec<_> = run.rollouts();
     run.wait_state("idle", 0, Duration::from_secs(30));
@@ -120,7 +120,7 @@ async fn a_codex_sessions_usage_comes_from_its_own_data_and_stays_apart_from_cla
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_limit_is_read_from_its_own_data_to_the_second() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     // A reset that is not on a minute: the screen says only "Try again at 2:07 AM".
     let reset = mock_responses::epoch(std::time::SystemTime::now()) / 60 * 60 + 3600 + 37;
     mock.set_reset(reset);
@@ -142,7 +142,7 @@ async fn a_codex_limit_is_read_from_its_own_data_to_the_second() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_the_same_conversation() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let mut run = CodexRun::start(
         &codex,
         &mock.base_url(),
@@ -206,7 +206,7 @@ fn resuming_after_its_first_turn(codex: &std::path::Path, mock: &MockResponses) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_restored_after_its_nightshift_ended_resumes_the_same_conversation() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let (mut run, conversation, i) = resuming_after_its_first_turn(&codex, &mock);
     run.send("go on mock:limit", true);
     run.wait_state("limit_paused", i + 1, Duration::from_secs(20));
@@ -279,7 +279,7 @@ impl CodexLoop {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_exec_json_runs_each_task_to_the_end_in_a_fresh_thread() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let l = codex_loop(&codex, &mock, "- [ ] task-one mock:fast\n- [ ] task-two mock:fast\n", &["--tasks", "TASKS.md"]);
     assert_eq!(l.code, Some(0), "{}\n{:#?}", l.stderr, l.events);
     assert_eq!(
@@ -334,7 +334,7 @@ async fn codex_exec_json_runs_each_task_to_the_end_in_a_fresh_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_loop_keeps_its_token_ceiling_and_refuses_a_cost_one() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     // Each turn uses 1240 tokens: the second crosses 2000.
     let l = codex_loop(&codex, &mock, "", &["--prompt", "improve it mock:fast", "--max-tokens", "2000"]);
     assert_eq!(l.code, Some(0), "{}", l.stderr);
@@ -359,7 +359,7 @@ async fn a_codex_loop_keeps_its_token_ceiling_and_refuses_a_cost_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_respawn_cycle_runs_each_step_on_codex_and_the_no_progress_breaker_opens() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let run = CodexRun::start(
         &codex,
         &mock.base_url(),
@@ -417,7 +417,7 @@ async fn a_respawn_cycle_runs_each_step_on_codex_and_the_no_progress_breaker_ope
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_that_keeps_dying_at_its_start_opens_the_crash_loop_breaker() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     // An argument this client refuses: it exits at once, non-zero, on every start.
     let run = CodexRun::start(
         &codex,
@@ -449,7 +449,7 @@ async fn a_codex_that_keeps_dying_at_its_start_opens_the_crash_loop_breaker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_a_minute_out_is_waited_and_resumed_once_in_the_same_thread() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let (mut run, conversation, i) = resuming_after_its_first_turn(&codex, &mock);
     let reset = mock_responses::epoch(std::time::SystemTime::now()) + 60;
     mock.set_reset(reset);
@@ -488,7 +488,7 @@ async fn a_limit_a_minute_out_is_waited_and_resumed_once_in_the_same_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_91_percent_a_codex_session_hands_off_at_its_prompt_and_moves_to_the_other_account() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     mock.set_used(Some("a"), 91.0);
     mock.set_used(Some("b"), 20.0);
     let run = CodexRun::start(
@@ -548,7 +548,7 @@ async fn at_91_percent_a_codex_session_hands_off_at_its_prompt_and_moves_to_the_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_loop_of_three_tasks_finishes_within_its_token_budget_and_one_past_it_stops() {
     let Some(codex) = client() else { return };
-    let mock = MockResponses::start().await;
+    let mock = MockResponses::start().await.expect("the stand-in API starts");
     let tasks = "- [ ] task-one mock:fast\n- [ ] task-two mock:fast\n- [ ] task-three mock:fast\n";
     // 3 × 1240 tokens fit in 4000.
     let l = codex_loop(&codex, &mock, tasks, &["--tasks", "TASKS.md", "--max-tokens", "4000"]);

@@ -158,7 +158,7 @@ fn an_agent_missing_from_path_fails_with_its_remedy_and_the_json_schema_is_stabl
 async fn the_pinned_clients_pass_with_their_versions_and_the_drift_probe_reads_them_idle() {
     let Some(claude) = client() else { return };
     let Some(codex) = common::codex::client() else { return };
-    let mock = mock_api::MockApi::start().await;
+    let mock = mock_api::MockApi::start().await.expect("the stand-in API starts");
     let env = Env::new();
     // The probe runs in `<state>/doctor/probe`, the same folder every time: trusted once, it shows
     // the prompt rather than the trust question.
@@ -215,7 +215,7 @@ async fn the_pinned_clients_pass_with_their_versions_and_the_drift_probe_reads_t
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_names_a_first_screen_dialog_and_fails_on_signals_that_drifted() {
     let Some(claude) = client() else { return };
-    let mock = mock_api::MockApi::start().await;
+    let mock = mock_api::MockApi::start().await.expect("the stand-in API starts");
     let env = Env::new();
     // The probe folder is not trusted: the client's first screen is its trust question.
     let home = ClientHome::new(&env, &mock.base_url(), Auth::Subscriber, &[]);

@@ -35,7 +35,7 @@ fn idle_after_stream(run: &ClaudeRun, mock: &MockApi, after: usize) -> Duration 
 async fn a_fast_answer_is_a_turn_and_idle_lands_within_half_a_second_of_the_stream() {
     let Some(claude) = client() else { return };
     for (cols, rows) in [(120, 40), (80, 24)] {
-        let mock = MockApi::start().await;
+        let mock = MockApi::start().await.expect("the stand-in API starts");
         let user_settings = r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"touch \"$CLAUDE_CONFIG_DIR/user-stop-hook-ran\""}]}]}}"#;
         let run = ClaudeRun::start(
             &claude,
@@ -79,7 +79,7 @@ async fn a_fast_answer_is_a_turn_and_idle_lands_within_half_a_second_of_the_stre
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permission_prompt_carries_the_tool_and_the_command_and_a_429_is_paused_by_the_hook() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let now = epoch(SystemTime::now());
     let reset = (now + 2 * 3600) / 60 * 60;
     mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
@@ -111,7 +111,7 @@ async fn a_permission_prompt_carries_the_tool_and_the_command_and_a_429_is_pause
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn near_a_full_context_the_agent_hands_off_and_gets_its_handoff_back_after_the_reset() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -147,7 +147,7 @@ async fn near_a_full_context_the_agent_hands_off_and_gets_its_handoff_back_after
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guard_refuses_a_force_push_and_it_never_runs() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -190,7 +190,7 @@ async fn the_guard_refuses_a_force_push_and_it_never_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_clients_edits_are_salvaged_when_it_is_killed_and_the_users_state_is_untouched() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -264,7 +264,7 @@ fn freeze_hooks(socket: &Path) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_nightshift_costs_the_client_at_most_two_seconds_a_hook() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -292,7 +292,7 @@ async fn a_frozen_nightshift_costs_the_client_at_most_two_seconds_a_hook() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_the_same_conversation() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -334,7 +334,7 @@ async fn a_restart_resumes_the_same_conversation() {
 /// the session goes back to working or idle, the cycles go on, and the answer is journalled.
 async fn a_dialog_answered_mid_cycle_lets_the_night_go_on(kickstart: &str, client_args: &[&str], answer: &str) {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),

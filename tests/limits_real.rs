@@ -14,7 +14,7 @@ use mock_api::{epoch, MockApi, Usage};
 /// A session that hit a 5-hour limit resetting in one to two minutes: the mock, the run, the index
 /// of its `limit_paused` state, and the reset.
 async fn limited_soon(claude: &std::path::Path, run_args: &[&str]) -> (MockApi, ClaudeRun, usize, SystemTime) {
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let now = epoch(SystemTime::now());
     let reset = (now + 75) / 60 * 60 + 60;
     mock.set_usage(Usage { five_hour: 0.97, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: now + 3 * 86400 });
@@ -28,7 +28,7 @@ async fn limited_soon(claude: &std::path::Path, run_args: &[&str]) -> (MockApi, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_quoting_a_limit_message_does_not_pause() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(&claude, &mock.base_url(), Options::default());
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
     run.send("show me the log mock:quote", true);
@@ -123,7 +123,7 @@ async fn not_tonight_leaves_the_fresh_window_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_limit_menu_is_answered_and_exactly_one_continuation_follows_the_reset() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let now = epoch(SystemTime::now());
     let reset = (now + 75) / 60 * 60 + 60;
     mock.set_usage(Usage { five_hour: 0.5, five_hour_reset: now + 3 * 3600, seven_day: 1.0, seven_day_reset: reset });

@@ -114,7 +114,7 @@ fn epoch_now() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_tasks_are_three_fresh_conversations_each_checked_off() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let mut l = Loop::new(&mock, &[]);
     let tasks = l.home.workdir.join("TASKS.md");
     std::fs::write(
@@ -165,7 +165,7 @@ async fn three_tasks_are_three_fresh_conversations_each_checked_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cost_ceiling_stops_after_the_iteration_that_crossed_it() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let mut l = Loop::new(&mock, &[]);
     // Each answer costs about $0.004 by the client's own totals: the second crosses $0.006.
     l.start(&claude, &["--prompt", "improve it mock:fast", "--max-cost-usd", "0.006"]);
@@ -185,7 +185,7 @@ async fn the_cost_ceiling_stops_after_the_iteration_that_crossed_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_waits_for_its_reset_then_runs_the_same_task_again() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let reset = epoch_now() + 15;
     mock.set_usage(Usage {
         five_hour: 1.0,
@@ -217,7 +217,7 @@ async fn a_limit_waits_for_its_reset_then_runs_the_same_task_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overloaded_burst_is_retried_on_the_ladder_then_succeeds() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let mut l = Loop::new(&mock, &[]);
     std::fs::write(l.home.workdir.join("TASKS.md"), "- [ ] busy-api mock:overload:2\n").unwrap();
     l.start(&claude, &["--tasks", "TASKS.md", "--retry-first", "1s", "--retry-cap", "2s"]);
@@ -235,7 +235,7 @@ async fn an_overloaded_burst_is_retried_on_the_ladder_then_succeeds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_quotes_a_limit_message_is_not_a_limit() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let mut l = Loop::new(&mock, &[]);
     std::fs::write(
         l.home.workdir.join("TASKS.md"),
@@ -254,7 +254,7 @@ async fn a_task_that_quotes_a_limit_message_is_not_a_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_during_a_limit_wait_ends_the_loop_within_a_second() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     mock.set_usage(Usage {
         five_hour: 1.0,
         five_hour_reset: epoch_now() + 3600,
@@ -289,7 +289,7 @@ async fn stop_during_a_limit_wait_ends_the_loop_within_a_second() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_projects_take_turns() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let root = tempfile::tempdir().unwrap();
     let (a, b) = (root.path().join("api"), root.path().join("web"));
     for (dir, name) in [(&a, "api"), (&b, "web")] {
@@ -315,7 +315,7 @@ async fn two_projects_take_turns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loop_killed_mid_iteration_is_restored_on_its_interrupted_task() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let mut l = Loop::new(&mock, &[]);
     let tasks = l.home.workdir.join("TASKS.md");
     std::fs::write(&tasks, "- [ ] task-first mock:fast\n- [ ] task-long mock:slow:30\n- [ ] task-last mock:fast\n")

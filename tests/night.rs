@@ -29,7 +29,7 @@ fn options(run: &ClaudeRun, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_killed_mid_turn_works_again_on_its_conversation_after_restore() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let opening = format!("{OPENING} mock:slow:60");
     let mut run = ClaudeRun::start(
         &claude,
@@ -187,7 +187,7 @@ fn limit_in(mock: &MockApi, secs: u64) -> std::time::SystemTime {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compressed_night_goes_on_after_everything_it_brings() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     mock.set_default("commit");
     let ntfy = common::ntfy::Fake::start();
     let config = format!("[push]\nntfy = \"{}\"\nlisten = \"{}\"\n", ntfy.url("night"), ntfy.url("answers"));

@@ -52,7 +52,7 @@ fn refused_unchanged(run: &ClaudeRun, fake: &Fake, token: &str, why: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_clients_question_and_permission_prompt_are_answered_from_the_phone_once() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let fake = Fake::start();
     let key = Key::generate();
     let config = format!("[push]\nntfy = \"{}\"\nlisten = \"{}\"\n", fake.url("night"), fake.url("answers"));

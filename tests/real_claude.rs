@@ -41,7 +41,7 @@ fn the_mocks_scenario_is_the_last_marker_typed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_at_the_prompt_and_a_keystroke_is_not_a_turn() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -68,7 +68,7 @@ const SETTINGS: &str = "{\n  \"cleanupPeriodDays\": 30,\n  \"skipDangerousModePe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_answer_is_working_all_along_and_idle_soon_after() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(&claude, &mock.base_url(), Options { run_args: SCREEN_ONLY, ..Default::default() });
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
     run.send("tell me slowly mock:slow:20", true);
@@ -87,7 +87,7 @@ async fn a_slow_answer_is_working_all_along_and_idle_soon_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_30s_tool_call_stays_working() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -112,7 +112,7 @@ async fn a_silent_30s_tool_call_stays_working() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permission_prompt_is_waiting_input() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -129,7 +129,7 @@ async fn a_permission_prompt_is_waiting_input() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_from_the_agent_is_waiting_input() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -145,7 +145,7 @@ async fn a_question_from_the_agent_is_waiting_input() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retrying_an_overloaded_api_is_working_and_giving_up_is_idle() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -165,7 +165,7 @@ async fn retrying_an_overloaded_api_is_working_and_giving_up_is_idle() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_solo_preset_runs_update_clear_init_kickstart_in_order_after_a_turn() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     // /init's prompt carries no marker: make its turn a visible one.
     mock.set_default("slow:2");
     let run = ClaudeRun::start(

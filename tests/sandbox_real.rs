@@ -25,7 +25,7 @@ async fn a_sandboxed_overnight_session_runs_its_commands_inside_and_cannot_write
         assert!(std::env::var_os("NIGHTSHIFT_REQUIRE_CLAUDE").is_none(), "the sandbox cannot run here: {why}");
         return;
     }
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let root = tempfile::tempdir().unwrap();
     let config = format!("[worktree]\ndir = \"{}\"\n", root.path().display());
     let identity = [

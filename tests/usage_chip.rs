@@ -162,7 +162,7 @@ fn with_the_supervisor_gone_the_exporter_is_quick_and_prints_the_users_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_client_reports_the_plan_windows_and_the_users_files_stay_untouched() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     let now = epoch(SystemTime::now());
     let usage =
         Usage { five_hour: 0.63, five_hour_reset: now + 7200, seven_day: 0.21, seven_day_reset: now + 3 * 86400 };

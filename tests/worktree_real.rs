@@ -55,7 +55,7 @@ fn ahead(repo: &Path, base: &str, branch: &str) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_real_sessions_commit_in_worktrees_of_their_own_and_the_checkout_stays_as_it_was() {
     let Some(claude) = client() else { return };
-    let mock = MockApi::start().await;
+    let mock = MockApi::start().await.expect("the stand-in API starts");
     mock.set_default("commit");
     let root = tempfile::tempdir().unwrap();
     let config = format!("[worktree]\ndir = \"{}\"\n", root.path().display());
