@@ -73,6 +73,8 @@ struct Shared {
     upgrade_paths: Mutex<Option<String>>,
     /// How many `overload:K` answers each prompt has had.
     overloaded: Mutex<std::collections::HashMap<String, u32>>,
+    /// The tool calls whose results have been answered (their ids).
+    answered: Mutex<std::collections::HashSet<String>>,
     /// Credentials whose window a limit closed, until its reset (epoch seconds).
     refusing: Mutex<std::collections::HashMap<String, u64>>,
 }
@@ -105,6 +107,7 @@ impl AnthropicApi {
             default: Mutex::new("fast".into()),
             upgrade_paths: Mutex::new(None),
             overloaded: Mutex::new(std::collections::HashMap::new()),
+            answered: Mutex::new(std::collections::HashSet::new()),
             refusing: Mutex::new(std::collections::HashMap::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
@@ -348,15 +351,28 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes, cred
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let (text, tool_result) = last_user(&request);
     // A marker typed with the message wins over a tool result it rides along with (after the user
-    // refused a tool, the client sends the refusal and the new prompt together).
-    let typed_marker = request["messages"]
+    // refused a tool, the client sends the refusal and the new prompt together; and it keeps earlier
+    // results in the message a later prompt is added to), but not over the result of a call that
+    // has not been answered yet: that result is what is being answered.
+    let last_user_blocks = request["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_array())
-        .is_some_and(|blocks| {
-            blocks.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.contains("mock:")))
-        });
-    let mut scenario = if tool_result && typed_marker {
+        .and_then(|m| m["content"].as_array());
+    let typed_marker = last_user_blocks.is_some_and(|blocks| {
+        blocks.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.contains("mock:")))
+    });
+    let fresh_result = {
+        let mut answered = shared.answered.lock().unwrap();
+        let mut fresh = false;
+        for b in last_user_blocks.map(Vec::as_slice).unwrap_or_default() {
+            let Some(id) = b["tool_use_id"].as_str().filter(|_| b["type"] == "tool_result") else { continue };
+            if answered.insert(id.to_string()) && b["is_error"] != true {
+                fresh = true;
+            }
+        }
+        fresh
+    };
+    let mut scenario = if tool_result && typed_marker && !fresh_result {
         scenario_for(&text)
     } else if tool_result {
         Scenario::AfterTool
@@ -603,7 +619,11 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
     let mut stop_reason = "end_turn";
     if let Some(tool) = tool {
         stop_reason = "tool_use";
-        let block = json!({"type": "tool_use", "id": "toolu_mock_1", "name": tool["name"], "input": {}});
+        // Each call its own id, as the real API gives: the client pairs results with calls by id,
+        // and a second call under a used id has its result taken for the first one's.
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = format!("toolu_mock_{}", CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let block = json!({"type": "tool_use", "id": id, "name": tool["name"], "input": {}});
         send(sse("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": block})))
             .await;
         let partial = tool["input"].to_string();

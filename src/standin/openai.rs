@@ -2,10 +2,12 @@
 //!
 //! Codex streams every turn from `POST /v1/responses` (`stream: true`) as server-sent events, and
 //! makes a side request on the same endpoint for the thread's title. The scenario of a request is
-//! chosen by the last `mock:NAME[:ARG]` marker in its last user message, so a test picks what
-//! happens by what it types: `mock:fast` (a short answer), `mock:slow:20` (an answer streamed over
-//! 20 s), `mock:limit` (HTTP 429 `usage_limit_reached` with the `x-codex-*` rate-limit headers;
-//! like the real service, every turn is then refused until the reset). The title request is answered at once (with the limit too, as the real API would). Every request is
+//! chosen by the last `mock:NAME[:ARG]` marker in its last user message, so what happens is picked
+//! by what is typed: `mock:fast` (a short answer), `mock:slow:20` (an answer streamed over 20 s),
+//! `mock:limit` (HTTP 429 `usage_limit_reached` with the `x-codex-*` rate-limit headers; like the
+//! real service, every turn is then refused until the reset), `mock:status:500` (that status,
+//! always), `mock:overload:2` (503 for the prompt's first two turns, then an answer). The title
+//! request is answered at once (with the limit too, as the real API would). Every request is
 //! logged with its whole body and when its answer's last byte was sent, which is what detection
 //! latency is measured from.
 
@@ -68,8 +70,10 @@ struct Shared {
     reset: Mutex<u64>,
     /// A `mock:limit` was answered: every turn is refused until the reset, whatever it asks.
     limited: Mutex<bool>,
-    /// The 5-hour window's use each account's answers report (35 % when not set).
+    /// The 5-hour window's use each account's answers report ([`DEFAULT_USED_PCT`] when not set).
     used: Mutex<std::collections::HashMap<Option<String>, f64>>,
+    /// How many `overload:K` turns each prompt has had.
+    overloaded: Mutex<std::collections::HashMap<String, u32>>,
 }
 
 /// A running stand-in; stops when dropped.
@@ -86,6 +90,9 @@ impl Drop for ResponsesApi {
     }
 }
 
+/// The 5-hour window's use the answers report when a test set none, in percent.
+pub const DEFAULT_USED_PCT: f64 = 35.0;
+
 pub fn epoch(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -99,6 +106,7 @@ impl ResponsesApi {
             reset: Mutex::new(epoch(SystemTime::now()) + 3600),
             limited: Mutex::new(false),
             used: Mutex::new(std::collections::HashMap::new()),
+            overloaded: Mutex::new(std::collections::HashMap::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -148,6 +156,9 @@ pub enum Scenario {
     Limit,
     /// Every request answered with this HTTP status and an error body (`mock:status:500`).
     Status(u16),
+    /// The first K turns of a prompt answered 503, as an overloaded service does, then a short
+    /// answer (`mock:overload:2`).
+    OverloadFor(u32),
 }
 
 impl Scenario {
@@ -157,6 +168,7 @@ impl Scenario {
             Self::Slow(d) => format!("slow:{}", d.as_secs()),
             Self::Limit => "limit".into(),
             Self::Status(code) => format!("status:{code}"),
+            Self::OverloadFor(k) => format!("overload:{k}"),
         }
     }
 }
@@ -173,6 +185,7 @@ pub fn scenario_for(text: &str) -> Option<Scenario> {
         "slow" => Scenario::Slow(Duration::from_secs_f64(arg.unwrap_or(20.0))),
         "limit" => Scenario::Limit,
         "status" => Scenario::Status(arg.map_or(500, |a| a as u16)),
+        "overload" => Scenario::OverloadFor(arg.map_or(1, |a| a as u32)),
         _ => Scenario::Fast,
     })
 }
@@ -272,6 +285,20 @@ async fn handle(
             other => other,
         }
     };
+    let scenario = match scenario {
+        Scenario::OverloadFor(k) if kind == Kind::Turn => {
+            let mut seen = shared.overloaded.lock().unwrap();
+            let n = seen.entry(last_user.clone()).or_insert(0);
+            *n += 1;
+            if *n <= k {
+                Scenario::Status(503)
+            } else {
+                Scenario::Fast
+            }
+        }
+        Scenario::OverloadFor(_) => Scenario::Fast,
+        other => other,
+    };
     if scenario == Scenario::Limit {
         let i = record(&scenario.name(), 429);
         mark_done(&shared, i);
@@ -288,7 +315,7 @@ async fn handle(
     let i = record(&scenario.name(), 200);
     let model = request["model"].as_str().unwrap_or("gpt-5-codex").to_string();
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(64);
-    let used = shared.used.lock().unwrap().get(&account).copied().unwrap_or(35.0);
+    let used = shared.used.lock().unwrap().get(&account).copied().unwrap_or(DEFAULT_USED_PCT);
     let shared = Arc::clone(&shared);
     tokio::spawn(async move {
         let (words, pause) = match (&kind, &scenario) {
