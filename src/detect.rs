@@ -95,7 +95,8 @@ impl TurnEnd {
         }
     }
 
-    fn said(self) -> &'static str {
+    /// Who said it, as the journal's reasons put it.
+    pub fn said(self) -> &'static str {
         match self {
             Self::Stop => "the client's Stop hook",
             Self::Notify => "Codex's notify (agent-turn-complete)",

@@ -7,6 +7,7 @@
 //! (pure, tested on their own), and [`Report`] says them one line each, `PASS`, `WARN` or `FAIL`,
 //! every WARN and FAIL with a one-line remedy.
 
+pub mod canary;
 pub mod gather;
 pub mod probe;
 
@@ -25,6 +26,8 @@ pub enum Status {
     Pass,
     Warn,
     Fail,
+    /// Not checked, with why (a client the canary cannot run offline).
+    Skip,
 }
 
 impl Status {
@@ -33,6 +36,7 @@ impl Status {
             Self::Pass => "PASS",
             Self::Warn => "WARN",
             Self::Fail => "FAIL",
+            Self::Skip => "SKIP",
         }
     }
 }
@@ -81,6 +85,13 @@ pub struct Counts {
     pub pass: usize,
     pub warn: usize,
     pub fail: usize,
+    /// Checks that could not run here, each with why.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skip: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Every check of one run.
@@ -96,7 +107,12 @@ pub struct Report {
 impl Report {
     pub fn new(checks: Vec<Check>) -> Self {
         let count = |s: Status| checks.iter().filter(|c| c.status == s).count();
-        let counts = Counts { pass: count(Status::Pass), warn: count(Status::Warn), fail: count(Status::Fail) };
+        let counts = Counts {
+            pass: count(Status::Pass),
+            warn: count(Status::Warn),
+            fail: count(Status::Fail),
+            skip: count(Status::Skip),
+        };
         Self { schema: SCHEMA, ok: counts.fail == 0, counts, checks }
     }
 
@@ -110,7 +126,7 @@ impl Report {
             }
             out.push('\n');
         }
-        let Counts { pass, warn, fail } = self.counts;
+        let Counts { pass, warn, fail, skip } = self.counts;
         let verdict = if fail > 0 {
             "not ready: fix the FAILs"
         } else if warn > 0 {
@@ -118,7 +134,8 @@ impl Report {
         } else {
             "ready for tonight"
         };
-        let _ = writeln!(out, "{pass} passed, {warn} warning(s), {fail} failed: {verdict}");
+        let skipped = if skip > 0 { format!(", {skip} skipped") } else { String::new() };
+        let _ = writeln!(out, "{pass} passed, {warn} warning(s), {fail} failed{skipped}: {verdict}");
         out
     }
 }

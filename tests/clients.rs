@@ -8,6 +8,7 @@ mod mock_api;
 mod mock_responses;
 
 mod account_switch;
+mod canary_real;
 mod codex_real;
 mod doctor_cli;
 mod hooks_real;

@@ -262,6 +262,24 @@ pub struct Verdict {
     pub interrupted: bool,
 }
 
+/// Every screen signal of one frame, each read on its own ([`Adapter::readings`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Readings {
+    /// `[title] working` matches the title.
+    pub title_working: bool,
+    /// `[title] idle` matches the title.
+    pub title_idle: bool,
+    /// The row a `[working] spinner` pattern matched.
+    pub spinner: Option<String>,
+    /// The row `[working] footer` matched.
+    pub footer: Option<String>,
+    /// `[composer] prompt` found the composer.
+    pub prompt: bool,
+    pub dialog: Option<Dialog>,
+    /// The text of the region where the client draws its own limit notices.
+    pub limit_region: String,
+}
+
 /// The compiled signals of one agent.
 #[derive(Debug, Clone)]
 pub struct Adapter {
@@ -576,6 +594,43 @@ impl Adapter {
             _ => false,
         };
         Verdict { working, dialog, prompt: composer.is_some(), interrupted }
+    }
+
+    /// Each screen signal of one frame on its own, where [`Adapter::classify`] stops at the first
+    /// that shows work: the canary checks that every one of them still reads on tonight's client.
+    pub fn readings(&self, snap: &Snapshot) -> Readings {
+        let rows = &snap.rows[..];
+        if !self.screen {
+            return Readings::default();
+        }
+        let composer = self.find_composer(rows);
+        let blank = |r: &&str| r.trim().is_empty();
+        let footer = self.footer.as_ref().and_then(|footer| {
+            (0..rows.row_count())
+                .rev()
+                .map(|i| rows.row(i))
+                .filter(|r| !blank(r))
+                .take(self.footer_rows)
+                .find(|r| footer.is_match(r))
+                .map(|r| r.trim().to_string())
+        });
+        let above = composer.map_or(rows.row_count(), |c| c.top);
+        let spinner = (0..above)
+            .rev()
+            .map(|i| rows.row(i))
+            .filter(|r| !blank(r))
+            .take(self.rows_above)
+            .find(|row| self.spinner.iter().any(|re| re.is_match(row.trim_start())))
+            .map(|r| r.trim().to_string());
+        Readings {
+            title_working: self.title_working.as_ref().is_some_and(|re| re.is_match(&snap.title)),
+            title_idle: self.title_idle(&snap.title),
+            spinner,
+            footer,
+            prompt: composer.is_some(),
+            dialog: self.find_dialog(rows, composer),
+            limit_region: self.region_of_limits(rows),
+        }
     }
 
     /// The text of the screen region where this agent draws its own limit notices (empty when it

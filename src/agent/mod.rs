@@ -5,7 +5,7 @@
 mod adapter;
 mod sandbox;
 
-pub use adapter::{Adapter, AdapterError, CycleCommands, Dialog, DialogKind, Overrides, Reply, Verdict};
+pub use adapter::{Adapter, AdapterError, CycleCommands, Dialog, DialogKind, Overrides, Readings, Reply, Verdict};
 pub use sandbox::{sandbox_refused, Sandbox};
 
 use std::fmt;

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use nightshift::agent::AgentKind;
 use nightshift::doctor::{self, Options};
 use nightshift::paths::Paths;
@@ -23,6 +25,11 @@ pub struct Args {
     /// Skip the drift probe, which starts each agent's CLI in a terminal for a few seconds
     #[arg(long)]
     no_probe: bool,
+    /// Instead of the checks, run tonight's installed client through a script of turns against a
+    /// stand-in of its API on 127.0.0.1 (a scratch home, a throwaway key, no network, no cost):
+    /// one line per signal the supervisor listens for, PASS or FAIL; under a minute a client
+    #[arg(long, conflicts_with_all = ["cwds", "no_probe", "agent_args"])]
+    canary: bool,
     /// The agent's own flags the sessions will get (`--permission-mode acceptEdits`, …)
     #[arg(last = true, value_name = "AGENT ARGS")]
     agent_args: Vec<String>,
@@ -30,13 +37,25 @@ pub struct Args {
 
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(state_dir)?;
+    if args.canary {
+        let cli = std::env::current_exe().context("cannot find the nightshift binary the client's hooks run")?;
+        let setup = doctor::canary::drive::Setup { cli };
+        let (report, _) = doctor::canary::run(&paths, &setup, &args.agents);
+        print_report(&report, args.json)?;
+        return Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
     let here = std::env::current_dir()?;
     let opts = Options { agents: args.agents, cwds: args.cwds, agent_args: args.agent_args, no_probe: args.no_probe };
     let report = doctor::run(&paths, &here, &opts);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    print_report(&report, args.json)?;
+    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn print_report(report: &doctor::Report, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
         print!("{}", report.text());
     }
-    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(())
 }

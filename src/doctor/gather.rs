@@ -228,7 +228,7 @@ fn shown_path(path: Option<&std::ffi::OsStr>) -> String {
 }
 
 /// The first `N.N.N` the program prints for `--version`.
-fn version_of(bin: &Path) -> Result<String, String> {
+pub(super) fn version_of(bin: &Path) -> Result<String, String> {
     let text = run_bounded(Command::new(bin).arg("--version"), Duration::from_secs(15))?;
     text.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
         .find(|w| {

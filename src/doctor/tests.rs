@@ -82,7 +82,7 @@ fn the_report_says_one_line_per_check_and_fails_on_any_fail() {
         Check::fail("c", "claude", "not on PATH", "install it"),
     ]);
     assert!(!report.ok);
-    assert_eq!(report.counts, Counts { pass: 1, warn: 1, fail: 1 });
+    assert_eq!(report.counts, Counts { pass: 1, warn: 1, fail: 1, skip: 0 });
     assert_eq!(
         report.text(),
         "PASS  config: fine\nWARN  power: on battery — plug it in\nFAIL  claude: not on PATH — install it\n\
