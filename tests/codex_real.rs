@@ -498,7 +498,9 @@ async fn at_91_percent_a_codex_session_hands_off_at_its_prompt_and_moves_to_the_
     );
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(30));
     common::known_meter(&run.env.state_dir(), "codex", "b", 20.0);
-    run.send("start on the parser (first-prompt-7c1d) mock:fast", true);
+    // Long enough to be read as working: a turn of a fraction of a second can end before Codex's
+    // screen shows it (Codex has no hook when a turn begins).
+    run.send("start on the parser (first-prompt-7c1d) mock:slow:2", true);
     run.wait_state("working", i + 1, Duration::from_secs(15));
     let switched = wait_for("the switch", Duration::from_secs(60), || {
         run.events().into_iter().find(|e| e["event"] == "account_switch" && e["action"] == "switched")

@@ -33,11 +33,12 @@ fn press(fake: &Fake, token: &str) -> String {
     wait_for("the reply", Duration::from_secs(30), || fake.replies().get(before).cloned())
 }
 
-/// The agent's screen now, without its last rows (the footer's clock and usage move by themselves).
+/// The agent's screen now, without its last rows (the footer's clock and usage move by themselves)
+/// and without the bullet of a tool call waiting for permission, which blinks.
 fn screen(run: &ClaudeRun) -> String {
     let out = run.cmd(&["screen", &run.session()]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let rows: Vec<&str> = text.lines().collect();
+    let rows: Vec<String> = text.lines().map(|r| r.replacen("● ", "  ", 1)).collect();
     rows[..rows.len().saturating_sub(3)].join("\n")
 }
 
@@ -121,9 +122,11 @@ async fn the_real_clients_question_and_permission_prompt_are_answered_from_the_p
         run.workdir.join("mock-permission-file").exists().then_some(())
     });
 
-    // The mock asks again with the same command: answered at the desk, the phone's Deny for the
-    // first prompt finds it gone.
-    let (again, _, _) = run.wait_state("waiting_input", p + 1, Duration::from_secs(30));
+    // Asked again with the same command: answered at the desk, the phone's Deny for the first
+    // prompt finds it gone.
+    let (done, _, _) = run.wait_state("idle", p + 1, Duration::from_secs(30));
+    run.send("make it once more mock:perm", true);
+    let (again, _, _) = run.wait_state("waiting_input", done + 1, Duration::from_secs(30));
     let _ = pushed_buttons(&fake, seen);
     run.send_keys("\u{1b}");
     run.wait_state("idle", again + 1, Duration::from_secs(30));

@@ -639,3 +639,56 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
     .await;
     send(sse("message_stop", json!({"type": "message_stop"}))).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Posts a streamed Messages request; the tool calls' ids in the answer's events.
+    async fn post(base: &str, body: Value) -> (String, Vec<String>) {
+        let url = format!("{base}/v1/messages");
+        let text = tokio::task::spawn_blocking(move || {
+            let mut resp = ureq::post(&url).content_type("application/json").send(body.to_string().as_bytes()).unwrap();
+            resp.body_mut().read_to_string().unwrap()
+        })
+        .await
+        .unwrap();
+        let ids = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter_map(|v| v["content_block"]["id"].as_str().map(String::from))
+            .collect();
+        (text, ids)
+    }
+
+    fn user(content: Value) -> Value {
+        json!({"role": "user", "content": content})
+    }
+
+    #[tokio::test]
+    async fn each_tool_call_has_its_own_id_and_the_answer_to_a_fresh_call_wins_over_a_kept_prompt() {
+        let api = AnthropicApi::start().await.unwrap();
+        let base = api.base_url();
+        let ask = |messages: Vec<Value>| json!({"model": "m", "stream": true, "max_tokens": 10, "messages": messages});
+        let prompt = user(json!([{"type": "text", "text": "ask me mock:question"}]));
+        let (_, first) = post(&base, ask(vec![prompt.clone()])).await;
+        let (_, second) = post(&base, ask(vec![prompt.clone()])).await;
+        assert_eq!((first.len(), second.len()), (1, 1));
+        assert_ne!(first, second, "a second call under a used id has its result taken for the first's");
+        // The client keeps the prompt in the message that carries the call's result: the result is
+        // what is answered, once; the same message again with a new prompt asks anew.
+        let call = json!({"role": "assistant", "content": [{"type": "tool_use", "id": first[0], "name": "AskUserQuestion", "input": {}}]});
+        let answered = user(json!([{"type": "tool_result", "tool_use_id": first[0], "content": "SQLite"},
+                                   {"type": "text", "text": "ask me mock:question"}]));
+        let (_, ids) = post(&base, ask(vec![prompt.clone(), call.clone(), answered])).await;
+        assert!(ids.is_empty(), "the answer to the question is answered, not the question asked again");
+        let next = user(json!([{"type": "tool_result", "tool_use_id": first[0], "content": "SQLite"},
+                               {"type": "text", "text": "ask me mock:question"},
+                               {"type": "text", "text": "now make a file mock:perm"}]));
+        let (_, ids) = post(&base, ask(vec![prompt, call, next])).await;
+        assert_eq!(ids.len(), 1, "a new prompt beside an answered result asks anew");
+        let scenarios: Vec<String> = api.messages().into_iter().map(|r| r.scenario).collect();
+        assert_eq!(scenarios, ["question", "question", "after_tool", "perm"]);
+    }
+}
