@@ -72,6 +72,23 @@ pub struct Config {
     /// The agents' own sandboxes for unattended work (`[sandbox] network = ["crates.io"]`).
     #[serde(default, skip_serializing_if = "SandboxSettings::is_default")]
     pub sandbox: SandboxSettings,
+    /// What a start asks of the canary (`[canary] required = true`).
+    #[serde(default, skip_serializing_if = "CanarySettings::is_default")]
+    pub canary: CanarySettings,
+}
+
+/// What a start asks of the canary (`nightshift doctor --canary`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CanarySettings {
+    /// Refuse to start a Claude or Codex session or loop on a client whose canary has not passed.
+    pub required: bool,
+}
+
+impl CanarySettings {
+    fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// When sessions and loops run in the agent's own sandbox.

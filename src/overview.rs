@@ -85,6 +85,24 @@ pub fn label(row: &SessionRow) -> String {
     }
 }
 
+/// Marks the sessions running a client whose canary failed (`failed`: session id, then the client
+/// and version, `claude 2.1.333`): their menu entries say so, and the tooltip once per client.
+pub fn with_canary(mut o: Overview, failed: &[(String, String)]) -> Overview {
+    let mut clients: Vec<&str> = Vec::new();
+    for entry in &mut o.entries {
+        if let Some((_, client)) = failed.iter().find(|(id, _)| id == &entry.id) {
+            entry.label.push_str(" · canary failed");
+            if !clients.contains(&client.as_str()) {
+                clients.push(client);
+            }
+        }
+    }
+    for client in clients {
+        o.tooltip.push_str(&format!("\nThe canary failed on {client}: its sessions may be misread"));
+    }
+    o
+}
+
 /// The overview of `rows` (as the journal lists them, newest first) with each client's latest
 /// plan usage: Claude's line alone as it always was, each labelled once Codex's is there too.
 pub fn overview(rows: &[SessionRow], usage: &[(crate::agent::AgentKind, &Sample)]) -> Overview {
@@ -185,6 +203,20 @@ mod tests {
         let o = overview(&rows, &[(AgentKind::Codex, &codex)]);
         assert!(o.tooltip.ends_with("needs you\nCodex 5h 20% · 7d 12%"), "{}", o.tooltip);
         assert_eq!(overview(&[], &[]).tooltip, "Nightshift — no sessions running");
+    }
+
+    #[test]
+    fn a_session_on_a_client_whose_canary_failed_says_so_in_the_menu_and_once_in_the_tooltip() {
+        let rows = [row("a", "working"), row("b", "idle"), row("c", "working")];
+        let failed = [("a".to_string(), "claude 2.1.333".to_string()), ("c".to_string(), "claude 2.1.333".to_string())];
+        let o = with_canary(overview(&rows, &[]), &failed);
+        let labels: Vec<&str> = o.entries.iter().map(|e| e.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["a · claude — working · canary failed", "b · claude — idle", "c · claude — working · canary failed"]
+        );
+        assert_eq!(o.tooltip.matches("The canary failed on claude 2.1.333: its sessions may be misread").count(), 1);
+        assert_eq!(with_canary(overview(&rows, &[]), &[]), overview(&rows, &[]), "nothing failed: as it was");
     }
 
     #[test]

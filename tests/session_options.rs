@@ -261,3 +261,46 @@ async fn a_suspend_is_journalled_in_live_sessions() {
     assert!(asleep > chrono::Duration::minutes(119) && asleep <= chrono::Duration::hours(2), "{asleep}");
     handle.stop("test").await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_on_a_client_whose_canary_failed_says_so_in_its_options() {
+    let env = common::Env::new();
+    let sup = env.supervisor();
+    let bin = env.path("claude");
+    std::fs::write(&bin, "#!/bin/sh\necho ready\nexec cat\n").unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let spec_of = |bin: &std::path::Path| {
+        let mut spec = SessionSpec::new(CommandSpec {
+            program: bin.display().to_string(),
+            args: vec![],
+            cwd: std::env::temp_dir(),
+            env: vec![],
+            size: PtySize::default(),
+        });
+        spec.agent = nightshift::AgentKind::Claude;
+        spec
+    };
+    let unchecked = sup.start(spec_of(&bin)).unwrap();
+    let said = unchecked.status().options.canary.expect("said");
+    assert!(said.starts_with(&format!("not run on {} yet", bin.display())), "{said}");
+    stop(&unchecked).await;
+
+    let (size, modified) = nightshift::agent::canary::fingerprint(&bin).unwrap();
+    let mut results = nightshift::agent::canary::Results::default();
+    let verdict = nightshift::agent::canary::Verdict {
+        at: chrono::Utc::now(),
+        ok: false,
+        failed: vec!["working.spinner".into()],
+        kept: None,
+        bin: bin.clone(),
+        size,
+        modified,
+    };
+    results.record(nightshift::AgentKind::Claude, "2.1.333", verdict);
+    results.save(&env.state_dir()).unwrap();
+    let failed = sup.start(spec_of(&bin)).unwrap();
+    let said = failed.status().options.canary.expect("said");
+    assert!(said.starts_with("FAILED on 2.1.333 (working.spinner)"), "{said}");
+    assert!(said.ends_with("Nightshift may misread this client tonight"), "{said}");
+    stop(&failed).await;
+}

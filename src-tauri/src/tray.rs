@@ -4,6 +4,9 @@
 //! Linux tray hosts show no tooltip for app indicators, so the tooltip's text (counts and usage
 //! chip) is also the menu's first, disabled rows.
 
+use std::path::Path;
+
+use nightshift::agent::canary::Standing;
 use nightshift::event::StopKind;
 use nightshift::overview::{self, Glance, Overview};
 use tauri::image::Image;
@@ -61,7 +64,21 @@ fn current(app: &AppHandle) -> Shown {
         (s.sessions().unwrap_or_default(), plans)
     });
     let plans: Vec<_> = usage.iter().map(|(agent, sample)| (*agent, sample)).collect();
-    (overview::overview(&rows, &plans), quit_label(app))
+    let shown = overview::overview(&rows, &plans);
+    // The clients the live sessions run, as the canary last judged them.
+    let failed: Vec<(String, String)> = rows
+        .iter()
+        .filter(|r| shown.entries.iter().any(|e| e.id == r.id))
+        .filter_map(|r| {
+            let agent: nightshift::AgentKind = r.agent.parse().ok()?;
+            let standing = Standing::of(agent, r.command.first()?, Path::new(&r.cwd), &state.paths.state_dir)?;
+            match standing {
+                Standing::Failed { version, .. } => Some((r.id.clone(), format!("{agent} {version}"))),
+                _ => None,
+            }
+        })
+        .collect();
+    (overview::with_canary(shown, &failed), quit_label(app))
 }
 
 fn apply(app: &AppHandle, tray: &TrayIcon, shown: &Shown) -> tauri::Result<()> {

@@ -3,6 +3,7 @@
 //! sandbox, as a session passes it.
 
 mod adapter;
+pub mod canary;
 mod sandbox;
 
 pub use adapter::{Adapter, AdapterError, CycleCommands, Dialog, DialogKind, Overrides, Readings, Reply, Verdict};

@@ -186,6 +186,7 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         ..spec.settings
     };
     let config = nightshift::config::Config::load(paths.config_dir.as_deref())?;
+    spec.canary_checked(&config.canary, &paths.state_dir).map_err(anyhow::Error::msg)?;
     let asked = args.no_sandbox.then_some(false);
     match spec.sandboxed(&config.sandbox, asked).map_err(anyhow::Error::msg)? {
         Some(note) => eprintln!("nightshift: warning: the agent is {note}"),

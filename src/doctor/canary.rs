@@ -10,12 +10,13 @@
 
 pub mod drive;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+
+pub use crate::agent::canary::{fingerprint, Results, Verdict};
 
 use super::{Check, Report, Status};
 use crate::agent::{AgentKind, DialogKind, Readings, Reply};
@@ -700,85 +701,6 @@ fn asks_login(first: &Signal) -> Option<String> {
 /// The canary's report over its clients.
 pub fn report(outcomes: &[Outcome], agents_dir: Option<&Path>) -> Report {
     Report::new(outcomes.iter().flat_map(|o| checks(o, agents_dir)).collect())
-}
-
-/// A canary's verdict on one client version, as kept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    #[serde(with = "crate::clock::ts")]
-    pub at: DateTime<Utc>,
-    pub ok: bool,
-    /// The signals that were not read.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kept: Option<PathBuf>,
-    /// The binary it ran, and its size and modification time then: the same file is the same
-    /// version, without running it to ask.
-    pub bin: PathBuf,
-    pub size: u64,
-    pub modified: i64,
-}
-
-/// The canary's verdicts, per agent and client version (`<state>/canary/results.json`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Results {
-    #[serde(flatten)]
-    pub agents: BTreeMap<String, BTreeMap<String, Verdict>>,
-}
-
-/// A file's size and modification time (seconds), which say it is the same file.
-pub fn fingerprint(bin: &Path) -> Option<(u64, i64)> {
-    let meta = std::fs::metadata(bin).ok()?;
-    let modified = meta.modified().ok()?.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs() as i64;
-    Some((meta.len(), modified))
-}
-
-impl Results {
-    pub fn path(state_dir: &Path) -> PathBuf {
-        state_dir.join("canary").join("results.json")
-    }
-
-    /// The kept verdicts; none when there are none yet, or the file cannot be read.
-    pub fn load(state_dir: &Path) -> Self {
-        std::fs::read_to_string(Self::path(state_dir))
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
-    }
-
-    /// Keeps them (written whole, then moved into place).
-    pub fn save(&self, state_dir: &Path) -> std::io::Result<()> {
-        let path = Self::path(state_dir);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(self).map_err(std::io::Error::other)?)?;
-        std::fs::rename(tmp, path)
-    }
-
-    pub fn record(&mut self, agent: AgentKind, version: &str, verdict: Verdict) {
-        self.agents.entry(agent.as_str().to_string()).or_default().insert(version.to_string(), verdict);
-    }
-
-    pub fn of_version(&self, agent: AgentKind, version: &str) -> Option<&Verdict> {
-        self.agents.get(agent.as_str())?.get(version)
-    }
-
-    /// The verdict on the file `bin` as it is now, and its version, when the canary ran that
-    /// very file.
-    pub fn of_binary(&self, agent: AgentKind, bin: &Path) -> Option<(&str, &Verdict)> {
-        let (size, modified) = fingerprint(bin)?;
-        self.agents.get(agent.as_str())?.iter().find_map(|(version, v)| {
-            (v.bin == bin && v.size == size && v.modified == modified).then_some((version.as_str(), v))
-        })
-    }
-
-    /// The newest verdict of `agent`, with its version.
-    pub fn latest(&self, agent: AgentKind) -> Option<(&str, &Verdict)> {
-        self.agents.get(agent.as_str())?.iter().max_by_key(|(_, v)| v.at).map(|(k, v)| (k.as_str(), v))
-    }
 }
 
 #[cfg(test)]

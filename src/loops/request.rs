@@ -160,6 +160,17 @@ impl LoopSpec {
         Ok(note)
     }
 
+    /// Refuses the loop, in one line with the fix, when `[canary] required` is set and the
+    /// canary has not passed on the client its iterations would run.
+    pub fn canary_checked(&self, settings: &crate::config::CanarySettings, state_dir: &Path) -> Result<(), String> {
+        if !settings.required {
+            return Ok(());
+        }
+        let cwd = self.projects.first().map_or_else(|| PathBuf::from("/"), |p| p.cwd.clone());
+        let standing = crate::agent::canary::Standing::of(self.agent, &self.program, &cwd, state_dir);
+        standing.and_then(|s| s.refusal(self.agent)).map_or(Ok(()), Err)
+    }
+
     /// Makes the loop's iterations work apart from the user's checkouts, under `root`: in one new
     /// worktree per repository for the whole loop (`name`: its branch `nightshift/<name>`), or, with
     /// `per_task`, in a new one for each task, made when the task starts (`nightshift/<name>-<n>-<task

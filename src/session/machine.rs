@@ -85,6 +85,8 @@ pub struct Machine {
     switching: Option<switch::Switching>,
     /// Whether the agent runs in its own sandbox, in words (for the options).
     sandbox: Option<String>,
+    /// What the canary said of the client, in words (for the options).
+    canary: Option<String>,
     /// The agent's own commands a cycle types (`/clear`, `/init`).
     commands: crate::agent::CycleCommands,
     /// The state last journalled (written by `journal_state` only).
@@ -120,6 +122,7 @@ impl Machine {
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
             sandbox: start.sandbox,
+            canary: start.canary,
             commands: start.commands,
         };
         let mut fx = Vec::new();

@@ -203,6 +203,10 @@ pub struct Options {
     /// The guard the session was started with, in words: what it refuses, or why it cannot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
+    /// What the canary said of the client the session started on, in words: passed, failed (and
+    /// on which signals), or not run on it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
 }
 
 /// A session's account switch as its options show it.

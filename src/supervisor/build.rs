@@ -216,6 +216,15 @@ pub fn build(
     if let Some(quiet) = request.quiet {
         spec.detect.quiet = quiet;
     }
+    // A broken config.toml refuses what reads it; it does not stop every start here.
+    let required = Config::load(paths.config_dir.as_deref()).is_ok_and(|c| c.canary.required);
+    if required {
+        let standing =
+            crate::agent::canary::Standing::of(agent, &spec.command.program, &spec.command.cwd, &paths.state_dir);
+        if let Some(why) = standing.and_then(|s| s.refusal(agent)) {
+            return Err(BuildError::Setting(why));
+        }
+    }
     let unattended = spec.respawn.as_ref().is_some_and(|r| r.sandbox);
     if request.sandbox.is_some() || unattended {
         (spec.sandbox, spec.unsandboxed) = config()?
@@ -334,6 +343,42 @@ mod tests {
         let mut r = request(&d, &["claude"]);
         r.budget.max_cost_usd = Some(-1.0);
         assert!(refused(&d, r).to_string().contains("--max-cost-usd must be a positive number"));
+    }
+
+    #[test]
+    fn with_the_canary_required_a_client_it_has_not_passed_is_refused_with_the_fix() {
+        let d = dirs("[canary]\nrequired = true\n");
+        let bin = d.tmp.path().join("claude");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let program = bin.display().to_string();
+        let e = refused(&d, request(&d, &[&program])).to_string();
+        assert!(e.starts_with(&format!("the canary has not run on {program} and [canary] required is set")), "{e}");
+        assert!(e.contains("run `nightshift doctor --canary` first, or set required = false"), "{e}");
+        let (size, modified) = crate::agent::canary::fingerprint(&bin).unwrap();
+        let verdict = |ok: bool| crate::agent::canary::Verdict {
+            at: chrono::Utc::now(),
+            ok,
+            failed: if ok { vec![] } else { vec!["working.spinner".into()] },
+            kept: None,
+            bin: bin.clone(),
+            size,
+            modified,
+        };
+        let mut results = crate::agent::canary::Results::default();
+        results.record(AgentKind::Claude, "2.1.333", verdict(false));
+        results.save(&d.paths.state_dir).unwrap();
+        let e = refused(&d, request(&d, &[&program])).to_string();
+        assert!(
+            e.starts_with("the canary failed on claude 2.1.333 (working.spinner) and [canary] required is set"),
+            "{e}"
+        );
+        results.record(AgentKind::Claude, "2.1.333", verdict(true));
+        results.save(&d.paths.state_dir).unwrap();
+        assert!(build(&d.paths, request(&d, &[&program]), |_| Ok(())).is_ok(), "passed: it starts");
+        assert!(build(&d.paths, request(&d, &["bash"]), |_| Ok(())).is_ok(), "a generic agent has no canary");
+        let off = dirs("");
+        assert!(build(&off.paths, request(&off, &[&program]), |_| Ok(())).is_ok(), "not required: it starts");
     }
 
     #[test]

@@ -91,6 +91,9 @@ impl Supervisor {
             since: Some(contract.started),
             handoff: from.handoff,
             sandbox: t.sandbox.as_ref().map(|s| s.describe(agent)).or_else(|| t.unsandboxed.clone()),
+            canary: self.journal.path().and_then(|p| p.parent()).and_then(|state| {
+                crate::agent::canary::Standing::of(agent, &t.program, &t.cwd, state).map(|s| s.describe())
+            }),
             commands: adapter.cycle_commands().clone(),
         };
         let detect = DetectConfig { quiet: t.quiet, ..DetectConfig::default() };

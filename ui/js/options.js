@@ -172,6 +172,8 @@ function renderOptions() {
   // Whether the agent runs in its own sandbox, as the start decided it (it holds until a new start).
   facts.push(["Sandbox", o.sandbox ? o.sandbox.charAt(0).toUpperCase() + o.sandbox.slice(1) : "Not sandboxed"]);
   if (o.guard) facts.push(["Guard", o.guard.charAt(0).toUpperCase() + o.guard.slice(1)]);
+  // What `nightshift doctor --canary` said of the client this session started on.
+  if (o.canary) facts.push(["Canary", o.canary.charAt(0).toUpperCase() + o.canary.slice(1)]);
   const sw = o.account_switch;
   if (sw) {
     facts.push(["Account", sw.account || "The client's own"]);

@@ -238,6 +238,7 @@ pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops
     // A loop is unattended work: sandboxed unless `[sandbox]` says otherwise.
     let config =
         Config::load(state.paths.config_dir.as_deref()).map_err(|e| UiError::new(Code::Config, e.to_string()))?;
+    spec.canary_checked(&config.canary, &state.paths.state_dir).map_err(|e| UiError::new(Code::BadLoop, e))?;
     if let Some(note) = spec.sandboxed(&config.sandbox, None).map_err(|e| UiError::new(Code::BadLoop, e))? {
         tracing::warn!("the loop's agent is {note}");
     }

@@ -52,6 +52,8 @@ pub struct Start {
     pub handoff: Option<(String, DateTime<Utc>)>,
     /// Whether the agent runs in its own sandbox, in words (`sandboxed: …`, `not sandboxed: …`).
     pub sandbox: Option<String>,
+    /// What the canary said of the client it runs, in words (`nightshift doctor --canary`).
+    pub canary: Option<String>,
     /// What its respawn cycles type for the context reset and the instructions file.
     pub commands: crate::agent::CycleCommands,
 }

@@ -26,6 +26,7 @@ impl Machine {
             spent_tokens: self.budget.spent().tokens_spent,
             sandbox: self.sandbox.clone(),
             guard: self.guard_view(),
+            canary: self.canary.clone(),
         }
     }
 

@@ -69,6 +69,7 @@ fn start() -> Start {
         since: None,
         handoff: None,
         sandbox: None,
+        canary: None,
         commands: crate::agent::CycleCommands::default(),
     }
 }
