@@ -70,6 +70,9 @@ pub struct Plan {
     /// Codex's plan beside Claude's, when Codex sessions are armed or reported in the lookback.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub codex: Option<Box<Plan>>,
+    /// Tonight's clients as the canary last judged them, one line each ([`clients`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<String>,
 }
 
 /// A window's reading: when, how full, and when that window resets.
@@ -188,6 +191,7 @@ pub fn forecast(
         cost_per_hour,
         expected_usd,
         codex: None,
+        clients: Vec::new(),
     }
 }
 
@@ -270,6 +274,9 @@ impl Plan {
             _ => "Expected spend: unknown (no cost readings in the last 3 hours)".into(),
         });
         out.push(format!("Work is expected to stop at {}: {}", at(self.stops_at), self.stops_why));
+        if !self.clients.is_empty() {
+            out.push(format!("Tonight's clients: {}", self.clients.join("; ")));
+        }
         let mut text = out.join("\n") + "\n";
         if let Some(codex) = &self.codex {
             text.push_str("\nCodex, its own plan:\n");
@@ -279,6 +286,33 @@ impl Plan {
         }
         text
     }
+}
+
+/// Each installed client as the canary last judged the very file a session would run: when it
+/// passed, that it failed, or that it has not run on it.
+pub fn clients(state_dir: &std::path::Path) -> Vec<String> {
+    use crate::agent::canary::Standing;
+    use crate::agent::{Adapter, AgentKind};
+    [AgentKind::Claude, AgentKind::Codex]
+        .into_iter()
+        .filter_map(|agent| {
+            let adapter = Adapter::builtin(agent);
+            let program = adapter.launch().map_or(agent.as_str(), |(p, _)| p);
+            let standing = Standing::of(agent, program, std::path::Path::new("/"), state_dir)?;
+            Some(match standing {
+                Standing::Passed { version, at } => format!(
+                    "{agent} {version}, its canary passed {}",
+                    at.with_timezone(&chrono::Local).format("%a %H:%M")
+                ),
+                Standing::Failed { version, failed, .. } => {
+                    format!("{agent} {version}, its canary FAILED ({})", failed.join(", "))
+                }
+                Standing::Unchecked { .. } => {
+                    format!("{agent}, not checked by the canary (`nightshift doctor --canary`)")
+                }
+            })
+        })
+        .collect()
 }
 
 /// The next `at` (local time in `tz`) after `now`: the morning the night runs to.

@@ -119,6 +119,10 @@ fn the_pinned_clients_pass_every_signal_in_under_a_minute_and_the_users_files_st
         serde_json::from_str(&std::fs::read_to_string(env.state_dir().join("canary/results.json")).unwrap()).unwrap();
     assert_eq!(results["claude"]["2.1.332"]["ok"], true, "{results}");
     assert_eq!(results["codex"]["0.171.0"]["ok"], true, "{results}");
+    let plan = env.cmd(&["plan"]).env("PATH", &path).env("HOME", &home).output().unwrap();
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.contains("Tonight's clients: claude 2.1.332, its canary passed"), "{plan}");
+    assert!(plan.contains("codex 0.171.0, its canary passed"), "{plan}");
     let left: Vec<_> =
         std::fs::read_dir(env.state_dir().join("canary")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["results.json"], "no scratch home is left, and nothing failed to keep");

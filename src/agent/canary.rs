@@ -91,6 +91,66 @@ impl Results {
     }
 }
 
+/// The first `N.N.N` the program prints for `--version`.
+pub fn version_of(bin: &Path) -> Result<String, String> {
+    let text = crate::platform::run_bounded(
+        std::process::Command::new(bin).arg("--version"),
+        std::time::Duration::from_secs(15),
+    )?;
+    text.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .find(|w| {
+            w.split('.').count() >= 3
+                && w.split('.').take(3).all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(str::to_string)
+        .ok_or_else(|| {
+            // Its first line, shortened: enough to see what answered instead.
+            let first: String = text.trim().lines().next().unwrap_or("nothing").chars().take(80).collect();
+            format!("printed no version: `{first}`")
+        })
+}
+
+/// Whether `a` is a later version than `b` (`2.1.333` over `2.1.332`), numbers compared as numbers.
+fn newer(a: &str, b: &str) -> bool {
+    let parts = |v: &str| v.split('.').map(|p| p.parse::<u64>().unwrap_or(0)).collect::<Vec<_>>();
+    parts(a) > parts(b)
+}
+
+/// What the morning summary says of `agent`'s client (`program`, as the night's sessions start
+/// it): when the installed one is newer than the canary last checked, or never checked, or failed,
+/// and so whether tonight can trust it. `None` when the canary passed on the very file installed.
+pub fn morning_note(agent: AgentKind, program: &str, state_dir: &Path) -> Option<String> {
+    let standing = Standing::of(agent, program, Path::new("/"), state_dir)?;
+    let results = Results::load(state_dir);
+    match standing {
+        Standing::Passed { .. } => None,
+        Standing::Failed { version, failed, .. } => Some(format!(
+            "The canary failed on the installed {agent} {version} ({}): fix the signals it names, or tonight's sessions \
+             may be misread",
+            failed.join(", ")
+        )),
+        Standing::Unchecked { bin } => {
+            let installed = version_of(&bin).ok();
+            let checked = results.latest(agent).map(|(v, verdict)| (v.to_string(), verdict.ok));
+            Some(match (installed, checked) {
+                (Some(now), Some((then, ok))) if newer(&now, &then) => format!(
+                    "A newer {agent} is installed: {now}, after {then} the canary {} — its canary has not run on it: \
+                     `nightshift doctor --canary` before tonight",
+                    if ok { "passed" } else { "failed" }
+                ),
+                (Some(now), _) => format!(
+                    "The canary has not run on the installed {agent} {now}: `nightshift doctor --canary` says whether \
+                     tonight can trust it"
+                ),
+                (None, _) => format!(
+                    "The canary has not run on {}: `nightshift doctor --canary` says whether tonight can trust it",
+                    bin.display()
+                ),
+            })
+        }
+    }
+}
+
 /// What the canary said of the client a session starts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Standing {
@@ -155,5 +215,52 @@ impl Standing {
                 bin.display()
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client at `dir/claude` that says it is `version`.
+    fn client(dir: &Path, version: &str) -> PathBuf {
+        let bin = dir.join("claude");
+        std::fs::write(&bin, format!("#!/bin/sh\necho '{version} (Claude Code)'\n")).unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        bin
+    }
+
+    fn keep(state: &Path, version: &str, bin: &Path, ok: bool) {
+        let (size, modified) = fingerprint(bin).unwrap();
+        let mut results = Results::load(state);
+        let failed = if ok { vec![] } else { vec!["working.spinner".to_string()] };
+        results.record(
+            AgentKind::Claude,
+            version,
+            Verdict { at: Utc::now(), ok, failed, kept: None, bin: bin.into(), size, modified },
+        );
+        results.save(state).unwrap();
+    }
+
+    #[test]
+    fn the_morning_says_when_a_newer_client_is_installed_and_whether_its_canary_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let bin = client(dir.path(), "2.1.332");
+        let program = bin.display().to_string();
+        let never = morning_note(AgentKind::Claude, &program, &state).unwrap();
+        assert!(never.starts_with("The canary has not run on the installed claude 2.1.332"), "{never}");
+        keep(&state, "2.1.332", &bin, true);
+        assert_eq!(morning_note(AgentKind::Claude, &program, &state), None, "passed on this very file: nothing to say");
+        // The client updated itself during the day.
+        std::fs::write(&bin, "#!/bin/sh\necho '2.1.333 (Claude Code)' # a newer build\n").unwrap();
+        let newer = morning_note(AgentKind::Claude, &program, &state).unwrap();
+        assert!(newer.starts_with("A newer claude is installed: 2.1.333, after 2.1.332 the canary passed"), "{newer}");
+        assert!(newer.contains("`nightshift doctor --canary` before tonight"), "{newer}");
+        keep(&state, "2.1.333", &bin, false);
+        let failed = morning_note(AgentKind::Claude, &program, &state).unwrap();
+        assert!(failed.starts_with("The canary failed on the installed claude 2.1.333 (working.spinner)"), "{failed}");
+        assert_eq!(morning_note(AgentKind::Generic, &program, &state), None);
+        assert!(!super::newer("2.1.40", "2.1.332") && super::newer("2.10.0", "2.9.9"), "numbers compared as numbers");
     }
 }

@@ -23,10 +23,11 @@ fn parse_time(s: &str) -> Result<NaiveTime, String> {
 }
 
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
-    let (_, store) = super::open_store(state_dir)?;
+    let (paths, store) = super::open_store(state_dir)?;
     let now = SystemClock.now();
     let until = nightshift::plan::next_local(now, args.until, &Local);
-    let plan = nightshift::plan::from_store(&store, now, until)?;
+    let mut plan = nightshift::plan::from_store(&store, now, until)?;
+    plan.clients = nightshift::plan::clients(&paths.state_dir);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {

@@ -78,7 +78,10 @@ impl Morning {
         let from = last.as_ref().and_then(|l| parse(&l.to_ts)).unwrap_or(scheduled - Duration::hours(24));
         let ran = store.any_events_between(from, now)?;
         let (headline, body, digest) = if ran {
-            let digest = build(store, from, now)?;
+            let mut digest = build(store, from, now)?;
+            if let Some(state_dir) = store.path().and_then(|p| p.parent()) {
+                digest.informational.extend(clients(&digest, state_dir));
+            }
             (digest.headline(), serde_json::to_string(&digest).expect("digests serialise"), Some(digest))
         } else {
             ("nothing ran".to_string(), "{}".to_string(), None)
@@ -99,6 +102,21 @@ impl Morning {
             None => MorningOutcome::NothingRan,
         }))
     }
+}
+
+/// What the morning says of the clients the night's sessions ran: a newer one installed, one the
+/// canary never ran, or one it failed on (see [`crate::agent::canary::morning_note`]).
+fn clients(digest: &Digest, state_dir: &std::path::Path) -> Vec<String> {
+    use crate::agent::{Adapter, AgentKind};
+    [AgentKind::Claude, AgentKind::Codex]
+        .into_iter()
+        .filter(|agent| digest.sessions.iter().any(|s| s.agent == agent.as_str()))
+        .filter_map(|agent| {
+            let adapter = Adapter::builtin(agent);
+            let program = adapter.launch().map_or(agent.as_str(), |(p, _)| p);
+            crate::agent::canary::morning_note(agent, program, state_dir)
+        })
+        .collect()
 }
 
 /// How often the wall clock is looked at: a morning passed while the machine slept is made within

@@ -651,7 +651,7 @@ pub fn run(paths: &crate::paths::Paths, setup: &drive::Setup, agents: &[AgentKin
             outcomes.push(outcome(None, Some(why), None));
             continue;
         }
-        let version = match super::gather::version_of(&bin) {
+        let version = match crate::agent::canary::version_of(&bin) {
             Ok(v) => v,
             Err(why) => {
                 outcomes.push(outcome(None, None, Some(format!("`{} --version` {why}", bin.display()))));

@@ -174,7 +174,7 @@ fn harness(
         _ => Check::pass(format!("harness.{name}.path"), name, format!("{} (found on this PATH)", bin.display())),
     });
 
-    let version = match version_of(&bin) {
+    let version = match crate::agent::canary::version_of(&bin) {
         Ok(v) => {
             out.push(judge_version(name, &v, adapter.verified()));
             Some(v)
@@ -225,18 +225,6 @@ fn codex_sandbox(bin: &Path) -> Result<(), String> {
 
 fn shown_path(path: Option<&std::ffi::OsStr>) -> String {
     path.map(|p| p.to_string_lossy().into_owned()).filter(|p| !p.is_empty()).unwrap_or_else(|| "empty".into())
-}
-
-/// The first `N.N.N` the program prints for `--version`.
-pub(super) fn version_of(bin: &Path) -> Result<String, String> {
-    let text = run_bounded(Command::new(bin).arg("--version"), Duration::from_secs(15))?;
-    text.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-        .find(|w| {
-            w.split('.').count() >= 3
-                && w.split('.').take(3).all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-        })
-        .map(str::to_string)
-        .ok_or_else(|| format!("printed no version: {}", text.trim()))
 }
 
 /// Whether the client has credentials for the config directory it will use. Only whether they are
