@@ -254,6 +254,7 @@ pub fn run() {
             commands::new_loop,
             commands::accounts,
             commands::doctor,
+            commands::canary,
             commands::plan,
             commands::problems,
             commands::session_lives,

@@ -644,6 +644,25 @@ class AppWindow(unittest.TestCase):
             self.assertEqual(drawn, expected, f"session {session}")
         self.settle(top=True)
 
+    def test_5cc_check_tonights_client_runs_the_canary_and_shows_each_line(self):
+        d = self.driver
+        self.open_view("#nav-ready", "ready")
+        self.click("#ready-canary")
+        summary = d.wait_for("the canary's verdict", lambda: (lambda t: t if t.startswith("Tonight's client is") else None)(
+            self.text_of("#canary-summary")), timeout=150)
+        listed = d.run_js("return [...document.querySelectorAll('#canary-list li')]"
+                          ".map(e => [e.dataset.id, e.dataset.status, e.textContent])")
+        rows = {i: (status, text) for i, status, text in listed}
+        # This PATH's `claude` only prints a headless answer: the canary says it cannot run it, and why.
+        self.assertEqual(rows["canary.claude"][0], "fail", rows)
+        self.assertIn("the canary could not run", rows["canary.claude"][1])
+        self.assertIn("--version", rows["canary.claude"][1])
+        self.assertTrue(summary.startswith("Tonight's client is not ready: "), summary)
+        self.assertEqual(d.run_js("return document.getElementById('ready-canary').disabled"), False)
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        self.settle(top=True)
+        d.screenshot(ARTIFACTS / "ready-canary.png")
+
     def test_5d_the_terminal_shows_the_real_client_and_can_take_over(self):
         require_real_client(self)
         d = self.driver

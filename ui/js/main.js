@@ -10,7 +10,7 @@ import {
   SETTING_FIELDS, applyResume, deleteSelectedPreset, disableRespawn, enableRespawn, loadOptions, openOptions,
   presetPicked, resetBreakers, savePreset, selectOptionsTab, settingEdited, toggleAutoResume, toggleHold,
 } from "./options.js";
-import { checkNewSession, prepareReady, runReady } from "./ready.js";
+import { checkNewSession, prepareReady, runCanary, runReady } from "./ready.js";
 import {
   closeSession, loadEventsSoon, loadHandoff, loadLives, openSession, resumeOpen, sendText, stopOpen, stopScreen,
 } from "./session.js";
@@ -78,6 +78,7 @@ $("new-agent").addEventListener("change", checkNewSession);
 $("new-agent").addEventListener("change", agentChosen);
 $("new-command").addEventListener("input", agentChosen);
 $("ready-run").addEventListener("click", runReady);
+$("ready-canary").addEventListener("click", runCanary);
 $("life-pick").addEventListener("change", () => loadLives(Number($("life-pick").value)));
 $("replay-play").addEventListener("click", togglePlay);
 $("replay-seek").addEventListener("input", seekBar);

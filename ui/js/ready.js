@@ -31,6 +31,26 @@ export async function runReady() {
   $("ready-list").replaceChildren(...checks.map(checkItem));
 }
 
+// "Check tonight's client": the canary, one line per signal, the failures first.
+export async function runCanary() {
+  $("ready-canary").disabled = true;
+  $("canary-summary").textContent = "Running each client through the canary's script (under a minute each)…";
+  $("canary-list").replaceChildren();
+  const got = await call("canary");
+  $("ready-canary").disabled = false;
+  if (!got.ok) { $("canary-summary").textContent = ""; return; }
+  const report = got.value;
+  const { pass, fail } = report.counts;
+  const skip = report.counts.skip || 0;
+  $("canary-summary").textContent = fail ? `Tonight's client is not ready: ${fail} failed, ${pass} passed.`
+    : `Tonight's client is ready: all ${pass} checks passed${skip ? `, ${skip} client(s) skipped` : ""}.`;
+  $("canary-summary").dataset.ok = String(report.ok);
+  const order = { fail: 0, skip: 1, warn: 2, pass: 3 };
+  const checks = [...report.checks].sort((a, b) => order[a.status] - order[b.status]);
+  $("canary-list").replaceChildren(...checks.map(checkItem));
+  loadPlan();
+}
+
 async function loadPlan() {
   const got = await call("plan");
   if (!got.ok) return;

@@ -44,7 +44,8 @@ pub fn plan(state: State<'_, AppState>) -> Result<Value, UiError> {
     let now = state.supervisor.clock().now();
     let morning = chrono::NaiveTime::from_hms_opt(8, 0, 0).expect("08:00");
     let until = nightshift::plan::next_local(now, morning, &chrono::Local);
-    let plan = state.supervisor.with_store(|s| nightshift::plan::from_store(s, now, until))?;
+    let mut plan = state.supervisor.with_store(|s| nightshift::plan::from_store(s, now, until))?;
+    plan.clients = nightshift::plan::clients(&state.paths.state_dir);
     Ok(json!({ "text": plan.text(&chrono::Local), "plan": plan }))
 }
 
@@ -83,6 +84,17 @@ pub async fn doctor(state: State<'_, AppState>, ask: DoctorAsk) -> Result<nights
     tauri::async_runtime::spawn_blocking(move || nightshift::doctor::run(&paths, &here, &opts))
         .await
         .map_err(|e| UiError::new(Code::DoctorFailed, format!("the checks could not run: {e}")))
+}
+
+/// "Check tonight's client": the canary (`nightshift doctor --canary --json`), on each installed
+/// client in turn, under a minute each; its verdicts are kept for the sessions and the plan.
+#[tauri::command]
+pub async fn canary(state: State<'_, AppState>) -> Result<nightshift::doctor::Report, UiError> {
+    let paths = state.paths.clone();
+    let setup = nightshift::doctor::canary::drive::Setup { cli: crate::cli_path() };
+    tauri::async_runtime::spawn_blocking(move || nightshift::doctor::canary::run(&paths, &setup, &[]).0)
+        .await
+        .map_err(|e| UiError::new(Code::DoctorFailed, format!("the canary could not run: {e}")))
 }
 
 #[derive(Debug, Serialize)]
