@@ -658,7 +658,8 @@ pub fn run(paths: &crate::paths::Paths, setup: &drive::Setup, agents: &[AgentKin
                 continue;
             }
         };
-        let mut found = drive::run(paths, setup, kind, &adapter, &script, &bin, &version);
+        let client = drive::Client { kind, adapter, script, bin: bin.clone(), version };
+        let mut found = drive::run(paths, setup, &client);
         if let Some(login) = found.signals.first().and_then(asks_login) {
             found.skipped = Some(format!(
                 "the client asks for an interactive login even with a key ({login}): the canary cannot run it offline"

@@ -16,7 +16,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -84,18 +84,11 @@ struct Shared {
 pub struct AnthropicApi {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
+    /// Held: the server stops when the stand-in is dropped.
+    _serving: super::Serving,
 }
 
-impl Drop for AnthropicApi {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-pub fn epoch(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
+pub use super::epoch;
 
 impl AnthropicApi {
     /// Starts serving on a free port of 127.0.0.1 (never another address).
@@ -111,13 +104,8 @@ impl AnthropicApi {
             refusing: Mutex::new(std::collections::HashMap::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let task = tokio::spawn(async move {
-            // Ends only when the task is aborted (the stand-in dropped).
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
+        let serving = super::Serving::start(app).await?;
+        Ok(Self { addr: serving.addr, shared, _serving: serving })
     }
 
     pub fn base_url(&self) -> String {

@@ -13,3 +13,36 @@ pub mod openai;
 
 pub use anthropic::AnthropicApi;
 pub use openai::ResponsesApi;
+
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds since the epoch, as the APIs' headers give instants.
+pub fn epoch(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A stand-in's server on a free port of 127.0.0.1 (never another address); stops when dropped.
+#[derive(Debug)]
+struct Serving {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Serving {
+    async fn start(app: axum::Router) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            // Ends only when the task is aborted (the stand-in dropped).
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { addr, task })
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

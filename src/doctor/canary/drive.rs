@@ -67,30 +67,18 @@ impl StandIn {
 
     /// The requests answered so far (the conversation's, not a title's or a model list's).
     fn requests(&self) -> Vec<Request> {
-        match self {
-            Self::Anthropic(a) => a
-                .messages()
-                .into_iter()
-                .map(|r| Request {
-                    scenario: r.scenario,
-                    said: tail(&r.last_user),
-                    status: r.status,
-                    at: r.at,
-                    done_at: r.done_at,
-                })
-                .collect(),
-            Self::Responses(r) => r
-                .turns()
-                .into_iter()
-                .map(|r| Request {
-                    scenario: r.scenario,
-                    said: tail(&r.last_user),
-                    status: r.status,
-                    at: r.at,
-                    done_at: r.done_at,
-                })
-                .collect(),
-        }
+        // Each stand-in's record, as (scenario, last user text, status, asked, answered).
+        let seen: Vec<(String, String, u16, SystemTime, Option<SystemTime>)> = match self {
+            Self::Anthropic(a) => {
+                a.messages().into_iter().map(|r| (r.scenario, r.last_user, r.status, r.at, r.done_at)).collect()
+            }
+            Self::Responses(r) => {
+                r.turns().into_iter().map(|r| (r.scenario, r.last_user, r.status, r.at, r.done_at)).collect()
+            }
+        };
+        seen.into_iter()
+            .map(|(scenario, said, status, at, done_at)| Request { scenario, said: tail(&said), status, at, done_at })
+            .collect()
     }
 
     /// The limit it reports resets at `at`.
@@ -248,57 +236,49 @@ screen_reader_detection_done = true
     )
 }
 
-/// Runs `script` on the client `bin` (version `version`), read with `adapter`. Blocking: its own
-/// runtime on its own thread.
-pub fn run(
-    paths: &Paths,
-    setup: &Setup,
-    kind: AgentKind,
-    adapter: &Adapter,
-    script: &Script,
-    bin: &Path,
-    version: &str,
-) -> Outcome {
-    let (paths, setup, adapter, script) = (paths.clone(), setup.clone(), adapter.clone(), script.clone());
-    let (bin, version) = (bin.to_path_buf(), version.to_string());
-    let broken = |why: String| Outcome {
-        agent: kind,
-        version: Some(version.clone()),
+/// One installed client to run the canary on.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub kind: AgentKind,
+    /// Its signals, the user's file laid over the built-in ones.
+    pub adapter: Adapter,
+    pub script: Script,
+    pub bin: PathBuf,
+    pub version: String,
+}
+
+/// Runs the client's script, read with its adapter. Blocking: its own runtime on its own thread.
+pub fn run(paths: &Paths, setup: &Setup, client: &Client) -> Outcome {
+    let (paths, setup, owned) = (paths.clone(), setup.clone(), client.clone());
+    let joined = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("no runtime for the canary: {e}"))?;
+        rt.block_on(canary(&paths, &setup, &owned))
+    })
+    .join();
+    let why = match joined {
+        Ok(Ok(outcome)) => return outcome,
+        Ok(Err(why)) => why,
+        Err(_) => "the canary failed".into(),
+    };
+    Outcome {
+        agent: client.kind,
+        version: Some(client.version.clone()),
         skipped: None,
         broken: Some(why),
         steps: 0,
         secs: 0.0,
         signals: Vec::new(),
         kept: None,
-    };
-    let joined = std::thread::spawn({
-        let (bin, version) = (bin.clone(), version.clone());
-        move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(|e| format!("no runtime for the canary: {e}"))?;
-            rt.block_on(canary(&paths, &setup, kind, &adapter, &script, &bin, &version))
-        }
-    })
-    .join();
-    match joined {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(why)) => broken(why),
-        Err(_) => broken("the canary failed".into()),
     }
 }
 
-async fn canary(
-    paths: &Paths,
-    setup: &Setup,
-    kind: AgentKind,
-    adapter: &Adapter,
-    script: &Script,
-    bin: &Path,
-    version: &str,
-) -> Result<Outcome, String> {
+async fn canary(paths: &Paths, setup: &Setup, client: &Client) -> Result<Outcome, String> {
+    let Client { kind, adapter, script, bin, version } = client;
+    let (kind, version) = (*kind, version.as_str());
     let began = std::time::Instant::now();
     let scratch = Scratch::make(&paths.state_dir, kind)
         .map_err(|e| format!("cannot make its scratch folder under {}: {e}", paths.state_dir.display()))?;
