@@ -106,7 +106,8 @@ fn the_pinned_clients_pass_every_signal_in_under_a_minute_and_the_users_files_st
     ] {
         assert!(ids.contains(&format!("canary.claude.{signal}")), "Claude's {signal} is checked: {ids:?}");
     }
-    for signal in ["working.spinner", "api.retried", "usage.plan", "limit.reset", "hook.turn_end"] {
+    for signal in ["working.spinner", "dialog.permission", "api.retried", "usage.plan", "limit.reset", "hook.turn_end"]
+    {
         assert!(ids.contains(&format!("canary.codex.{signal}")), "Codex's {signal} is checked: {ids:?}");
     }
     let (claude_secs, codex_secs) = (took(&report, "claude"), took(&report, "codex"));

@@ -854,6 +854,9 @@ mod tests {
         assert_eq!(claude.keys(Reply::Pick(2)), Some(b"2".to_vec()));
         assert_eq!(claude.keys(Reply::Allow), Some(b"1".to_vec()));
         assert_eq!(claude.keys(Reply::Deny), Some(b"\x1b".to_vec()));
+        let codex = Adapter::builtin(AgentKind::Codex);
+        assert!(codex.answers(DialogKind::Permission), "Codex's approval: `y` once, Esc to refuse");
+        assert_eq!((codex.keys(Reply::Allow), codex.keys(Reply::Deny)), (Some(b"y".to_vec()), Some(b"\x1b".to_vec())));
         let generic = Adapter::builtin(AgentKind::Generic);
         assert_eq!((generic.keys(Reply::Allow), generic.answers(DialogKind::Permission)), (None, false));
     }

@@ -6,7 +6,8 @@
 //! by what is typed: `mock:fast` (a short answer), `mock:slow:20` (an answer streamed over 20 s),
 //! `mock:limit` (HTTP 429 `usage_limit_reached` with the `x-codex-*` rate-limit headers; like the
 //! real service, every turn is then refused until the reset), `mock:status:500` (that status,
-//! always), `mock:overload:2` (503 for the prompt's first two turns, then an answer). The title
+//! always), `mock:overload:2` (503 for the prompt's first two turns, then an answer), `mock:perm`
+//! (an `exec_command` call asking to leave the sandbox; its output is answered with a short text). The title
 //! request is answered at once (with the limit too, as the real API would). Every request is
 //! logged with its whole body and when its answer's last byte was sent, which is what detection
 //! latency is measured from.
@@ -74,6 +75,8 @@ struct Shared {
     used: Mutex<std::collections::HashMap<Option<String>, f64>>,
     /// How many `overload:K` turns each prompt has had.
     overloaded: Mutex<std::collections::HashMap<String, u32>>,
+    /// The function calls whose output has been answered (their call ids).
+    answered: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A running stand-in; stops when dropped.
@@ -100,6 +103,7 @@ impl ResponsesApi {
             limited: Mutex::new(false),
             used: Mutex::new(std::collections::HashMap::new()),
             overloaded: Mutex::new(std::collections::HashMap::new()),
+            answered: Mutex::new(std::collections::HashSet::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let serving = super::Serving::start(app).await?;
@@ -147,6 +151,10 @@ pub enum Scenario {
     /// The first K turns of a prompt answered 503, as an overloaded service does, then a short
     /// answer (`mock:overload:2`).
     OverloadFor(u32),
+    /// An `exec_command` call that creates a file outside the sandbox, which asks for approval
+    /// under the approval policy `on-request` (`mock:perm`); its result is answered with a short
+    /// text.
+    Perm,
 }
 
 impl Scenario {
@@ -157,6 +165,7 @@ impl Scenario {
             Self::Limit => "limit".into(),
             Self::Status(code) => format!("status:{code}"),
             Self::OverloadFor(k) => format!("overload:{k}"),
+            Self::Perm => "perm".into(),
         }
     }
 }
@@ -174,6 +183,7 @@ pub fn scenario_for(text: &str) -> Option<Scenario> {
         "limit" => Scenario::Limit,
         "status" => Scenario::Status(arg.map_or(500, |a| a as u16)),
         "overload" => Scenario::OverloadFor(arg.map_or(1, |a| a as u32)),
+        "perm" => Scenario::Perm,
         _ => Scenario::Fast,
     })
 }
@@ -285,6 +295,9 @@ async fn handle(
             }
         }
         Scenario::OverloadFor(_) => Scenario::Fast,
+        // The output of a call not answered yet is what this turn answers (the prompt that asked
+        // for the call is still the last user message).
+        _ if kind == Kind::Turn && fresh_output(&shared, &request) => Scenario::Fast,
         other => other,
     };
     if scenario == Scenario::Limit {
@@ -313,12 +326,20 @@ async fn handle(
                 let words = (0..n).map(|i| format!("Part {} of a slowly streamed answer. ", i + 1)).collect();
                 (words, *total / n as u32)
             }
+            (_, Scenario::Perm) => (vec!["I'll create a file.".to_string()], Duration::from_millis(20)),
             _ => (
                 ["Hello ", "from the ", "mock server. ", "This is a ", "short answer."].map(String::from).to_vec(),
                 Duration::from_millis(30),
             ),
         };
-        stream_answer(&tx, &model, i, &words, pause).await;
+        let call = (kind == Kind::Turn && scenario == Scenario::Perm).then(|| Call {
+            id: format!("call_mock_{i}"),
+            name: "exec_command",
+            arguments: json!({"cmd": "touch mock-permission-file", "sandbox_permissions": "require_escalated",
+                              "justification": "Create a file"})
+            .to_string(),
+        });
+        stream_answer(&tx, &model, i, &words, pause, call).await;
         mark_done(&shared, i);
     });
     let mut resp = Response::new(Body::from_stream(ReceiverStream::new(rx)));
@@ -366,13 +387,37 @@ fn sse(event: &str, mut data: Value, seq: &mut u64) -> Bytes {
     Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
 }
 
-/// One assistant message, streamed word by word, then the response completed with its usage.
+/// Whether `request` carries the output of a function call no turn has answered yet (and marks
+/// every output it carries as answered).
+fn fresh_output(shared: &Shared, request: &Value) -> bool {
+    let mut answered = shared.answered.lock().unwrap();
+    let mut fresh = false;
+    for item in request["input"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        if item["type"] == "function_call_output" {
+            if let Some(id) = item["call_id"].as_str() {
+                fresh |= answered.insert(id.to_string());
+            }
+        }
+    }
+    fresh
+}
+
+/// A function call an answer ends with.
+struct Call {
+    id: String,
+    name: &'static str,
+    arguments: String,
+}
+
+/// One assistant message, streamed word by word, and a function call after it when there is one,
+/// then the response completed with its usage.
 async fn stream_answer(
     tx: &mpsc::Sender<Result<Bytes, Infallible>>,
     model: &str,
     n: usize,
     words: &[String],
     pause: Duration,
+    call: Option<Call>,
 ) {
     let mut seq = 0;
     let send = |b: Bytes| async move { tx.send(Ok(b)).await.is_ok() };
@@ -411,7 +456,23 @@ async fn stream_answer(
     let message = json!({"id": item, "type": "message", "status": "completed", "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}]});
     send(sse("response.output_item.done", json!({"output_index": 0, "item": message}), &mut seq)).await;
-    let mut completed = response("completed", json!([message]));
+    let mut output = vec![message];
+    if let Some(call) = call {
+        let item = |status: &str, arguments: &str| {
+            json!({"id": format!("fc_mock_{n}"), "type": "function_call", "status": status, "call_id": call.id,
+                   "name": call.name, "arguments": arguments})
+        };
+        send(sse("response.output_item.added", json!({"output_index": 1, "item": item("in_progress", "")}), &mut seq))
+            .await;
+        let delta = json!({"item_id": format!("fc_mock_{n}"), "output_index": 1, "delta": call.arguments});
+        send(sse("response.function_call_arguments.delta", delta, &mut seq)).await;
+        let done = json!({"item_id": format!("fc_mock_{n}"), "output_index": 1, "arguments": call.arguments});
+        send(sse("response.function_call_arguments.done", done, &mut seq)).await;
+        let finished = item("completed", &call.arguments);
+        send(sse("response.output_item.done", json!({"output_index": 1, "item": finished}), &mut seq)).await;
+        output.push(finished);
+    }
+    let mut completed = response("completed", json!(output));
     completed["usage"] = json!({"input_tokens": 1200, "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1240});
     send(sse("response.completed", json!({"response": completed}), &mut seq)).await;

@@ -296,10 +296,13 @@ async fn canary(paths: &Paths, setup: &Setup, client: &Client) -> Result<Outcome
     supervisor.set_cli(&setup.cli);
 
     let mut args: Vec<String> = adapter.launch().map(|(_, a)| a.to_vec()).unwrap_or_default();
-    if kind == AgentKind::Claude {
-        // The permission step needs the dialog the default mode shows.
-        args.extend(["--permission-mode".to_string(), "default".to_string()]);
-    }
+    // The permission step needs the dialog: Claude's default mode asks before a command; Codex
+    // asks, on request, before a command that asks to leave its sandbox.
+    let asking: &[&str] = match kind {
+        AgentKind::Codex => &["--ask-for-approval", "on-request"],
+        _ => &["--permission-mode", "default"],
+    };
+    args.extend(asking.iter().map(|a| a.to_string()));
     let (tap, mut output) = mpsc::unbounded_channel();
     let mut spec = SessionSpec::new(CommandSpec {
         program: bin.display().to_string(),
@@ -332,11 +335,17 @@ async fn canary(paths: &Paths, setup: &Setup, client: &Client) -> Result<Outcome
         if failed {
             screens.push((i + 1, step, step_screens(&seen)));
         }
-        if seen.timed_out {
-            // The session is somewhere the script did not lead: what follows would read nothing.
+        let gone = handle.status().exit.is_some();
+        if seen.timed_out || gone {
+            // The session is somewhere the script did not lead, or over: what follows would read
+            // nothing.
             for later in &script.step[i + 1..] {
                 for signal in &later.expect {
-                    let why = format!("not checked: the step before, {}, did not end in {} s", step.name, step.within);
+                    let why = if gone {
+                        format!("not checked: the client ended during the step before, {}", step.name)
+                    } else {
+                        format!("not checked: the step before, {}, did not end in {} s", step.name, step.within)
+                    };
                     readings.push((later.name.clone(), signal.clone(), Err(why)));
                 }
             }
