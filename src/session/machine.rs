@@ -50,6 +50,8 @@ pub use switch::{Meter, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
 
 /// The gap between typed text and the Enter that submits it (see [`crate::pty::Pty::write_after`]).
 const ENTER_DELAY: Duration = Duration::from_millis(120);
+/// How long after a typed handoff request its turn should have begun.
+const ASK_CHECK: Duration = Duration::from_secs(3);
 /// The pause between the Escape and the resume prompt.
 const RESUME_AFTER_ESCAPE: Duration = Duration::from_millis(600);
 /// How often a pending resume looks at the wall clock.
@@ -96,6 +98,11 @@ pub struct Machine {
     /// The session lets the machine sleep because its next action is out of reach, as journalled
     /// (`options.rs`).
     far: bool,
+    /// A handoff request to type once the screen is back at the prompt (its asking), for a client
+    /// that asks it by typing (`hooks.rs`).
+    typed_ask: Option<u32>,
+    /// When a typed handoff request's turn should have begun (`hooks.rs`).
+    ask_check: Option<Instant>,
 }
 
 impl Machine {
@@ -118,6 +125,8 @@ impl Machine {
             state: SessionState::Running,
             why: None,
             far: false,
+            typed_ask: None,
+            ask_check: None,
             client: hooks::Client::new(start.conversation, start.guard, start.handoff),
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
@@ -198,7 +207,10 @@ impl Machine {
         let notice = self.limits.notice_deadline();
         let budget = self.budget.deadline().filter(|_| self.lives.life().is_live());
         let breakers = self.breaker_deadline();
-        [cycle, life, resume, self.limits.guard().next_deadline(), notice, budget, breakers].into_iter().flatten().min()
+        [cycle, life, resume, self.limits.guard().next_deadline(), notice, budget, breakers, self.ask_check]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The state last journalled.
@@ -303,6 +315,12 @@ impl Machine {
         if t.to == Activity::Idle && !self.client.heard() && !self.asks_by_typing() && self.switch_due() {
             self.switch_now(now, fx);
         }
+        if t.to == Activity::Idle {
+            self.prompt_back(now, fx);
+        }
+        if t.to == Activity::Working {
+            self.ask_check = None;
+        }
         self.because(t.reason);
         let dialog = self.screen.dialog().cloned();
         if let Some(Dialog { kind: dialog_kind, .. }) = &dialog {
@@ -342,6 +360,7 @@ impl Machine {
     }
 
     fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        self.ask_tick(now, fx);
         self.check_budget(now, fx);
         self.breaker_tick(now, fx);
         self.life_tick(now, fx);

@@ -366,7 +366,7 @@ impl Machine {
         }
         let switching = self.switch_due() && !self.cycles.held();
         match self.client.handoff {
-            Handoff::Due if switching => self.ask_typed(1, fx),
+            Handoff::Due if switching => self.ask_typed(1, now, fx),
             Handoff::Asked { times } => {
                 let text = last_message.map(|t| t.trim().to_string()).unwrap_or_default();
                 if text.chars().count() >= HANDOFF_MIN_CHARS {
@@ -385,18 +385,49 @@ impl Machine {
                     }
                     return;
                 }
-                self.ask_typed(times + 1, fx);
+                self.ask_typed(times + 1, now, fx);
             }
             Handoff::None | Handoff::Written if switching => self.switch_now(now, fx),
             _ => {}
         }
     }
 
-    /// Types the handoff request at the client's prompt (the `times`th asking).
-    fn ask_typed(&mut self, times: u32, fx: &mut Vec<Effect>) {
+    /// Types the handoff request at the client's prompt (the `times`th asking), once the screen is
+    /// back at it: Codex's notify can come before its prompt takes keys again, and what is typed
+    /// then is lost.
+    fn ask_typed(&mut self, times: u32, now: Now, fx: &mut Vec<Effect>) {
+        if self.screen.activity() == Some(Activity::Idle) {
+            self.type_ask(times, now, fx);
+        } else {
+            self.typed_ask = Some(times);
+        }
+    }
+
+    /// The screen is at the prompt again: a handoff request held for it is typed now.
+    pub(super) fn prompt_back(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        // Asked only for a switch: one that went meanwhile (the client ended) asks nothing.
+        if let Some(times) = self.typed_ask.take().filter(|_| self.switch_due()) {
+            self.type_ask(times, now, fx);
+        }
+    }
+
+    fn type_ask(&mut self, times: u32, now: Now, fx: &mut Vec<Effect>) {
         self.client.handoff = Handoff::Asked { times };
         self.emit(EventKind::HandoffAsked { times }, fx);
         self.type_text(handoff_request(self.client.context_pct), true, fx);
+        self.ask_check = Some(now.mono + ASK_CHECK);
+    }
+
+    /// A typed request whose turn has not begun by its check had its Enter lost (a client busy
+    /// drawing takes the text and drops the key): Enter is pressed once more.
+    pub(super) fn ask_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if self.ask_check.is_some_and(|t| t <= now.mono) {
+            self.ask_check = None;
+            let asked = matches!(self.client.handoff, Handoff::Asked { .. });
+            if asked && self.switch_due() && self.screen.activity() != Some(Activity::Working) {
+                fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });
+            }
+        }
     }
 
     fn handoff_written(&mut self, text: String, now: Now, fx: &mut Vec<Effect>) {

@@ -1333,6 +1333,34 @@ fn a_codex_account_at_the_threshold_is_asked_its_handoff_at_the_prompt_and_moves
 }
 
 #[test]
+fn a_codex_handoff_request_waits_for_the_prompt_when_the_notify_comes_before_it() {
+    let mut s = start();
+    s.agent = AgentKind::Codex;
+    s.account = Some(account("a"));
+    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b")] });
+    let mut sim = Sim::new(s);
+    sim.meters = vec![meter("b", 20.0, 20.0), meter("a", 91.0, 40.0)];
+    sim.input(working());
+    sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    // Codex's notify says the turn ended while its screen still finishes it: text typed now can
+    // be lost (0.171.0 takes keys only once it has drawn its prompt again).
+    sim.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Done with step 3.".into()) }));
+    assert!(sim.typed().is_empty(), "nothing typed before the prompt is back: {:?}", sim.typed());
+    sim.input(idle());
+    assert!(sim.typed().last().is_some_and(|t| t.contains("handoff")), "typed at the prompt: {:?}", sim.typed());
+    assert_eq!(sim.typed().len(), 1, "once");
+    assert!(sim.has(|k| matches!(k, EventKind::HandoffAsked { times: 1 })));
+    // Its turn has not begun 3 s later: the Enter was lost to a busy client, and is pressed again.
+    let enters = |sim: &Sim| sim.written().iter().filter(|b| b.as_slice() == b"\r").count();
+    let before = enters(&sim);
+    sim.run(sim.secs() + 4.0);
+    assert_eq!(enters(&sim), before + 1, "one more Enter");
+    sim.run(sim.secs() + 10.0);
+    assert_eq!(enters(&sim), before + 1, "only once");
+    assert_eq!(sim.typed().len(), 1, "the request is not typed again");
+}
+
+#[test]
 fn with_no_usable_account_the_session_stays_and_holds_until_the_window_resets() {
     use crate::event::SwitchAction::*;
     let mut sim = switching(start());
