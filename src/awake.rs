@@ -22,6 +22,10 @@ pub struct Want {
     /// When the session's next automatic action is, if one is planned but out of reach.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
     pub next_action: Option<DateTime<Utc>>,
+    /// It holds only for an action due then (a limit's resume, a breaker's next try, a scheduled
+    /// start), and nothing runs until it: a machine that wakes for it may sleep until then.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+    pub parked_until: Option<DateTime<Utc>>,
 }
 
 /// What the policy looks at in one session.
@@ -53,8 +57,14 @@ fn at(t: DateTime<Utc>) -> String {
 
 /// What one session needs of the machine at `now`.
 pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
-    let hold = |reason: String| Want { hold: true, reason, next_action: None };
-    let release = |reason: &str| Want { hold: false, reason: reason.to_string(), next_action: None };
+    let hold = |reason: String| Want { hold: true, reason, ..Want::default() };
+    let parked = |reason: String, until: DateTime<Utc>| Want {
+        hold: true,
+        reason,
+        next_action: None,
+        parked_until: Some(until),
+    };
+    let release = |reason: &str| Want { hold: false, reason: reason.to_string(), ..Want::default() };
     if f.ended {
         return release("the session has ended");
     }
@@ -71,7 +81,7 @@ pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
         return hold("the agent is about to be started again".into());
     }
     if let Some(probe) = f.breaker_probe.filter(|p| f.armed_until.is_some_and(|until| *p <= until)) {
-        return hold(format!("an open breaker tries again at {}", at(probe)));
+        return parked(format!("an open breaker tries again at {}", at(probe)), probe);
     }
     if let Some(due) = f.resume_due {
         let (horizon, reach) = match f.armed_until {
@@ -79,12 +89,13 @@ pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
             None => (now + AUTO_RESUME_HORIZON, "more than 12 h away".to_string()),
         };
         return if due <= horizon {
-            hold(format!("a resume after the usage limit is due at {}", at(due)))
+            parked(format!("a resume after the usage limit is due at {}", at(due)), due)
         } else {
             Want {
                 hold: false,
                 reason: format!("the next action, a resume at {}, is {reach}", at(due)),
                 next_action: Some(due),
+                parked_until: None,
             }
         };
     }
@@ -102,13 +113,64 @@ pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
 /// [`AUTO_RESUME_HORIZON`] (a machine asleep at 23:30 starts its 23:30 job only when it wakes).
 pub fn want_scheduled(due: DateTime<Utc>, now: DateTime<Utc>) -> Want {
     if due <= now + AUTO_RESUME_HORIZON {
-        Want { hold: true, reason: format!("a scheduled start is due at {}", at(due)), next_action: None }
+        Want {
+            hold: true,
+            reason: format!("a scheduled start is due at {}", at(due)),
+            next_action: None,
+            parked_until: Some(due),
+        }
     } else {
         Want {
             hold: false,
             reason: format!("the scheduled start at {} is more than 12 h away", at(due)),
             next_action: Some(due),
+            parked_until: None,
         }
+    }
+}
+
+/// When the machine may sleep through a wait and be woken for its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SleepSettings {
+    /// A wait at least this long lets the machine sleep (30 minutes unless set).
+    pub min_wait: chrono::Duration,
+    /// The alarm wakes it this long before the earliest action is due.
+    pub lead: chrono::Duration,
+    /// A wake alarm can be armed here (the helper, with its capability) and suspend is allowed;
+    /// without, every wait is held awake, as before.
+    pub can_wake: bool,
+}
+
+impl Default for SleepSettings {
+    fn default() -> Self {
+        Self { min_wait: chrono::Duration::minutes(30), lead: chrono::Duration::minutes(2), can_wake: false }
+    }
+}
+
+/// What the night as a whole does with the machine now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Night {
+    /// Keep it awake: something runs now, or is due soon, or nothing could wake it in time.
+    Hold,
+    /// Nothing needs it: it sleeps as usual, and nothing is due to wake it for.
+    Free,
+    /// Everything that needs it waits until `due`, far enough off: let it sleep, and wake it at
+    /// `wake_at`, a little before.
+    Sleep { wake_at: DateTime<Utc>, due: DateTime<Utc> },
+}
+
+/// Whether every session and start that holds the machine is parked until a time at least
+/// `min_wait` away; if so the machine sleeps, with an alarm `lead` before the earliest. A wait
+/// whose time has passed (a wake that came late) holds: its action runs at once.
+pub fn night(wants: &[(String, Want)], now: DateTime<Utc>, s: &SleepSettings) -> Night {
+    let holding: Vec<&Want> = wants.iter().map(|(_, w)| w).filter(|w| w.hold).collect();
+    if holding.is_empty() {
+        return Night::Free;
+    }
+    let parked: Option<Vec<DateTime<Utc>>> = holding.iter().map(|w| w.parked_until).collect();
+    match parked.and_then(|dues| dues.into_iter().min()) {
+        Some(due) if s.can_wake && due - now >= s.min_wait => Night::Sleep { wake_at: due - s.lead, due },
+        _ => Night::Hold,
     }
 }
 
@@ -253,8 +315,12 @@ mod tests {
 
     #[test]
     fn the_verdict_holds_for_any_session_that_needs_it_and_names_the_far_ones() {
-        let want =
-            |hold, reason: &str, next: Option<DateTime<Utc>>| Want { hold, reason: reason.into(), next_action: next };
+        let want = |hold, reason: &str, next: Option<DateTime<Utc>>| Want {
+            hold,
+            reason: reason.into(),
+            next_action: next,
+            ..Want::default()
+        };
         let weekly = Some(now() + chrono::Duration::days(3));
         let wants = vec![
             ("a".to_string(), want(false, "a weekly reset far off", weekly)),
@@ -276,6 +342,64 @@ mod tests {
 
     fn now() -> DateTime<Utc> {
         "2026-12-01T23:00:00Z".parse().unwrap()
+    }
+
+    /// A session armed for the night, waiting for a limit's reset `wait` from now.
+    fn waiting(wait: chrono::Duration) -> Want {
+        let f = Facts {
+            resume_due: Some(now() + wait),
+            armed_until: Some(now() + chrono::Duration::hours(9)),
+            ..Facts::default()
+        };
+        want(&f, now())
+    }
+
+    const WAKES: SleepSettings =
+        SleepSettings { min_wait: chrono::Duration::minutes(30), lead: chrono::Duration::minutes(2), can_wake: true };
+
+    #[test]
+    fn a_three_hour_wait_sleeps_with_an_alarm_two_minutes_before_the_reset() {
+        let three_hours = waiting(chrono::Duration::hours(3));
+        assert!(three_hours.hold, "the session alone still holds: it is the night that decides");
+        let reset = now() + chrono::Duration::hours(3);
+        assert_eq!(three_hours.parked_until, Some(reset));
+        let wants = vec![("a".to_string(), three_hours)];
+        assert_eq!(
+            night(&wants, now(), &WAKES),
+            Night::Sleep { wake_at: reset - chrono::Duration::minutes(2), due: reset }
+        );
+        assert_eq!(night(&wants, now(), &SleepSettings { can_wake: false, ..WAKES }), Night::Hold, "no alarm: held");
+    }
+
+    #[test]
+    fn a_ten_minute_wait_holds() {
+        let wants = vec![("a".to_string(), waiting(chrono::Duration::minutes(10)))];
+        assert_eq!(night(&wants, now(), &WAKES), Night::Hold);
+    }
+
+    #[test]
+    fn a_session_that_arms_in_the_middle_takes_the_hold_again() {
+        let mut wants = vec![("a".to_string(), waiting(chrono::Duration::hours(3)))];
+        assert!(matches!(night(&wants, now(), &WAKES), Night::Sleep { .. }));
+        let working = want(&Facts { working: true, ..Facts::default() }, now());
+        wants.push(("b".to_string(), working));
+        assert_eq!(night(&wants, now(), &WAKES), Night::Hold, "b works now");
+        let schedule = want_scheduled(now() + chrono::Duration::hours(1), now());
+        let wants = vec![("a".to_string(), waiting(chrono::Duration::hours(3))), ("s".to_string(), schedule)];
+        let start = now() + chrono::Duration::hours(1);
+        assert_eq!(
+            night(&wants, now(), &WAKES),
+            Night::Sleep { wake_at: start - chrono::Duration::minutes(2), due: start },
+            "the earliest wakes it"
+        );
+    }
+
+    #[test]
+    fn a_wake_that_came_late_holds_so_the_resume_runs_at_once() {
+        let wants = vec![("a".to_string(), waiting(chrono::Duration::hours(3)))];
+        let late = now() + chrono::Duration::hours(3) + chrono::Duration::minutes(7);
+        assert_eq!(night(&wants, late, &WAKES), Night::Hold);
+        assert_eq!(night(&[], now(), &WAKES), Night::Free, "nothing needs it: no alarm either");
     }
 
     #[test]

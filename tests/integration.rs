@@ -38,6 +38,7 @@ mod schedule;
 mod session_options;
 mod usage_chip;
 mod version;
+mod wake_helper;
 mod worktree;
 
 /// `autotests` is off (the files are modules of two binaries), so a new file of `tests/` that no

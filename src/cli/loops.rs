@@ -259,7 +259,7 @@ async fn supervise(
         move || {
             vec![(
                 id.clone(),
-                nightshift::awake::Want { hold: true, reason: "the loop is running".into(), next_action: None },
+                nightshift::awake::Want { hold: true, reason: "the loop is running".into(), ..Default::default() },
             )]
         },
         false,

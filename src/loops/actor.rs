@@ -252,7 +252,7 @@ impl Exec {
                             s.options.awake = crate::awake::Want {
                                 hold,
                                 reason: if hold { "a loop runs".into() } else { "the loop waits or has ended".into() },
-                                next_action: None,
+                                ..crate::awake::Want::default()
                             };
                         });
                     }
