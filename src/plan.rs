@@ -292,14 +292,11 @@ impl Plan {
 /// passed, that it failed, or that it has not run on it.
 pub fn clients(state_dir: &std::path::Path) -> Vec<String> {
     use crate::agent::canary::Standing;
-    use crate::agent::{Adapter, AgentKind};
+    use crate::agent::AgentKind;
     [AgentKind::Claude, AgentKind::Codex]
         .into_iter()
         .filter_map(|agent| {
-            let adapter = Adapter::builtin(agent);
-            let program = adapter.launch().map_or(agent.as_str(), |(p, _)| p);
-            let standing = Standing::of(agent, program, std::path::Path::new("/"), state_dir)?;
-            Some(match standing {
+            Some(match Standing::installed(agent, state_dir)? {
                 Standing::Passed { version, at } => format!(
                     "{agent} {version}, its canary passed {}",
                     at.with_timezone(&chrono::Local).format("%a %H:%M")

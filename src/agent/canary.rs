@@ -119,8 +119,7 @@ fn newer(a: &str, b: &str) -> bool {
 /// What the morning summary says of `agent`'s client (`program`, as the night's sessions start
 /// it): when the installed one is newer than the canary last checked, or never checked, or failed,
 /// and so whether tonight can trust it. `None` when the canary passed on the very file installed.
-pub fn morning_note(agent: AgentKind, program: &str, state_dir: &Path) -> Option<String> {
-    let standing = Standing::of(agent, program, Path::new("/"), state_dir)?;
+pub fn morning_note(agent: AgentKind, standing: Standing, state_dir: &Path) -> Option<String> {
     let results = Results::load(state_dir);
     match standing {
         Standing::Passed { .. } => None,
@@ -185,6 +184,14 @@ impl Standing {
         })
     }
 
+    /// The standing of `agent`'s own CLI as installed on this PATH (its built-in launch program):
+    /// what the plan and the morning speak of.
+    pub fn installed(agent: AgentKind, state_dir: &Path) -> Option<Self> {
+        let adapter = super::Adapter::builtin(agent);
+        let program = adapter.launch().map_or(agent.as_str(), |(p, _)| p);
+        Self::of(agent, program, Path::new("/"), state_dir)
+    }
+
     /// In words, for the session's options.
     pub fn describe(&self) -> String {
         match self {
@@ -242,25 +249,29 @@ mod tests {
         results.save(state).unwrap();
     }
 
+    fn note(program: &str, state: &Path) -> Option<String> {
+        morning_note(AgentKind::Claude, Standing::of(AgentKind::Claude, program, Path::new("/"), state)?, state)
+    }
+
     #[test]
     fn the_morning_says_when_a_newer_client_is_installed_and_whether_its_canary_ran() {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
         let bin = client(dir.path(), "2.1.332");
         let program = bin.display().to_string();
-        let never = morning_note(AgentKind::Claude, &program, &state).unwrap();
+        let never = note(&program, &state).unwrap();
         assert!(never.starts_with("The canary has not run on the installed claude 2.1.332"), "{never}");
         keep(&state, "2.1.332", &bin, true);
-        assert_eq!(morning_note(AgentKind::Claude, &program, &state), None, "passed on this very file: nothing to say");
+        assert_eq!(note(&program, &state), None, "passed on this very file: nothing to say");
         // The client updated itself during the day.
         std::fs::write(&bin, "#!/bin/sh\necho '2.1.333 (Claude Code)' # a newer build\n").unwrap();
-        let newer = morning_note(AgentKind::Claude, &program, &state).unwrap();
+        let newer = note(&program, &state).unwrap();
         assert!(newer.starts_with("A newer claude is installed: 2.1.333, after 2.1.332 the canary passed"), "{newer}");
         assert!(newer.contains("`nightshift doctor --canary` before tonight"), "{newer}");
         keep(&state, "2.1.333", &bin, false);
-        let failed = morning_note(AgentKind::Claude, &program, &state).unwrap();
+        let failed = note(&program, &state).unwrap();
         assert!(failed.starts_with("The canary failed on the installed claude 2.1.333 (working.spinner)"), "{failed}");
-        assert_eq!(morning_note(AgentKind::Generic, &program, &state), None);
+        assert_eq!(Standing::of(AgentKind::Generic, &program, Path::new("/"), &state), None, "no canary for it");
         assert!(!super::newer("2.1.40", "2.1.332") && super::newer("2.10.0", "2.9.9"), "numbers compared as numbers");
     }
 }

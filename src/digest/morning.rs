@@ -107,15 +107,12 @@ impl Morning {
 /// What the morning says of the clients the night's sessions ran: a newer one installed, one the
 /// canary never ran, or one it failed on (see [`crate::agent::canary::morning_note`]).
 fn clients(digest: &Digest, state_dir: &std::path::Path) -> Vec<String> {
-    use crate::agent::{Adapter, AgentKind};
+    use crate::agent::canary::{morning_note, Standing};
+    use crate::agent::AgentKind;
     [AgentKind::Claude, AgentKind::Codex]
         .into_iter()
         .filter(|agent| digest.sessions.iter().any(|s| s.agent == agent.as_str()))
-        .filter_map(|agent| {
-            let adapter = Adapter::builtin(agent);
-            let program = adapter.launch().map_or(agent.as_str(), |(p, _)| p);
-            crate::agent::canary::morning_note(agent, program, state_dir)
-        })
+        .filter_map(|agent| morning_note(agent, Standing::installed(agent, state_dir)?, state_dir))
         .collect()
 }
 

@@ -72,9 +72,9 @@ struct Shared {
     /// `anthropic-ratelimit-unified-upgrade-paths`, when set.
     upgrade_paths: Mutex<Option<String>>,
     /// How many `overload:K` answers each prompt has had.
-    overloaded: Mutex<std::collections::HashMap<String, u32>>,
+    overloaded: super::Overloads,
     /// The tool calls whose results have been answered (their ids).
-    answered: Mutex<std::collections::HashSet<String>>,
+    answered: super::Answered,
     /// Credentials whose window a limit closed, until its reset (epoch seconds).
     refusing: Mutex<std::collections::HashMap<String, u64>>,
 }
@@ -99,8 +99,8 @@ impl AnthropicApi {
             usage_of: Mutex::new(std::collections::HashMap::new()),
             default: Mutex::new("fast".into()),
             upgrade_paths: Mutex::new(None),
-            overloaded: Mutex::new(std::collections::HashMap::new()),
-            answered: Mutex::new(std::collections::HashSet::new()),
+            overloaded: super::Overloads::default(),
+            answered: super::Answered::default(),
             refusing: Mutex::new(std::collections::HashMap::new()),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
@@ -349,17 +349,11 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes, cred
     let typed_marker = last_user_blocks.is_some_and(|blocks| {
         blocks.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.contains("mock:")))
     });
-    let fresh_result = {
-        let mut answered = shared.answered.lock().unwrap();
-        let mut fresh = false;
-        for b in last_user_blocks.map(Vec::as_slice).unwrap_or_default() {
-            let Some(id) = b["tool_use_id"].as_str().filter(|_| b["type"] == "tool_result") else { continue };
-            if answered.insert(id.to_string()) && b["is_error"] != true {
-                fresh = true;
-            }
-        }
-        fresh
-    };
+    let results = last_user_blocks.map(Vec::as_slice).unwrap_or_default().iter().filter(|b| b["type"] == "tool_result");
+    // A refusal is marked answered too, but is no result to answer.
+    let (refused, given): (Vec<&Value>, Vec<&Value>) = results.partition(|b| b["is_error"] == true);
+    shared.answered.any_new(refused.iter().filter_map(|b| b["tool_use_id"].as_str()));
+    let fresh_result = shared.answered.any_new(given.iter().filter_map(|b| b["tool_use_id"].as_str()));
     let mut scenario = if tool_result && typed_marker && !fresh_result {
         scenario_for(&text)
     } else if tool_result {
@@ -372,10 +366,7 @@ async fn answer(shared: Arc<Shared>, method: Method, uri: Uri, body: Bytes, cred
         scenario_for(&format!("mock:{}", shared.default.lock().unwrap()))
     };
     if let Scenario::OverloadFor(k) = scenario {
-        let mut seen = shared.overloaded.lock().unwrap();
-        let n = seen.entry(text.clone()).or_insert(0);
-        *n += 1;
-        scenario = if *n <= k { Scenario::Overload } else { Scenario::Fast };
+        scenario = if shared.overloaded.refuse(&text, k) { Scenario::Overload } else { Scenario::Fast };
     }
     // A limit lasts until its window resets, like the real one.
     let reset = if usage.seven_day >= 1.0 { usage.seven_day_reset } else { usage.five_hour_reset };

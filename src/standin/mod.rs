@@ -22,6 +22,33 @@ pub fn epoch(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
+/// How many times each prompt has been answered overloaded, for `mock:overload:K`.
+#[derive(Debug, Default)]
+struct Overloads(std::sync::Mutex<std::collections::HashMap<String, u32>>);
+
+impl Overloads {
+    /// Whether this request of `prompt` is refused as overloaded: its first `k` are.
+    fn refuse(&self, prompt: &str, k: u32) -> bool {
+        let mut seen = self.0.lock().unwrap();
+        let n = seen.entry(prompt.to_string()).or_insert(0);
+        *n += 1;
+        *n <= k
+    }
+}
+
+/// The tool calls whose results have been answered, by id.
+#[derive(Debug, Default)]
+struct Answered(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl Answered {
+    /// Marks each of `ids` answered; whether any of them was not yet.
+    fn any_new<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> bool {
+        let mut answered = self.0.lock().unwrap();
+        // Every one is marked: counted, not stopped at the first new one.
+        ids.into_iter().filter(|id| answered.insert(id.to_string())).count() > 0
+    }
+}
+
 /// A stand-in's server on a free port of 127.0.0.1 (never another address); stops when dropped.
 #[derive(Debug)]
 struct Serving {

@@ -74,9 +74,9 @@ struct Shared {
     /// The 5-hour window's use each account's answers report ([`DEFAULT_USED_PCT`] when not set).
     used: Mutex<std::collections::HashMap<Option<String>, f64>>,
     /// How many `overload:K` turns each prompt has had.
-    overloaded: Mutex<std::collections::HashMap<String, u32>>,
+    overloaded: super::Overloads,
     /// The function calls whose output has been answered (their call ids).
-    answered: Mutex<std::collections::HashSet<String>>,
+    answered: super::Answered,
 }
 
 /// A running stand-in; stops when dropped.
@@ -102,8 +102,8 @@ impl ResponsesApi {
             reset: Mutex::new(epoch(SystemTime::now()) + 3600),
             limited: Mutex::new(false),
             used: Mutex::new(std::collections::HashMap::new()),
-            overloaded: Mutex::new(std::collections::HashMap::new()),
-            answered: Mutex::new(std::collections::HashSet::new()),
+            overloaded: super::Overloads::default(),
+            answered: super::Answered::default(),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let serving = super::Serving::start(app).await?;
@@ -285,10 +285,7 @@ async fn handle(
     };
     let scenario = match scenario {
         Scenario::OverloadFor(k) if kind == Kind::Turn => {
-            let mut seen = shared.overloaded.lock().unwrap();
-            let n = seen.entry(last_user.clone()).or_insert(0);
-            *n += 1;
-            if *n <= k {
+            if shared.overloaded.refuse(&last_user, k) {
                 Scenario::Status(503)
             } else {
                 Scenario::Fast
@@ -390,16 +387,9 @@ fn sse(event: &str, mut data: Value, seq: &mut u64) -> Bytes {
 /// Whether `request` carries the output of a function call no turn has answered yet (and marks
 /// every output it carries as answered).
 fn fresh_output(shared: &Shared, request: &Value) -> bool {
-    let mut answered = shared.answered.lock().unwrap();
-    let mut fresh = false;
-    for item in request["input"].as_array().map(Vec::as_slice).unwrap_or_default() {
-        if item["type"] == "function_call_output" {
-            if let Some(id) = item["call_id"].as_str() {
-                fresh |= answered.insert(id.to_string());
-            }
-        }
-    }
-    fresh
+    let items = request["input"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let outputs = items.iter().filter(|i| i["type"] == "function_call_output").filter_map(|i| i["call_id"].as_str());
+    shared.answered.any_new(outputs)
 }
 
 /// A function call an answer ends with.

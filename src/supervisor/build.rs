@@ -217,7 +217,7 @@ pub fn build(
         spec.detect.quiet = quiet;
     }
     // A broken config.toml refuses what reads it; it does not stop every start here.
-    let required = Config::load(paths.config_dir.as_deref()).is_ok_and(|c| c.canary.required);
+    let required = config().is_ok_and(|c| c.canary.required);
     if required {
         let standing =
             crate::agent::canary::Standing::of(agent, &spec.command.program, &spec.command.cwd, &paths.state_dir);

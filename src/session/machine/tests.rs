@@ -1291,15 +1291,21 @@ fn an_account_at_the_threshold_moves_after_the_turn_and_its_handoff_to_the_most_
     assert_eq!(sim.m.options_at(sim.now()).account_switch.and_then(|v| v.account), Some("c".into()));
 }
 
-#[test]
-fn a_codex_account_at_the_threshold_is_asked_its_handoff_at_the_prompt_and_moves_with_all_of_it() {
-    use crate::event::SwitchAction::*;
+/// A Codex session on account a, at 91 %, that may move to b (at 20 %) at 90 %.
+fn codex_switching() -> Sim {
     let mut s = start();
     s.agent = AgentKind::Codex;
     s.account = Some(account("a"));
     s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b")] });
     let mut sim = Sim::new(s);
     sim.meters = vec![meter("b", 20.0, 20.0), meter("a", 91.0, 40.0)];
+    sim
+}
+
+#[test]
+fn a_codex_account_at_the_threshold_is_asked_its_handoff_at_the_prompt_and_moves_with_all_of_it() {
+    use crate::event::SwitchAction::*;
+    let mut sim = codex_switching();
     let turn_end = |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()) });
     // A turn ends: Codex's notify brings the rollout's figures first, then the turn's end.
     sim.input(working());
@@ -1334,12 +1340,7 @@ fn a_codex_account_at_the_threshold_is_asked_its_handoff_at_the_prompt_and_moves
 
 #[test]
 fn a_codex_handoff_request_waits_for_the_prompt_when_the_notify_comes_before_it() {
-    let mut s = start();
-    s.agent = AgentKind::Codex;
-    s.account = Some(account("a"));
-    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b")] });
-    let mut sim = Sim::new(s);
-    sim.meters = vec![meter("b", 20.0, 20.0), meter("a", 91.0, 40.0)];
+    let mut sim = codex_switching();
     sim.input(working());
     sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
     // Codex's notify says the turn ended while its screen still finishes it: text typed now can
