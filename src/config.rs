@@ -75,6 +75,57 @@ pub struct Config {
     /// What a start asks of the canary (`[canary] required = true`).
     #[serde(default, skip_serializing_if = "CanarySettings::is_default")]
     pub canary: CanarySettings,
+    /// Sleeping through long waits (`[sleep] min_wait = 1800`).
+    #[serde(default, skip_serializing_if = "SleepConfig::is_default")]
+    pub sleep: SleepConfig,
+}
+
+/// When the night lets the machine sleep through a wait, and wakes it for its end (see
+/// [`crate::awake::night`]). Durations are seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SleepConfig {
+    /// Sleep through long waits when a wake alarm can be set; `false` holds every wait awake.
+    pub through_waits: bool,
+    /// A wait at least this long lets the machine sleep.
+    #[serde(with = "crate::clock::secs")]
+    pub min_wait: std::time::Duration,
+    /// On battery, a wait at least this long does.
+    #[serde(with = "crate::clock::secs")]
+    pub battery_min_wait: std::time::Duration,
+    /// The wake alarm goes off this long before what it wakes for.
+    #[serde(with = "crate::clock::secs")]
+    pub wake_before: std::time::Duration,
+}
+
+impl Default for SleepConfig {
+    fn default() -> Self {
+        let d = crate::awake::SleepSettings::default();
+        let std = |d: chrono::Duration| d.to_std().unwrap_or_default();
+        SleepConfig {
+            through_waits: true,
+            min_wait: std(d.min_wait),
+            battery_min_wait: std(d.battery_min_wait),
+            wake_before: std(d.lead),
+        }
+    }
+}
+
+impl SleepConfig {
+    fn is_default(&self) -> bool {
+        *self == SleepConfig::default()
+    }
+
+    /// The policy's settings, `can_wake` saying whether a wake alarm can be set here.
+    pub fn settings(&self, can_wake: bool) -> crate::awake::SleepSettings {
+        let chrono = |d: std::time::Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+        crate::awake::SleepSettings {
+            min_wait: chrono(self.min_wait),
+            battery_min_wait: chrono(self.battery_min_wait),
+            lead: chrono(self.wake_before),
+            can_wake: can_wake && self.through_waits,
+        }
+    }
 }
 
 /// What a start asks of the canary (`nightshift doctor --canary`).

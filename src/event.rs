@@ -136,6 +136,20 @@ pub enum SwitchAction {
     Switched,
 }
 
+/// What a night did with the machine's sleep (see [`EventKind::Sleep`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SleepAction {
+    /// The inhibitors were let go for a long wait, with a wake alarm set for `at`.
+    Allowed,
+    /// The alarm set for `at` was taken back: the machine is needed before then.
+    Cancelled,
+    /// The alarm set for `at` went off.
+    Woken,
+    /// No alarm could be set: the wait is held awake.
+    Refused,
+}
+
 /// Who answered a dialog the agent waited on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -445,6 +459,16 @@ pub enum EventKind {
         #[serde(with = "crate::clock::ts")]
         to: DateTime<Utc>,
     },
+    /// The night let the machine sleep through a wait, or woke it (`at`: the wake alarm's time;
+    /// `due`: what it wakes for).
+    Sleep {
+        action: SleepAction,
+        #[serde(with = "crate::clock::ts")]
+        at: DateTime<Utc>,
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+        due: Option<DateTime<Utc>>,
+        reason: String,
+    },
     /// A loop started an iteration (`attempt` > 1: the same iteration again, after a failure or a
     /// limit; `probe`: a one-character session probing for an early reset).
     IterationStarted {
@@ -602,6 +626,7 @@ impl EventKind {
             Self::Scheduled { .. } => "scheduled",
             Self::ScheduleSkipped { .. } => "schedule_skipped",
             Self::Suspended { .. } => "suspended",
+            Self::Sleep { .. } => "sleep",
             Self::IterationStarted { .. } => "iteration_started",
             Self::IterationEnded { .. } => "iteration_ended",
             Self::TaskDone { .. } => "task_done",

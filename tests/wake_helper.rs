@@ -45,3 +45,57 @@ fn the_helper_takes_a_time_and_nothing_else() {
         assert!(out.stdout.is_empty(), "nothing armed for {args:?}");
     }
 }
+
+/// A session parked until `due` (a limit's resume).
+fn parked(due: chrono::DateTime<chrono::Utc>) -> (String, nightshift::awake::Want) {
+    let want = nightshift::awake::Want {
+        hold: true,
+        reason: "a resume after the usage limit".into(),
+        next_action: None,
+        parked_until: Some(due),
+    };
+    ("a".to_string(), want)
+}
+
+#[tokio::test]
+async fn the_keeper_sleeps_through_a_long_wait_on_a_real_alarm_and_takes_it_back_when_needed() {
+    use nightshift::awake::{Change, Keeper, SleepSettings};
+    let settings = SleepSettings {
+        min_wait: chrono::Duration::seconds(3),
+        battery_min_wait: chrono::Duration::seconds(3),
+        lead: chrono::Duration::seconds(1),
+        can_wake: true,
+    };
+    let helper = std::path::PathBuf::from(env!("CARGO_BIN_EXE_nightshift-wake"));
+    let mut keeper = Keeper::sleeping_with(settings, Some(helper));
+    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0) + chrono::Duration::seconds(1);
+    let due = now + chrono::Duration::seconds(4);
+    let changes = keeper.apply(&[parked(due)], now, false, "test").await;
+    if !has_wake_alarm() {
+        let [Change::AlarmFailed(e), ..] = &changes[..] else { panic!("{changes:?}") };
+        assert!(e.contains("lacks CAP_WAKE_ALARM"), "{e}");
+        assert!(!keeper.settings(false).can_wake, "every wait is held from now on");
+        return;
+    }
+    let wake_at = due - chrono::Duration::seconds(1);
+    assert_eq!(changes, [Change::Sleeping { wake_at, due }]);
+    assert_eq!(keeper.alarm(), Some(wake_at));
+    assert!(!keeper.holding());
+    // Asked again, nothing changes: the same alarm stands.
+    assert_eq!(keeper.apply(&[parked(due)], now, false, "test").await, []);
+
+    // A session that starts working takes the machine back: the alarm is taken back.
+    let working =
+        ("b".to_string(), nightshift::awake::Want { hold: true, reason: "working".into(), ..Default::default() });
+    let changes = keeper.apply(&[parked(due), working], now, false, "test").await;
+    assert_eq!(changes.first(), Some(&Change::AlarmCancelled { at: wake_at }), "{changes:?}");
+    assert_eq!(keeper.alarm(), None);
+
+    // Alone again, it sleeps; the real alarm goes off at its time, and the wait is held to its end.
+    let changes = keeper.apply(&[parked(due)], now, false, "test").await;
+    assert_eq!(changes, [Change::Sleeping { wake_at, due }]);
+    tokio::time::sleep((wake_at - chrono::Utc::now()).to_std().unwrap_or_default() + Duration::from_millis(300)).await;
+    let changes = keeper.apply(&[parked(due)], chrono::Utc::now(), false, "test").await;
+    assert_eq!(changes.first(), Some(&Change::AlarmFired { at: wake_at }), "{changes:?}");
+    assert_eq!(keeper.alarm(), None);
+}

@@ -1,6 +1,7 @@
 //! The sleep assertion: held exactly while at least one session needs the machine awake by the
 //! core's policy ([`nightshift::awake`]: its agent works, a cycle or a restart is due, or a resume
-//! is due within reach), released when none does.
+//! is due within reach), released when none does. When everything waits long enough, it is let go
+//! and a wake alarm set a little before the earliest wait ends (`[sleep]` in config.toml).
 //!
 //! It inhibits idle and sleep (systemd-logind's `Inhibit("idle")` and `Inhibit("sleep")` through
 //! keepawake), never the display. When the service is not there the app says so in the window and
@@ -9,8 +10,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use nightshift::awake::{Change, Keeper, Want};
+use nightshift::awake::{Change, Want};
 use nightshift::control::{self, Request};
+use nightshift::supervisor::awake::NightKeeper;
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -22,8 +24,9 @@ const CHECK: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub struct Awake {
     inner: Mutex<Inner>,
-    /// The inhibitors, by the core's policy; one recheck at a time (the service is asked in order).
-    keeper: tokio::sync::Mutex<Keeper>,
+    /// The inhibitors and the wake alarm, by the core's policy; one recheck at a time (the
+    /// service is asked in order). Made at the first recheck, by the settings then.
+    keeper: tokio::sync::Mutex<Option<NightKeeper>>,
 }
 
 /// What the window shows, as of the last recheck.
@@ -58,8 +61,8 @@ pub fn status(app: &AppHandle) -> PowerStatus {
 }
 
 /// What every live session needs of the machine: the app's own by their status, other processes'
-/// by asking them.
-async fn wants(state: &AppState) -> Vec<(String, Want)> {
+/// by asking them; and which of them are the app's own.
+async fn wants(state: &AppState) -> (Vec<(String, Want)>, std::collections::HashSet<String>) {
     let mut wants: Vec<(String, Want)> = state
         .supervisor
         .sessions()
@@ -73,6 +76,7 @@ async fn wants(state: &AppState) -> Vec<(String, Want)> {
     for row in pending.unwrap_or_default() {
         wants.push((row.session.clone(), nightshift::awake::want_scheduled(row.due, now)));
     }
+    let own: std::collections::HashSet<String> = wants.iter().map(|(id, _)| id.clone()).collect();
     let rows = state.supervisor.with_store(|s| s.sessions()).unwrap_or_default();
     let live = |r: &&nightshift::store::SessionRow| r.standing() != nightshift::store::Standing::Scheduled;
     for row in rows.iter().filter(|r| !r.is_final() && state.supervisor.session(&r.id).is_none()).filter(live) {
@@ -89,7 +93,7 @@ async fn wants(state: &AppState) -> Vec<(String, Want)> {
             }
         }
     }
-    wants
+    (wants, own)
 }
 
 /// Looks again now (after the user changed something).
@@ -101,20 +105,35 @@ pub fn recheck(app: &AppHandle) {
 async fn apply(app: &AppHandle) {
     let state = app.state::<AppState>();
     let mut keeper = state.awake.keeper.lock().await;
-    let verdict = nightshift::awake::verdict(&wants(&state).await);
+    if keeper.is_none() {
+        let sleep =
+            nightshift::config::Config::load(state.paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default();
+        let made = tokio::task::spawn_blocking(move || NightKeeper::new(&sleep)).await;
+        let made = made.unwrap_or_else(|_| NightKeeper::holding_every_wait());
+        if let Some(why) = made.no_alarm() {
+            tracing::info!("long waits are held awake: {why}");
+        }
+        *keeper = Some(made);
+    }
+    let keeper = keeper.as_mut().expect("made above");
+    let (wants, own) = wants(&state).await;
+    let verdict = nightshift::awake::verdict(&wants);
     let before = status(app);
     let why = format!("Nightshift keeps {} session(s) running", verdict.holding_for.len());
-    match keeper.apply(&verdict, &why).await {
-        Change::Held => tracing::info!(sessions = verdict.holding_for.len(), "sleep assertion held (idle and sleep)"),
-        Change::Released => tracing::info!("sleep assertion released: no session needs the machine awake"),
-        Change::Failed(e) => tracing::warn!("{}", capitalised(&e)),
-        Change::Same => {}
+    for change in keeper.apply(&state.supervisor, &wants, |id| own.contains(id), &why).await {
+        if let Change::Failed(e) = change {
+            tracing::warn!("{}", capitalised(&e));
+        }
     }
     {
         let mut inner = state.awake.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        inner.holding = keeper.holding();
-        inner.warning = keeper.warning().map(capitalised);
-        inner.reason = verdict.reason(keeper.holding());
+        let k = keeper.keeper();
+        inner.holding = k.holding();
+        inner.warning = k.warning().map(capitalised);
+        inner.reason = match k.alarm() {
+            Some(wake_at) => nightshift::awake::sleeping(wake_at, wake_at + k.settings(false).lead),
+            None => verdict.reason(k.holding()),
+        };
     }
     let after = status(app);
     if after != before {

@@ -4,7 +4,7 @@
 //! alone (`setcap cap_wake_alarm+ep`), so Nightshift itself needs no privilege.
 //!
 //! It does that one thing: it takes a time and nothing else, prints one line when the alarm is
-//! armed and one when it fires, and ends then (exit 0). Nightshift ends it (SIGTERM) when the
+//! armed and one when it fires, and ends then (exit 0). Nightshift kills it when the
 //! machine must stay awake again; the alarm goes with it. A refused argument exits 2, an alarm
 //! that cannot be armed exits 1, each with a one-line reason and the fix.
 
@@ -61,13 +61,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("armed a wake alarm (CLOCK_REALTIME_ALARM) for {}", at.to_rfc3339_opts(SecondsFormat::Secs, true));
+    let armed =
+        format!("armed a wake alarm (CLOCK_REALTIME_ALARM) for {}", at.to_rfc3339_opts(SecondsFormat::Secs, true));
+    let _ = writeln!(std::io::stdout(), "{armed}");
     let _ = std::io::stdout().flush();
     if let Err(e) = fd.wait() {
         eprintln!("nightshift-wake: the alarm could not be waited for: {e}");
         return ExitCode::FAILURE;
     }
-    println!("the alarm fired at {}", Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true));
+    // Whoever started it may have stopped reading: the alarm fired all the same.
+    let _ =
+        writeln!(std::io::stdout(), "the alarm fired at {}", Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true));
     ExitCode::SUCCESS
 }
 

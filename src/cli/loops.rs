@@ -234,12 +234,13 @@ async fn supervise(
     let guard = nightshift::hooks::guard::Rules::builtin();
     let host = host(&paths, store, events, guard);
     let _suspends = host.supervisor.watch_suspends();
+    let sleep = super::run::sleep_config(&paths);
     let handle = match begin {
         super::schedule::Begin::Now => host.supervisor.start_loop(spec)?,
         super::schedule::Begin::Adopt(id) => host.supervisor.start_scheduled_loop(id, spec)?,
         super::schedule::Begin::At { due, launch } => {
             let id = host.supervisor.schedule(nightshift::supervisor::Scheduled::looping(&spec), &due, &launch)?;
-            let (start, code) = super::schedule::wait(&host.supervisor, &id, &due).await?;
+            let (start, code) = super::schedule::wait(&host.supervisor, sleep.clone(), &id, &due).await?;
             if !start {
                 host.finish().await;
                 return Ok(code);
@@ -252,16 +253,14 @@ async fn supervise(
         handle.id(),
         handle.id()
     );
-    // A loop keeps the machine awake for as long as it runs (the app does so for its own).
-    let (id, why) = (handle.id().to_string(), format!("Nightshift loop {} is running", handle.id()));
+    // A loop keeps the machine awake while it runs, and sleeps through its long waits as the app
+    // does for its own.
+    let why = format!("Nightshift loop {} is running", handle.id());
     let awake = super::run::keep_awake(
+        &host.supervisor,
+        sleep,
         why,
-        move || {
-            vec![(
-                id.clone(),
-                nightshift::awake::Want { hold: true, reason: "the loop is running".into(), ..Default::default() },
-            )]
-        },
+        super::run::sessions_want(std::slice::from_ref(&handle)),
         false,
     )
     .await;

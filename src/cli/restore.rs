@@ -37,7 +37,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let row = args.session.as_deref().map(|prefix| store.find_session(prefix)).transpose()?;
     let events = super::run::open_events(args.events.as_deref())?;
     let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
-    let missed = nightshift::config::Config::load(paths.config_dir.as_deref())?.schedule.missed;
+    let config = nightshift::config::Config::load(paths.config_dir.as_deref())?;
+    let (missed, sleep) = (config.schedule.missed, config.sleep);
     let cli = std::env::current_exe().context("cannot find the nightshift binary to start scheduled sessions with")?;
     super::runtime()?.block_on(async move {
         let host = super::run::host(&paths, store, events, guard);
@@ -88,6 +89,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         let sessions = super::run::sessions_want(&restored);
         let supervisor = host.supervisor.clone();
         let awake = super::run::keep_awake(
+            &host.supervisor,
+            sleep,
             "Nightshift restored sessions are armed".into(),
             move || {
                 let mut wants = sessions();

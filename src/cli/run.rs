@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use nightshift::awake::{self, Change, Keeper, Want};
+use nightshift::awake::{Change, Want};
 use nightshift::clock::SystemClock;
 use nightshift::control::ControlServer;
 use nightshift::event::StopKind;
@@ -23,6 +23,7 @@ use nightshift::pty::PtySize;
 use nightshift::screen::Screen;
 use nightshift::session::SessionHandle;
 use nightshift::store::Store;
+use nightshift::supervisor::awake::NightKeeper;
 use nightshift::supervisor::build::{build, Request};
 use nightshift::supervisor::{SessionSpec, StartError, Supervisor};
 use nightshift::AgentKind;
@@ -344,7 +345,7 @@ async fn supervise(
         super::schedule::Begin::Adopt(id) => supervisor.start_scheduled(id, spec),
         super::schedule::Begin::At { due, launch } => {
             let id = supervisor.schedule(nightshift::supervisor::Scheduled::session(&spec), &due, &launch)?;
-            let (start, code) = super::schedule::wait(&supervisor, &id, &due).await?;
+            let (start, code) = super::schedule::wait(&supervisor, sleep_config(&paths), &id, &due).await?;
             if !start {
                 host.finish().await;
                 return Ok(code);
@@ -365,7 +366,8 @@ async fn supervise(
     // The machine stays awake while the session needs it, by the same policy as the app's sessions;
     // asked before the terminal goes raw, so a warning prints as a line.
     let why = format!("Nightshift session {} runs", handle.id());
-    let awake = keep_awake(why, sessions_want(std::slice::from_ref(&handle)), passthrough).await;
+    let sleep = sleep_config(&paths);
+    let awake = keep_awake(&supervisor, sleep, why, sessions_want(std::slice::from_ref(&handle)), passthrough).await;
     let terminal = if passthrough { Some(Passthrough::start(&handle, tap_rx, size)?) } else { None };
     forward_signals(&handle, passthrough)?;
     let exit = handle.wait().await;
@@ -458,31 +460,53 @@ fn detach(state_dir: Option<PathBuf>, args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `[sleep]` settings of `paths`' config.toml; its defaults when it cannot be read (the start
+/// says why elsewhere).
+pub(super) fn sleep_config(paths: &Paths) -> nightshift::config::SleepConfig {
+    nightshift::config::Config::load(paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default()
+}
+
 /// Holds logind's inhibitors while what `wants` says (asked every few seconds) needs the machine
 /// awake by the core's one policy ([`nightshift::awake`]: an agent working, a cycle or restart due,
-/// a resume or a scheduled start within reach) and lets them go otherwise, as the app does; until
-/// the returned value is dropped, which lets them go. The first look is made before this returns,
-/// so a warning that they cannot be held prints as a line before a terminal goes raw; it is said
-/// once. `on_terminal`: the user's terminal is the agent's from now on, so a later warning goes to
-/// the log, not into the agent's screen.
-pub(super) async fn keep_awake<F>(why: String, wants: F, on_terminal: bool) -> KeptAwake
+/// a resume or a scheduled start within reach), lets them go otherwise, and sleeps through a long
+/// wait with a wake alarm set by `sleep`, as the app does; until the returned value is dropped,
+/// which lets them go and takes the alarm back. Every release, alarm and wake is journalled in the
+/// sessions it concerns. The first look is made before this returns, so a warning that they cannot
+/// be held prints as a line before a terminal goes raw; it is said once. `on_terminal`: the user's
+/// terminal is the agent's from now on, so a later warning goes to the log, not into the agent's
+/// screen.
+pub(super) async fn keep_awake<F>(
+    supervisor: &Supervisor,
+    sleep: nightshift::config::SleepConfig,
+    why: String,
+    wants: F,
+    on_terminal: bool,
+) -> KeptAwake
 where
     F: Fn() -> Vec<(String, Want)> + Send + 'static,
 {
-    fn said(change: Change, to_log: bool) {
-        let Change::Failed(e) = change else { return };
-        if to_log {
-            tracing::warn!("{e}; the run goes on, but the machine may sleep");
-        } else {
-            eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
+    fn said(changes: Vec<Change>, to_log: bool) {
+        for change in changes {
+            let Change::Failed(e) = change else { continue };
+            if to_log {
+                tracing::warn!("{e}; the run goes on, but the machine may sleep");
+            } else {
+                eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
+            }
         }
     }
-    let mut keeper = Keeper::default();
-    said(keeper.apply(&awake::verdict(&wants()), &why).await, false);
+    let mut keeper = tokio::task::spawn_blocking(move || NightKeeper::new(&sleep))
+        .await
+        .unwrap_or_else(|_| NightKeeper::holding_every_wait());
+    if let Some(why) = keeper.no_alarm() {
+        tracing::info!("long waits are held awake: {why}");
+    }
+    let supervisor = supervisor.clone();
+    said(keeper.apply(&supervisor, &wants(), |_| true, &why).await, false);
     KeptAwake(tokio::spawn(async move {
         loop {
             tokio::time::sleep(AWAKE_CHECK).await;
-            said(keeper.apply(&awake::verdict(&wants()), &why).await, on_terminal);
+            said(keeper.apply(&supervisor, &wants(), |_| true, &why).await, on_terminal);
         }
     }))
 }

@@ -105,7 +105,12 @@ fn without_schedule(args: impl Iterator<Item = String>) -> Vec<String> {
 /// Waits here for scheduled session `id`'s time, telling the user what happens; true when it is to
 /// start now (claimed by this process), false when it went (cancelled, taken by another process,
 /// or left for the next one).
-pub async fn wait(supervisor: &Supervisor, id: &SessionId, due: &Due) -> anyhow::Result<(bool, ExitCode)> {
+pub async fn wait(
+    supervisor: &Supervisor,
+    sleep: nightshift::config::SleepConfig,
+    id: &SessionId,
+    due: &Due,
+) -> anyhow::Result<(bool, ExitCode)> {
     let when = due.at.with_timezone(&chrono::Local).format("%a %H:%M:%S");
     eprintln!(
         "nightshift: session {id} starts {when} ({}); `nightshift stop {id}` or Ctrl-C cancels it. If this \
@@ -115,6 +120,8 @@ pub async fn wait(supervisor: &Supervisor, id: &SessionId, due: &Due) -> anyhow:
     // Awake until then, when it is near (a machine asleep at its time starts it only on waking).
     let (session, at) = (id.to_string(), due.at);
     let _awake = super::run::keep_awake(
+        supervisor,
+        sleep,
         format!("Nightshift session {id} starts {when}"),
         move || vec![(session.clone(), nightshift::awake::want_scheduled(at, chrono::Utc::now()))],
         false,

@@ -170,6 +170,17 @@ impl EventKind {
             Self::Awake { hold: true, reason } => format!("keeps the machine awake: {reason}"),
             Self::Awake { hold: false, reason } => format!("lets the machine sleep: {reason}"),
             Self::Suspended { from, to } => format!("the machine slept from {} to {}", at(from), at(to)),
+            Self::Sleep { action, at: when, due, reason } => {
+                let due = due.map(|d| format!(" for what is due at {}", at(&d))).unwrap_or_default();
+                match action {
+                    SleepAction::Allowed => {
+                        format!("lets the machine sleep, with a wake alarm at {}{due}: {reason}", at(when))
+                    }
+                    SleepAction::Cancelled => format!("took back the wake alarm at {}: {reason}", at(when)),
+                    SleepAction::Woken => format!("the wake alarm went off at {}{due}", at(when)),
+                    SleepAction::Refused => format!("could not set a wake alarm, so the wait is held awake: {reason}"),
+                }
+            }
             Self::JournalGap { since, lost, error } => {
                 format!("{lost} events from {} are not in the journal ({error}); it is written again", at(since))
             }

@@ -159,6 +159,9 @@ struct Exec {
     /// Of each project with a worktree per task, the latest one: the iteration it is for, and the
     /// project's folder in it.
     trees: Vec<Option<(u32, PathBuf)>>,
+    /// Until when, and why, the whole loop waits (a limit, a retry's back-off): the machine may
+    /// sleep through it and be woken for its end.
+    parked: Option<(chrono::DateTime<chrono::Utc>, String)>,
     ended: bool,
 }
 
@@ -198,6 +201,7 @@ impl LoopActor {
             markers_seen: Vec::new(),
             done,
             trees: vec![None; n],
+            parked: None,
             ended: false,
         };
         exec.step(Input::Start);
@@ -226,6 +230,24 @@ async fn child_msg(child: &mut Option<Child>) -> Option<ChildMsg> {
     }
 }
 
+/// What a loop in `state` needs of the machine, `parked` until a time with why.
+fn loop_want(state: SessionState, parked: Option<(chrono::DateTime<chrono::Utc>, String)>) -> crate::awake::Want {
+    use crate::awake::Want;
+    match parked {
+        _ if state.is_final() => Want { hold: false, reason: "the loop has ended".into(), ..Want::default() },
+        Some((until, why)) => Want {
+            hold: true,
+            reason: format!("the loop waits until {}: {why}", crate::clock::format_ts(until)),
+            next_action: None,
+            parked_until: Some(until),
+        },
+        None if state == SessionState::LimitPaused => {
+            Want { hold: false, reason: "the loop waits for a reset it does not know".into(), ..Want::default() }
+        }
+        None => Want { hold: true, reason: "a loop runs".into(), ..Want::default() },
+    }
+}
+
 impl Exec {
     fn now(&self) -> Now {
         Now { mono: Instant::now(), wall: self.journal.now() }
@@ -245,17 +267,22 @@ impl Exec {
         for effect in fx {
             match effect {
                 Effect::Emit(kind) => {
-                    if let Some(state) = kind.new_state() {
-                        let hold = !state.is_final() && state != SessionState::LimitPaused;
-                        self.status.send_modify(|s| {
-                            s.state = state;
-                            s.options.awake = crate::awake::Want {
-                                hold,
-                                reason: if hold { "a loop runs".into() } else { "the loop waits or has ended".into() },
-                                ..crate::awake::Want::default()
-                            };
-                        });
+                    match &kind {
+                        EventKind::LoopWait { until, project, detail, .. }
+                            if project.is_none() || self.spec.projects.len() == 1 =>
+                        {
+                            self.parked = until.map(|u| (u, detail.clone()));
+                        }
+                        EventKind::IterationStarted { .. } => self.parked = None,
+                        _ => {}
                     }
+                    let parked = self.parked.clone();
+                    self.status.send_modify(|s| {
+                        if let Some(state) = kind.new_state() {
+                            s.state = state;
+                        }
+                        s.options.awake = loop_want(s.state, parked);
+                    });
                     self.journal.emit(&self.id, kind);
                 }
                 Effect::Spawn(run) => match self.spawn(&run) {

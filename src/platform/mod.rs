@@ -9,8 +9,8 @@
 //! - [`Secrets`]: a secret the desktop's keyring keeps (Linux: the Secret Service over D-Bus);
 //! - [`Desktop`]: a tray host, a notification service, the login session's PATH (Linux: the
 //!   freedesktop D-Bus names, systemd's user manager);
-//! - [`Power`]: whether the machine can be kept awake, whether it is on battery, what its lid does
-//!   (Linux: logind and UPower);
+//! - [`Power`]: whether the machine can be kept awake, whether it is on battery, what its lid does,
+//!   whether it may suspend and be woken by an alarm (Linux: logind, UPower and `nightshift-wake`);
 //! - [`Services`]: the user's service manager, which runs `nightshift restore` at login (Linux: a
 //!   systemd user unit, and logind's lingering for boot);
 //! - [`Sandboxes`]: whether an agent's own sandbox can run (Linux: bubblewrap with user
@@ -87,6 +87,11 @@ pub trait Power {
     fn can_stay_awake() -> bool;
     /// Whether the machine runs on battery; `None` when unknown.
     fn on_battery() -> Option<bool>;
+    /// Whether the machine may suspend (logind's `CanSuspend`); `None` when it cannot be asked.
+    fn can_suspend() -> Option<bool>;
+    /// The wake alarm's helper, once it showed it can arm an alarm; or why it cannot, in one line
+    /// with the fix.
+    fn wake_helper() -> Result<std::path::PathBuf, String>;
     /// What closing the lid does on this power (`suspend`, `ignore`, …); `None` without a lid, or
     /// when unknown.
     fn lid_action(on_battery: Option<bool>) -> Option<String>;

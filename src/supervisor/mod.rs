@@ -21,6 +21,7 @@ use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
 use crate::store::{NewSession, Standing, Store, StoreError};
 use crate::usage::{self, Sample};
 
+pub mod awake;
 pub mod build;
 mod launch;
 mod loops;

@@ -72,6 +72,26 @@ impl Power for Linux {
         upower("OnBattery")
     }
 
+    fn can_suspend() -> Option<bool> {
+        let conn = bus(true)?;
+        let reply = conn
+            .call_method(
+                Some("org.freedesktop.login1"),
+                "/org/freedesktop/login1",
+                Some("org.freedesktop.login1.Manager"),
+                "CanSuspend",
+                &(),
+            )
+            .ok()?;
+        let answer: String = reply.body().deserialize().ok()?;
+        // "challenge": allowed after asking the user (a lid close, the menu); "na": no suspend here.
+        Some(matches!(answer.as_str(), "yes" | "challenge"))
+    }
+
+    fn wake_helper() -> Result<std::path::PathBuf, String> {
+        super::wake::helper()
+    }
+
     fn lid_action(on_battery: Option<bool>) -> Option<String> {
         if upower("LidIsPresent") != Some(true) {
             return None;

@@ -7,6 +7,7 @@ mod process;
 mod sandbox;
 mod secrets;
 mod services;
+mod wake;
 
 /// The system this build is for.
 #[derive(Debug, Clone, Copy)]

@@ -10,6 +10,10 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+mod keeper;
+
+pub use keeper::{inhibit, Change, Inhibitor, Keeper};
+
 /// How far ahead a resume may be, for auto-resume alone, and still hold the machine awake.
 pub const AUTO_RESUME_HORIZON: chrono::Duration = chrono::Duration::hours(12);
 
@@ -134,6 +138,9 @@ pub fn want_scheduled(due: DateTime<Utc>, now: DateTime<Utc>) -> Want {
 pub struct SleepSettings {
     /// A wait at least this long lets the machine sleep (30 minutes unless set).
     pub min_wait: chrono::Duration,
+    /// On battery, a wait at least this long does (10 minutes unless set): hold nothing that is
+    /// not needed.
+    pub battery_min_wait: chrono::Duration,
     /// The alarm wakes it this long before the earliest action is due.
     pub lead: chrono::Duration,
     /// A wake alarm can be armed here (the helper, with its capability) and suspend is allowed;
@@ -143,7 +150,46 @@ pub struct SleepSettings {
 
 impl Default for SleepSettings {
     fn default() -> Self {
-        Self { min_wait: chrono::Duration::minutes(30), lead: chrono::Duration::minutes(2), can_wake: false }
+        Self {
+            min_wait: chrono::Duration::minutes(30),
+            battery_min_wait: chrono::Duration::minutes(10),
+            lead: chrono::Duration::minutes(2),
+            can_wake: false,
+        }
+    }
+}
+
+impl SleepSettings {
+    /// The settings on this power: on battery, the shorter wait lets the machine sleep.
+    pub fn on(self, battery: bool) -> Self {
+        if battery {
+            Self { min_wait: self.battery_min_wait.min(self.min_wait), ..self }
+        } else {
+            self
+        }
+    }
+
+    /// For people: what a night does with its waits under these settings.
+    pub fn describe(&self, battery: bool) -> String {
+        let minutes = |d: chrono::Duration| d.num_minutes().max(0);
+        if !self.can_wake {
+            return "every wait is held awake: no wake alarm can be set here".into();
+        }
+        let wait = self.on(battery).min_wait;
+        let power = if battery { "on battery, " } else { "" };
+        if wait.num_seconds() % 60 == 0 {
+            format!(
+                "{power}it sleeps through a wait of {} min or more, and a wake alarm wakes it {} min before",
+                minutes(wait),
+                minutes(self.lead)
+            )
+        } else {
+            format!(
+                "{power}it sleeps through a wait of {} s or more, and a wake alarm wakes it {} s before",
+                wait.num_seconds(),
+                self.lead.num_seconds()
+            )
+        }
     }
 }
 
@@ -169,33 +215,21 @@ pub fn night(wants: &[(String, Want)], now: DateTime<Utc>, s: &SleepSettings) ->
     }
     let parked: Option<Vec<DateTime<Utc>>> = holding.iter().map(|w| w.parked_until).collect();
     match parked.and_then(|dues| dues.into_iter().min()) {
-        Some(due) if s.can_wake && due - now >= s.min_wait => Night::Sleep { wake_at: due - s.lead, due },
+        Some(due) if s.can_wake && due - now >= s.min_wait && due - s.lead > now => {
+            Night::Sleep { wake_at: due - s.lead, due }
+        }
         _ => Night::Hold,
     }
 }
 
-/// logind's idle and sleep inhibitors, held while this value lives (never the display's).
-pub struct Inhibitor(#[allow(dead_code)] keepawake::KeepAwake);
-
-impl std::fmt::Debug for Inhibitor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Inhibitor")
-    }
-}
-
-/// Takes the inhibitors, saying `why` to logind (blocking: a D-Bus round trip). The error says
-/// what failed, for a one-line warning: the run goes on, and the machine may sleep.
-pub fn inhibit(why: &str) -> Result<Inhibitor, String> {
-    keepawake::Builder::default()
-        .display(false)
-        .idle(true)
-        .sleep(true)
-        .reason(why)
-        .app_name("Nightshift")
-        .app_reverse_domain("dev.nightshift.app")
-        .create()
-        .map(Inhibitor)
-        .map_err(|e| format!("cannot keep the machine awake: {e}; check that systemd-logind is running"))
+/// For people: the machine sleeps through a wait, woken at `wake_at` for what is due at `due`.
+pub fn sleeping(wake_at: DateTime<Utc>, due: DateTime<Utc>) -> String {
+    let local = |t: DateTime<Utc>| t.with_timezone(&chrono::Local).format("%H:%M").to_string();
+    format!(
+        "Letting it sleep through the wait: everything that needs it waits until {}, and a wake alarm is set for {}.",
+        local(due),
+        local(wake_at)
+    )
 }
 
 /// What all of a process's sessions (and scheduled starts) need of the machine, together.
@@ -236,67 +270,6 @@ impl Verdict {
             ),
             (n, false) => format!("{n} session(s) need it, but the machine could not be kept awake."),
         }
-    }
-}
-
-/// What [`Keeper::apply`] changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    Held,
-    Released,
-    /// The inhibitors could not be taken: a new warning, said once.
-    Failed(String),
-    Same,
-}
-
-/// The inhibitors one process holds by the policy: taken while the verdict holds, let go when it
-/// does not.
-#[derive(Debug, Default)]
-pub struct Keeper {
-    lock: Option<Inhibitor>,
-    warning: Option<String>,
-}
-
-impl Keeper {
-    /// Takes or lets go of the inhibitors for `verdict`, saying `why` to logind when taking them
-    /// (a blocking D-Bus round trip, off the async threads).
-    pub async fn apply(&mut self, verdict: &Verdict, why: &str) -> Change {
-        match (verdict.hold(), self.lock.is_some()) {
-            // Dropping the lock closes its file descriptors: that is the release.
-            (false, true) => {
-                self.lock = None;
-                Change::Released
-            }
-            (true, false) => {
-                let why = why.to_string();
-                match tokio::task::spawn_blocking(move || inhibit(&why)).await {
-                    Ok(Ok(lock)) => {
-                        self.lock = Some(lock);
-                        self.warning = None;
-                        Change::Held
-                    }
-                    Ok(Err(e)) if self.warning.as_deref() != Some(&e) => {
-                        self.warning = Some(e.clone());
-                        Change::Failed(e)
-                    }
-                    Ok(Err(_)) => Change::Same,
-                    Err(e) => {
-                        tracing::error!("the sleep inhibitor task failed: {e}");
-                        Change::Same
-                    }
-                }
-            }
-            _ => Change::Same,
-        }
-    }
-
-    pub fn holding(&self) -> bool {
-        self.lock.is_some()
-    }
-
-    /// Why the inhibitors could not be taken, the last time they were asked for.
-    pub fn warning(&self) -> Option<&str> {
-        self.warning.as_deref()
     }
 }
 
@@ -354,8 +327,12 @@ mod tests {
         want(&f, now())
     }
 
-    const WAKES: SleepSettings =
-        SleepSettings { min_wait: chrono::Duration::minutes(30), lead: chrono::Duration::minutes(2), can_wake: true };
+    const WAKES: SleepSettings = SleepSettings {
+        min_wait: chrono::Duration::minutes(30),
+        battery_min_wait: chrono::Duration::minutes(10),
+        lead: chrono::Duration::minutes(2),
+        can_wake: true,
+    };
 
     #[test]
     fn a_three_hour_wait_sleeps_with_an_alarm_two_minutes_before_the_reset() {
@@ -400,6 +377,30 @@ mod tests {
         let late = now() + chrono::Duration::hours(3) + chrono::Duration::minutes(7);
         assert_eq!(night(&wants, late, &WAKES), Night::Hold);
         assert_eq!(night(&[], now(), &WAKES), Night::Free, "nothing needs it: no alarm either");
+    }
+
+    #[test]
+    fn on_battery_a_shorter_wait_sleeps_and_the_settings_say_so() {
+        let wants = vec![("a".to_string(), waiting(chrono::Duration::minutes(15)))];
+        assert_eq!(night(&wants, now(), &WAKES.on(false)), Night::Hold, "on mains, 15 min is held");
+        let reset = now() + chrono::Duration::minutes(15);
+        assert_eq!(
+            night(&wants, now(), &WAKES.on(true)),
+            Night::Sleep { wake_at: reset - chrono::Duration::minutes(2), due: reset },
+            "on battery it is not needed"
+        );
+        assert_eq!(
+            WAKES.describe(true),
+            "on battery, it sleeps through a wait of 10 min or more, and a wake alarm wakes it 2 min before"
+        );
+        assert_eq!(
+            SleepSettings { can_wake: false, ..WAKES }.describe(true),
+            "every wait is held awake: no wake alarm can be set here"
+        );
+        // An alarm is never set for a time already past: a lead longer than the wait holds.
+        let long_lead =
+            SleepSettings { min_wait: chrono::Duration::minutes(1), lead: chrono::Duration::hours(1), ..WAKES };
+        assert_eq!(night(&wants, now(), &long_lead), Night::Hold);
     }
 
     #[test]
