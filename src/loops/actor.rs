@@ -343,7 +343,12 @@ impl Exec {
                 let _ = respond.send(Err(crate::phone::Refusal::DialogChanged));
             }
             // A loop has no terminal to attach to (the control socket refuses it first).
-            Control::Send { .. } | Control::Keys(_) | Control::Resize(_) | Control::Usage(_) | Control::Attach(_) => {}
+            Control::Send { .. }
+            | Control::Keys(_)
+            | Control::Resize(_)
+            | Control::Usage(_)
+            | Control::Woke(_)
+            | Control::Attach(_) => {}
         }
     }
 

@@ -214,6 +214,10 @@ impl Executor {
                     };
                     self.replies.push_back(Input::Meters(meters));
                 }
+                Effect::ReadUsage => {
+                    let read = self.reread_usage();
+                    self.replies.push_back(Input::Reread(read));
+                }
                 Effect::SaveHandoff { text } => self.save_handoff(&text),
                 Effect::Answer(answer) => self.answer = Some(answer),
                 Effect::Measure { purpose, exclude } => {
@@ -417,6 +421,26 @@ impl Executor {
         crate::usage::codex::read_latest(&file)
     }
 
+    /// The plan windows of the session's account as read again: Codex's own rollout, else the
+    /// journal's newest sample of the account from any session.
+    fn reread_usage(&self) -> Option<crate::usage::Sample> {
+        if self.agent == AgentKind::Codex {
+            if let Some(sample) = self.codex_usage() {
+                self.journal.usage(&self.id, &sample);
+                return Some(sample);
+            }
+        }
+        let read = self.journal.read(|s| {
+            let account = s.session(self.id.as_str())?.and_then(|row| row.account);
+            let rows = s.latest_limits_by_account(self.agent)?;
+            Ok::<_, crate::store::StoreError>(rows.into_iter().find(|r| r.account == account).map(|r| r.sample))
+        });
+        read.unwrap_or_else(|e| {
+            tracing::warn!(session = %self.id, "cannot read the usage again: {e}");
+            None
+        })
+    }
+
     fn wake(&mut self) {
         let t = self.watcher.wake(Instant::now(), &self.screen);
         self.drift();
@@ -528,6 +552,7 @@ impl Executor {
                 let _ = reply.send(self.reply.take().unwrap_or_default());
             }
             Control::Usage(sample) => self.step(Input::Sample(sample)),
+            Control::Woke(from) => self.step(Input::Woke { from }),
             Control::Configure(change, reply) => {
                 self.step(Input::Configure(*change));
                 let _ = reply.send(self.machine.options(self.now()));

@@ -192,6 +192,8 @@ impl Machine {
                 self.emit(EventKind::Drift { hook: drift.hook, screen: drift.screen, capture }, &mut fx)
             }
             Input::Meters(meters) => self.on_meters(meters, now, &mut fx),
+            Input::Woke { from } => self.on_woke(from, now, &mut fx),
+            Input::Reread(sample) => self.on_reread(sample, now, &mut fx),
             Input::Tick => self.on_tick(now, &mut fx),
         }
         self.settle_state(&mut fx);

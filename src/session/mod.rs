@@ -59,6 +59,8 @@ pub enum Control {
     ResetBreaker(oneshot::Sender<String>),
     /// The agent's latest usage (its cost feeds the respawn cycles' accounting).
     Usage(crate::usage::Sample),
+    /// The machine woke from a suspend that began then.
+    Woke(chrono::DateTime<chrono::Utc>),
     /// Change what the session does by itself; the reply is its options after the change.
     Configure(Box<Change>, oneshot::Sender<Options>),
     /// A hook of the session's client; the reply is what the hook answers it.
@@ -347,6 +349,11 @@ impl SessionHandle {
     /// Passes a usage sample to the session without waiting.
     pub fn usage(&self, sample: crate::usage::Sample) {
         let _ = self.control.try_send(Control::Usage(sample));
+    }
+
+    /// Tells the session the machine woke from a suspend that began at `from`, without waiting.
+    pub fn woke(&self, from: chrono::DateTime<chrono::Utc>) {
+        let _ = self.control.try_send(Control::Woke(from));
     }
 
     /// Changes the session's options; returns them as they are after the change.

@@ -309,6 +309,7 @@ impl Supervisor {
                 tracing::info!(%from, %to, "the machine was asleep");
                 for handle in me.sessions() {
                     me.journal.emit(handle.id(), EventKind::Suspended { from, to });
+                    handle.woke(from);
                 }
             }
         })

@@ -130,6 +130,14 @@ pub enum Input {
     },
     /// What the journal knows of each account's plan windows ([`Effect::Meters`]).
     Meters(Vec<Meter>),
+    /// The machine woke from a suspend (asleep from `from`): a pending resume reads the usage again
+    /// ([`Effect::ReadUsage`]) before it goes out.
+    Woke {
+        from: DateTime<Utc>,
+    },
+    /// The usage as read again after a wake: the session's account's newest plan windows, when
+    /// anything knows them.
+    Reread(Option<crate::usage::Sample>),
     /// Time passed (at the deadline the machine asked for, or later).
     Tick,
 }
@@ -173,6 +181,9 @@ pub enum Effect {
     Salvage { reason: String },
     /// Read every account's latest plan windows from the journal and answer with [`Input::Meters`].
     Meters,
+    /// Read the session's account's plan windows again, from the client's own data where it keeps
+    /// them (Codex's rollout) or the journal's newest sample, and answer with [`Input::Reread`].
+    ReadUsage,
     /// Start the agent again under `account`, on a fresh conversation (never the old account's),
     /// with `prompt` to start from when there is one (the handoff); the journal's session row
     /// takes the account.

@@ -89,6 +89,8 @@ pub(super) struct Watch {
     notice_held: Option<(LimitText, Instant)>,
     /// The statusLine's latest usage sample.
     last_sample: Option<crate::usage::Sample>,
+    /// After a wake, the usage is being read again: a pending resume waits for it until then.
+    rereading: Option<Instant>,
 }
 
 impl Watch {
@@ -100,6 +102,7 @@ impl Watch {
             notice_gone: true,
             notice_held: None,
             last_sample: None,
+            rereading: None,
         }
     }
 
@@ -120,6 +123,9 @@ impl Watch {
         self.notice_held.as_ref().map(|(_, at)| *at)
     }
 }
+
+/// How long a pending resume waits, after a wake, for the usage read again.
+const REREAD_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a limit notice on screen waits for the client's own `StopFailure` hook.
 const NOTICE_GRACE: Duration = Duration::from_millis(1500);
@@ -296,15 +302,6 @@ impl Machine {
         self.context_seen(sample.context_pct, fx);
         self.budget.add(&sample);
         self.check_budget(now, fx);
-        let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
-            reset.filter(|r| *r > now.wall && pct.is_some_and(|p| p >= 100.0))
-        };
-        let windows = [
-            (full(sample.five_hour_pct, sample.five_hour_resets_at), LimitKind::FiveHour),
-            (full(sample.seven_day_pct, sample.seven_day_resets_at), LimitKind::Weekly),
-        ];
-        // The later reset wins: the agent can work only when every full window has reset.
-        let latest = windows.iter().filter_map(|(r, k)| r.map(|r| (r, *k))).max_by_key(|(r, _)| *r);
         if self.limits.guard.fresh_window
             && self.limits.guard.until.is_none()
             && self.limits.guard.settings.reserve_reached(sample.five_hour_pct)
@@ -326,7 +323,22 @@ impl Machine {
             }
         }
         self.switch_seen(&sample, now, fx);
-        self.limits.last_sample = Some(sample);
+        self.limits.last_sample = Some(sample.clone());
+        self.on_windows(&sample, now, fx);
+    }
+
+    /// What a sample's plan windows say: a window full until a reset pauses the session, or tells
+    /// a paused one its reset (to the second, or a later one).
+    fn on_windows(&mut self, sample: &crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
+        let full = |pct: Option<f64>, reset: Option<DateTime<Utc>>| {
+            reset.filter(|r| *r > now.wall && pct.is_some_and(|p| p >= 100.0))
+        };
+        let windows = [
+            (full(sample.five_hour_pct, sample.five_hour_resets_at), LimitKind::FiveHour),
+            (full(sample.seven_day_pct, sample.seven_day_resets_at), LimitKind::Weekly),
+        ];
+        // The later reset wins: the agent can work only when every full window has reset.
+        let latest = windows.iter().filter_map(|(r, k)| r.map(|r| (r, *k))).max_by_key(|(r, _)| *r);
         match (latest, &mut self.limits.limit) {
             (Some((resets_at, kind)), Limit::Clear) => {
                 let source = if self.agent == AgentKind::Codex { "Codex's usage data" } else { "the statusLine" };
@@ -535,7 +547,56 @@ impl Machine {
         Waiting { plan, next_check }
     }
 
+    /// The machine woke from a suspend: a resume still to go out waits until the usage is read again
+    /// (a window that filled up meanwhile, a reset that moved), for [`REREAD_WAIT`] at most.
+    pub(super) fn on_woke(&mut self, from: DateTime<Utc>, now: Now, fx: &mut Vec<Effect>) {
+        let pending = self.limits.limit.waiting().is_some_and(|w| w.plan.sent_at.is_none() && !w.plan.failed);
+        tracing::info!(asleep_from = %from, pending, "awake again: the clocks and the usage are read again");
+        if pending {
+            self.limits.rereading = Some(now.mono + REREAD_WAIT);
+            fx.push(Effect::ReadUsage);
+        }
+    }
+
+    /// The usage as read again after a wake: its plan windows count as the latest sample's, and a
+    /// resume that is due goes out at once.
+    pub(super) fn on_reread(&mut self, sample: Option<crate::usage::Sample>, now: Now, fx: &mut Vec<Effect>) {
+        if self.limits.rereading.take().is_none() {
+            return;
+        }
+        if let Some(read) = sample {
+            // Only the plan windows: the context, cost and tokens are the session's own.
+            let windows = crate::usage::Sample {
+                five_hour_pct: read.five_hour_pct,
+                five_hour_resets_at: read.five_hour_resets_at,
+                seven_day_pct: read.seven_day_pct,
+                seven_day_resets_at: read.seven_day_resets_at,
+                ..crate::usage::Sample::default()
+            };
+            let mut merged = self.limits.last_sample.clone().unwrap_or_default();
+            merged.five_hour_pct = windows.five_hour_pct.or(merged.five_hour_pct);
+            merged.five_hour_resets_at = windows.five_hour_resets_at.or(merged.five_hour_resets_at);
+            merged.seven_day_pct = windows.seven_day_pct.or(merged.seven_day_pct);
+            merged.seven_day_resets_at = windows.seven_day_resets_at.or(merged.seven_day_resets_at);
+            self.limits.last_sample = Some(merged);
+            self.on_windows(&windows, now, fx);
+        }
+        self.check_resume_now(now);
+        if self.lives.life().is_live() && !self.cycles.held() {
+            self.resume_tick(now, fx);
+        }
+    }
+
     pub(super) fn resume_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if let Some(until) = self.limits.rereading {
+            if now.mono < until {
+                if let Limit::Paused(Paused { resume: Some(waiting), .. }) = &mut self.limits.limit {
+                    waiting.next_check = until;
+                }
+                return;
+            }
+            self.limits.rereading = None;
+        }
         let quota = self.quota(now.wall);
         let guard = self.limits.guard.settings;
         let at_prompt = self.screen.activity() == Some(Activity::Idle);

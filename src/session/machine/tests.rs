@@ -1698,6 +1698,97 @@ fn the_resume_goes_out_seconds_after_the_exact_reset_the_data_gives() {
     }
 }
 
+// ---- A wake ------------------------------------------------------------------------------------
+
+/// A session paused on a 5-hour limit that resets (to the second) 3 hours from the start; the
+/// machine then sleeps `by` and wakes.
+fn woken_after(by: chrono::Duration) -> Sim {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
+    let reset = wall0() + hours(3);
+    sim.input(notice(reset));
+    sim.input(idle());
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    sim.run(10.0);
+    let from = sim.now().wall;
+    sim.sleep(by);
+    sim.input(Input::Woke { from });
+    sim
+}
+
+fn reads(sim: &Sim) -> usize {
+    sim.log.iter().filter(|(_, e)| matches!(e, Effect::ReadUsage)).count()
+}
+
+#[test]
+fn a_wake_reads_the_usage_again_before_the_resume_goes_out() {
+    // Woken by its alarm two minutes before the reset: the usage is read again first.
+    let mut sim = woken_after(hours(3) - chrono::Duration::minutes(2) - chrono::Duration::seconds(10));
+    assert_eq!(reads(&sim), 1);
+    // The account's newest data: the reset is two minutes later than the session knew.
+    let later = wall0() + hours(3) + chrono::Duration::minutes(2);
+    sim.input(sample_input_of(100.0, later));
+    let woke = sim.secs();
+    sim.run(woke + 60.0 * 5.0);
+    let sent = sim.resumes();
+    assert_eq!(sent.len(), 1, "one resume");
+    let after = sent[0].0 - sim.until(later);
+    assert!((5.0..=5.2).contains(&after), "it went out {after} s after the reset read again, not the one before");
+}
+
+/// The usage as read again: the 5-hour window at `pct` until `reset`.
+fn sample_input_of(pct: f64, reset: DateTime<Utc>) -> Input {
+    Input::Reread(Some(Sample { five_hour_pct: Some(pct), five_hour_resets_at: Some(reset), ..Sample::default() }))
+}
+
+#[test]
+fn a_wake_that_came_late_resumes_at_once_once_the_usage_is_read() {
+    // The alarm was missed: woken 20 minutes after the reset.
+    let mut sim = woken_after(hours(3) + chrono::Duration::minutes(20));
+    assert_eq!(reads(&sim), 1);
+    assert!(sim.resumes().is_empty(), "not before the usage is read again");
+    sim.run(sim.secs() + 1.0);
+    assert!(sim.resumes().is_empty(), "still waiting for the read");
+    // The data says the window is back: it goes out at that moment.
+    let read_at = sim.secs();
+    sim.input(Input::Reread(Some(Sample {
+        five_hour_pct: Some(3.0),
+        five_hour_resets_at: Some(sim.now().wall + hours(5)),
+        ..Sample::default()
+    })));
+    assert_eq!(sim.resumes().first().map(|r| r.0), Some(read_at), "at once");
+
+    // A read that finds nothing new resumes at once too; one that never answers holds it 5 s.
+    let mut sim = woken_after(hours(3) + chrono::Duration::minutes(20));
+    let read_at = sim.secs();
+    sim.input(Input::Reread(None));
+    assert_eq!(sim.resumes().first().map(|r| r.0), Some(read_at));
+    let mut sim = woken_after(hours(3) + chrono::Duration::minutes(20));
+    let woke = sim.secs();
+    sim.run(woke + 10.0);
+    let late = sim.resumes().first().map(|r| r.0 - woke);
+    assert!(late.is_some_and(|l| (4.9..=5.1).contains(&l)), "{late:?}");
+}
+
+#[test]
+fn a_wake_whose_usage_says_the_week_filled_waits_for_the_weekly_reset() {
+    let mut sim = woken_after(hours(3) + chrono::Duration::minutes(20));
+    let weekly = sim.now().wall + hours(40);
+    sim.input(Input::Reread(Some(Sample {
+        five_hour_pct: Some(3.0),
+        five_hour_resets_at: Some(sim.now().wall + hours(5)),
+        seven_day_pct: Some(100.0),
+        seven_day_resets_at: Some(weekly),
+        ..Sample::default()
+    })));
+    sim.run(sim.secs() + 600.0);
+    assert!(sim.resumes().is_empty(), "never into a window that refuses it");
+    let armed: Vec<DateTime<Utc>> = sim
+        .events()
+        .filter_map(|(_, k)| if let EventKind::ResumeArmed { due, .. } = k { Some(*due) } else { None })
+        .collect();
+    assert_eq!(armed.last(), Some(&(weekly + chrono::Duration::seconds(5))), "{armed:?}");
+}
+
 // ---- Breakers that wait ------------------------------------------------------------------------
 
 fn breaker_changes(sim: &Sim, kind: BreakerKind) -> Vec<(f64, BreakerState)> {
