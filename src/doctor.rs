@@ -319,6 +319,44 @@ pub fn judge_power(on_battery: Option<bool>, lid: Option<&str>) -> Vec<Check> {
     out
 }
 
+/// Whether tonight's long waits sleep and are woken for their end, or are held awake, and why;
+/// `can_wake` is [`crate::supervisor::awake::can_wake`].
+pub fn judge_wake(
+    sleep: &crate::config::SleepConfig,
+    can_wake: &Result<std::path::PathBuf, String>,
+    on_battery: Option<bool>,
+) -> Check {
+    let battery = on_battery == Some(true);
+    match can_wake {
+        _ if !sleep.through_waits => Check::pass(
+            "power.wake",
+            "power",
+            "every wait is held awake, as [sleep] through_waits = false in config.toml asks",
+        ),
+        Ok(helper) => Check::pass(
+            "power.wake",
+            "power",
+            format!(
+                "long waits sleep and are woken for their end: {} ({} sets the alarm)",
+                sleep.settings(true).describe(battery),
+                helper.display()
+            ),
+        ),
+        Err(why) => {
+            let remedy = if why.contains("CAP_WAKE_ALARM") {
+                "run the setcap command it names (`make install` asks for sudo to run it)"
+            } else if why.contains("not installed") {
+                "`make install` or the .deb installs nightshift-wake beside nightshift"
+            } else if why.contains("may not suspend") {
+                "nothing to do: this machine does not suspend, so its waits cost nothing more"
+            } else {
+                "check that this kernel has alarm timers and the machine a clock that can wake it (/sys/class/rtc)"
+            };
+            Check::warn("power.wake", "power", format!("long waits are held awake tonight, as before: {why}"), remedy)
+        }
+    }
+}
+
 /// How the drift probe's settled screen read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeRead {

@@ -73,6 +73,69 @@ pub struct Plan {
     /// Tonight's clients as the canary last judged them, one line each ([`clients`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<String>,
+    /// What the machine does through the waits ([`Plan::with_sleep`]); `None`: not asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<SleepPlan>,
+}
+
+/// What the machine is expected to do through the night's waits.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SleepPlan {
+    /// A wake alarm can be set here: long waits are slept through.
+    pub can_wake: bool,
+    /// The stretches it sleeps through, each woken for what ends it (or left asleep until the
+    /// morning when nothing does).
+    pub stretches: Vec<Stretch>,
+}
+
+/// One stretch slept through.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stretch {
+    #[serde(with = "crate::clock::ts")]
+    pub from: DateTime<Utc>,
+    /// The wake alarm's time; `None`: nothing to wake for before the morning.
+    #[serde(with = "crate::clock::opt_ts")]
+    pub wakes_at: Option<DateTime<Utc>>,
+}
+
+/// The stretches of `waits` (each `[from, until)`, resuming or not) long enough to sleep through
+/// by `settings`, between `now` and the morning `until`.
+fn stretches(
+    waits: &[(DateTime<Utc>, DateTime<Utc>, bool)],
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+    settings: &crate::awake::SleepSettings,
+) -> Vec<Stretch> {
+    waits
+        .iter()
+        .filter_map(|(from, to, resumes)| {
+            let from = (*from).max(now);
+            let wakes = *resumes && *to < until;
+            let end = if wakes { *to } else { until };
+            (end - from >= settings.min_wait && (!wakes || end - settings.lead > from))
+                .then(|| Stretch { from, wakes_at: wakes.then(|| end - settings.lead) })
+        })
+        .collect()
+}
+
+/// Where two clients' waits overlap: the machine sleeps only while both wait.
+fn overlap(
+    a: &[(DateTime<Utc>, DateTime<Utc>, bool)],
+    b: &[(DateTime<Utc>, DateTime<Utc>, bool)],
+) -> Vec<(DateTime<Utc>, DateTime<Utc>, bool)> {
+    let mut out = Vec::new();
+    for (af, at, ar) in a {
+        for (bf, bt, br) in b {
+            let (from, to) = ((*af).max(*bf), (*at).min(*bt));
+            if from < to {
+                // It resumes at its end when the wait that ends first resumes.
+                let resumes = if at <= bt { *ar } else { *br };
+                out.push((from, to, resumes));
+            }
+        }
+    }
+    out.sort_by_key(|w| w.0);
+    out
 }
 
 /// A window's reading: when, how full, and when that window resets.
@@ -192,6 +255,7 @@ pub fn forecast(
         expected_usd,
         codex: None,
         clients: Vec::new(),
+        sleep: None,
     }
 }
 
@@ -216,6 +280,27 @@ fn cost_rate(recent: &[&(String, DateTime<Utc>, Sample)]) -> Option<f64> {
 }
 
 impl Plan {
+    /// The plan with what the machine does through its waits by `settings`: the stretches it
+    /// sleeps through (with Codex's plan beside, only where both clients wait).
+    pub fn with_sleep(mut self, settings: &crate::awake::SleepSettings) -> Plan {
+        let waits = |p: &Plan| -> Vec<(DateTime<Utc>, DateTime<Utc>, bool)> {
+            p.waits.iter().map(|w| (w.from, w.until, w.resumes)).collect()
+        };
+        let mut all = if self.armed > 0 { Some(waits(&self)) } else { None };
+        if let Some(codex) = self.codex.as_ref().filter(|c| c.armed > 0) {
+            all = Some(match all {
+                Some(mine) => overlap(&mine, &waits(codex)),
+                None => waits(codex),
+            });
+        }
+        let stretches = match all {
+            Some(w) if settings.can_wake => stretches(&w, self.now, self.until, settings),
+            _ => Vec::new(),
+        };
+        self.sleep = Some(SleepPlan { can_wake: settings.can_wake, stretches });
+        self
+    }
+
     /// The plan as a person reads it, times in `tz`.
     pub fn text<Z: chrono::TimeZone>(&self, tz: &Z) -> String
     where
@@ -274,6 +359,26 @@ impl Plan {
             _ => "Expected spend: unknown (no cost readings in the last 3 hours)".into(),
         });
         out.push(format!("Work is expected to stop at {}: {}", at(self.stops_at), self.stops_why));
+        let any_wait = !self.waits.is_empty() || self.codex.as_ref().is_some_and(|c| !c.waits.is_empty());
+        match &self.sleep {
+            Some(sleep) if !sleep.stretches.is_empty() => {
+                let each: Vec<String> = sleep
+                    .stretches
+                    .iter()
+                    .map(|s| match s.wakes_at {
+                        Some(wake) => format!("sleeps {}–{}, wakes for the reset", at(s.from), at(wake)),
+                        None => format!("sleeps from {} to the morning: nothing to wake for", at(s.from)),
+                    })
+                    .collect();
+                out.push(format!("The machine: {}", each.join("; ")));
+            }
+            Some(sleep) if any_wait && !sleep.can_wake => out.push(
+                "The machine: kept awake through the waits, as no wake alarm can be set here (`nightshift doctor` says why)"
+                    .into(),
+            ),
+            Some(_) if any_wait => out.push("The machine: kept awake through the waits, too short to sleep through".into()),
+            _ => {}
+        }
         if !self.clients.is_empty() {
             out.push(format!("Tonight's clients: {}", self.clients.join("; ")));
         }

@@ -138,6 +138,7 @@ fn an_agent_missing_from_path_fails_with_its_remedy_and_the_json_schema_is_stabl
             "desktop.notifications",
             "desktop.logind",
             "power.ac",
+            "power.wake",
         ],
         "{json}"
     );

@@ -73,6 +73,8 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
     let on_battery = Os::on_battery();
     let lid = Os::lid_action(on_battery);
     checks.extend(judge_power(on_battery, lid.as_deref()));
+    let sleep = Config::load(paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default();
+    checks.push(super::judge_wake(&sleep, &crate::supervisor::awake::can_wake(), on_battery));
     checks.extend(slept(paths));
     Report::new(checks)
 }
@@ -462,15 +464,24 @@ fn slept(paths: &Paths) -> Vec<Check> {
     let Ok(events) = store.events(&EventQuery { since: Some(since), ..EventQuery::default() }) else {
         return Vec::new();
     };
-    let suspends: Vec<chrono::DateTime<chrono::Utc>> = events
-        .iter()
-        .filter_map(|e| serde_json::from_str::<crate::Event>(&e.body).ok())
-        .filter_map(|e| match e.kind {
-            crate::EventKind::Suspended { from, .. } => Some(from),
-            _ => None,
-        })
-        .collect();
+    // A suspend while Nightshift had let the machine sleep through a wait, with its alarm set, was
+    // planned: only the others count.
+    let (mut planned, mut slept_through) = (false, 0);
+    let mut suspends: Vec<chrono::DateTime<chrono::Utc>> = Vec::new();
+    for event in events.iter().filter_map(|e| serde_json::from_str::<crate::Event>(&e.body).ok()) {
+        match event.kind {
+            crate::EventKind::Sleep { action, .. } => planned = action == crate::event::SleepAction::Allowed,
+            crate::EventKind::Suspended { from, .. } if !planned => suspends.push(from),
+            crate::EventKind::Suspended { .. } => slept_through += 1,
+            _ => {}
+        }
+    }
     match suspends.iter().max() {
+        None if slept_through > 0 => vec![Check::pass(
+            "power.slept",
+            "power",
+            format!("the machine slept during runs this week only through the {slept_through} long wait(s) Nightshift let it sleep through"),
+        )],
         None => vec![Check::pass("power.slept", "power", "the machine did not sleep during a run this week")],
         Some(last) => vec![Check::warn(
             "power.slept",

@@ -111,3 +111,24 @@ fn the_sandbox_check_says_what_unattended_starts_will_do() {
     let off = crate::config::SandboxSettings { enabled: false, ..on };
     assert_eq!(judge_sandbox(crate::agent::AgentKind::Claude, &off, missing()).status, Status::Pass);
 }
+
+#[test]
+fn the_wake_check_says_whether_tonight_sleeps_through_long_waits() {
+    let sleep = crate::config::SleepConfig::default();
+    let helper = Ok(std::path::PathBuf::from("/usr/bin/nightshift-wake"));
+    let wakes = judge_wake(&sleep, &helper, Some(false));
+    assert_eq!(wakes.status, Status::Pass);
+    assert_eq!(
+        wakes.detail,
+        "long waits sleep and are woken for their end: it sleeps through a wait of 30 min or more, and a wake \
+         alarm wakes it 2 min before (/usr/bin/nightshift-wake sets the alarm)"
+    );
+    assert!(judge_wake(&sleep, &helper, Some(true)).detail.contains("on battery, it sleeps through a wait of 10 min"));
+    let no_cap = Err("cannot arm a wake alarm: this binary lacks CAP_WAKE_ALARM; run `sudo setcap …`".to_string());
+    let held = judge_wake(&sleep, &no_cap, None);
+    assert_eq!(held.status, Status::Warn);
+    assert!(held.detail.starts_with("long waits are held awake tonight, as before: cannot arm"), "{held:?}");
+    assert!(held.remedy.as_deref().unwrap().starts_with("run the setcap command it names"), "{held:?}");
+    let off = crate::config::SleepConfig { through_waits: false, ..sleep };
+    assert_eq!(judge_wake(&off, &helper, None).status, Status::Pass, "the user's own choice");
+}

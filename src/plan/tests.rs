@@ -100,3 +100,44 @@ fn readings_of_an_earlier_window_or_too_close_together_make_no_burn() {
     assert_eq!(plan.five_hour.burn_pct_per_hour, None, "5 minutes of one window is too little");
     assert_eq!(plan.seven_day.burn_pct_per_hour, Some(0.0));
 }
+
+#[test]
+fn the_plan_says_when_the_machine_sleeps_through_a_wait_and_wakes_for_its_reset() {
+    let reset = "2026-12-02T04:00:00Z";
+    let samples = vec![
+        ("a".to_string(), t("2026-12-01T23:30:00Z"), sample(20.0, reset, 40.0, WEEK, None)),
+        ("a".to_string(), t(NOW), sample(50.0, reset, 41.0, WEEK, None)),
+    ];
+    let wakes = crate::awake::SleepSettings { can_wake: true, ..Default::default() };
+    let plan = forecast(&samples, 1, t(NOW), t(MORNING)).with_sleep(&wakes);
+    let sleep = plan.sleep.as_ref().unwrap();
+    assert_eq!(
+        sleep.stretches,
+        [
+            Stretch { from: t("2026-12-02T02:10:00Z"), wakes_at: Some(t("2026-12-02T03:58:00Z")) },
+            Stretch { from: t("2026-12-02T07:20:00Z"), wakes_at: None },
+        ]
+    );
+    let text = plan.text(&Utc);
+    assert!(
+        text.contains(
+            "The machine: sleeps 02:10–03:58, wakes for the reset; sleeps from 07:20 to the morning: nothing to wake for\n"
+        ),
+        "{text}"
+    );
+    // Without a wake alarm, the waits are held awake, and the plan says so.
+    let held = forecast(&samples, 1, t(NOW), t(MORNING)).with_sleep(&crate::awake::SleepSettings::default());
+    assert!(held.text(&Utc).contains("The machine: kept awake through the waits, as no wake alarm can be set here"));
+    // A wait shorter than the threshold is held too.
+    let long = crate::awake::SleepSettings { min_wait: Duration::hours(2), ..wakes };
+    let short = forecast(&samples, 1, t(NOW), t(MORNING)).with_sleep(&long);
+    assert!(short.text(&Utc).contains("kept awake through the waits, too short to sleep through"));
+}
+
+#[test]
+fn with_codex_armed_too_the_machine_sleeps_only_where_both_wait() {
+    let waits = [(t("2026-12-02T02:00:00Z"), t("2026-12-02T04:00:00Z"), true)];
+    let codex = [(t("2026-12-02T03:00:00Z"), t("2026-12-02T05:00:00Z"), true)];
+    assert_eq!(overlap(&waits, &codex), [(t("2026-12-02T03:00:00Z"), t("2026-12-02T04:00:00Z"), true)]);
+    assert!(overlap(&waits, &[(t("2026-12-02T05:00:00Z"), t("2026-12-02T06:00:00Z"), true)]).is_empty());
+}

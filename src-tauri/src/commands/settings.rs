@@ -46,6 +46,9 @@ pub fn plan(state: State<'_, AppState>) -> Result<Value, UiError> {
     let until = nightshift::plan::next_local(now, morning, &chrono::Local);
     let mut plan = state.supervisor.with_store(|s| nightshift::plan::from_store(s, now, until))?;
     plan.clients = nightshift::plan::clients(&state.paths.state_dir);
+    let sleep =
+        nightshift::config::Config::load(state.paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default();
+    let plan = plan.with_sleep(&sleep.settings(nightshift::supervisor::awake::can_wake().is_ok()));
     Ok(json!({ "text": plan.text(&chrono::Local), "plan": plan }))
 }
 
