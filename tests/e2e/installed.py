@@ -28,7 +28,7 @@ def tree(root):
 
 def expected_files(man_pages, zsh_dir, man_suffix=""):
     """The files an install puts under its prefix, relative to it."""
-    files = {"bin/nightshift", "bin/nightshift-app", f"share/applications/{APP_ID}.desktop",
+    files = {"bin/nightshift", "bin/nightshift-app", "bin/nightshift-wake", f"share/applications/{APP_ID}.desktop",
              "share/bash-completion/completions/nightshift", f"share/zsh/{zsh_dir}/_nightshift",
              "share/fish/vendor_completions.d/nightshift.fish", "share/systemd/user/nightshift-restore.service"}
     files |= {f"share/icons/hicolor/{s}x{s}/apps/{APP_ID}.png" for s in ICON_SIZES}

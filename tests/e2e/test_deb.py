@@ -87,7 +87,7 @@ class DebianPackage(unittest.TestCase):
         self.assertEqual(fields["Version"], self.version)
         self.assertEqual(fields["Architecture"], "amd64")
         depends = {d.strip().split(" ")[0] for d in fields["Depends"].split(",")}
-        for lib in ("libwebkit2gtk-4.1-0", "libgtk-3-0", "libayatana-appindicator3-1", "libc6"):
+        for lib in ("libwebkit2gtk-4.1-0", "libgtk-3-0", "libayatana-appindicator3-1", "libc6", "libcap2-bin"):
             self.assertIn(lib, depends)
         self.assertTrue(fields["Maintainer"])
         self.assertIn("keeps AI coding agents working through the night", fields["Description"])
@@ -117,6 +117,8 @@ class DebianPackage(unittest.TestCase):
         self.__class__.package_files = [p for p in sh("dpkg", "-L", "nightshift").splitlines() if os.path.isfile(p)]
         for exe in ("nightshift", "nightshift-app"):
             self.assertIn("stripped", sh("file", "-L", USR_BIN / exe).replace("not stripped", ""))
+        # The postinst gave the wake alarm's helper its capability.
+        self.assertIn("cap_wake_alarm=ep", sh("/usr/sbin/getcap", USR_BIN / "nightshift-wake"))
         self.assertEqual(sh("sh", "-c", "command -v nightshift").strip(), "/usr/bin/nightshift")
 
     def test_4_the_cli_from_usr_bin(self):

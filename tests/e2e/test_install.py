@@ -12,6 +12,7 @@ uninstall takes away the folders install made, and nothing above them. And a PRE
 made or written: `make install` stops at once with one line naming it and the fix, before the build.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -103,10 +104,27 @@ class MakeInstall(unittest.TestCase):
         files = {p[len(".local/"):] for p in ours if not p.endswith("/")}
         expected = installed.expected_files(self.pages, "site-functions") | {"share/nightshift/installed"}
         self.assertEqual(files, expected)
-        for exe in ("nightshift", "nightshift-app"):
+        for exe in ("nightshift", "nightshift-app", "nightshift-wake"):
             self.assertEqual((self.bin / exe).read_bytes(), (TARGET / exe).read_bytes(), f"{exe} is the build's")
             self.assertTrue(os.access(self.bin / exe, os.X_OK))
         installed.check_icons(self, self.prefix / "share")
+
+    def test_1b_the_wake_helper_gets_its_capability_and_doctor_says_long_waits_sleep(self):
+        helper = self.bin / "nightshift-wake"
+        if os.geteuid() == 0:
+            self.assertIn(f"Gave {helper} the capability to set wake alarms (CAP_WAKE_ALARM).", self.installed)
+            caps = subprocess.run(["/usr/sbin/getcap", str(helper)], capture_output=True, text=True)
+            self.assertIn("cap_wake_alarm=ep", caps.stdout, caps.stderr)
+        else:
+            self.assertIn(f"run `sudo setcap cap_wake_alarm+ep {helper}`", self.installed)
+        doctor = subprocess.run([self.bin / "nightshift", "doctor", "--json"], env=self.user_env,
+                                capture_output=True, text=True, timeout=120)
+        wake = next(c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "power.wake")
+        if os.geteuid() == 0:
+            self.assertEqual(wake["status"], "pass", wake)
+            self.assertIn(f"({helper} sets the alarm)", wake["detail"])
+        else:
+            self.assertEqual(wake["status"], "warn", wake)
 
     def test_2_the_installed_cli_runs_from_where_it_was_put(self):
         installed.check_cli(self, self.bin, self.user_env, git_revision())
