@@ -178,6 +178,34 @@ fn limit_in(mock: &MockApi, secs: u64) -> std::time::SystemTime {
     std::time::UNIX_EPOCH + Duration::from_secs(reset)
 }
 
+/// The limit's wait was slept through: the inhibitors let go with a wake alarm 5 s before the
+/// resume was due, and the alarm went off (the helper, run as root, has `CAP_WAKE_ALARM`; without
+/// it, the wait is held and the journal says why).
+fn slept_through_the_wait(events: &[Value]) {
+    let sleeps: Vec<&Value> = events.iter().filter(|e| e["event"] == "sleep").collect();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:")).map(str::trim).unwrap_or("0");
+    if !u64::from_str_radix(caps, 16).is_ok_and(|c| c >> 35 & 1 == 1) {
+        assert!(sleeps.iter().any(|e| e["action"] == "refused"), "{sleeps:#?}");
+        return;
+    }
+    let due = events
+        .iter()
+        .filter(|e| e["event"] == "resume_armed")
+        .map(|e| e["due"].as_str().unwrap().parse::<chrono::DateTime<chrono::Utc>>().unwrap())
+        .next_back()
+        .unwrap();
+    // The last alarm set (an earlier one moves when the reset is learnt to the second).
+    let allowed = sleeps.iter().rfind(|e| e["action"] == "allowed").unwrap_or_else(|| panic!("{sleeps:#?}"));
+    let at: chrono::DateTime<chrono::Utc> = allowed["at"].as_str().unwrap().parse().unwrap();
+    assert_eq!(allowed["due"].as_str().map(|d| d.parse::<chrono::DateTime<chrono::Utc>>().unwrap()), Some(due));
+    assert_eq!(due - at, chrono::Duration::seconds(5), "the alarm 5 s before the resume: {allowed}");
+    assert!(allowed["reason"].as_str().unwrap().contains("a resume after the usage limit is due at"), "{allowed}");
+    let woken = sleeps.iter().find(|e| e["action"] == "woken").unwrap_or_else(|| panic!("{sleeps:#?}"));
+    assert_eq!(woken["at"], allowed["at"], "{woken}");
+    eprintln!("slept through the wait, woken by the alarm at {at} for the resume at {due}");
+}
+
 /// One compressed night against the real client and the mock API, in a git repository: turns
 /// that commit, a usage limit, the client killed, a question answered from the phone, the context past the
 /// handoff threshold, Nightshift itself SIGKILLed and restored, and Nightshift ended with a resume
@@ -190,7 +218,12 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     let mock = MockApi::start().await.expect("the stand-in API starts");
     mock.set_default("commit");
     let ntfy = common::ntfy::Fake::start();
-    let config = format!("[push]\nntfy = \"{}\"\nlisten = \"{}\"\n", ntfy.url("night"), ntfy.url("answers"));
+    // Waits of 20 s or more sleep, woken 5 s before their end: the night's clock, scaled.
+    let config = format!(
+        "[push]\nntfy = \"{}\"\nlisten = \"{}\"\n[sleep]\nmin_wait = 20\nwake_before = 5\n",
+        ntfy.url("night"),
+        ntfy.url("answers")
+    );
     let key = nightshift::phone::Key::generate().to_hex();
     let opening = format!("{OPENING} mock:commit");
     let mut run = ClaudeRun::start(
@@ -229,6 +262,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     mock.set_default("commit");
     done = work_goes_on(&run, done, "the limit's reset");
     eprintln!("phase: a limit ({done} commits)");
+    slept_through_the_wait(&journal(&run, &id));
 
     // The client is killed: it is started again on its conversation.
     let pid = run.events().iter().rev().find_map(|e| e["pid"].as_u64()).unwrap();
@@ -402,5 +436,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     assert_eq!(counts["questions_answered"], questions as u64, "{counts}");
     assert_eq!((counts["phone_applied"].as_u64(), counts["phone_refused"].as_u64()), (Some(1), Some(0)), "{counts}");
     assert_eq!(counts["commits"], commits(&dir) as u64, "{counts}");
+    let alarms = count(&events, |e| e["event"] == "sleep" && e["action"] == "woken");
+    assert_eq!(counts["wake_alarms"], alarms as u64, "{counts}");
     assert!(session["needs_you"].as_array().is_none_or(|n| n.is_empty()), "nothing needs you: {session}");
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
-use super::{night, Night, SleepSettings, Want};
+use super::{alarm_stands, night, Night, SleepSettings, Want};
 
 /// logind's idle and sleep inhibitors, held while this value lives (never the display's).
 pub struct Inhibitor(#[allow(dead_code)] keepawake::KeepAwake);
@@ -163,7 +163,13 @@ impl Keeper {
                 }
             }
         }
-        match night(wants, now, &self.settings(battery)) {
+        let settings = self.settings(battery);
+        if self.alarm.as_ref().is_some_and(|a| alarm_stands(wants, now, &settings, a.at)) {
+            // Asleep through the wait, or free to be: the alarm wakes it.
+            self.lock = None;
+            return changes;
+        }
+        match night(wants, now, &settings) {
             Night::Sleep { wake_at, due } => {
                 if self.alarm.as_ref().map(|a| a.at) != Some(wake_at) {
                     self.alarm = None;

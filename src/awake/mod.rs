@@ -222,6 +222,17 @@ pub fn night(wants: &[(String, Want)], now: DateTime<Utc>, s: &SleepSettings) ->
     }
 }
 
+/// Whether an alarm set for `alarm` still stands at `now`: everything that holds the machine is
+/// still parked, and the earliest until the same time. Once the night chose to sleep through a
+/// wait, the wait growing short does not take the machine back (the alarm wakes it); something new
+/// that needs it, or sooner, does.
+pub fn alarm_stands(wants: &[(String, Want)], now: DateTime<Utc>, s: &SleepSettings, alarm: DateTime<Utc>) -> bool {
+    let holding: Vec<&Want> = wants.iter().map(|(_, w)| w).filter(|w| w.hold).collect();
+    let parked: Option<Vec<DateTime<Utc>>> = holding.iter().map(|w| w.parked_until).collect();
+    let earliest = parked.and_then(|dues| dues.into_iter().min());
+    s.can_wake && alarm > now && earliest.is_some_and(|due| due - s.lead == alarm)
+}
+
 /// For people: the machine sleeps through a wait, woken at `wake_at` for what is due at `due`.
 pub fn sleeping(wake_at: DateTime<Utc>, due: DateTime<Utc>) -> String {
     let local = |t: DateTime<Utc>| t.with_timezone(&chrono::Local).format("%H:%M").to_string();
@@ -377,6 +388,26 @@ mod tests {
         let late = now() + chrono::Duration::hours(3) + chrono::Duration::minutes(7);
         assert_eq!(night(&wants, late, &WAKES), Night::Hold);
         assert_eq!(night(&[], now(), &WAKES), Night::Free, "nothing needs it: no alarm either");
+    }
+
+    #[test]
+    fn an_alarm_set_stands_as_the_wait_grows_short_until_something_new_needs_the_machine() {
+        let reset = now() + chrono::Duration::hours(3);
+        let wants = vec![("a".to_string(), waiting(chrono::Duration::hours(3)))];
+        let Night::Sleep { wake_at, .. } = night(&wants, now(), &WAKES) else { panic!() };
+        // Ten minutes before the reset: a new decision would hold, the alarm set stands.
+        let late = reset - chrono::Duration::minutes(10);
+        assert_eq!(night(&wants, late, &WAKES), Night::Hold);
+        assert!(alarm_stands(&wants, late, &WAKES, wake_at));
+        // Past its time (it went off, or was missed), it stands no more.
+        assert!(!alarm_stands(&wants, wake_at, &WAKES, wake_at));
+        // A session that starts working, or a wait that ends sooner, takes the machine back.
+        let mut busy = wants.clone();
+        busy.push(("b".to_string(), want(&Facts { working: true, ..Facts::default() }, now())));
+        assert!(!alarm_stands(&busy, late, &WAKES, wake_at));
+        let mut sooner = wants.clone();
+        sooner.push(("c".to_string(), waiting(chrono::Duration::hours(1))));
+        assert!(!alarm_stands(&sooner, now(), &WAKES, wake_at));
     }
 
     #[test]

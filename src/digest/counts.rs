@@ -65,6 +65,9 @@ pub struct Counts {
     pub phone_refused: u32,
     /// Times the machine slept.
     pub suspends: u32,
+    /// Long waits Nightshift let the machine sleep through, woken by its wake alarm.
+    #[serde(default)]
+    pub wake_alarms: u32,
     /// Distinct snapshots salvage kept.
     pub salvages: u32,
     /// Salvages that found the work as the latest snapshot held it (no new snapshot).
@@ -158,6 +161,7 @@ impl Counts {
         self.phone_applied += o.phone_applied;
         self.phone_refused += o.phone_refused;
         self.suspends += o.suspends;
+        self.wake_alarms += o.wake_alarms;
         self.salvages += o.salvages;
         self.salvages_unchanged += o.salvages_unchanged;
         self.iterations += o.iterations;
@@ -231,6 +235,7 @@ impl Counts {
             out.push(format!("phone: {} applied, {} refused", self.phone_applied, self.phone_refused));
         }
         say(&mut out, self.suspends, "suspend", "suspends");
+        say(&mut out, self.wake_alarms, "wait slept through to its alarm", "waits slept through to their alarm");
         if self.salvages > 0 || self.salvages_unchanged > 0 {
             let mut text = format!("{} kept by salvage", plural(self.salvages, "snapshot", "snapshots"));
             if self.salvages_unchanged > 0 {

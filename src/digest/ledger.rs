@@ -476,6 +476,16 @@ impl Ledger {
                     let once = format!("the machine slept from {} to {}", hhmm(*slept), hhmm(*woke));
                     lines.note(HappeningKind::Slept, "the machine slept".into(), once, *slept);
                 }
+                EventKind::Sleep { action: crate::event::SleepAction::Woken, at, .. } if in_range => {
+                    c.wake_alarms += 1;
+                    let once = format!("slept through a long wait; the wake alarm went off at {}", hhmm(*at));
+                    lines.note(HappeningKind::Slept, "the wake alarm went off".into(), once, ev.ts);
+                }
+                EventKind::Sleep { action: crate::event::SleepAction::Refused, reason, .. } if in_range => {
+                    let key = format!("no wake alarm could be set: {reason}");
+                    let once = format!("no wake alarm could be set, so waits were held awake: {reason}");
+                    lines.note(HappeningKind::Slept, key, once, ev.ts);
+                }
                 EventKind::JournalGap { since, lost, error } if in_range => {
                     c.events_lost += lost;
                     let key = "events were not written to the journal: these figures may miss them".to_string();
