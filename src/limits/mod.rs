@@ -10,6 +10,7 @@
 //! your usage limit" is a warning, not a limit.
 
 pub mod menu;
+pub mod pace;
 mod parse;
 pub mod resume;
 
