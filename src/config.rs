@@ -75,6 +75,9 @@ pub struct Config {
     /// What a start asks of the canary (`[canary] required = true`).
     #[serde(default, skip_serializing_if = "CanarySettings::is_default")]
     pub canary: CanarySettings,
+    /// Pacing the night's spend (`[pace] morning_reserve = "20% at 08:30"`, `weekly_pace = 5`).
+    #[serde(default, skip_serializing_if = "crate::limits::pace::PaceSettings::is_off")]
+    pub pace: crate::limits::pace::PaceSettings,
     /// Sleeping through long waits (`[sleep] min_wait = 1800`).
     #[serde(default, skip_serializing_if = "SleepConfig::is_default")]
     pub sleep: SleepConfig,

@@ -78,6 +78,9 @@ pub struct Terminal {
     pub auto_resume: Option<crate::limits::resume::Settings>,
     #[serde(default)]
     pub window_guard: crate::limits::WindowGuard,
+    /// The pace its cycles keep (a morning reserve, a weekly pace).
+    #[serde(default, skip_serializing_if = "crate::limits::pace::PaceSettings::is_off")]
+    pub pace: crate::limits::pace::PaceSettings,
     #[serde(default)]
     pub budget: Budget,
     /// The move to another account before this one's limit.
@@ -346,6 +349,7 @@ mod tests {
             respawn_until: Some("2026-12-02T06:00:00Z".parse().unwrap()),
             auto_resume: Some(crate::limits::resume::Settings::default()),
             window_guard: crate::limits::WindowGuard { reserve_pct: Some(20.0), not_tonight: false },
+            pace: Default::default(),
             budget: Budget {
                 max_cost_usd: Some(12.5),
                 max_tokens: None,

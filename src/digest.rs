@@ -201,6 +201,8 @@ pub enum HappeningKind {
     SalvagePreexisting,
     /// The agent's sandbox refused a command (a write outside its folders, a host not allowed).
     SandboxBlocked,
+    /// The pace parked the cycles for a stretch (a morning reserve, a weekly pace).
+    Parked,
 }
 
 /// A snapshot salvage kept, followed through the later salvages that found it unchanged.

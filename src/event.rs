@@ -300,6 +300,14 @@ pub enum EventKind {
     LimitFailed { reason: String },
     /// The fresh-window guard stopped resuming and respawning.
     WindowGuard { reason: String },
+    /// The pace parked the session's cycles until `until` (a morning reserve, a weekly pace), or,
+    /// with no `until`, let them run again.
+    Paced {
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+        until: Option<DateTime<Utc>>,
+        kind: crate::limits::pace::PaceKind,
+        reason: String,
+    },
     /// A resume is pending: due at `due` (the reset plus the margin, or the fallback wait). Kept in
     /// the journal so a Nightshift that restarts can pick it up again.
     ResumeArmed {
@@ -597,6 +605,7 @@ impl EventKind {
             Self::ResumeSent { .. } => "resume_sent",
             Self::LimitFailed { .. } => "limit_failed",
             Self::WindowGuard { .. } => "window_guard",
+            Self::Paced { .. } => "paced",
             Self::Automation { .. } => "automation",
             Self::ResumeArmed { .. } => "resume_armed",
             Self::ResumeKept { .. } => "resume_kept",

@@ -271,6 +271,7 @@ pub fn run() {
             commands::phone_setup,
             commands::set_launch_at_login,
             commands::set_keep_resumes_on_quit,
+            commands::set_pace,
             commands::pause_all,
             commands::resume_all,
             terminal::terminal_open,

@@ -53,6 +53,8 @@ pub struct Facts {
     pub cycles_blocked: bool,
     /// When an open breaker lets its next probe through.
     pub breaker_probe: Option<DateTime<Utc>>,
+    /// The pace parks its cycles until then (a morning reserve, a weekly pace).
+    pub paced_until: Option<DateTime<Utc>>,
 }
 
 fn at(t: DateTime<Utc>) -> String {
@@ -86,6 +88,9 @@ pub fn want(f: &Facts, now: DateTime<Utc>) -> Want {
     }
     if let Some(probe) = f.breaker_probe.filter(|p| f.armed_until.is_some_and(|until| *p <= until)) {
         return parked(format!("an open breaker tries again at {}", at(probe)), probe);
+    }
+    if let Some(until) = f.paced_until.filter(|u| f.armed_until.is_some_and(|armed| *u <= armed)) {
+        return parked(format!("parked by the pace until {}", at(until)), until);
     }
     if let Some(due) = f.resume_due {
         let (horizon, reach) = match f.armed_until {

@@ -68,6 +68,11 @@ pub struct Counts {
     /// Long waits Nightshift let the machine sleep through, woken by its wake alarm.
     #[serde(default)]
     pub wake_alarms: u32,
+    /// Stretches the pace parked the cycles (a morning reserve, a weekly pace), and their minutes.
+    #[serde(default)]
+    pub parked: u32,
+    #[serde(default)]
+    pub parked_minutes: u32,
     /// Distinct snapshots salvage kept.
     pub salvages: u32,
     /// Salvages that found the work as the latest snapshot held it (no new snapshot).
@@ -162,6 +167,8 @@ impl Counts {
         self.phone_refused += o.phone_refused;
         self.suspends += o.suspends;
         self.wake_alarms += o.wake_alarms;
+        self.parked += o.parked;
+        self.parked_minutes += o.parked_minutes;
         self.salvages += o.salvages;
         self.salvages_unchanged += o.salvages_unchanged;
         self.iterations += o.iterations;
@@ -236,6 +243,13 @@ impl Counts {
         }
         say(&mut out, self.suspends, "suspend", "suspends");
         say(&mut out, self.wake_alarms, "wait slept through to its alarm", "waits slept through to their alarm");
+        if self.parked > 0 {
+            out.push(format!(
+                "{} by the pace ({} min)",
+                plural(self.parked, "stretch parked", "stretches parked"),
+                self.parked_minutes
+            ));
+        }
         if self.salvages > 0 || self.salvages_unchanged > 0 {
             let mut text = format!("{} kept by salvage", plural(self.salvages, "snapshot", "snapshots"));
             if self.salvages_unchanged > 0 {

@@ -256,6 +256,8 @@ impl Ledger {
         let (mut handoffs, mut restarts) = (Vec::new(), Vec::new());
         let mut snapshots: Vec<Snapshot> = Vec::new();
         let (mut outages, mut not_sent_seen) = (0, false);
+        // A stretch the pace parked: since when, and why.
+        let mut parked: Option<(DateTime<Utc>, String)> = None;
 
         for ev in events {
             if ev.ts >= to {
@@ -569,8 +571,30 @@ impl Ledger {
                     c.tasks_done += 1;
                     l.tasks_done.push(task.clone());
                 }
+                EventKind::Paced { until: Some(_), reason, .. } => {
+                    let since = parked.as_ref().map_or(ev.ts, |(since, _)| *since);
+                    parked = Some((since, reason.clone()));
+                }
+                EventKind::Paced { until: None, .. } => {
+                    if let Some((since, reason)) = parked.take() {
+                        if ev.ts >= from {
+                            c.parked += 1;
+                            c.parked_minutes += u32::try_from((ev.ts - since.max(from)).num_minutes()).unwrap_or(0);
+                            let once = format!("parked {}–{} {reason}", hhmm(since), hhmm(ev.ts));
+                            lines.note(HappeningKind::Parked, once.clone(), once, since);
+                        }
+                    }
+                }
                 _ => {}
             }
+        }
+        if let Some((since, reason)) = parked.filter(|_| live) {
+            l.counts.parked += 1;
+            // Parked still: to the range's end, as the state in force is.
+            let end = to;
+            l.counts.parked_minutes += u32::try_from((end - since.max(from)).num_minutes().max(0)).unwrap_or(0);
+            let once = format!("parked since {} {reason}", hhmm(since));
+            lines.note(HappeningKind::Parked, once.clone(), once, since);
         }
         // The state in force at the end runs to the end of the range, unless no process is behind it.
         if let Some((state, start)) = current {

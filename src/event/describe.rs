@@ -70,6 +70,8 @@ impl EventKind {
             Self::ResumeSent { attempt } => format!("resume sent (attempt {attempt})"),
             Self::LimitFailed { reason } => format!("resume failed: {reason}"),
             Self::WindowGuard { reason } => format!("fresh-window guard: {reason}"),
+            Self::Paced { until: Some(until), reason, .. } => format!("parked until {} {reason}", at(until)),
+            Self::Paced { until: None, reason, .. } => format!("the pace lets work go on: {reason}"),
             Self::ResumeArmed { due, .. } => format!("resume due {}", at(due)),
             Self::ResumeKept { due, reason, .. } => {
                 format!("resume kept for the next start (due {}): {reason}", at(due))

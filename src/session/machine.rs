@@ -134,6 +134,7 @@ impl Machine {
             canary: start.canary,
             commands: start.commands,
         };
+        m.limits.set_pace(start.pace);
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {
             let exclude = r.cycle.settings.own_files(m.agent.instructions_file());
@@ -209,7 +210,8 @@ impl Machine {
         let notice = self.limits.notice_deadline();
         let budget = self.budget.deadline().filter(|_| self.lives.life().is_live());
         let breakers = self.breaker_deadline();
-        [cycle, life, resume, self.limits.guard().next_deadline(), notice, budget, breakers, self.ask_check]
+        let pace = self.limits.pace_deadline();
+        [cycle, life, resume, self.limits.guard().next_deadline(), notice, budget, breakers, self.ask_check, pace]
             .into_iter()
             .flatten()
             .min()
@@ -368,6 +370,9 @@ impl Machine {
         self.life_tick(now, fx);
         self.notice_tick(now, fx);
         self.guard_tick(now, fx);
+        if self.limits.pace_deadline().is_some_and(|t| t <= now.mono) {
+            self.pace_tick(now, fx);
+        }
         if self.cycles.next_deadline().is_some_and(|t| t <= now.mono) {
             self.drive(respawn::Input::Tick, now, fx);
             // The armed duration ended while the agent was down: nothing will start it again.
@@ -394,6 +399,9 @@ impl Machine {
         }
         if self.limits.limit().is_paused() {
             return Some("paused on a usage limit".into());
+        }
+        if let Some(p) = self.limits.parked() {
+            return Some(format!("parked {}", p.reason));
         }
         if self.limits.guard().active(now.wall) {
             return Some(if self.limits.guard().settings.not_tonight {

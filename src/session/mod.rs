@@ -181,6 +181,14 @@ pub struct Options {
     /// What of a fresh 5-hour window is left for the user.
     #[serde(default)]
     pub window_guard: crate::limits::WindowGuard,
+    /// The pace its cycles keep (a morning reserve, a weekly pace).
+    #[serde(default, skip_serializing_if = "crate::limits::pace::PaceSettings::is_off")]
+    pub pace: crate::limits::pace::PaceSettings,
+    /// Until when the pace parks its cycles, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+    pub parked_until: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked_why: Option<String>,
     /// Whether the session needs the machine awake now, and why (the sleep assertion's policy).
     #[serde(default)]
     pub awake: crate::awake::Want,

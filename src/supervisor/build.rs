@@ -46,6 +46,8 @@ pub struct Request {
     /// Move to another account before the limit, at this percent (the default when `None`).
     pub switch_accounts: Option<Option<u8>>,
     pub window_guard: WindowGuard,
+    /// The pace cycles keep; `None`: `[pace]` in config.toml.
+    pub pace: Option<crate::limits::pace::PaceSettings>,
     /// The guard, without respawn (with respawn, its preset says).
     pub guard: bool,
     /// The client's hooks (the guard, handoffs and first-hand limits need them).
@@ -72,6 +74,7 @@ impl Request {
             account: AccountChoice::Default,
             switch_accounts: None,
             window_guard: WindowGuard::default(),
+            pace: None,
             guard: false,
             hooks: true,
             budget: Budget::default(),
@@ -190,6 +193,12 @@ pub fn build(
     }
     spec.auto_resume = request.auto_resume;
     spec.window_guard = request.window_guard;
+    // The pace parks respawn cycles: config.toml's is read only for a session that has them.
+    spec.pace = match request.pace {
+        Some(pace) => pace,
+        None if spec.respawn.is_some() => config()?.pace,
+        None => crate::limits::pace::PaceSettings::default(),
+    };
     if request.guard && spec.respawn.is_none() {
         spec.guard = Some(Arc::new(Rules::load(paths.config_dir.as_deref())?));
     }

@@ -77,6 +77,7 @@ impl Supervisor {
             preset: t.preset.clone(),
             auto_resume: t.auto_resume.clone(),
             window_guard: t.window_guard,
+            pace: t.pace,
             stop_grace: t.stop_grace,
             paused_on: from.paused_on,
             paused_exact: from.paused_exact,

@@ -58,6 +58,8 @@ pub struct SessionSpec {
     pub auto_resume: Option<crate::limits::resume::Settings>,
     /// What of a fresh 5-hour window is left for the user.
     pub window_guard: crate::limits::WindowGuard,
+    /// The pace its cycles keep (a morning reserve, a weekly pace); off by default.
+    pub pace: crate::limits::pace::PaceSettings,
     /// Refuse, through the client's hooks, commands an unattended session must not run (with
     /// these rules; the supervisor's when respawn's settings ask for the guard).
     pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
@@ -93,6 +95,7 @@ impl SessionSpec {
             respawn: None,
             auto_resume: None,
             window_guard: crate::limits::WindowGuard::default(),
+            pace: crate::limits::pace::PaceSettings::default(),
             guard: None,
             hooks: true,
             budget: crate::breaker::Budget::default(),
@@ -140,6 +143,7 @@ impl SessionSpec {
                 respawn_until,
                 auto_resume: self.auto_resume.clone(),
                 window_guard: self.window_guard,
+                pace: self.pace,
                 budget: self.budget,
                 switch: self.switch.clone(),
                 guard,

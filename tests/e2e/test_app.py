@@ -903,6 +903,34 @@ class AppWindow(unittest.TestCase):
         self.click("#usage-chip")
         self.open_view("#nav-list", "list")
 
+    def test_6bb_the_nights_pace_is_set_in_settings(self):
+        d = self.driver
+        loaded = lambda: d.run_js("return document.getElementById('settings-view').dataset.loaded") == "true"  # noqa: E731
+        config = Path(self.env["NIGHTSHIFT_CONFIG_DIR"]) / "config.toml"
+        self.open_view("#nav-settings", "settings")
+        d.wait_for("the settings read", loaded)
+        self.assertEqual(d.run_js("return document.getElementById('pace-morning').value"), "", "off by default")
+        before = config.read_text() if config.exists() else ""
+        self.fill("#pace-morning", "eight")
+        self.click("#pace-save")
+        error = d.wait_for("the refusal", lambda: self.visible("#error") and self.text_of("#error-message"))
+        self.assertIn("`eight` is not a morning reserve", error)
+        self.assertEqual(config.read_text() if config.exists() else "", before, "nothing saved")
+        self.fill("#pace-morning", "20% at 08:30")
+        self.fill("#pace-weekly", "5")
+        self.click("#pace-save")
+        d.wait_for("the pace saved", lambda: 'morning_reserve = "20% at 08:30"' in config.read_text())
+        self.assertIn("weekly_pace = 5", config.read_text())
+        self.assertFalse(self.visible("#error"), self.text_of("#error-message"))
+        # Read back as saved; then both off again.
+        self.open_view("#nav-list", "list")
+        self.open_view("#nav-settings", "settings")
+        d.wait_for("the settings read again", loaded)
+        self.assertEqual(d.run_js("return document.getElementById('pace-morning').value"), "20% at 08:30")
+        d.run_js("for (const id of ['pace-morning', 'pace-weekly']) document.getElementById(id).value = ''")
+        self.click("#pace-save")
+        d.wait_for("the pace off", lambda: "[pace]" not in config.read_text())
+
     def test_6c_what_needs_you_is_acted_on_from_the_digest(self):
         # A stand-in for the client that names its conversation through Nightshift's hook, as
         # Claude's SessionStart does: started fresh it leaves work uncommitted and exits 5; started

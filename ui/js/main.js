@@ -18,7 +18,7 @@ import { cutChanged, pickLife, seekBar, stopReplay, togglePlay } from "./replay.
 import { closeTerminal, focusTerminal, release, takeOver } from "./terminal.js";
 import {
   agentChosen, dismissPowerBanner, keepResumesChanged, launchChanged, loadDigest, loadMorning, loadSettings, loadUsage,
-  notificationChanged, prepareNewForm, renderPower, savePush, setUpPhone, showNewKind, showNewStart, submitNew,
+  notificationChanged, prepareNewForm, renderPower, savePace, savePush, setUpPhone, showNewKind, showNewStart, submitNew,
   toggleUsage,
 } from "./views.js";
 
@@ -119,6 +119,7 @@ $("digest-mark").addEventListener("click", () => loadDigest(true));
 for (const box of document.querySelectorAll("[data-notify]")) box.addEventListener("change", notificationChanged);
 $("launch-at-login").addEventListener("change", launchChanged);
 $("keep-resumes").addEventListener("change", keepResumesChanged);
+$("pace-form").addEventListener("submit", savePace);
 $("push-form").addEventListener("submit", savePush);
 $("phone-setup").addEventListener("click", setUpPhone);
 

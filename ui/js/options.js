@@ -174,6 +174,13 @@ function renderOptions() {
   if (o.guard) facts.push(["Guard", o.guard.charAt(0).toUpperCase() + o.guard.slice(1)]);
   // What `nightshift doctor --canary` said of the client this session started on.
   if (o.canary) facts.push(["Canary", o.canary.charAt(0).toUpperCase() + o.canary.slice(1)]);
+  // The pace its cycles keep, and where it parked them.
+  const pace = o.pace || {};
+  const kept = [pace.morning_reserve && `${pace.morning_reserve} kept for the morning`,
+    pace.weekly_pace != null && `the weekly pace, ${pace.weekly_pace} points of slack`].filter(Boolean);
+  if (kept.length) {
+    facts.push(["Pace", kept.join("; ") + (o.parked_until ? `. Parked until ${clock(o.parked_until)} ${o.parked_why}` : "")]);
+  }
   const sw = o.account_switch;
   if (sw) {
     facts.push(["Account", sw.account || "The client's own"]);

@@ -336,6 +336,8 @@ export async function loadSettings() {
     for (const box of document.querySelectorAll("[data-notify]")) box.checked = !!(s.notifications || {})[box.dataset.notify];
     $("launch-at-login").checked = !!s.launch_at_login;
     $("keep-resumes").checked = !!s.keep_resumes_on_quit;
+    $("pace-morning").value = (s.pace || {}).morning_reserve || "";
+    $("pace-weekly").value = (s.pace || {}).weekly_pace ?? "";
     renderPush(s.push || {}, s.push_token || null);
     renderPhone(s.phone || null);
     renderPower(s.power);
@@ -399,6 +401,16 @@ export async function setUpPhone() {
   renderPhone(r.value.phone);
   notice(fresh ? "New topics and a new key: subscribe to the new topic on the phone."
     : "Set up: the next questions reach the phone with buttons that answer them.");
+}
+
+export async function savePace(ev) {
+  ev.preventDefault();
+  clearError();
+  const morning = $("pace-morning").value.trim();
+  const weekly = $("pace-weekly").value.trim();
+  const r = await call("set_pace", { morningReserve: morning, weeklyPace: weekly });
+  if (!r.ok) return;
+  notice(r.value.describe ? `Saved: new sessions with respawn ${r.value.describe}.` : "Saved: no pace; cycles run to the limit.");
 }
 
 export async function keepResumesChanged() {

@@ -226,12 +226,42 @@ pub fn app_settings(app: AppHandle, state: State<'_, AppState>) -> Result<Value,
         "notifications": config.notifications,
         "launch_at_login": launch_at_login,
         "keep_resumes_on_quit": config.app.keep_resumes_on_quit,
+        "pace": config.pace,
         "push": config.push,
         // Where a token is kept (the keyring, the file), never the token.
         "push_token": nightshift::push::token_kept(state.paths.config_dir.as_deref()),
         "phone": phone(&config.push),
         "power": crate::awake::status(&app),
     }))
+}
+
+/// Saves the night's pace (`[pace]`): the morning reserve as written ("20% at 08:30"), the weekly
+/// pace's slack in points; empty turns each off. A bad one is refused with the fix.
+#[tauri::command]
+pub fn set_pace(state: State<'_, AppState>, morning_reserve: String, weekly_pace: String) -> Result<Value, UiError> {
+    use nightshift::limits::pace::{MorningReserve, PaceSettings};
+    let morning = morning_reserve.trim();
+    let morning_reserve = (!morning.is_empty())
+        .then(|| morning.parse::<MorningReserve>())
+        .transpose()
+        .map_err(|e| UiError::new(Code::BadForm, e))?;
+    let weekly = weekly_pace.trim();
+    let weekly_pace = (!weekly.is_empty())
+        .then(|| weekly.parse::<f64>().ok().filter(|s| s.is_finite() && (0.0..=100.0).contains(s)))
+        .map(|s| {
+            s.ok_or_else(|| {
+                UiError::new(
+                    Code::BadForm,
+                    format!("`{weekly}` is not a slack: give the points above n/7, from 0 to 100"),
+                )
+            })
+        })
+        .transpose()?;
+    let dir = state.paths.config_dir.as_deref();
+    let mut config = Config::load(dir)?;
+    config.pace = PaceSettings { morning_reserve, weekly_pace };
+    config.save(dir)?;
+    Ok(json!({ "pace": config.pace, "describe": config.pace.describe() }))
 }
 
 #[tauri::command]

@@ -317,3 +317,27 @@ fn a_snapshot_followed_through_unchanged_salvages_and_one_of_the_users_files_alo
     assert_eq!(l.happened[0].kind, HappeningKind::SalvagePreexisting);
     assert!(l.happened[0].text.contains("mine.txt") && l.happened[0].text.contains("not the agent's work"));
 }
+
+#[test]
+fn a_stretch_the_pace_parked_is_one_line_with_its_reason_and_counted_in_minutes() {
+    use crate::limits::pace::PaceKind;
+    let reason = "to keep 20% of the 5-hour window for the morning (08:30): it is at 80%".to_string();
+    let paced = |t, until| ev(t, EventKind::Paced { until, kind: PaceKind::MorningReserve, reason: reason.clone() });
+    let events = vec![
+        state(at(23, 0), SessionState::Working),
+        paced(at(5, 40), Some(at(6, 20))),
+        paced(at(6, 20), None),
+        paced(at(7, 50), Some(at(9, 0))),
+    ];
+    let l = read(&events);
+    assert_eq!((l.counts.parked, l.counts.parked_minutes), (2, 50));
+    let lines = texts(&l);
+    assert!(
+        lines.contains(&"parked 05:40–06:20 to keep 20% of the 5-hour window for the morning (08:30): it is at 80%"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|t| t.starts_with("parked since 07:50 to keep 20%")),
+        "still parked at the end: {lines:?}"
+    );
+}

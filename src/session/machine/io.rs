@@ -22,6 +22,8 @@ pub struct Start {
     pub preset: Option<String>,
     pub auto_resume: Option<resume::Settings>,
     pub window_guard: limits::WindowGuard,
+    /// The pace cycles keep: they park when it says so.
+    pub pace: limits::pace::PaceSettings,
     pub stop_grace: Duration,
     /// Paused on this limit from the start (a session restored with its pending resume).
     pub paused_on: Option<LimitText>,

@@ -91,7 +91,23 @@ pub(super) struct Watch {
     last_sample: Option<crate::usage::Sample>,
     /// After a wake, the usage is being read again: a pending resume waits for it until then.
     rereading: Option<Instant>,
+    /// The pace cycles keep, and where it parked them.
+    pace: crate::limits::pace::PaceSettings,
+    parked: Option<Parked>,
 }
+
+/// Cycles parked by the pace.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Parked {
+    pub until: DateTime<Utc>,
+    pub kind: crate::limits::pace::PaceKind,
+    pub reason: String,
+    /// When the wall clock is looked at next.
+    pub next_check: Instant,
+}
+
+/// How often parked cycles look at the wall clock.
+const PACE_CHECK: Duration = Duration::from_secs(30);
 
 impl Watch {
     pub(super) fn new(auto_resume: Option<resume::Settings>, guard: limits::WindowGuard) -> Self {
@@ -103,6 +119,8 @@ impl Watch {
             notice_held: None,
             last_sample: None,
             rereading: None,
+            pace: crate::limits::pace::PaceSettings::default(),
+            parked: None,
         }
     }
 
@@ -116,6 +134,24 @@ impl Watch {
 
     pub(super) fn auto_resume(&self) -> Option<&resume::Settings> {
         self.auto_resume.as_ref()
+    }
+
+    /// Where the pace parked the cycles, if it did.
+    pub(super) fn parked(&self) -> Option<&Parked> {
+        self.parked.as_ref()
+    }
+
+    pub(super) fn pace(&self) -> crate::limits::pace::PaceSettings {
+        self.pace
+    }
+
+    pub(super) fn set_pace(&mut self, pace: crate::limits::pace::PaceSettings) {
+        self.pace = pace;
+    }
+
+    /// When parked cycles look at the clock again.
+    pub(super) fn pace_deadline(&self) -> Option<Instant> {
+        self.parked.as_ref().map(|p| p.next_check)
     }
 
     /// When a notice held for the client's hook stands on its own.
@@ -325,6 +361,37 @@ impl Machine {
         self.switch_seen(&sample, now, fx);
         self.limits.last_sample = Some(sample.clone());
         self.on_windows(&sample, now, fx);
+        self.pace_tick(now, fx);
+    }
+
+    /// Whether the pace parks the cycles now, by the latest sample: a new park, a park that moved
+    /// and one that ended are journalled, and the cycles blocked or let go.
+    pub(super) fn pace_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        use crate::limits::pace::{self, Verdict};
+        let verdict = match &self.limits.last_sample {
+            Some(s) if !self.limits.pace.is_off() => pace::decide(&self.limits.pace, s, now.wall, &chrono::Local),
+            _ => Verdict::Go,
+        };
+        match (verdict, self.limits.parked.as_mut()) {
+            (Verdict::Park { until, kind, reason }, parked) => {
+                let next_check = now.mono + PACE_CHECK.min((until - now.wall).to_std().unwrap_or_default());
+                let moved = parked.as_ref().is_none_or(|p| p.until != until);
+                self.limits.parked = Some(Parked { until, kind, reason: reason.clone(), next_check });
+                if moved {
+                    self.because(format!("parked {reason}"));
+                    self.emit(EventKind::Paced { until: Some(until), kind, reason }, fx);
+                    self.refresh_blocker(now, fx);
+                }
+            }
+            (Verdict::Go, Some(p)) => {
+                let kind = p.kind;
+                self.limits.parked = None;
+                let reason = "the window reset, or the pace allows more now".to_string();
+                self.emit(EventKind::Paced { until: None, kind, reason }, fx);
+                self.refresh_blocker(now, fx);
+            }
+            (Verdict::Go, None) => {}
+        }
     }
 
     /// What a sample's plan windows say: a window full until a reset pauses the session, or tells

@@ -17,6 +17,9 @@ impl Machine {
             breakers: self.breakers.shown(),
             limit: self.limits.limit().paused().map(|p| crate::session::Paused { resets_at: p.limit.resets_at }),
             window_guard: self.limits.guard().settings,
+            pace: self.limits.pace(),
+            parked_until: self.limits.parked().map(|p| p.until),
+            parked_why: self.limits.parked().map(|p| p.reason.clone()),
             awake: self.want(now),
             resume_due: self.limits.limit().waiting().filter(|w| !w.plan.failed).map(|w| w.plan.due),
             account_switch: self.switch_view(),
@@ -46,6 +49,7 @@ impl Machine {
             armed_until: self.cycles.active().map(|r| r.until),
             cycles_blocked: self.cycles.blocked(),
             breaker_probe: self.breaker_probe_at(now),
+            paced_until: self.limits.parked().map(|p| p.until),
         };
         crate::awake::want(&facts, now.wall)
     }

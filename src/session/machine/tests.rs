@@ -55,6 +55,7 @@ fn start() -> Start {
         preset: None,
         auto_resume: None,
         window_guard: WindowGuard::default(),
+        pace: crate::limits::pace::PaceSettings::default(),
         stop_grace: S(3),
         paused_on: None,
         paused_exact: false,
@@ -1969,4 +1970,54 @@ fn a_client_killed_in_the_turn_that_resumed_it_goes_on_with_the_kickstart() {
     let prompt =
         sim.log.iter().find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { prompt.clone() } else { None });
     assert_eq!(prompt.as_deref(), Some(respawn::DEFAULT_KICKSTART_PROMPT));
+}
+
+// ---- The pace ----------------------------------------------------------------------------------
+
+#[test]
+fn a_morning_reserve_parks_the_cycles_until_the_window_resets_and_the_night_may_sleep_through_it() {
+    // 20 % kept for the morning, three hours from the start; the 5-hour window resets an hour later.
+    let morning = (wall0() + hours(3)).with_timezone(&chrono::Local).time();
+    let pace = crate::limits::pace::PaceSettings {
+        morning_reserve: Some(crate::limits::pace::MorningReserve { pct: 20.0, at: morning }),
+        weekly_pace: None,
+    };
+    let settings = respawn::Settings { update_prompt: String::new(), clear_and_init: false, ..quick_respawn() };
+    let mut sim = Sim::new(Start { pace, ..with_respawn(start(), settings) });
+    sim.input(idle());
+    let reset = wall0() + hours(4);
+    let five = |pct: f64| {
+        Input::Sample(Sample { five_hour_pct: Some(pct), five_hour_resets_at: Some(reset), ..Sample::default() })
+    };
+    sim.input(five(60.0));
+    work_until(&mut sim, 30.0);
+    assert!(!cycles_started(&sim).is_empty(), "on pace: the cycles run");
+    assert!(!sim.has(|k| matches!(k, EventKind::Paced { .. })));
+
+    // The backlog would drain the window before the morning: at 80 % the cycles park.
+    sim.input(five(81.0));
+    let parked_at = sim.secs();
+    let paced: Vec<(Option<DateTime<Utc>>, String)> = sim
+        .events()
+        .filter_map(|(_, k)| match k {
+            EventKind::Paced { until, reason, .. } => Some((*until, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(paced.len(), 1, "{paced:?}");
+    assert_eq!(paced[0].0, Some(reset));
+    assert!(paced[0].1.starts_with("to keep 20% of the 5-hour window for the morning"), "{paced:?}");
+    let cycles = cycles_started(&sim).len();
+    work_until(&mut sim, parked_at + 1800.0);
+    assert_eq!(cycles_started(&sim).len(), cycles, "no cycle while parked");
+    let want = sim.m.options(sim.now()).awake;
+    assert_eq!(want.parked_until, Some(reset), "the night may sleep through the park: {want:?}");
+
+    // The machine sleeps to the reset: the cycles go on once the window is new.
+    let left = reset - sim.now().wall + chrono::Duration::seconds(1);
+    sim.sleep(left);
+    let woke = sim.secs();
+    work_until(&mut sim, woke + 60.0);
+    assert!(sim.has(|k| matches!(k, EventKind::Paced { until: None, .. })), "the park ends");
+    assert!(cycles_started(&sim).len() > cycles, "the cycles go on after the reset");
 }
