@@ -226,6 +226,9 @@ pub struct LoopSettings {
     /// The back-off waits, the last repeated.
     #[serde(with = "crate::clock::secs_list")]
     pub fruitless_waits: Vec<Duration>,
+    /// The pace new iterations keep (a morning reserve, a weekly pace).
+    #[serde(skip_serializing_if = "crate::limits::pace::PaceSettings::is_off")]
+    pub pace: crate::limits::pace::PaceSettings,
 }
 
 impl Default for LoopSettings {
@@ -240,6 +243,7 @@ impl Default for LoopSettings {
             probe_every: Duration::from_secs(30 * 60),
             fruitless_after: 3,
             fruitless_waits: [15, 30, 60, 120].map(|m| Duration::from_secs(m * 60)).to_vec(),
+            pace: crate::limits::pace::PaceSettings::default(),
         }
     }
 }

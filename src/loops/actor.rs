@@ -273,6 +273,7 @@ impl Exec {
                         {
                             self.parked = until.map(|u| (u, detail.clone()));
                         }
+                        EventKind::Paced { until, reason, .. } => self.parked = until.map(|u| (u, reason.clone())),
                         EventKind::IterationStarted { .. } => self.parked = None,
                         _ => {}
                     }
@@ -530,6 +531,24 @@ impl Exec {
         Ok(Child { pid, msgs, project: run.project, dir, probe: run.probe, before })
     }
 
+    /// The plan windows a Codex iteration's rollout last recorded.
+    fn codex_windows(&self, thread: &str) -> Option<crate::usage::Sample> {
+        let env = |key: &str| {
+            let set = self.spec.env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| std::ffi::OsString::from(v));
+            set.or_else(|| std::env::var_os(key))
+        };
+        let home = crate::hooks::codex::home(env("CODEX_HOME"), env("HOME").map(PathBuf::from))?;
+        let sample = crate::usage::codex::read_latest(&crate::hooks::codex::rollout(&home, thread)?)?;
+        let windows = crate::usage::Sample {
+            five_hour_pct: sample.five_hour_pct,
+            five_hour_resets_at: sample.five_hour_resets_at,
+            seven_day_pct: sample.seven_day_pct,
+            seven_day_resets_at: sample.seven_day_resets_at,
+            ..crate::usage::Sample::default()
+        };
+        windows.has_limits().then_some(windows)
+    }
+
     fn child_said(&mut self, msg: Option<ChildMsg>) {
         match msg {
             Some(ChildMsg::Tokens(so_far)) => self.step(Input::Tokens { so_far }),
@@ -562,6 +581,15 @@ impl Exec {
                 if matches!(project.isolation, Isolation::PerTask { .. }) && !child.probe {
                     // Its worktree is not worked in again once its task moves on: keep what it left.
                     crate::session::salvage(&child.dir, &self.id, "the task's iteration ended", &self.journal);
+                }
+                let mut report = report;
+                if report.windows.is_none() && self.spec.agent == AgentKind::Codex {
+                    // Codex keeps its windows in the thread's rollout, not in its exec stream.
+                    report.windows = report.conversation.as_deref().and_then(|thread| self.codex_windows(thread));
+                }
+                if let Some(windows) = &report.windows {
+                    // The plan, the digest and the account meters read the loop's windows too.
+                    self.journal.usage(&self.id, windows);
                 }
                 self.step(Input::Ended { report, progress });
             }

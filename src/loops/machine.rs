@@ -75,6 +75,10 @@ pub struct Machine {
     /// It ended on a failure (not its own end: tasks done, a cap, a marker, the budget).
     failed: bool,
     shown: Option<SessionState>,
+    /// The plan's windows as the last iteration's harness reported them, for the pace.
+    windows: Option<crate::usage::Sample>,
+    /// The pace parks new iterations until then.
+    paced: Option<(DateTime<Utc>, crate::limits::pace::PaceKind)>,
 }
 
 impl Machine {
@@ -99,6 +103,8 @@ impl Machine {
             ended: false,
             failed: false,
             shown: None,
+            windows: None,
+            paced: None,
         }
     }
 
@@ -119,7 +125,10 @@ impl Machine {
                     return fx;
                 }
             }
-            Input::Ended { report, progress } => self.ended_run(*report, progress, now, &mut fx),
+            Input::Ended { report, progress } => {
+                self.windows = report.windows.clone().or(self.windows.take());
+                self.ended_run(*report, progress, now, &mut fx)
+            }
             Input::SpawnFailed { error } => {
                 self.running = None;
                 self.fail(format!("stopped: the harness could not be started: {error}"), now, &mut fx);
@@ -156,7 +165,8 @@ impl Machine {
             return None;
         }
         let wait = match &self.wait {
-            Wait::None => None,
+            // Parked by the pace until then.
+            Wait::None => self.paced.map(|(until, _)| until),
             Wait::Retry { until, .. } => Some(*until),
             Wait::Limit { until, next_probe, .. } => Some((*until).min(*next_probe)),
         };
@@ -556,6 +566,9 @@ impl Machine {
             self.finish(format!("ran its {} iteration(s)", self.finished), now, fx);
             return;
         }
+        if self.parked_by_pace(now, fx) {
+            return;
+        }
         // Back-offs that ended.
         for p in &mut self.state {
             if p.backoff.is_some_and(|t| t <= now.wall) {
@@ -596,6 +609,33 @@ impl Machine {
             self.finish("every task is done".into(), now, fx);
         } else if self.shown != Some(SessionState::Idle) && self.state.iter().any(|p| p.backoff.is_some()) {
             self.show(SessionState::Idle, "every project with open tasks is backed off".into(), fx);
+        }
+    }
+
+    /// Whether the pace parks the next iteration now, by the windows the last one reported; a new
+    /// park and its end are journalled.
+    fn parked_by_pace(&mut self, now: Now, fx: &mut Vec<Effect>) -> bool {
+        use crate::limits::pace::{decide, Verdict};
+        let verdict = match &self.windows {
+            Some(w) if !self.settings.pace.is_off() => decide(&self.settings.pace, w, now.wall, &chrono::Local),
+            _ => Verdict::Go,
+        };
+        match verdict {
+            Verdict::Park { until, kind, reason } => {
+                if self.paced.map(|p| p.0) != Some(until) {
+                    self.paced = Some((until, kind));
+                    self.emit(EventKind::Paced { until: Some(until), kind, reason: reason.clone() }, fx);
+                    self.show(SessionState::Idle, format!("parked {reason}"), fx);
+                }
+                true
+            }
+            Verdict::Go => {
+                if let Some((_, kind)) = self.paced.take() {
+                    let reason = "the window reset, or the pace allows more now".to_string();
+                    self.emit(EventKind::Paced { until: None, kind, reason }, fx);
+                }
+                false
+            }
         }
     }
 

@@ -75,6 +75,8 @@ pub struct Report {
     pub duration_ms: Option<u64>,
     /// The stream ended with its final event.
     pub complete: bool,
+    /// The plan's windows as the harness last reported them (Claude's `rate_limit_event`).
+    pub windows: Option<crate::usage::Sample>,
 }
 
 /// Lines longer than this are not parsed (a tool result carrying a whole file): the stream's spend
@@ -91,6 +93,8 @@ pub struct Reader {
     tokens_so_far: u64,
     /// The rate-limit event said `rejected`, with this reset.
     rejected: Option<Option<DateTime<Utc>>>,
+    /// Its windows: how full each is, and when it resets.
+    windows: Option<crate::usage::Sample>,
     /// The last assistant event's typed error (`rate_limit`, `server_error`, `authentication_failed`)
     /// and its text.
     assistant_error: Option<(String, String)>,
@@ -128,6 +132,21 @@ impl Reader {
                 if info["status"] == "rejected" {
                     let reset = info["resetsAt"].as_i64().and_then(|s| Utc.timestamp_opt(s, 0).single());
                     self.rejected = Some(reset);
+                }
+                let window = |name: &str| {
+                    let w = &info["unifiedWindows"][name];
+                    let reset = w["resetsAt"].as_i64().and_then(|s| Utc.timestamp_opt(s, 0).single());
+                    (w["utilization"].as_f64().map(|u| u * 100.0), reset)
+                };
+                let ((five, five_reset), (seven, seven_reset)) = (window("five_hour"), window("seven_day"));
+                if five.is_some() || seven.is_some() {
+                    self.windows = Some(crate::usage::Sample {
+                        five_hour_pct: five,
+                        five_hour_resets_at: five_reset,
+                        seven_day_pct: seven,
+                        seven_day_resets_at: seven_reset,
+                        ..crate::usage::Sample::default()
+                    });
                 }
             }
             Some("assistant") => {
@@ -237,6 +256,7 @@ impl Reader {
             result: text,
             duration_ms: result["duration_ms"].as_u64(),
             complete,
+            windows: self.windows,
         }
     }
 }
@@ -275,7 +295,8 @@ impl Reader {
                 },
             }
         };
-        Report { outcome, spend, conversation: self.conversation, result: None, duration_ms: None, complete }
+        let conversation = self.conversation;
+        Report { outcome, spend, conversation, result: None, duration_ms: None, complete, windows: None }
     }
 }
 
@@ -487,6 +508,11 @@ mod tests {
         assert_eq!(report.spend.tokens, Some(12316 + 15));
         assert_eq!(report.conversation.as_deref(), Some("3df0ded2-00c1-49ba-a66a-3346715dce5f"));
         assert!(report.complete);
+        // Its rate-limit event's windows, for the pace.
+        let w = report.windows.expect("the windows");
+        assert_eq!((w.five_hour_pct, w.seven_day_pct), (Some(42.0), Some(17.0)));
+        assert_eq!(w.five_hour_resets_at.map(|r| r.timestamp()), Some(1796052895));
+        assert_eq!(w.seven_day_resets_at.map(|r| r.timestamp()), Some(1796387695));
     }
 
     #[test]

@@ -239,6 +239,8 @@ pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops
     let config =
         Config::load(state.paths.config_dir.as_deref()).map_err(|e| UiError::new(Code::Config, e.to_string()))?;
     spec.canary_checked(&config.canary, &state.paths.state_dir).map_err(|e| UiError::new(Code::BadLoop, e))?;
+    // The night's pace, as the settings' "Pacing the night" keeps it.
+    spec.settings.pace = config.pace;
     if let Some(note) = spec.sandboxed(&config.sandbox, None).map_err(|e| UiError::new(Code::BadLoop, e))? {
         tracing::warn!("the loop's agent is {note}");
     }

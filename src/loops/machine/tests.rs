@@ -18,6 +18,8 @@ struct Sim {
     mono: f64,
     wall: f64,
     fx: Vec<Effect>,
+    /// The windows the next iteration to end reports.
+    windows: Option<crate::usage::Sample>,
 }
 
 fn now_of(t0: Instant, wall0: DateTime<Utc>, mono: f64, wall: f64) -> Now {
@@ -37,6 +39,7 @@ impl Sim {
             mono: 0.0,
             wall: 0.0,
             fx: Vec::new(),
+            windows: None,
         };
         sim.input(Input::Start);
         sim
@@ -113,6 +116,7 @@ impl Sim {
             result: None,
             duration_ms: Some((secs * 1000.0) as u64),
             complete: cost.is_some(),
+            windows: self.windows.take(),
         };
         self.input(Input::Ended { report: Box::new(report), progress })
     }
@@ -196,6 +200,7 @@ fn the_iteration_that_crosses_a_ceiling_still_has_its_task_checked_off_and_count
             result: None,
             duration_ms: None,
             complete: true,
+            windows: None,
         }),
         progress: true,
     };
@@ -471,4 +476,39 @@ fn pause_all_holds_a_loop_after_its_running_iteration_and_release_goes_on() {
         .filter_map(|k| if let EventKind::Automation { change, .. } = k { Some(change) } else { None })
         .collect();
     assert_eq!(changes, [crate::event::Automation::Held, crate::event::Automation::Released]);
+}
+
+#[test]
+fn a_morning_reserve_parks_the_next_iteration_never_the_running_one_until_the_window_resets() {
+    let wall0: DateTime<Utc> = "2026-11-30T22:00:00Z".parse().unwrap();
+    // 20 % kept for the morning two hours from now; the window resets an hour after it.
+    let at = (wall0 + chrono::Duration::hours(2)).with_timezone(&chrono::Local).time();
+    let pace = crate::limits::pace::PaceSettings {
+        morning_reserve: Some(crate::limits::pace::MorningReserve { pct: 20.0, at }),
+        weekly_pace: None,
+    };
+    let mut sim = Sim::new(Settings { pace, ..Settings::default() }, &[("api", true)]);
+    sim.tasks(0, &["one", "two", "three"]);
+    let reset = wall0 + chrono::Duration::hours(3);
+    sim.windows = Some(crate::usage::Sample {
+        five_hour_pct: Some(82.0),
+        five_hour_resets_at: Some(reset),
+        ..crate::usage::Sample::default()
+    });
+    // The running iteration ends as it would; the next one does not start.
+    sim.end(60.0, Outcome::Done, Some(0.1), true);
+    sim.tasks(0, &["two", "three"]);
+    assert!(sim.running().is_none(), "parked");
+    let paced: Vec<EventKind> = sim.events().into_iter().filter(|k| matches!(k, EventKind::Paced { .. })).collect();
+    let [EventKind::Paced { until: Some(until), reason, .. }] = &paced[..] else { panic!("{paced:?}") };
+    assert_eq!(*until, reset);
+    assert!(reason.starts_with("to keep 20% of the 5-hour window for the morning"), "{reason}");
+    assert!(sim.last_state().unwrap().1.starts_with("parked to keep 20%"), "{:?}", sim.last_state());
+    // An hour on, still parked; at the reset the next task runs.
+    sim.run(3600.0);
+    assert!(sim.running().is_none());
+    sim.run(7200.0);
+    let run = sim.running().expect("the next iteration after the reset");
+    assert_eq!(run.prompt, "two");
+    assert!(sim.events().iter().any(|k| matches!(k, EventKind::Paced { until: None, .. })), "the park ends");
 }
