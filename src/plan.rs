@@ -3,7 +3,7 @@
 //! means, the expected spend, and what time work is expected to stop. A pure forecast: the samples,
 //! the clock and the end of the night in, a [`Plan`] out.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde::Serialize;
 
 use crate::usage::Sample;
@@ -39,6 +39,9 @@ pub struct Wait {
     pub until: DateTime<Utc>,
     /// Work goes on after it (a resume); `false`: it outlasts the night.
     pub resumes: bool,
+    /// The pace parks the work, not a limit: why ([`Plan::with_pace`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<String>,
 }
 
 /// The forecast for the rest of the night, of one client's plan (its windows are its own).
@@ -76,6 +79,9 @@ pub struct Plan {
     /// What the machine does through the waits ([`Plan::with_sleep`]); `None`: not asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sleep: Option<SleepPlan>,
+    /// Cycles and tasks begun an hour over the lookback, for what a parked stretch costs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_per_hour: Option<f64>,
 }
 
 /// What the machine is expected to do through the night's waits.
@@ -203,33 +209,14 @@ pub fn forecast(
             from: full,
             until: seven.resets_at.unwrap_or(until).max(until),
             resumes: false,
+            parked: None,
         });
     }
 
     // The 5-hour window: fill, wait for the reset, start again at zero, until work stops.
-    if let (Some(mut used), Some(rate)) =
-        (five.used_pct.filter(|_| armed > 0), five.burn_pct_per_hour.filter(|r| *r > 0.0))
+    if let (Some(used), Some(rate)) = (five.used_pct.filter(|_| armed > 0), five.burn_pct_per_hour.filter(|r| *r > 0.0))
     {
-        let mut t = now;
-        let mut reset = five.resets_at;
-        while t < stops_at {
-            let full = t + Duration::seconds(((100.0 - used).max(0.0) / rate * 3600.0) as i64);
-            match reset {
-                Some(r) if r <= full => {
-                    t = r;
-                    used = 0.0;
-                    reset = Some(r + FIVE_HOURS);
-                }
-                _ if full >= stops_at => break,
-                _ => {
-                    let back = reset.unwrap_or(full + FIVE_HOURS);
-                    waits.push(Wait { window: "5h", from: full, until: back, resumes: back < stops_at });
-                    t = back;
-                    used = 0.0;
-                    reset = Some(back + FIVE_HOURS);
-                }
-            }
-        }
+        waits.extend(five_hour_waits(used, rate, five.resets_at, now, stops_at, |_| None));
     }
     waits.sort_by_key(|w| w.from);
     let resumes = waits.iter().filter(|w| w.resumes).count();
@@ -256,7 +243,45 @@ pub fn forecast(
         codex: None,
         clients: Vec::new(),
         sleep: None,
+        work_per_hour: None,
     }
+}
+
+/// The 5-hour window's waits from `now` to `stops_at`: at `rate` points an hour from `used`, it fills
+/// and waits for its reset, then starts again at zero. `parks` says of the window that resets at
+/// a time whether the pace parks it at a lower line (`Some((line, why))`).
+fn five_hour_waits(
+    mut used: f64,
+    rate: f64,
+    reset: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    stops_at: DateTime<Utc>,
+    parks: impl Fn(DateTime<Utc>) -> Option<(f64, String)>,
+) -> Vec<Wait> {
+    let mut waits = Vec::new();
+    let (mut t, mut reset) = (now, reset);
+    while t < stops_at {
+        let park = reset.and_then(&parks);
+        let line = park.as_ref().map_or(100.0, |(line, _)| *line);
+        let full = t + Duration::seconds(((line - used).max(0.0) / rate * 3600.0) as i64);
+        match reset {
+            Some(r) if r <= full => {
+                t = r;
+                used = 0.0;
+                reset = Some(r + FIVE_HOURS);
+            }
+            _ if full >= stops_at => break,
+            _ => {
+                let back = reset.unwrap_or(full + FIVE_HOURS);
+                let parked = park.map(|(_, why)| why);
+                waits.push(Wait { window: "5h", from: full, until: back, resumes: back < stops_at, parked });
+                t = back;
+                used = 0.0;
+                reset = Some(back + FIVE_HOURS);
+            }
+        }
+    }
+    waits
 }
 
 /// Dollars an hour: each session's own cost total grew by so much over its readings' span.
@@ -280,6 +305,60 @@ fn cost_rate(recent: &[&(String, DateTime<Utc>, Sample)]) -> Option<f64> {
 }
 
 impl Plan {
+    /// The plan kept to `pace` (times in `tz`): a window that holds the morning parks at its line
+    /// instead of filling, and a week ahead of its pace parks now, each wait saying why. Sleep is
+    /// asked after the pace ([`Plan::with_sleep`]), so parked stretches can be slept through too.
+    pub fn with_pace<Z: TimeZone>(mut self, pace: &crate::limits::pace::PaceSettings, tz: &Z) -> Plan {
+        use crate::limits::pace::{decide, PaceSettings, Verdict};
+        if let Some(codex) = self.codex.take() {
+            self.codex = Some(Box::new(codex.with_pace(pace, tz)));
+        }
+        if pace.is_off() || self.armed == 0 {
+            return self;
+        }
+        let (five, now, stops_at) = (&self.five_hour, self.now, self.stops_at);
+        if let (Some(reserve), Some(used), Some(rate)) =
+            (pace.morning_reserve, five.used_pct, five.burn_pct_per_hour.filter(|r| *r > 0.0))
+        {
+            let line = 100.0 - reserve.pct;
+            let morning = PaceSettings { morning_reserve: Some(reserve), weekly_pace: None };
+            // A window parks when, at its line, the pace would park it: it holds the morning.
+            let parks = |reset: DateTime<Utc>| {
+                let at_line =
+                    Sample { five_hour_pct: Some(line), five_hour_resets_at: Some(reset), ..Sample::default() };
+                let when = (reset - FIVE_HOURS).max(now);
+                match decide(&morning, &at_line, when, tz) {
+                    Verdict::Park { reason, .. } => Some((line, reason.replace(&format!(": it is at {line:.0}%"), ""))),
+                    Verdict::Go => None,
+                }
+            };
+            let mut waits: Vec<Wait> = self.waits.iter().filter(|w| w.window != "5h").cloned().collect();
+            waits.extend(five_hour_waits(used, rate, five.resets_at, now, stops_at, parks));
+            waits.sort_by_key(|w| w.from);
+            self.waits = waits;
+        }
+        if let (Some(_), Some(used)) = (pace.weekly_pace, self.seven_day.used_pct) {
+            let week = Sample {
+                seven_day_pct: Some(used),
+                seven_day_resets_at: self.seven_day.resets_at,
+                ..Sample::default()
+            };
+            let weekly = PaceSettings { morning_reserve: None, weekly_pace: pace.weekly_pace };
+            if let Verdict::Park { until, reason, .. } = decide(&weekly, &week, now, tz) {
+                // Nothing runs until then: the waits inside it are the pace's.
+                self.waits.retain(|w| w.from >= until);
+                let resumes = until < self.until;
+                self.waits.insert(0, Wait { window: "7d", from: now, until, resumes, parked: Some(reason) });
+                if !resumes {
+                    self.stops_at = now;
+                    self.stops_why = "the weekly pace parks the work until after the morning".into();
+                }
+            }
+        }
+        self.resumes = self.waits.iter().filter(|w| w.resumes).count();
+        self
+    }
+
     /// The plan with what the machine does through its waits by `settings`: the stretches it
     /// sleeps through (with Codex's plan beside, only where both clients wait).
     pub fn with_sleep(mut self, settings: &crate::awake::SleepSettings) -> Plan {
@@ -333,12 +412,13 @@ impl Plan {
             };
             out.push(format!("{label}: {used}, {burn}{full}{reset}"));
         }
-        if self.waits.is_empty() {
+        if self.waits.iter().all(|w| w.parked.is_some()) {
             out.push("Limit waits: none expected".into());
         } else {
             let waits: Vec<String> = self
                 .waits
                 .iter()
+                .filter(|w| w.parked.is_none())
                 .map(|w| {
                     format!(
                         "{}–{} ({})",
@@ -348,7 +428,22 @@ impl Plan {
                     )
                 })
                 .collect();
-            out.push(format!("Limit waits: {} → {} resume(s)", waits.join(", "), self.resumes));
+            let resumes = self.waits.iter().filter(|w| w.resumes && w.parked.is_none()).count();
+            out.push(format!("Limit waits: {} → {resumes} resume(s)", waits.join(", ")));
+        }
+        for w in self.waits.iter().filter(|w| w.parked.is_some()) {
+            let hours = (w.until.min(self.until) - w.from.max(self.now)).num_minutes().max(0) as f64 / 60.0;
+            let work = match self.work_per_hour {
+                Some(rate) if rate > 0.0 => {
+                    format!(
+                        "about {hours:.1} h of work, {:.0} cycle(s) or task(s) at the last 3 hours' pace",
+                        rate * hours
+                    )
+                }
+                _ => format!("about {hours:.1} h of work"),
+            };
+            let end = if w.until - w.from >= Duration::hours(20) { day(w.until) } else { at(w.until) };
+            out.push(format!("Pace: parked {}–{end} {} ({work})", at(w.from), w.parked.as_deref().unwrap_or_default()));
         }
         out.push(match (self.expected_usd, self.cost_per_hour) {
             (Some(usd), Some(rate)) => format!(
@@ -436,13 +531,22 @@ pub fn from_store(
 ) -> Result<Plan, crate::store::StoreError> {
     use crate::agent::AgentKind;
     let sessions = store.sessions()?;
+    // What a parked hour costs: the cycles and tasks begun an hour over the lookback.
+    let since = now - LOOKBACK;
+    let query = crate::store::EventQuery { since: Some(since), ..Default::default() };
+    let begun = store
+        .events(&query)?
+        .iter()
+        .filter(|e| e.event == "task_done" || (e.event == "respawn" && e.body.contains("\"action\":\"cycle_started\"")))
+        .count();
+    let work_per_hour = (begun > 0).then(|| begun as f64 / (LOOKBACK.num_minutes() as f64 / 60.0));
     let of = |agent: AgentKind| -> Result<Plan, crate::store::StoreError> {
         let rows = store.usage(Some(agent), None, Some(now - LOOKBACK))?;
         let samples: Vec<(String, DateTime<Utc>, Sample)> =
             rows.into_iter().filter_map(|r| Some((r.session, r.ts.parse::<DateTime<Utc>>().ok()?, r.sample))).collect();
         let codex = |s: &crate::store::SessionRow| s.agent == AgentKind::Codex.as_str();
         let armed = sessions.iter().filter(|s| !s.is_final() && codex(s) == (agent == AgentKind::Codex)).count();
-        Ok(Plan { agent, ..forecast(&samples, armed, now, until) })
+        Ok(Plan { agent, work_per_hour, ..forecast(&samples, armed, now, until) })
     };
     // Each client's plan apart: a limit of one never stops the other. Codex's alone when Claude's
     // has nothing in it.

@@ -28,8 +28,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let until = nightshift::plan::next_local(now, args.until, &Local);
     let mut plan = nightshift::plan::from_store(&store, now, until)?;
     plan.clients = nightshift::plan::clients(&paths.state_dir);
-    let sleep = nightshift::config::Config::load(paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default();
-    let plan = plan.with_sleep(&sleep.settings(nightshift::supervisor::awake::can_wake().is_ok()));
+    let config = nightshift::config::Config::load(paths.config_dir.as_deref()).unwrap_or_default();
+    let can_wake = nightshift::supervisor::awake::can_wake().is_ok();
+    let plan = plan.with_pace(&config.pace, &Local).with_sleep(&config.sleep.settings(can_wake));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {

@@ -141,3 +141,57 @@ fn with_codex_armed_too_the_machine_sleeps_only_where_both_wait() {
     assert_eq!(overlap(&waits, &codex), [(t("2026-12-02T03:00:00Z"), t("2026-12-02T04:00:00Z"), true)]);
     assert!(overlap(&waits, &[(t("2026-12-02T05:00:00Z"), t("2026-12-02T06:00:00Z"), true)]).is_empty());
 }
+
+#[test]
+fn with_a_morning_reserve_the_plan_parks_where_the_backlog_would_drain_the_window() {
+    // 40 %/h from 20 % at 03:30: the window that resets at 09:00 (and holds 08:30) would be empty
+    // at 05:30. Keeping 20 % for 08:30, the work parks at 80 %, at 05:00, until the reset.
+    let reset = "2026-12-05T09:00:00Z";
+    let samples = vec![
+        ("a".to_string(), t("2026-12-05T03:30:00Z"), sample(20.0, reset, 10.0, "2026-12-09T09:00:00Z", None)),
+        ("a".to_string(), t("2026-12-05T04:30:00Z"), sample(60.0, reset, 11.0, "2026-12-09T09:00:00Z", None)),
+    ];
+    let (now, until) = (t("2026-12-05T04:30:00Z"), t("2026-12-05T10:00:00Z"));
+    let plain = forecast(&samples, 1, now, until);
+    assert_eq!(
+        plain.waits.iter().map(|w| (w.from, w.parked.is_some())).collect::<Vec<_>>(),
+        [(t("2026-12-05T05:30:00Z"), false)]
+    );
+    let pace =
+        crate::limits::pace::PaceSettings { morning_reserve: Some("20% at 08:30".parse().unwrap()), weekly_pace: None };
+    let plan = Plan { work_per_hour: Some(2.0), ..forecast(&samples, 1, now, until) }.with_pace(&pace, &Utc);
+    let waits: Vec<(DateTime<Utc>, DateTime<Utc>, bool)> =
+        plan.waits.iter().map(|w| (w.from, w.until, w.parked.is_some())).collect();
+    assert_eq!(waits, [(t("2026-12-05T05:00:00Z"), t(reset), true)]);
+    let text = plan.text(&Utc);
+    assert!(text.contains("Limit waits: none expected"), "{text}");
+    assert!(
+        text.contains(
+            "Pace: parked 05:00–09:00 to keep 20% of the 5-hour window for the morning (08:30) (about 4.0 h of work, \
+             8 cycle(s) or task(s) at the last 3 hours' pace)"
+        ),
+        "{text}"
+    );
+    // The machine may sleep through the park, and is woken for its end.
+    let wakes = crate::awake::SleepSettings { can_wake: true, ..Default::default() };
+    let slept = plan.with_sleep(&wakes);
+    assert!(slept.text(&Utc).contains("The machine: sleeps 05:00–08:58, wakes for the reset"), "{}", slept.text(&Utc));
+}
+
+#[test]
+fn with_a_weekly_pace_a_week_ahead_of_it_parks_now_until_a_later_day() {
+    let week = "2026-12-10T10:00:00Z";
+    let samples = vec![
+        ("a".to_string(), t("2026-12-04T12:00:00Z"), sample(10.0, "2026-12-04T16:00:00Z", 48.0, week, None)),
+        ("a".to_string(), t("2026-12-04T13:00:00Z"), sample(20.0, "2026-12-04T16:00:00Z", 50.0, week, None)),
+    ];
+    let (now, until) = (t("2026-12-04T14:00:00Z"), t("2026-12-05T08:00:00Z"));
+    let pace = crate::limits::pace::PaceSettings { morning_reserve: None, weekly_pace: Some(5.0) };
+    let plan = forecast(&samples, 1, now, until).with_pace(&pace, &Utc);
+    assert_eq!(plan.stops_at, now, "day 4 is past the morning");
+    let text = plan.text(&Utc);
+    assert!(
+        text.contains("Pace: parked 14:00–Sun 10:00 to keep the weekly pace: day 2 of the week allows 34%"),
+        "{text}"
+    );
+}
