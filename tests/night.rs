@@ -220,7 +220,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     let ntfy = common::ntfy::Fake::start();
     // Waits of 20 s or more sleep, woken 5 s before their end: the night's clock, scaled.
     let config = format!(
-        "[push]\nntfy = \"{}\"\nlisten = \"{}\"\n[sleep]\nmin_wait = 20\nwake_before = 5\n",
+        "[push]\nntfy = \"{}\"\nlisten = \"{}\"\n[sleep]\nmin_wait = 20\nwake_before = 5\n[pace]\nweekly_pace = 5\n",
         ntfy.url("night"),
         ntfy.url("answers")
     );
@@ -263,6 +263,33 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     done = work_goes_on(&run, done, "the limit's reset");
     eprintln!("phase: a limit ({done} commits)");
     slept_through_the_wait(&journal(&run, &id));
+
+    // The weekly pace (5 points of slack): a week two days old that has spent 40 % (day 2 allows
+    // 34 %) parks new cycles until its third day begins, a minute out; then the work goes on.
+    let day3 = mock_api::epoch(std::time::SystemTime::now()) + 60;
+    mock.set_usage(mock_api::Usage {
+        five_hour: 0.3,
+        five_hour_reset: day3 + 3 * 3600,
+        seven_day: 0.4,
+        seven_day_reset: day3 + 5 * 86400,
+    });
+    let parked = wait_for("the weekly pace's park", Duration::from_secs(60), || {
+        journal(&run, &id).into_iter().find(|e| e["event"] == "paced" && e["until"].is_string())
+    });
+    assert!(parked["reason"].as_str().unwrap().starts_with("to keep the weekly pace: day 2 of the week"), "{parked}");
+    let at_park = commits(&dir);
+    let went_on = wait_for("the park's end", Duration::from_secs(90), || {
+        journal(&run, &id).into_iter().find(|e| e["event"] == "paced" && e["until"].is_null())
+    });
+    let (from, to) = (parked["ts"].as_str().unwrap().to_string(), went_on["ts"].as_str().unwrap().to_string());
+    let cycles_parked = count(&journal(&run, &id), |e| {
+        e["event"] == "respawn"
+            && e["action"] == "cycle_started"
+            && e["ts"].as_str().is_some_and(|t| t > from.as_str() && t < to.as_str())
+    });
+    assert_eq!(cycles_parked, 0, "no cycle began while parked");
+    done = work_goes_on(&run, done.max(at_park), "the weekly pace's park");
+    eprintln!("phase: parked by the weekly pace ({done} commits)");
 
     // The client is killed: it is started again on its conversation.
     let pid = run.events().iter().rev().find_map(|e| e["pid"].as_u64()).unwrap();
@@ -438,5 +465,13 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     assert_eq!(counts["commits"], commits(&dir) as u64, "{counts}");
     let alarms = count(&events, |e| e["event"] == "sleep" && e["action"] == "woken");
     assert_eq!(counts["wake_alarms"], alarms as u64, "{counts}");
+    // The parked stretch, with its reason, in the morning's digest.
+    assert_eq!(counts["parked"], 1, "{counts}");
+    let happened: Vec<&str> =
+        session["happened"].as_array().unwrap().iter().filter_map(|h| h["text"].as_str()).collect();
+    assert!(
+        happened.iter().any(|t| t.starts_with("parked ") && t.contains("to keep the weekly pace: day 2 of the week")),
+        "{happened:#?}"
+    );
     assert!(session["needs_you"].as_array().is_none_or(|n| n.is_empty()), "nothing needs you: {session}");
 }
