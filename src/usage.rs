@@ -130,6 +130,17 @@ impl Sample {
     pub fn has_limits(&self) -> bool {
         self.five_hour_pct.is_some() || self.seven_day_pct.is_some()
     }
+
+    /// Its plan windows alone: the context, cost and tokens are a session's own.
+    pub fn windows(&self) -> Sample {
+        Sample {
+            five_hour_pct: self.five_hour_pct,
+            five_hour_resets_at: self.five_hour_resets_at,
+            seven_day_pct: self.seven_day_pct,
+            seven_day_resets_at: self.seven_day_resets_at,
+            ..Sample::default()
+        }
+    }
 }
 
 /// The colour band of a window's use: green under 60 %, yellow 60–84 %, red from 85 %. Ordered from

@@ -86,17 +86,8 @@ struct RunArgs {
     /// How long after a limit's reset the iteration runs again
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
     limit_margin: Duration,
-    /// Keep this share of the 5-hour window free for the morning: no new iteration past the line
-    /// until the window resets (`20% at 08:30`; `[pace] morning_reserve` in config.toml)
-    #[arg(long, value_name = "PCT% at HH:MM")]
-    morning_reserve: Option<nightshift::limits::pace::MorningReserve>,
-    /// Spend at most n/7 of the weekly window by its day n plus this many points (`[pace]
-    /// weekly_pace`)
-    #[arg(long, value_name = "SLACK")]
-    weekly_pace: Option<f64>,
-    /// Keep no pace, whatever config.toml says
-    #[arg(long, conflicts_with_all = ["morning_reserve", "weekly_pace"])]
-    no_pace: bool,
+    #[command(flatten)]
+    pace: super::run::PaceArgs,
     /// Work in a new git worktree for the whole loop, on a branch `nightshift/NAME` made from HEAD,
     /// outside your checkout, which is left as it is (tasks done are journalled, not checked off in
     /// your tasks file) [NAME default: a random one]
@@ -197,8 +188,7 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         ..spec.settings
     };
     let config = nightshift::config::Config::load(paths.config_dir.as_deref())?;
-    spec.settings.pace =
-        super::run::pace_of(args.morning_reserve, args.weekly_pace, args.no_pace)?.unwrap_or(config.pace);
+    spec.settings.pace = args.pace.settings()?.unwrap_or(config.pace);
     spec.canary_checked(&config.canary, &paths.state_dir).map_err(anyhow::Error::msg)?;
     let asked = args.no_sandbox.then_some(false);
     match spec.sandboxed(&config.sandbox, asked).map_err(anyhow::Error::msg)? {

@@ -120,17 +120,8 @@ pub struct Args {
     /// Do not spend the fresh window at all: after a limit, cancel the client's own continuation too
     #[arg(long)]
     not_tonight: bool,
-    /// Keep this share of the 5-hour window free for the morning: respawn cycles park at the line
-    /// until the window resets (`20% at 08:30`; `[pace] morning_reserve` in config.toml)
-    #[arg(long, value_name = "PCT% at HH:MM")]
-    morning_reserve: Option<nightshift::limits::pace::MorningReserve>,
-    /// Spend at most n/7 of the weekly window by its day n plus this many points: cycles park until
-    /// a later day allows more (`[pace] weekly_pace`)
-    #[arg(long, value_name = "SLACK")]
-    weekly_pace: Option<f64>,
-    /// Keep no pace tonight, whatever config.toml says
-    #[arg(long, conflicts_with_all = ["morning_reserve", "weekly_pace"])]
-    no_pace: bool,
+    #[command(flatten)]
+    pace: PaceArgs,
     /// Seconds the agent's terminal must stay quiet before it counts as idle
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     quiet_window: f64,
@@ -177,7 +168,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     request.switch_accounts = args.switch_accounts.then_some(args.switch_at);
     request.window_guard =
         nightshift::limits::WindowGuard { reserve_pct: args.reserve.map(f64::from), not_tonight: args.not_tonight };
-    request.pace = pace_of(args.morning_reserve, args.weekly_pace, args.no_pace)?;
+    request.pace = args.pace.settings()?;
     if args.auto_resume {
         if !(args.resume_margin.is_finite() && (0.0..=3600.0).contains(&args.resume_margin)) {
             anyhow::bail!("--resume-margin must be between 0 and 3600 seconds, not {}", args.resume_margin);
@@ -472,20 +463,35 @@ fn detach(state_dir: Option<PathBuf>, args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The pace the flags ask for: `None` when they name none (config.toml's `[pace]` applies).
-pub(super) fn pace_of(
+/// How a session or a loop paces its spend, when the flags say (else `[pace]` in config.toml).
+#[derive(Debug, Clone, clap::Args)]
+pub(super) struct PaceArgs {
+    /// Keep this share of the 5-hour window free for the morning: no new respawn cycle or loop
+    /// iteration past the line until the window resets (`20% at 08:30`; `[pace] morning_reserve`)
+    #[arg(long, value_name = "PCT% at HH:MM")]
     morning_reserve: Option<nightshift::limits::pace::MorningReserve>,
+    /// Spend at most n/7 of the weekly window by its day n plus this many points: work parks until
+    /// a later day allows more (`[pace] weekly_pace`)
+    #[arg(long, value_name = "SLACK")]
     weekly_pace: Option<f64>,
+    /// Keep no pace, whatever config.toml says
+    #[arg(long, conflicts_with_all = ["morning_reserve", "weekly_pace"])]
     no_pace: bool,
-) -> anyhow::Result<Option<nightshift::limits::pace::PaceSettings>> {
-    if let Some(slack) = weekly_pace.filter(|s| !(s.is_finite() && (0.0..=100.0).contains(s))) {
-        anyhow::bail!("--weekly-pace is the slack in points of the week, from 0 to 100, not {slack}");
+}
+
+impl PaceArgs {
+    /// The pace the flags ask for: `None` when they name none (config.toml's `[pace]` applies).
+    pub(super) fn settings(&self) -> anyhow::Result<Option<nightshift::limits::pace::PaceSettings>> {
+        use nightshift::limits::pace::PaceSettings;
+        if let Some(slack) = self.weekly_pace.filter(|s| !(s.is_finite() && (0.0..=100.0).contains(s))) {
+            anyhow::bail!("--weekly-pace is the slack in points of the week, from 0 to 100, not {slack}");
+        }
+        Ok(match (self.morning_reserve, self.weekly_pace) {
+            _ if self.no_pace => Some(PaceSettings::default()),
+            (None, None) => None,
+            (morning_reserve, weekly_pace) => Some(PaceSettings { morning_reserve, weekly_pace }),
+        })
     }
-    Ok(match (morning_reserve, weekly_pace) {
-        _ if no_pace => Some(nightshift::limits::pace::PaceSettings::default()),
-        (None, None) => None,
-        (morning_reserve, weekly_pace) => Some(nightshift::limits::pace::PaceSettings { morning_reserve, weekly_pace }),
-    })
 }
 
 /// The `[sleep]` settings of `paths`' config.toml; its defaults when it cannot be read (the start

@@ -539,13 +539,7 @@ impl Exec {
         };
         let home = crate::hooks::codex::home(env("CODEX_HOME"), env("HOME").map(PathBuf::from))?;
         let sample = crate::usage::codex::read_latest(&crate::hooks::codex::rollout(&home, thread)?)?;
-        let windows = crate::usage::Sample {
-            five_hour_pct: sample.five_hour_pct,
-            five_hour_resets_at: sample.five_hour_resets_at,
-            seven_day_pct: sample.seven_day_pct,
-            seven_day_resets_at: sample.seven_day_resets_at,
-            ..crate::usage::Sample::default()
-        };
+        let windows = sample.windows();
         windows.has_limits().then_some(windows)
     }
 

@@ -633,13 +633,7 @@ impl Machine {
         }
         if let Some(read) = sample {
             // Only the plan windows: the context, cost and tokens are the session's own.
-            let windows = crate::usage::Sample {
-                five_hour_pct: read.five_hour_pct,
-                five_hour_resets_at: read.five_hour_resets_at,
-                seven_day_pct: read.seven_day_pct,
-                seven_day_resets_at: read.seven_day_resets_at,
-                ..crate::usage::Sample::default()
-            };
+            let windows = read.windows();
             let mut merged = self.limits.last_sample.clone().unwrap_or_default();
             merged.five_hour_pct = windows.five_hour_pct.or(merged.five_hour_pct);
             merged.five_hour_resets_at = windows.five_hour_resets_at.or(merged.five_hour_resets_at);
