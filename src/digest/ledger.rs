@@ -580,7 +580,8 @@ impl Ledger {
                         if ev.ts >= from {
                             c.parked += 1;
                             c.parked_minutes += u32::try_from((ev.ts - since.max(from)).num_minutes()).unwrap_or(0);
-                            let once = format!("parked {}–{} {reason}", hhmm(since), hhmm(ev.ts));
+                            let minutes = (ev.ts - since).num_minutes();
+                            let once = format!("parked {}–{} ({minutes} min) {reason}", hhmm(since), hhmm(ev.ts));
                             lines.note(HappeningKind::Parked, once.clone(), once, since);
                         }
                     }

@@ -65,8 +65,19 @@ pub struct PaceSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub morning_reserve: Option<MorningReserve>,
     /// Spend at most n/7 of the weekly window by its day n, plus this many points.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "slack")]
     pub weekly_pace: Option<f64>,
+}
+
+/// A weekly pace's slack: points of the week, from 0 to 100.
+fn slack<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let points = f64::deserialize(d)?;
+    if !(points.is_finite() && (0.0..=100.0).contains(&points)) {
+        return Err(serde::de::Error::custom(format!(
+            "a weekly pace's slack is points of the week above n/7, from 0 to 100, not {points}"
+        )));
+    }
+    Ok(Some(points))
 }
 
 impl PaceSettings {
@@ -236,5 +247,19 @@ mod tests {
             "`eight` is not a morning reserve: write the share and the time, as `20% at 08:30`"
         );
         assert!("120% at 08:00".parse::<MorningReserve>().unwrap_err().contains("not between 0 and 100"));
+    }
+
+    #[test]
+    fn the_settings_read_from_toml_and_a_bad_one_says_why() {
+        let s: PaceSettings = toml::from_str("morning_reserve = \"20% at 08:30\"\nweekly_pace = 5\n").unwrap();
+        assert_eq!(
+            s.describe().unwrap(),
+            "keeps 20% of the 5-hour window for 08:30; spends at most n/7 of the week by its day n, plus 5 points"
+        );
+        let bad = toml::from_str::<PaceSettings>("weekly_pace = -3\n").unwrap_err().to_string();
+        assert!(bad.contains("from 0 to 100, not -3"), "{bad}");
+        let bad = toml::from_str::<PaceSettings>("morning_reserve = \"soon\"\n").unwrap_err().to_string();
+        assert!(bad.contains("`soon` is not a morning reserve"), "{bad}");
+        assert!(toml::from_str::<PaceSettings>("").unwrap().is_off(), "off by default");
     }
 }

@@ -581,10 +581,6 @@ impl Exec {
                     // Codex keeps its windows in the thread's rollout, not in its exec stream.
                     report.windows = report.conversation.as_deref().and_then(|thread| self.codex_windows(thread));
                 }
-                if let Some(windows) = &report.windows {
-                    // The plan, the digest and the account meters read the loop's windows too.
-                    self.journal.usage(&self.id, windows);
-                }
                 self.step(Input::Ended { report, progress });
             }
             None => {

@@ -333,7 +333,9 @@ fn a_stretch_the_pace_parked_is_one_line_with_its_reason_and_counted_in_minutes(
     assert_eq!((l.counts.parked, l.counts.parked_minutes), (2, 50));
     let lines = texts(&l);
     assert!(
-        lines.contains(&"parked 05:40–06:20 to keep 20% of the 5-hour window for the morning (08:30): it is at 80%"),
+        lines.contains(
+            &"parked 05:40–06:20 (40 min) to keep 20% of the 5-hour window for the morning (08:30): it is at 80%"
+        ),
         "{lines:?}"
     );
     assert!(
