@@ -75,6 +75,15 @@ pub fn home(codex_home: Option<OsString>, user_home: Option<PathBuf>) -> Option<
     codex_home.filter(|h| !h.is_empty()).map(PathBuf::from).or_else(|| user_home.map(|h| h.join(".codex")))
 }
 
+/// Codex's home as a child started with `env` over this process's environment sees it.
+pub fn home_for(env: &[(String, String)]) -> Option<PathBuf> {
+    let var = |key: &str| match env.iter().rev().find(|(k, _)| k == key) {
+        Some((_, v)) => Some(OsString::from(v)),
+        None => std::env::var_os(key),
+    };
+    home(var("CODEX_HOME"), var("HOME").map(PathBuf::from))
+}
+
 /// Directory entries of `dir`, newest name first.
 fn newest_first(dir: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).collect();

@@ -533,11 +533,7 @@ impl Exec {
 
     /// The plan windows a Codex iteration's rollout last recorded.
     fn codex_windows(&self, thread: &str) -> Option<crate::usage::Sample> {
-        let env = |key: &str| {
-            let set = self.spec.env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| std::ffi::OsString::from(v));
-            set.or_else(|| std::env::var_os(key))
-        };
-        let home = crate::hooks::codex::home(env("CODEX_HOME"), env("HOME").map(PathBuf::from))?;
+        let home = crate::hooks::codex::home_for(&self.spec.env)?;
         let sample = crate::usage::codex::read_latest(&crate::hooks::codex::rollout(&home, thread)?)?;
         let windows = sample.windows();
         windows.has_limits().then_some(windows)

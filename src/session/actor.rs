@@ -404,16 +404,7 @@ impl Executor {
     /// The latest figures of a Codex session's rollout file: its conversation's, or else the newest
     /// thread started in its folder during its life. Read, never written.
     fn codex_usage(&self) -> Option<crate::usage::Sample> {
-        let env = |key: &str| {
-            self.command
-                .env
-                .iter()
-                .rev()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.into())
-                .or_else(|| std::env::var_os(key))
-        };
-        let home = crate::hooks::codex::home(env("CODEX_HOME"), env("HOME").map(std::path::PathBuf::from))?;
+        let home = crate::hooks::codex::home_for(&self.command.env)?;
         let file = match self.machine.conversation() {
             Some(thread) => crate::hooks::codex::rollout(&home, &thread),
             None => crate::hooks::codex::rollout_in(&home, &self.command.cwd, self.started),

@@ -147,8 +147,7 @@ impl Supervisor {
         env.push((usage::CONTROL_ENV.to_string(), socket.display().to_string()));
         env.push((usage::TOKEN_ENV.to_string(), token.expose().to_string()));
         if codex {
-            let home =
-                crate::hooks::codex::home(child_env(env, "CODEX_HOME"), child_env(env, "HOME").map(PathBuf::from));
+            let home = crate::hooks::codex::home_for(env);
             crate::hooks::codex::attach(&mut t.args, cli_path, home.as_deref());
             lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
             return;
@@ -174,13 +173,5 @@ fn attach_sandbox(agent: AgentKind, t: &mut crate::contract::Terminal) {
             t.args.splice(0..0, ours).for_each(drop);
         }
         AgentKind::Generic => {}
-    }
-}
-
-/// A variable as the child will see it: set for it, or else inherited from this process.
-fn child_env(env: &[(String, String)], key: &str) -> Option<std::ffi::OsString> {
-    match env.iter().rev().find(|(k, _)| k == key) {
-        Some((_, v)) => Some(v.into()),
-        None => std::env::var_os(key),
     }
 }
