@@ -136,6 +136,17 @@ pub enum SwitchAction {
     Switched,
 }
 
+impl From<crate::limits::pace::Turn> for EventKind {
+    /// A park of the pace, or its end, as the journal says it.
+    fn from(turn: crate::limits::pace::Turn) -> Self {
+        use crate::limits::pace::{Parking, Turn};
+        match turn {
+            Turn::Parked(p) => EventKind::Paced { until: Some(p.until), kind: p.kind, reason: p.reason },
+            Turn::Ended(kind) => EventKind::Paced { until: None, kind, reason: Parking::ENDED.into() },
+        }
+    }
+}
+
 /// What a night did with the machine's sleep (see [`EventKind::Sleep`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

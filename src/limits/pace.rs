@@ -118,6 +118,41 @@ pub enum Verdict {
     },
 }
 
+/// Where the pace parked the work, followed from one decision to the next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parking {
+    pub until: DateTime<Utc>,
+    pub kind: PaceKind,
+    pub reason: String,
+}
+
+/// What changed between two decisions, to journal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turn {
+    /// Parked now, or parked until a new time.
+    Parked(Parking),
+    /// The park of this kind ended: the work may go on.
+    Ended(PaceKind),
+}
+
+impl Parking {
+    /// Why a park ends, in the journal.
+    pub const ENDED: &'static str = "the window reset, or the pace allows more now";
+
+    /// Follows `parked` to `verdict`: what changed, if anything.
+    pub fn follow(parked: &mut Option<Parking>, verdict: Verdict) -> Option<Turn> {
+        match verdict {
+            Verdict::Park { until, kind, reason } => {
+                let moved = parked.as_ref().is_none_or(|p| p.until != until);
+                let now = Parking { until, kind, reason };
+                *parked = Some(now.clone());
+                moved.then_some(Turn::Parked(now))
+            }
+            Verdict::Go => parked.take().map(|p| Turn::Ended(p.kind)),
+        }
+    }
+}
+
 /// `at` (local time in `tz`) on the day of `t`, and the day before and after.
 fn mornings<Z: TimeZone>(t: DateTime<Utc>, at: NaiveTime, tz: &Z) -> Vec<DateTime<Utc>> {
     let day = t.with_timezone(tz).date_naive();

@@ -77,8 +77,8 @@ pub struct Machine {
     shown: Option<SessionState>,
     /// The plan's windows as the last iteration's harness reported them, for the pace.
     windows: Option<crate::usage::Sample>,
-    /// The pace parks new iterations until then.
-    paced: Option<(DateTime<Utc>, crate::limits::pace::PaceKind)>,
+    /// Where the pace parked new iterations.
+    paced: Option<crate::limits::pace::Parking>,
 }
 
 impl Machine {
@@ -166,7 +166,7 @@ impl Machine {
         }
         let wait = match &self.wait {
             // Parked by the pace until then.
-            Wait::None => self.paced.map(|(until, _)| until),
+            Wait::None => self.paced.as_ref().map(|p| p.until),
             Wait::Retry { until, .. } => Some(*until),
             Wait::Limit { until, next_probe, .. } => Some((*until).min(*next_probe)),
         };
@@ -615,28 +615,22 @@ impl Machine {
     /// Whether the pace parks the next iteration now, by the windows the last one reported; a new
     /// park and its end are journalled.
     fn parked_by_pace(&mut self, now: Now, fx: &mut Vec<Effect>) -> bool {
-        use crate::limits::pace::{decide, Verdict};
+        use crate::limits::pace::{decide, Parking, Turn, Verdict};
         let verdict = match &self.windows {
             Some(w) if !self.settings.pace.is_off() => decide(&self.settings.pace, w, now.wall, &chrono::Local),
             _ => Verdict::Go,
         };
-        match verdict {
-            Verdict::Park { until, kind, reason } => {
-                if self.paced.map(|p| p.0) != Some(until) {
-                    self.paced = Some((until, kind));
-                    self.emit(EventKind::Paced { until: Some(until), kind, reason: reason.clone() }, fx);
-                    self.show(SessionState::Idle, format!("parked {reason}"), fx);
-                }
-                true
-            }
-            Verdict::Go => {
-                if let Some((_, kind)) = self.paced.take() {
-                    let reason = "the window reset, or the pace allows more now".to_string();
-                    self.emit(EventKind::Paced { until: None, kind, reason }, fx);
-                }
-                false
+        if let Some(turn) = Parking::follow(&mut self.paced, verdict) {
+            let shown = match &turn {
+                Turn::Parked(p) => Some(format!("parked {}", p.reason)),
+                Turn::Ended(_) => None,
+            };
+            self.emit(turn.into(), fx);
+            if let Some(reason) = shown {
+                self.show(SessionState::Idle, reason, fx);
             }
         }
+        self.paced.is_some()
     }
 
     fn spawn(&mut self, run: Run, _now: Now, fx: &mut Vec<Effect>) {

@@ -120,7 +120,7 @@ impl Machine {
             lives: life::Lives::new(start.pid, now),
             screen: dialog::Screen::default(),
             cycles: cycles::Cycles::new(armed, start.held),
-            limits: limit::Watch::new(start.auto_resume, start.window_guard),
+            limits: limit::Watch::new(start.auto_resume, start.window_guard, start.pace),
             breakers: breakers::Breakers::default(),
             state: SessionState::Running,
             why: None,
@@ -134,7 +134,6 @@ impl Machine {
             canary: start.canary,
             commands: start.commands,
         };
-        m.limits.set_pace(start.pace);
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {
             let exclude = r.cycle.settings.own_files(m.agent.instructions_file());

@@ -91,26 +91,22 @@ pub(super) struct Watch {
     last_sample: Option<crate::usage::Sample>,
     /// After a wake, the usage is being read again: a pending resume waits for it until then.
     rereading: Option<Instant>,
-    /// The pace cycles keep, and where it parked them.
+    /// The pace cycles keep, where it parked them, and when the wall clock is looked at next
+    /// while parked.
     pace: crate::limits::pace::PaceSettings,
-    parked: Option<Parked>,
-}
-
-/// Cycles parked by the pace.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Parked {
-    pub until: DateTime<Utc>,
-    pub kind: crate::limits::pace::PaceKind,
-    pub reason: String,
-    /// When the wall clock is looked at next.
-    pub next_check: Instant,
+    parked: Option<crate::limits::pace::Parking>,
+    pace_check: Option<Instant>,
 }
 
 /// How often parked cycles look at the wall clock.
 const PACE_CHECK: Duration = Duration::from_secs(30);
 
 impl Watch {
-    pub(super) fn new(auto_resume: Option<resume::Settings>, guard: limits::WindowGuard) -> Self {
+    pub(super) fn new(
+        auto_resume: Option<resume::Settings>,
+        guard: limits::WindowGuard,
+        pace: crate::limits::pace::PaceSettings,
+    ) -> Self {
         Self {
             limit: Limit::Clear,
             auto_resume,
@@ -119,8 +115,9 @@ impl Watch {
             notice_held: None,
             last_sample: None,
             rereading: None,
-            pace: crate::limits::pace::PaceSettings::default(),
+            pace,
             parked: None,
+            pace_check: None,
         }
     }
 
@@ -137,7 +134,7 @@ impl Watch {
     }
 
     /// Where the pace parked the cycles, if it did.
-    pub(super) fn parked(&self) -> Option<&Parked> {
+    pub(super) fn parked(&self) -> Option<&crate::limits::pace::Parking> {
         self.parked.as_ref()
     }
 
@@ -145,13 +142,9 @@ impl Watch {
         self.pace
     }
 
-    pub(super) fn set_pace(&mut self, pace: crate::limits::pace::PaceSettings) {
-        self.pace = pace;
-    }
-
     /// When parked cycles look at the clock again.
     pub(super) fn pace_deadline(&self) -> Option<Instant> {
-        self.parked.as_ref().map(|p| p.next_check)
+        self.pace_check
     }
 
     /// When a notice held for the client's hook stands on its own.
@@ -367,31 +360,24 @@ impl Machine {
     /// Whether the pace parks the cycles now, by the latest sample: a new park, a park that moved
     /// and one that ended are journalled, and the cycles blocked or let go.
     pub(super) fn pace_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        use crate::limits::pace::{self, Verdict};
+        use crate::limits::pace::{self, Parking, Turn, Verdict};
         let verdict = match &self.limits.last_sample {
             Some(s) if !self.limits.pace.is_off() => pace::decide(&self.limits.pace, s, now.wall, &chrono::Local),
             _ => Verdict::Go,
         };
-        match (verdict, self.limits.parked.as_mut()) {
-            (Verdict::Park { until, kind, reason }, parked) => {
-                let next_check = now.mono + PACE_CHECK.min((until - now.wall).to_std().unwrap_or_default());
-                let moved = parked.as_ref().is_none_or(|p| p.until != until);
-                self.limits.parked = Some(Parked { until, kind, reason: reason.clone(), next_check });
-                if moved {
-                    self.because(format!("parked {reason}"));
-                    self.emit(EventKind::Paced { until: Some(until), kind, reason }, fx);
-                    self.refresh_blocker(now, fx);
-                }
-            }
-            (Verdict::Go, Some(p)) => {
-                let kind = p.kind;
-                self.limits.parked = None;
-                let reason = "the window reset, or the pace allows more now".to_string();
-                self.emit(EventKind::Paced { until: None, kind, reason }, fx);
-                self.refresh_blocker(now, fx);
-            }
-            (Verdict::Go, None) => {}
+        let turn = Parking::follow(&mut self.limits.parked, verdict);
+        // While parked, the wall clock is looked at every half minute and at the park's end.
+        self.limits.pace_check = self
+            .limits
+            .parked
+            .as_ref()
+            .map(|p| now.mono + PACE_CHECK.min((p.until - now.wall).to_std().unwrap_or_default()));
+        let Some(turn) = turn else { return };
+        if let Turn::Parked(p) = &turn {
+            self.because(format!("parked {}", p.reason));
         }
+        self.emit(turn.into(), fx);
+        self.refresh_blocker(now, fx);
     }
 
     /// What a sample's plan windows say: a window full until a reset pauses the session, or tells
