@@ -108,12 +108,7 @@ async fn apply(app: &AppHandle) {
     if keeper.is_none() {
         let sleep =
             nightshift::config::Config::load(state.paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default();
-        let made = tokio::task::spawn_blocking(move || NightKeeper::new(&sleep)).await;
-        let made = made.unwrap_or_else(|_| NightKeeper::holding_every_wait());
-        if let Some(why) = made.no_alarm() {
-            tracing::info!("long waits are held awake: {why}");
-        }
-        *keeper = Some(made);
+        *keeper = Some(NightKeeper::start(sleep).await);
     }
     let keeper = keeper.as_mut().expect("made above");
     let (wants, own) = wants(&state).await;

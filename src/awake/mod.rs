@@ -214,12 +214,10 @@ pub enum Night {
 /// `min_wait` away; if so the machine sleeps, with an alarm `lead` before the earliest. A wait
 /// whose time has passed (a wake that came late) holds: its action runs at once.
 pub fn night(wants: &[(String, Want)], now: DateTime<Utc>, s: &SleepSettings) -> Night {
-    let holding: Vec<&Want> = wants.iter().map(|(_, w)| w).filter(|w| w.hold).collect();
-    if holding.is_empty() {
+    if !wants.iter().any(|(_, w)| w.hold) {
         return Night::Free;
     }
-    let parked: Option<Vec<DateTime<Utc>>> = holding.iter().map(|w| w.parked_until).collect();
-    match parked.and_then(|dues| dues.into_iter().min()) {
+    match earliest_parked(wants) {
         Some(due) if s.can_wake && due - now >= s.min_wait && due - s.lead > now => {
             Night::Sleep { wake_at: due - s.lead, due }
         }
@@ -227,15 +225,20 @@ pub fn night(wants: &[(String, Want)], now: DateTime<Utc>, s: &SleepSettings) ->
     }
 }
 
+/// The earliest time everything that holds the machine is parked until; `None` when something
+/// holds it unparked, or nothing holds it.
+fn earliest_parked(wants: &[(String, Want)]) -> Option<DateTime<Utc>> {
+    let parked: Option<Vec<DateTime<Utc>>> =
+        wants.iter().filter(|(_, w)| w.hold).map(|(_, w)| w.parked_until).collect();
+    parked.and_then(|dues| dues.into_iter().min())
+}
+
 /// Whether an alarm set for `alarm` still stands at `now`: everything that holds the machine is
 /// still parked, and the earliest until the same time. Once the night chose to sleep through a
 /// wait, the wait growing short does not take the machine back (the alarm wakes it); something new
 /// that needs it, or sooner, does.
 pub fn alarm_stands(wants: &[(String, Want)], now: DateTime<Utc>, s: &SleepSettings, alarm: DateTime<Utc>) -> bool {
-    let holding: Vec<&Want> = wants.iter().map(|(_, w)| w).filter(|w| w.hold).collect();
-    let parked: Option<Vec<DateTime<Utc>>> = holding.iter().map(|w| w.parked_until).collect();
-    let earliest = parked.and_then(|dues| dues.into_iter().min());
-    s.can_wake && alarm > now && earliest.is_some_and(|due| due - s.lead == alarm)
+    s.can_wake && alarm > now && earliest_parked(wants).is_some_and(|due| due - s.lead == alarm)
 }
 
 /// For people: the machine sleeps through a wait, woken at `wake_at` for what is due at `due`.

@@ -529,12 +529,7 @@ where
             }
         }
     }
-    let mut keeper = tokio::task::spawn_blocking(move || NightKeeper::new(&sleep))
-        .await
-        .unwrap_or_else(|_| NightKeeper::holding_every_wait());
-    if let Some(why) = keeper.no_alarm() {
-        tracing::info!("long waits are held awake: {why}");
-    }
+    let mut keeper = NightKeeper::start(sleep).await;
     let supervisor = supervisor.clone();
     said(keeper.apply(&supervisor, &wants(), |_| true, &why).await, false);
     KeptAwake(tokio::spawn(async move {

@@ -57,12 +57,13 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
             used.push(kind);
         }
     }
-    let settings = Config::load(paths.config_dir.as_deref()).map(|c| c.sandbox).unwrap_or_default();
+    let config = Config::load(paths.config_dir.as_deref()).unwrap_or_default();
+    let settings = &config.sandbox;
     if used.contains(&AgentKind::Claude) {
-        checks.push(judge_sandbox(AgentKind::Claude, &settings, Os::claude_sandbox()));
+        checks.push(judge_sandbox(AgentKind::Claude, settings, Os::claude_sandbox()));
     }
     if let Some(bin) = codex_bin.filter(|_| settings.enabled) {
-        checks.push(judge_sandbox(AgentKind::Codex, &settings, codex_sandbox(&bin)));
+        checks.push(judge_sandbox(AgentKind::Codex, settings, codex_sandbox(&bin)));
     }
     checks.extend(state(paths, &cwds));
     for (i, cwd) in cwds.iter().enumerate() {
@@ -73,8 +74,7 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
     let on_battery = Os::on_battery();
     let lid = Os::lid_action(on_battery);
     checks.extend(judge_power(on_battery, lid.as_deref()));
-    let sleep = Config::load(paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default();
-    checks.push(super::judge_wake(&sleep, &crate::supervisor::awake::can_wake(), on_battery));
+    checks.push(super::judge_wake(&config.sleep, &crate::supervisor::awake::can_wake(), on_battery));
     checks.extend(slept(paths));
     Report::new(checks)
 }

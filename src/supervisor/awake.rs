@@ -33,9 +33,22 @@ pub struct NightKeeper {
 }
 
 impl NightKeeper {
-    /// A keeper by `config`, having asked whether a wake alarm can be set here (blocking: it runs
-    /// the helper once).
-    pub fn new(config: &SleepConfig) -> NightKeeper {
+    /// A keeper by `config`, having asked whether a wake alarm can be set here (off the async
+    /// threads: it runs the helper once), saying in the log when every wait will be held awake.
+    pub async fn start(config: SleepConfig) -> NightKeeper {
+        let keeper = tokio::task::spawn_blocking(move || NightKeeper::new(&config)).await;
+        let keeper = keeper.unwrap_or_else(|_| NightKeeper {
+            keeper: Keeper::default(),
+            no_alarm: Some("the check for a wake alarm failed".into()),
+            battery: None,
+        });
+        if let Some(why) = keeper.no_alarm() {
+            tracing::info!("long waits are held awake: {why}");
+        }
+        keeper
+    }
+
+    fn new(config: &SleepConfig) -> NightKeeper {
         let (helper, no_alarm) = if config.through_waits {
             match can_wake() {
                 Ok(helper) => (Some(helper), None),
@@ -46,11 +59,6 @@ impl NightKeeper {
         };
         let keeper = Keeper::sleeping_with(config.settings(helper.is_some()), helper);
         NightKeeper { keeper, no_alarm, battery: None }
-    }
-
-    /// A keeper that holds every wait awake, as before sleeping through waits was possible.
-    pub fn holding_every_wait() -> NightKeeper {
-        NightKeeper { keeper: Keeper::default(), no_alarm: None, battery: None }
     }
 
     pub fn keeper(&self) -> &Keeper {
@@ -74,16 +82,6 @@ impl NightKeeper {
                 self.battery = Some((Instant::now(), battery));
                 battery
             }
-        }
-    }
-
-    /// For people: what a night does with its waits here now.
-    pub async fn describe(&mut self) -> String {
-        let battery = self.on_battery().await;
-        let settings = self.keeper.settings(battery);
-        match self.no_alarm() {
-            Some(why) if !settings.can_wake => format!("every wait is held awake: {why}"),
-            _ => settings.describe(battery),
         }
     }
 
