@@ -10,7 +10,9 @@
 //! commits it), `mock:limit` (HTTP 429 with the
 //! unified rate-limit headers; like the real API, every request of that credential is then refused
 //! until the window resets, as `refused`), `mock:overload`
-//! (HTTP 529; `mock:overload:2`: for the first two requests of that prompt, then an answer). A tool result is answered with a short text. Every request is logged with when its
+//! (HTTP 529; `mock:overload:2`: for the first two requests of that prompt, then an answer),
+//! `mock:bash COMMAND` (a Bash call of the rest of the line), `mock:call TOOL {JSON}` (any tool
+//! with that input). A tool result is answered with a short text. Every request is logged with when its
 //! answer's last byte was sent, which is what detection latency is measured from.
 
 use std::convert::Infallible;
@@ -178,6 +180,13 @@ pub enum Scenario {
     Refused,
     /// The answer to a request for a handoff (Nightshift's, found by its words).
     Handoff,
+    /// A call of any tool with any input: `mock:bash COMMAND` (a Bash call running the rest of
+    /// the line) or `mock:call TOOL {JSON}` (TOOL called with that input), so a test can have the
+    /// agent do exactly what a hostile one would.
+    Call {
+        name: String,
+        input: Value,
+    },
 }
 
 /// What the mock answers Nightshift's request for a handoff.
@@ -205,6 +214,8 @@ impl Scenario {
             Self::Inside => "inside".into(),
             Self::Refused => "refused".into(),
             Self::Handoff => "handoff".into(),
+            Self::Call { name, .. } if name == "Bash" => "bash".into(),
+            Self::Call { .. } => "call".into(),
         }
     }
 }
@@ -212,6 +223,16 @@ impl Scenario {
 /// The scenario named by the last `mock:` marker in `text` (fast when there is none).
 pub fn scenario_for(text: &str) -> Scenario {
     let Some(pos) = text.rfind("mock:") else { return Scenario::Fast };
+    let rest = text[pos + 5..].lines().next().unwrap_or_default();
+    if let Some(command) = rest.strip_prefix("bash ") {
+        let input = json!({"command": command.trim(), "description": "Run what the test asked for"});
+        return Scenario::Call { name: "Bash".into(), input };
+    }
+    if let Some((name, input)) = rest.strip_prefix("call ").and_then(|r| r.trim().split_once(' ')) {
+        if let Ok(input) = serde_json::from_str::<Value>(input.trim()) {
+            return Scenario::Call { name: name.to_string(), input };
+        }
+    }
     let marker: String =
         text[pos + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '.').collect();
     let mut parts = marker.split(':');
@@ -542,6 +563,9 @@ async fn stream_answer(tx: &mpsc::Sender<Result<Bytes, Infallible>>, model: &str
                 "description": "Edit, add and delete files"}})),
         ),
         Scenario::Handoff => (vec![HANDOFF_ANSWER.to_string()], Duration::from_millis(20), None),
+        Scenario::Call { name, input } => {
+            (vec!["I'll do as asked.".into()], Duration::from_millis(20), Some(json!({"name": name, "input": input})))
+        }
         Scenario::Commit => (
             vec!["I'll do the next step and commit it.".into()],
             Duration::from_millis(20),
@@ -669,5 +693,29 @@ mod tests {
         assert_eq!(ids.len(), 1, "a new prompt beside an answered result asks anew");
         let scenarios: Vec<String> = api.messages().into_iter().map(|r| r.scenario).collect();
         assert_eq!(scenarios, ["question", "question", "after_tool", "perm"]);
+    }
+
+    #[test]
+    fn a_test_can_ask_for_any_command_or_tool_call() {
+        let bash = scenario_for("do it mock:bash sh -c 'git push --force origin main' && echo \"done\"");
+        assert_eq!(
+            bash,
+            Scenario::Call {
+                name: "Bash".into(),
+                input: json!({"command": "sh -c 'git push --force origin main' && echo \"done\"",
+                              "description": "Run what the test asked for"}),
+            }
+        );
+        let call = scenario_for(r#"mock:call WebFetch {"url": "http://127.0.0.9/x", "prompt": "read it"}"#);
+        assert_eq!(call.name(), "call");
+        assert_eq!(
+            call,
+            Scenario::Call {
+                name: "WebFetch".into(),
+                input: json!({"url": "http://127.0.0.9/x", "prompt": "read it"})
+            }
+        );
+        assert_eq!(scenario_for("mock:call WebFetch {not json"), Scenario::Fast, "a malformed call is a plain answer");
+        assert_eq!(scenario_for("mock:bash x mock:perm"), Scenario::Perm, "the last marker wins");
     }
 }
