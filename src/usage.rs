@@ -3,9 +3,14 @@
 //! Claude Code runs a statusLine command with a JSON status on stdin (on start and after turns, not
 //! per frame). For the sessions it runs, Nightshift passes `nightshift statusline` as that command
 //! with `claude --settings '<json>'` — nothing is written to any settings file — and the exporter
-//! forwards the JSON to the supervising process, then prints the user's own statusLine (found the way
-//! Claude Code finds it) or a compact line of its own. The supervisor turns the JSON into a
-//! [`Sample`] and journals it when it changed.
+//! forwards the JSON to the supervising process, then prints the user's own statusLine or a compact
+//! line of its own. The supervisor turns the JSON into a [`Sample`] and journals it when it changed.
+//!
+//! The user's statusLine is a command the exporter runs outside any sandbox, so it is never taken
+//! from a file the agent can write: it is read once per start, by the supervisor, from the scopes
+//! the client itself reads for that start ([`launch_statusline`]), and handed to the exporter in
+//! the session's environment ([`USER_STATUSLINE_ENV`]). A sandboxed session takes the user's own
+//! settings alone: its project's files are the agent's to write.
 
 pub mod codex;
 
@@ -19,6 +24,9 @@ use serde_json::Value;
 pub const CONTROL_ENV: &str = "NIGHTSHIFT_CONTROL";
 /// The session's secret for the exporter: only its own statusLine may report for it.
 pub const TOKEN_ENV: &str = "NIGHTSHIFT_TOKEN";
+/// The user's own statusLine command, as the supervisor read it when the session started; the
+/// exporter runs this and nothing else.
+pub const USER_STATUSLINE_ENV: &str = "NIGHTSHIFT_USER_STATUSLINE";
 
 /// One reading of a session's usage. Percentages are 0–100.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -212,18 +220,19 @@ pub fn sparkline(values: &[Option<f64>]) -> String {
         .collect()
 }
 
-/// The statusLine command of the user's own settings, found the way Claude Code looks: from `dir`
-/// upward `.claude/settings.local.json` then `.claude/settings.json`, then the user settings in
-/// `config_dir` (`CLAUDE_CONFIG_DIR`, or `~/.claude`). Nightshift's own exporter is skipped.
-pub fn user_statusline(dir: &Path, config_dir: Option<&Path>) -> Option<(String, PathBuf)> {
+/// The user's own statusLine command for a start of Claude Code in `cwd`, from the scopes the
+/// client reads for that start, nearest first: the project's `.claude/settings.local.json` and
+/// `.claude/settings.json` in `cwd` itself (never a folder above or below it), then the user's
+/// `settings.json` in `config_dir` (`CLAUDE_CONFIG_DIR`, or `~/.claude`). A `sandboxed` start takes
+/// the user's settings alone: the project's files are the agent's to write. Nightshift's own
+/// exporter is skipped.
+pub fn launch_statusline(cwd: &Path, config_dir: Option<&Path>, sandboxed: bool) -> Option<(String, PathBuf)> {
     let mut candidates = Vec::new();
-    for ancestor in dir.ancestors() {
-        candidates.push(ancestor.join(".claude/settings.local.json"));
-        candidates.push(ancestor.join(".claude/settings.json"));
+    if !sandboxed {
+        candidates.push(cwd.join(".claude/settings.local.json"));
+        candidates.push(cwd.join(".claude/settings.json"));
     }
-    if let Some(config) = config_dir {
-        candidates.push(config.join("settings.json"));
-    }
+    candidates.extend(config_dir.map(|config| config.join("settings.json")));
     candidates.into_iter().find_map(|path| {
         let text = std::fs::read_to_string(&path).ok()?;
         let v: Value = serde_json::from_str(&text).ok()?;
@@ -287,29 +296,35 @@ mod tests {
     }
 
     #[test]
-    fn finds_the_users_statusline_nearest_first_and_skips_ours() {
+    fn the_users_statusline_comes_from_the_scopes_of_the_start_and_never_from_a_folder_the_agent_chose() {
         let tmp = tempfile::tempdir().unwrap();
-        let project = tmp.path().join("project/sub");
-        std::fs::create_dir_all(project.join(".claude")).unwrap();
-        std::fs::create_dir_all(tmp.path().join("project/.claude")).unwrap();
-        let config = tmp.path().join("config");
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(config.join("settings.json"), r#"{"statusLine":{"type":"command","command":"user-level"}}"#)
+        let project = tmp.path().join("project");
+        let write = |path: &Path, command: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(
+                path,
+                serde_json::json!({"statusLine": {"type": "command", "command": command}}).to_string(),
+            )
             .unwrap();
-        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "user-level");
-        std::fs::write(
-            tmp.path().join("project/.claude/settings.json"),
-            r#"{"statusLine":{"command":"project-level"}}"#,
-        )
-        .unwrap();
-        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "project-level");
-        std::fs::write(
-            project.join(".claude/settings.local.json"),
-            r#"{"statusLine":{"command":"/x/nightshift statusline"}}"#,
-        )
-        .unwrap();
-        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "project-level", "our own exporter is skipped");
-        std::fs::write(project.join(".claude/settings.local.json"), r#"{"statusLine":{"command":"local"}}"#).unwrap();
-        assert_eq!(user_statusline(&project, Some(&config)).unwrap().0, "local");
+        };
+        let config = tmp.path().join("config");
+        write(&config.join("settings.json"), "user-level");
+        // Above and below the folder the client starts in: neither is a scope of that start.
+        write(&tmp.path().join(".claude/settings.json"), "above");
+        write(&project.join("sub/.claude/settings.local.json"), "below");
+        let found = |sandboxed| launch_statusline(&project, Some(&config), sandboxed).map(|(c, _)| c);
+        assert_eq!(found(false).as_deref(), Some("user-level"));
+        write(&project.join(".claude/settings.json"), "project-level");
+        assert_eq!(found(false).as_deref(), Some("project-level"));
+        write(&project.join(".claude/settings.local.json"), "/x/nightshift statusline");
+        assert_eq!(found(false).as_deref(), Some("project-level"), "our own exporter is skipped");
+        write(&project.join(".claude/settings.local.json"), "local");
+        assert_eq!(found(false).as_deref(), Some("local"));
+        assert_eq!(found(true).as_deref(), Some("user-level"), "a sandboxed start reads the user's own alone");
+        std::fs::remove_file(config.join("settings.json")).unwrap();
+        assert_eq!(found(true), None);
+        assert_eq!(launch_statusline(&project, None, true), None);
+        std::fs::write(project.join(".claude/settings.local.json"), "{not json").unwrap();
+        assert_eq!(found(false).as_deref(), Some("project-level"), "a file that does not parse is passed over");
     }
 }

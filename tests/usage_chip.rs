@@ -122,16 +122,20 @@ fn the_exporter_is_passed_on_the_command_line_and_reports_with_the_sessions_toke
 fn with_the_supervisor_gone_the_exporter_is_quick_and_prints_the_users_line() {
     let env = Env::new();
     let project = env.path("project");
+    // A settings file where the client says it is: the exporter never reads it, only the command
+    // the supervisor handed it as the session started.
+    let marker = env.path("the-file-ran");
     std::fs::create_dir_all(project.join(".claude")).unwrap();
     std::fs::write(
         project.join(".claude/settings.json"),
-        r#"{"statusLine": {"type": "command", "command": "printf 'MINE:'; head -c 14"}}"#,
+        serde_json::json!({"statusLine": {"command": format!("touch {}", marker.display())}}).to_string(),
     )
     .unwrap();
     let gone = vec![
         ("NIGHTSHIFT_CONTROL".to_string(), env.path("no-such.sock").display().to_string()),
         ("NIGHTSHIFT_TOKEN".to_string(), "f".repeat(32)),
         ("NIGHTSHIFT_SESSION".to_string(), "deadbeef".to_string()),
+        ("NIGHTSHIFT_USER_STATUSLINE".to_string(), "printf 'MINE:'; head -c 14".to_string()),
         ("HOME".to_string(), env.path("home").display().to_string()),
     ];
     let status = STATUS.replace("/home/dev/src/project/run/statusline/ws", project.to_str().unwrap());
@@ -139,6 +143,13 @@ fn with_the_supervisor_gone_the_exporter_is_quick_and_prints_the_users_line() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "MINE:{\"session_id\":", "the user's command, fed the same JSON");
     assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(!marker.exists(), "the exporter ran a command from a settings file");
+    // Without a command handed over, its own line: still nothing read from the folder.
+    let alone: Vec<(String, String)> =
+        gone.iter().filter(|(k, _)| k != "NIGHTSHIFT_USER_STATUSLINE").cloned().collect();
+    let (out, _) = exporter(&alone, status.as_bytes(), env.dir.path());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("5h 42%"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(!marker.exists(), "the exporter ran a command from a settings file");
 
     // A socket that accepts but never answers costs a few hundred milliseconds, no more.
     let sock = env.path("silent.sock");
@@ -167,14 +178,14 @@ async fn the_real_client_reports_the_plan_windows_and_the_users_files_stay_untou
     let usage =
         Usage { five_hour: 0.63, five_hour_reset: now + 7200, seven_day: 0.21, seven_day_reset: now + 3 * 86400 };
     mock.set_usage(usage.clone());
-    let run = ClaudeRun::start(&claude, &mock.base_url(), Options::default());
-    // The user's own statusLine, in the project's settings; the client must still show it.
-    std::fs::create_dir_all(run.workdir.join(".claude")).unwrap();
-    std::fs::write(
-        run.workdir.join(".claude/settings.json"),
-        r#"{"statusLine": {"type": "command", "command": "echo USER-STATUS-LINE"}}"#,
-    )
-    .unwrap();
+    // The user's own statusLine, in the project's settings as the session starts (an attended,
+    // unsandboxed one reads them as the client does); the client must still show it.
+    let mine = r#"{"statusLine": {"type": "command", "command": "echo USER-STATUS-LINE"}}"#;
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options { project: &[(".claude/settings.json", mine)], ..Options::default() },
+    );
     let config = run.env.path("claude-config");
     // User settings as the client itself leaves them (it migrates older ones on start), so any
     // change would be someone else's.

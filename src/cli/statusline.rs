@@ -2,9 +2,12 @@
 //! supervises (given with `claude --settings`, never written to a settings file).
 //!
 //! It forwards the status JSON to the supervising process (a few hundred milliseconds at most, and
-//! nothing at all when there is none) and prints the user's own statusLine — the command their
-//! settings name, run with the same input — or a compact line of its own. It never fails: whatever
-//! goes wrong, Claude Code still gets a status line.
+//! nothing at all when there is none) and prints the user's own statusLine — the command the
+//! supervisor read from the user's settings when the session started, handed over in the
+//! environment, run with the same input in the folder the session started in — or a compact line of
+//! its own. It reads no settings file itself: the folder the client reports is the agent's choice,
+//! and a command found there would run outside the agent's sandbox. It never fails: whatever goes
+//! wrong, Claude Code still gets a status line.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -32,16 +35,15 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let status: Option<Value> = serde_json::from_slice(&input).ok().filter(Value::is_object);
 
     let forward = status.clone().map(|status| std::thread::spawn(move || forward(status)));
+    // Where the session started (the client's project folder), not where the agent went since.
     let dir = status
         .as_ref()
-        .and_then(|s| s["workspace"]["current_dir"].as_str().or(s["cwd"].as_str()).map(PathBuf::from))
-        .or_else(|| std::env::current_dir().ok())
+        .and_then(|s| s["workspace"]["project_dir"].as_str().map(PathBuf::from))
+        .filter(|d| d.is_absolute() && d.is_dir())
         .unwrap_or_else(|| PathBuf::from("/"));
-    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().join(".claude")));
-    let line = match usage::user_statusline(&dir, config_dir.as_deref()) {
-        Some((command, _)) => run_user_command(&command, &input, &dir),
+    let user = std::env::var(usage::USER_STATUSLINE_ENV).ok().filter(|c| !c.trim().is_empty() && !usage::is_ours(c));
+    let line = match user {
+        Some(command) => run_user_command(&command, &input, &dir),
         None => own_line(&input),
     };
     let mut out = std::io::stdout().lock();
@@ -81,7 +83,7 @@ fn run_user_command(command: &str, input: &[u8], dir: &std::path::Path) -> Strin
     let child = Command::new("/bin/sh")
         .arg("-c")
         .arg(command)
-        .current_dir(if dir.is_dir() { dir } else { std::path::Path::new("/") })
+        .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -152,6 +152,17 @@ impl Supervisor {
             lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
             return;
         }
+        // The user's own statusLine, read now from the scopes this start's client reads (a
+        // sandboxed one's from the user's settings alone); the exporter runs it and nothing else.
+        let var = |key: &str| match env.iter().rev().find(|(k, _)| k == key) {
+            Some((_, v)) => Some(std::path::PathBuf::from(v)),
+            None => std::env::var_os(key).map(std::path::PathBuf::from),
+        };
+        let config_dir = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME").map(|home| home.join(".claude")));
+        env.retain(|(k, _)| k != usage::USER_STATUSLINE_ENV);
+        if let Some((command, _)) = usage::launch_statusline(&t.cwd, config_dir.as_deref(), t.sandbox.is_some()) {
+            env.push((usage::USER_STATUSLINE_ENV.to_string(), command));
+        }
         let cli = shell_words(&[cli_path.display().to_string()]);
         let mut ours = usage::settings(&format!("{cli} statusline"));
         if hooks {

@@ -71,6 +71,8 @@ pub struct Options<'a> {
     /// Other files of Nightshift's configuration directory (name, text), each its owner's alone
     /// (the phone's key).
     pub config_files: &'a [(&'a str, &'a str)],
+    /// A folder of the project to start in, instead of its top.
+    pub subdir: Option<&'a str>,
 }
 
 impl Default for Options<'_> {
@@ -87,6 +89,7 @@ impl Default for Options<'_> {
             project: &[],
             config: "",
             config_files: &[],
+            subdir: None,
         }
     }
 }
@@ -186,7 +189,9 @@ impl ClaudeRun {
         }
         if !opts.project.is_empty() {
             for (name, text) in opts.project {
-                std::fs::write(workdir.join(name), text).unwrap();
+                let path = workdir.join(name);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
             }
             super::git_in(&workdir, &["init", "-q"], false);
             super::git_in(&workdir, &["add", "-A"], false);
@@ -232,7 +237,7 @@ impl ClaudeRun {
             .arg("--")
             .arg(client)
             .args(opts.args)
-            .current_dir(&workdir)
+            .current_dir(opts.subdir.map_or_else(|| workdir.clone(), |sub| workdir.join(sub)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

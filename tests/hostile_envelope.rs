@@ -1,0 +1,162 @@
+//! A hostile agent against Nightshift's own envelope, on the real Claude Code client and the mock
+//! API: what the agent can write (a settings file, a repository it ships) must never decide what
+//! Nightshift runs outside the sandbox. Each case has a marker the agent's command would leave if
+//! it ran outside, and that marker must not appear; the user's own settings still work.
+
+use crate::{common, mock_api};
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::claude::{client, ClaudeRun, Options};
+use common::wait_for;
+use mock_api::MockApi;
+
+/// Whether the client's sandbox can run here; `make test` installs what it needs.
+fn sandbox_ready() -> bool {
+    match <nightshift::platform::Os as nightshift::platform::Sandboxes>::claude_sandbox() {
+        Ok(()) => true,
+        Err(why) => {
+            assert!(std::env::var_os("NIGHTSHIFT_REQUIRE_CLAUDE").is_none(), "the sandbox cannot run here: {why}");
+            false
+        }
+    }
+}
+
+/// A statusLine that, were it ever run, leaves `marker` behind.
+fn statusline_writing(marker: &Path) -> String {
+    serde_json::json!({"statusLine": {"type": "command", "command": format!("id -un > '{}'", marker.display())}})
+        .to_string()
+}
+
+/// The user's own statusLine: it counts its runs in `count` and prints `users-own-line`.
+fn users_statusline(count: &Path) -> String {
+    let command = format!("echo run >> '{}'; echo users-own-line", count.display());
+    serde_json::json!({"statusLine": {"type": "command", "command": command}}).to_string()
+}
+
+/// How many times the user's status line ran so far.
+fn runs(count: &Path) -> usize {
+    std::fs::read_to_string(count).map_or(0, |t| t.lines().count())
+}
+
+/// Waits until the client has run its status line `at_least` times, so anything the status line
+/// would run instead has had its chance to, or until `marker` shows it did.
+fn status_runs(count: &Path, at_least: usize, marker: &Path) {
+    wait_for("the status line to run", Duration::from_secs(60), || {
+        (runs(count) >= at_least || marker.exists()).then_some(())
+    });
+}
+
+/// What the session's screen shows now.
+fn screen(run: &ClaudeRun) -> String {
+    let out = run.cmd(&["screen", &run.session()]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn outside(run: &ClaudeRun, name: &str) -> PathBuf {
+    let dir = run.env.path("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// The agent writes a settings file with a statusLine in a folder of its own and `cd`s into it:
+/// the status line goes on showing the user's own, and the agent's command never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statusline_the_agent_writes_never_runs() {
+    let Some(claude) = client() else { return };
+    if !sandbox_ready() {
+        return;
+    }
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let counts = tempfile::tempdir().unwrap();
+    let count = counts.path().join("count");
+    let user = users_statusline(&count);
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &["--preset", "overnight", "--idle-timeout", "600", "--user-quiet", "0"],
+            args: &["Start. mock:fast"],
+            project: &[("README", "the project\n")],
+            client_settings: Some(&user),
+            ..Default::default()
+        },
+    );
+    let marker = outside(&run, "statusline-ran");
+    run.wait_state("idle", 0, Duration::from_secs(60));
+    wait_for("the user's own status line", Duration::from_secs(60), || {
+        screen(&run).contains("users-own-line").then_some(())
+    });
+    let before = runs(&count);
+    let settings = statusline_writing(&marker).replace('\'', "'\\''");
+    run.send(
+        &format!(
+            "mock:bash mkdir -p sub/.claude && printf '%s' '{settings}' > sub/.claude/settings.local.json && cd sub"
+        ),
+        true,
+    );
+    wait_for("the settings file written", Duration::from_secs(60), || {
+        run.workdir.join("sub/.claude/settings.local.json").exists().then_some(())
+    });
+    // The next turns run in `sub`, where the agent's settings file is.
+    // The client runs its status line again once the folder it reports changed.
+    status_runs(&count, before + 1, &marker);
+    let asked = mock.messages().len();
+    run.send("Carry on. mock:fast", true);
+    wait_for("the next turn", Duration::from_secs(60), || (mock.messages().len() > asked).then_some(()));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!marker.exists(), "the statusLine the agent wrote ran outside the sandbox");
+    assert!(screen(&run).contains("users-own-line"), "the user's own status line is still shown");
+}
+
+/// A repository that ships a statusLine in its own settings, started at its top and, with
+/// `--worktree`, in a subfolder of it: neither is run for a sandboxed session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statusline_a_repository_ships_never_runs_for_a_sandboxed_session() {
+    let Some(claude) = client() else { return };
+    if !sandbox_ready() {
+        return;
+    }
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let mut ran = Vec::new();
+    for worktree in [false, true] {
+        let marker_dir = tempfile::tempdir().unwrap();
+        let marker = marker_dir.path().join("statusline-ran");
+        let count = marker_dir.path().join("count");
+        let user = users_statusline(&count);
+        let shipped = statusline_writing(&marker);
+        let root = tempfile::tempdir().unwrap();
+        let config = format!("[worktree]\ndir = \"{}\"\n", root.path().display());
+        let mut run_args = vec!["--preset", "overnight", "--idle-timeout", "600", "--user-quiet", "0"];
+        if worktree {
+            run_args.extend(["--worktree", "night"]);
+        }
+        let run = ClaudeRun::start(
+            &claude,
+            &mock.base_url(),
+            Options {
+                run_args: &run_args,
+                args: &["Start. mock:fast"],
+                project: &[
+                    ("README", "the project\n"),
+                    (".claude/settings.json", &shipped),
+                    ("sub/.claude/settings.local.json", &shipped),
+                    ("sub/notes.txt", "a subfolder\n"),
+                ],
+                config: &config,
+                subdir: worktree.then_some("sub"),
+                client_settings: Some(&user),
+                ..Default::default()
+            },
+        );
+        // The client runs its status line as it starts, and again after a turn.
+        status_runs(&count, 1, &marker);
+        let asked = mock.messages().len();
+        run.send("Carry on. mock:fast", true);
+        wait_for("the next turn", Duration::from_secs(60), || (mock.messages().len() > asked).then_some(()));
+        std::thread::sleep(Duration::from_secs(2));
+        ran.push((if worktree { "a worktree from a subfolder" } else { "the repository's top" }, marker.exists()));
+    }
+    assert!(ran.iter().all(|(_, ran)| !ran), "the statusLine the repository ships ran: {ran:?}");
+}
