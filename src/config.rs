@@ -169,19 +169,40 @@ impl SandboxSettings {
         *self == SandboxSettings::default()
     }
 
-    /// The sandbox a start of `agent` running `program` gets, as [`Self::sandbox_for`] decides with
-    /// this machine's readiness: the sandbox is set on the agent's own command line, so a wrapper
-    /// (`bash -c …`) has none to set it on.
+    /// The sandbox a start of `agent` running `program` with the user's `args` gets, as
+    /// [`Self::sandbox_for`] decides with this machine's readiness. The sandbox is set on the
+    /// agent's own command line, so a wrapper (`npx claude`, `bash -c …`) or a renamed client has
+    /// none to set it on, and the user's own flags may turn it off (Codex's `--yolo`): such a start
+    /// of the claude or codex agent is refused where the sandbox is wanted, or, with
+    /// `allow_unsandboxed`, goes on with a note saying why it is not sandboxed.
     pub fn sandbox_for_command(
         &self,
         agent: AgentKind,
         program: &str,
+        args: &[String],
         asked: Option<bool>,
         unattended: bool,
     ) -> Result<(Option<crate::agent::Sandbox>, Option<String>), String> {
-        let own = if AgentKind::infer(program) == agent { agent } else { AgentKind::Generic };
-        let ready = <crate::platform::Os as crate::platform::Sandboxes>::claude_sandbox;
-        self.sandbox_for(own, asked, unattended, ready)
+        let wanted = asked.unwrap_or(self.enabled && unattended);
+        let own = AgentKind::infer(program) == agent;
+        let why_not = match agent {
+            AgentKind::Generic => None,
+            _ if !own => Some(format!(
+                "`{program}` is not the {agent} CLI itself, so its command line has no place for the sandbox"
+            )),
+            _ => crate::agent::turned_off(agent, args).map(|flag| format!("`{flag}` turns Codex's sandbox off")),
+        };
+        match why_not {
+            Some(why) if wanted && self.allow_unsandboxed => Ok((None, Some(format!("not sandboxed: {why}")))),
+            Some(why) if wanted => Err(format!(
+                "{why}, and this start must run sandboxed; run the {agent} CLI itself without that, or start without \
+                 the sandbox (--no-sandbox, or [sandbox] allow_unsandboxed = true in config.toml)"
+            )),
+            _ => {
+                let ready = <crate::platform::Os as crate::platform::Sandboxes>::claude_sandbox;
+                self.sandbox_for(if own { agent } else { AgentKind::Generic }, asked, unattended, ready)
+            }
+        }
     }
 
     /// The sandbox a start of `agent` gets: `asked` (`--sandbox`, `--no-sandbox`), else the
@@ -542,6 +563,48 @@ mod tests {
         assert!(!text.contains("sandbox"), "{text}");
         let read: Config = toml::from_str("[sandbox]\nnetwork = [\"crates.io\"]\n").unwrap();
         assert!(read.sandbox.enabled && read.sandbox.network == ["crates.io"]);
+    }
+
+    #[test]
+    fn a_start_whose_command_cannot_carry_the_sandbox_is_refused_unless_allowed() {
+        let on = SandboxSettings::default();
+        let lax = SandboxSettings { allow_unsandboxed: true, ..SandboxSettings::default() };
+        let words = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Claude through a wrapper or under another name: nothing to set the sandbox on.
+        for program in ["npx", "/opt/anthropic/claude-2.1", "bash"] {
+            let e = on.sandbox_for_command(AgentKind::Claude, program, &[], None, true).unwrap_err();
+            assert!(e.contains("not the claude CLI itself") && e.contains("allow_unsandboxed"), "{e}");
+            let (s, note) = lax.sandbox_for_command(AgentKind::Claude, program, &[], None, true).unwrap();
+            assert!(s.is_none() && note.unwrap().starts_with("not sandboxed: "), "{program}");
+        }
+        assert!(
+            on.sandbox_for_command(AgentKind::Claude, "npx", &[], None, false).unwrap() == (None, None),
+            "attended"
+        );
+        assert!(on.sandbox_for_command(AgentKind::Claude, "npx", &[], Some(false), true).unwrap() == (None, None));
+        // Codex's own flags that turn its sandbox off, in every spelling.
+        for flags in [
+            &["--dangerously-bypass-approvals-and-sandbox"][..],
+            &["--yolo"],
+            &["-s", "danger-full-access"],
+            &["--sandbox=danger-full-access"],
+            &["--sandbox", "danger-full-access"],
+            &["-c", "sandbox_mode=\"danger-full-access\""],
+            &["--config=sandbox_mode='danger-full-access'"],
+        ] {
+            let e = on.sandbox_for_command(AgentKind::Codex, "codex", &words(flags), None, true).unwrap_err();
+            assert!(
+                e.contains(flags.last().unwrap().split('=').next().unwrap()) && e.contains("allow_unsandboxed"),
+                "{e}"
+            );
+            let (s, note) = lax.sandbox_for_command(AgentKind::Codex, "codex", &words(flags), None, true).unwrap();
+            assert!(s.is_none() && note.unwrap().contains("turns Codex's sandbox off"), "{flags:?}");
+        }
+        // What keeps a sandbox is not cried wolf at.
+        for flags in [&["-s", "read-only"][..], &["--full-auto"], &["-m", "gpt-5", "fix the danger-full-access bug"]] {
+            let (s, note) = on.sandbox_for_command(AgentKind::Codex, "codex", &words(flags), None, true).unwrap();
+            assert!(s.is_some() && note.is_none(), "{flags:?}");
+        }
     }
 
     #[test]

@@ -201,6 +201,8 @@ pub enum HappeningKind {
     SalvagePreexisting,
     /// The agent's sandbox refused a command (a write outside its folders, a host not allowed).
     SandboxBlocked,
+    /// The session ran without the sandbox it would have had (`[sandbox] allow_unsandboxed`).
+    Unsandboxed,
     /// The pace parked the cycles for a stretch (a morning reserve, a weekly pace).
     Parked,
 }

@@ -160,3 +160,97 @@ async fn a_statusline_a_repository_ships_never_runs_for_a_sandboxed_session() {
     }
     assert!(ran.iter().all(|(_, ran)| !ran), "the statusLine the repository ships ran: {ran:?}");
 }
+
+/// The options a running session shows (the window's Session Options), asked of its process.
+async fn options(env: &common::Env, session: &str) -> nightshift::session::Options {
+    use nightshift::control::{self, Request, Response};
+    let row = nightshift::store::Store::open_reader(&env.state_dir().join("journal.sqlite3"))
+        .unwrap()
+        .find_session(session)
+        .unwrap();
+    let socket = control::owner_socket(&row).unwrap().to_path_buf();
+    match control::request(&socket, &Request::Options { session: session.into() }).await.unwrap() {
+        Response::Options(options) => *options,
+        other => panic!("options are answered with the options, not {other:?}"),
+    }
+}
+
+/// Codex given the flags that turn its sandbox off, under the overnight preset: refused at once in
+/// one line naming the flag; with `allow_unsandboxed` it starts, says so in its options, the
+/// journal and the morning, and works on (no crash loop from flags that fight ours).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_told_to_leave_its_sandbox_is_not_called_sandboxed() {
+    use common::codex::{client as codex_client, CodexRun, Options as CodexOptions};
+    let Some(codex) = codex_client() else { return };
+    let mock = crate::mock_responses::MockResponses::start().await.expect("the stand-in API starts");
+    let night = ["--preset", "overnight", "--idle-timeout", "600", "--user-quiet", "0"];
+    for flags in [&["--dangerously-bypass-approvals-and-sandbox"][..], &["--yolo"], &["-s", "danger-full-access"]] {
+        let mut args = flags.to_vec();
+        args.push("start mock:fast");
+        let mut run = CodexRun::start(
+            &codex,
+            &mock.base_url(),
+            CodexOptions { run_args: &night, args: &args, ..Default::default() },
+        );
+        let status = wait_for("the refusal", Duration::from_secs(20), || run.child.try_wait().unwrap());
+        let mut said = String::new();
+        std::io::Read::read_to_string(run.child.stderr.as_mut().unwrap(), &mut said).unwrap();
+        assert!(!status.success(), "{flags:?} started: {said}");
+        assert!(said.contains(flags[0]) && said.contains("allow_unsandboxed"), "{said}");
+        assert_eq!(said.trim().lines().count(), 1, "one line: {said}");
+        assert!(run.events().is_empty() && run.survivors().is_empty(), "nothing started for {flags:?}");
+    }
+
+    let mut run = CodexRun::start(
+        &codex,
+        &mock.base_url(),
+        CodexOptions {
+            run_args: &night,
+            args: &["--yolo", "start mock:fast"],
+            config: "[sandbox]\nallow_unsandboxed = true\n",
+            ..Default::default()
+        },
+    );
+    let session = run.session();
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
+    run.send("and on mock:fast", true);
+    run.wait_state("working", i + 1, Duration::from_secs(30));
+    let sandbox = options(&run.env, &session).await.sandbox;
+    assert_eq!(sandbox.as_deref(), Some("not sandboxed: `--yolo` turns Codex's sandbox off"), "the options say so");
+    let contract = run.events().into_iter().find(|e| e["event"] == "contract").unwrap();
+    assert_eq!(contract["contract"]["unsandboxed"], "not sandboxed: `--yolo` turns Codex's sandbox off");
+    let starts = run.events().iter().filter(|e| e["state"] == "running").count();
+    assert_eq!(starts, 1, "started once, no crash loop");
+    let out = run.nightshift(&["digest"]).stdout(std::process::Stdio::piped()).output().unwrap();
+    let digest = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(digest.contains("without its sandbox: not sandboxed: `--yolo`"), "{digest}");
+    run.stop();
+}
+
+/// Claude under another name, or through a wrapper, has no command line of its own to carry the
+/// sandbox: an overnight start is refused in one line, never run unsandboxed with a note.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renamed_or_wrapped_claude_is_refused_for_the_night() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let names = tempfile::tempdir().unwrap();
+    let renamed = names.path().join("claude-2.1");
+    std::os::unix::fs::symlink(&claude, &renamed).unwrap();
+    let wrapper = names.path().join("run-claude");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec '{}' \"$@\"\n", claude.display())).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for program in [&renamed, &wrapper] {
+        let mut run = ClaudeRun::start(
+            program,
+            &mock.base_url(),
+            Options { run_args: &["--preset", "overnight"], args: &["Start. mock:fast"], ..Default::default() },
+        );
+        let status = wait_for("the refusal", Duration::from_secs(20), || run.child.try_wait().unwrap());
+        let mut said = String::new();
+        std::io::Read::read_to_string(run.child.stderr.as_mut().unwrap(), &mut said).unwrap();
+        assert!(!status.success(), "{} started: {said}", program.display());
+        assert!(said.contains("is not the claude CLI itself") && said.contains("--no-sandbox"), "{said}");
+        assert!(run.events().is_empty(), "nothing started");
+    }
+    assert!(mock.messages().is_empty(), "no request reached the API");
+}

@@ -207,8 +207,10 @@ fn a_loop_keeps_the_work_its_iterations_left_uncommitted_when_it_ends() {
     std::fs::set_permissions(&harness, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let events = env.path("loop.jsonl");
     let before = state(&dir);
+    // A stand-in for the client has no sandbox of its own to run in.
     let out = env.output(&[
         "loop",
+        "--no-sandbox",
         "--program",
         harness.to_str().unwrap(),
         "--prompt",

@@ -246,7 +246,7 @@ fn a_loop_with_a_worktree_per_task_leaves_a_branch_for_each_and_a_clean_checkout
     let before = checkout(&repo);
     let events = env.path("loop.jsonl");
     let out = env
-        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "night"])
+        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "night"])
         .args(["--worktree-per-task", "--events", events.to_str().unwrap()])
         .current_dir(&repo)
         .output()
@@ -297,7 +297,7 @@ fn a_loop_with_one_worktree_works_every_task_on_its_branch_and_bad_starts_are_re
     let (repo, harness) = loop_project(&env, &["One", "Two"]);
     let before = checkout(&repo);
     let out = env
-        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
+        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
         .current_dir(&repo)
         .output()
         .unwrap();
@@ -312,7 +312,7 @@ fn a_loop_with_one_worktree_works_every_task_on_its_branch_and_bad_starts_are_re
 
     // A loop outside a repository, or one that cannot have its branch, is refused in one line.
     let taken = env
-        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
+        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
         .current_dir(&repo)
         .output()
         .unwrap();
@@ -322,7 +322,7 @@ fn a_loop_with_one_worktree_works_every_task_on_its_branch_and_bad_starts_are_re
     std::fs::create_dir_all(&plain).unwrap();
     std::fs::write(plain.join("TASKS.md"), "- [ ] x\n").unwrap();
     let refused = env
-        .cmd(&["loop", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree-per-task"])
+        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree-per-task"])
         .current_dir(&plain)
         .output()
         .unwrap();

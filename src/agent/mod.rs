@@ -7,7 +7,7 @@ pub mod canary;
 mod sandbox;
 
 pub use adapter::{Adapter, AdapterError, CycleCommands, Dialog, DialogKind, Overrides, Readings, Reply, Verdict};
-pub use sandbox::{sandbox_refused, Sandbox};
+pub use sandbox::{sandbox_refused, turned_off, Sandbox};
 
 use std::fmt;
 use std::path::Path;

@@ -51,14 +51,20 @@ impl Sandbox {
             theirs.iter().any(|a| flags.contains(&a.as_str()) || flags.iter().any(|f| a.starts_with(&format!("{f}="))))
         };
         let mut args = Vec::new();
-        if !chose(&["-s", "--sandbox", "--full-auto", "--dangerously-bypass-approvals-and-sandbox"]) {
+        if !chose(&["-s", "--sandbox", "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo"]) {
             args.extend(["--sandbox", "workspace-write"].map(String::from));
             for dir in &self.write {
                 args.extend(["--add-dir".to_string(), dir.display().to_string()]);
             }
         }
         if !headless
-            && !chose(&["-a", "--ask-for-approval", "--full-auto", "--dangerously-bypass-approvals-and-sandbox"])
+            && !chose(&[
+                "-a",
+                "--ask-for-approval",
+                "--full-auto",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--yolo",
+            ])
         {
             args.extend(["--ask-for-approval", "never"].map(String::from));
         }
@@ -81,6 +87,38 @@ impl Sandbox {
         };
         format!("sandboxed: commands run without prompts, write {write} and the client's own folders, {network}")
     }
+}
+
+/// The user's own argument that turns `agent`'s sandbox off, if any: Codex's
+/// `--dangerously-bypass-approvals-and-sandbox` or `--yolo`, a `danger-full-access` sandbox
+/// (`-s`, `--sandbox`, or `-c sandbox_mode=…`). Claude's sandbox is laid over the user's settings
+/// last, so no argument of theirs turns it off. Only flags count: a prompt that mentions one is a
+/// prompt.
+pub fn turned_off(agent: AgentKind, args: &[String]) -> Option<String> {
+    if agent != AgentKind::Codex {
+        return None;
+    }
+    let full = |value: &str| value.trim_matches(['"', '\'', ' ']) == "danger-full-access";
+    let mode = |kv: &str| kv.split_once('=').is_some_and(|(k, v)| k.trim() == "sandbox_mode" && full(v));
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let off = match arg.as_str() {
+            "--dangerously-bypass-approvals-and-sandbox" | "--yolo" => Some(arg.clone()),
+            "-s" | "--sandbox" => it.next().filter(|v| full(v)).map(|v| format!("{arg} {v}")),
+            "-c" | "--config" => it.next().filter(|v| mode(v)).map(|v| format!("{arg} {v}")),
+            // Whatever follows `--` is the prompt.
+            "--" => return None,
+            other => {
+                let set = other.strip_prefix("--sandbox=").or_else(|| other.strip_prefix("-s")).is_some_and(full)
+                    || other.strip_prefix("--config=").or_else(|| other.strip_prefix("-c")).is_some_and(mode);
+                set.then(|| arg.clone())
+            }
+        };
+        if off.is_some() {
+            return off;
+        }
+    }
+    None
 }
 
 /// Whether a failed command's words say the sandbox refused it (a write outside its folders, a

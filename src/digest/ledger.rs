@@ -382,6 +382,19 @@ impl Ledger {
                         }
                     }
                 }
+                EventKind::Contract { contract } if in_range => {
+                    if let crate::contract::Kind::Terminal(t) = &contract.kind {
+                        if let Some(why) = &t.unsandboxed {
+                            let once = format!("started at {} without its sandbox: {why}", hhmm(ev.ts));
+                            lines.note(
+                                HappeningKind::Unsandboxed,
+                                format!("ran without its sandbox: {why}"),
+                                once,
+                                ev.ts,
+                            );
+                        }
+                    }
+                }
                 EventKind::SandboxCommand { command, blocked, .. } if in_range => {
                     c.sandbox_commands += 1;
                     if *blocked {

@@ -155,7 +155,7 @@ impl LoopSpec {
         settings: &crate::config::SandboxSettings,
         asked: Option<bool>,
     ) -> Result<Option<String>, String> {
-        let (sandbox, note) = settings.sandbox_for_command(self.agent, &self.program, asked, true)?;
+        let (sandbox, note) = settings.sandbox_for_command(self.agent, &self.program, &self.args, asked, true)?;
         self.sandbox = sandbox;
         Ok(note)
     }

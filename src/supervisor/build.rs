@@ -238,7 +238,7 @@ pub fn build(
     if request.sandbox.is_some() || unattended {
         (spec.sandbox, spec.unsandboxed) = config()?
             .sandbox
-            .sandbox_for_command(agent, &spec.command.program, request.sandbox, unattended)
+            .sandbox_for_command(agent, &spec.command.program, &spec.command.args, request.sandbox, unattended)
             .map_err(BuildError::Sandbox)?;
     }
     Ok(spec)

@@ -91,7 +91,12 @@ impl Supervisor {
             spent: from.spent,
             since: Some(contract.started),
             handoff: from.handoff,
-            sandbox: t.sandbox.as_ref().map(|s| s.describe(agent)).or_else(|| t.unsandboxed.clone()),
+            // From the final command line: a flag that turns the sandbox off is said as such.
+            sandbox: match (&t.sandbox, crate::agent::turned_off(agent, &t.args)) {
+                (Some(_), Some(flag)) => Some(format!("not sandboxed: `{flag}` turns Codex's sandbox off")),
+                (Some(sandbox), None) => Some(sandbox.describe(agent)),
+                (None, _) => t.unsandboxed.clone(),
+            },
             canary: self.journal.path().and_then(|p| p.parent()).and_then(|state| {
                 crate::agent::canary::Standing::of(agent, &t.program, &t.cwd, state).map(|s| s.describe())
             }),

@@ -99,6 +99,8 @@ pub struct Options<'a> {
     /// Named Codex accounts: each a home of its own with its config.toml (the run's own home is
     /// the first), listed in Nightshift's config.toml as `[accounts.NAME] codex = "DIR"`.
     pub accounts: &'a [&'a str],
+    /// Nightshift's own `config.toml` (after the accounts' tables).
+    pub config: &'a str,
 }
 
 impl CodexRun {
@@ -132,9 +134,9 @@ impl CodexRun {
             };
             accounts.push_str(&format!("[accounts.{name}]\ncodex = \"{}\"\n", dir.display()));
         }
-        if !accounts.is_empty() {
+        if !accounts.is_empty() || !opts.config.is_empty() {
             std::fs::create_dir_all(env.path("config")).unwrap();
-            std::fs::write(env.path("config").join("config.toml"), accounts).unwrap();
+            std::fs::write(env.path("config").join("config.toml"), accounts + opts.config).unwrap();
         }
 
         let events = env.path("events.jsonl");
