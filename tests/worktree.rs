@@ -151,6 +151,87 @@ fn two_sessions_on_one_repository_commit_in_worktrees_of_their_own_and_the_check
     assert_eq!(git(&repo, &["rev-list", "--count", &format!("{base}..nightshift/two")]), "2", "its commits are kept");
 }
 
+/// The worktree of a session named `name` whose command commits once on its branch, and where it is.
+fn worktree_with_a_commit(env: &Env, repo: &Path, name: &str) -> PathBuf {
+    let made = commit_in_worktree(env, repo, name, 1);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    PathBuf::from(
+        git(repo, &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .find(|p| p.ends_with(&format!("/{name}")))
+            .expect("listed by git"),
+    )
+}
+
+/// Work committed on a detached HEAD in the worktree is at risk like any commit: the removal is
+/// refused, and forced it still leaves the commit reachable, saying where.
+#[test]
+fn a_commit_on_a_detached_head_in_the_worktree_is_never_dropped() {
+    let env = Env::new();
+    configure(&env);
+    let repo = users_repo(&env);
+    let wt = worktree_with_a_commit(&env, &repo, "loose");
+    // Its branch merged, so the branch alone would say there is nothing to lose.
+    git(&repo, &["stash", "-q", "--include-untracked"]);
+    git(&repo, &["merge", "-q", "--ff-only", "nightshift/loose"]);
+    git(&wt, &["checkout", "-q", "--detach"]);
+    std::fs::write(wt.join("loose.txt"), "on a detached HEAD\n").unwrap();
+    git(&wt, &["add", "loose.txt"]);
+    git(&wt, &["commit", "-qm", "Work on a detached HEAD"]);
+    let loose = git(&wt, &["rev-parse", "HEAD"]);
+
+    let refused = env.output(&["worktree", "remove", "loose"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success(),
+        "removed with a commit only its HEAD holds: {}",
+        String::from_utf8_lossy(&refused.stdout)
+    );
+    assert!(said.contains("1 commit(s) on its detached HEAD") && said.contains("--force"), "{said}");
+    assert!(wt.exists(), "nothing removed");
+
+    let forced = env.output(&["worktree", "remove", "loose", "--force"]);
+    assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
+    let told = String::from_utf8_lossy(&forced.stdout);
+    assert!(!wt.exists());
+    let kept = git(&repo, &["for-each-ref", "--format=%(refname)", "--points-at", &loose]);
+    assert!(!kept.is_empty(), "the commit is reachable from a ref: {told}");
+    assert!(told.contains(kept.lines().next().unwrap()), "and the user is told which: {told}");
+}
+
+/// A worktree whose state git cannot read (its index is corrupt) is at risk, never "nothing to
+/// lose"; and a removal of a clean, merged one does not force git.
+#[test]
+fn a_worktree_git_cannot_read_is_not_removed_without_force() {
+    let env = Env::new();
+    configure(&env);
+    let repo = users_repo(&env);
+    let wt = worktree_with_a_commit(&env, &repo, "broken");
+    git(&repo, &["stash", "-q", "--include-untracked"]);
+    git(&repo, &["merge", "-q", "--ff-only", "nightshift/broken"]);
+    let index = PathBuf::from(git(&wt, &["rev-parse", "--git-path", "index"]));
+    let index = if index.is_absolute() { index } else { wt.join(index) };
+    std::fs::write(&index, b"DIRC not an index at all").unwrap();
+    let refused = env.output(&["worktree", "remove", "broken"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success(),
+        "removed though git could not read it: {}",
+        String::from_utf8_lossy(&refused.stdout)
+    );
+    assert!(said.contains("could not be read") && said.contains("--force"), "{said}");
+    assert!(wt.exists(), "nothing removed");
+
+    // A clean, merged one goes, and a locked one stays locked: git is not forced past the lock.
+    let other = worktree_with_a_commit(&env, &repo, "locked");
+    git(&repo, &["merge", "-q", "--ff-only", "nightshift/locked"]);
+    git(&repo, &["worktree", "lock", other.to_str().unwrap()]);
+    let out = env.output(&["worktree", "remove", "locked"]);
+    assert!(!out.status.success() && other.exists(), "a locked worktree is not removed unless forced");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn a_start_that_cannot_have_its_worktree_is_refused_in_one_line_and_leaves_nothing() {
     let env = Env::new();
@@ -246,7 +327,16 @@ fn a_loop_with_a_worktree_per_task_leaves_a_branch_for_each_and_a_clean_checkout
     let before = checkout(&repo);
     let events = env.path("loop.jsonl");
     let out = env
-        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "night"])
+        .cmd(&[
+            "loop",
+            "--no-sandbox",
+            "--program",
+            harness.to_str().unwrap(),
+            "--tasks",
+            "TASKS.md",
+            "--worktree",
+            "night",
+        ])
         .args(["--worktree-per-task", "--events", events.to_str().unwrap()])
         .current_dir(&repo)
         .output()
@@ -297,7 +387,16 @@ fn a_loop_with_one_worktree_works_every_task_on_its_branch_and_bad_starts_are_re
     let (repo, harness) = loop_project(&env, &["One", "Two"]);
     let before = checkout(&repo);
     let out = env
-        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
+        .cmd(&[
+            "loop",
+            "--no-sandbox",
+            "--program",
+            harness.to_str().unwrap(),
+            "--tasks",
+            "TASKS.md",
+            "--worktree",
+            "all",
+        ])
         .current_dir(&repo)
         .output()
         .unwrap();
@@ -312,7 +411,16 @@ fn a_loop_with_one_worktree_works_every_task_on_its_branch_and_bad_starts_are_re
 
     // A loop outside a repository, or one that cannot have its branch, is refused in one line.
     let taken = env
-        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree", "all"])
+        .cmd(&[
+            "loop",
+            "--no-sandbox",
+            "--program",
+            harness.to_str().unwrap(),
+            "--tasks",
+            "TASKS.md",
+            "--worktree",
+            "all",
+        ])
         .current_dir(&repo)
         .output()
         .unwrap();
@@ -322,7 +430,15 @@ fn a_loop_with_one_worktree_works_every_task_on_its_branch_and_bad_starts_are_re
     std::fs::create_dir_all(&plain).unwrap();
     std::fs::write(plain.join("TASKS.md"), "- [ ] x\n").unwrap();
     let refused = env
-        .cmd(&["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--tasks", "TASKS.md", "--worktree-per-task"])
+        .cmd(&[
+            "loop",
+            "--no-sandbox",
+            "--program",
+            harness.to_str().unwrap(),
+            "--tasks",
+            "TASKS.md",
+            "--worktree-per-task",
+        ])
         .current_dir(&plain)
         .output()
         .unwrap();

@@ -87,8 +87,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             if let Some(reference) = removed.salvaged {
                 println!("Its uncommitted files are kept as {reference} (`nightshift salvage show {reference}`).");
             }
+            if let Some(reference) = removed.kept_head {
+                println!("The commits of its detached HEAD are kept as {reference} (`git log {reference}`).");
+            }
             if removed.branch_deleted {
-                println!("Its branch {} is deleted too: it held nothing that is not merged.", m.worktree.branch);
+                println!("Its branch {} is deleted too: every commit of it is held elsewhere.", m.worktree.branch);
             } else {
                 println!(
                     "Its branch {} is kept, with its commits (`git branch -D {}` deletes it).",

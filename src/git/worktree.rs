@@ -167,6 +167,14 @@ pub struct Standing {
     pub merged: bool,
     /// A remote branch holds its tip; `None` when the repository has no remote.
     pub pushed: Option<bool>,
+    /// Commits its HEAD holds that no branch, tag or remote branch does: work committed on a
+    /// detached HEAD, which the worktree's removal would leave unreachable.
+    #[serde(default)]
+    pub loose: u32,
+    /// What git could not tell about it (each a failed call, in its words): counted as at risk,
+    /// never as nothing to lose.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
 }
 
 impl Standing {
@@ -186,8 +194,14 @@ impl Standing {
             (_, Some(false)) => "not pushed".into(),
             (_, None) => "no remote".into(),
         });
+        if self.loose > 0 {
+            parts.push(format!("{} on its detached HEAD", self.loose));
+        }
         if self.uncommitted > 0 {
             parts.push(format!("{} uncommitted", self.uncommitted));
+        }
+        if !self.unreadable.is_empty() {
+            parts.push(format!("git could not read {}", self.unreadable.join("; ")));
         }
         if !self.present {
             parts.push("its folder is gone".into());
@@ -204,37 +218,57 @@ impl Standing {
         if self.ahead > 0 && !self.merged && self.pushed != Some(true) {
             lost.push(format!("{} commit(s) neither merged nor pushed", self.ahead));
         }
+        if self.loose > 0 {
+            lost.push(format!("{} commit(s) on its detached HEAD that no branch holds", self.loose));
+        }
+        if !self.unreadable.is_empty() {
+            lost.push(format!("work that could not be read ({})", self.unreadable.join("; ")));
+        }
         (!lost.is_empty()).then(|| lost.join(" and "))
     }
 }
 
-/// Where `w`'s work stands now.
+/// Where `w`'s work stands now. A git call that fails is said in [`Standing::unreadable`].
 pub fn standing(w: &Worktree) -> Standing {
+    let mut unreadable = Vec::new();
+    let mut read = |what: &str, result: Result<String, String>| match result {
+        Ok(out) => Some(out),
+        Err(why) => {
+            unreadable.push(format!("{what} ({why})"));
+            None
+        }
+    };
     let tip = git(&w.repo, &["rev-parse", "--verify", "--quiet", &format!("refs/heads/{}", w.branch)]).ok();
     let present = w.path.join(".git").exists();
-    let range = tip.as_ref().map(|t| format!("{}..{t}", w.base));
-    let ahead = range
-        .as_ref()
-        .and_then(|r| git(&w.repo, &["rev-list", "--count", r]).ok())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let count = |out: Option<String>| out.and_then(|n| n.trim().parse::<u32>().ok());
+    let ahead = match &tip {
+        Some(t) => {
+            count(read("its branch", git(&w.repo, &["rev-list", "--count", &format!("{}..{t}", w.base)]))).unwrap_or(0)
+        }
+        None => 0,
+    };
     let diffstat = tip
         .as_ref()
-        .and_then(|t| git(&w.repo, &["diff", "--shortstat", &w.base, t]).ok())
+        .and_then(|t| git(&w.repo, &["diff", "--no-ext-diff", "--no-textconv", "--shortstat", &w.base, t]).ok())
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    let uncommitted = if present {
-        git(&w.path, &["status", "--porcelain", "--untracked-files=all"]).map_or(0, |s| s.lines().count() as u32)
-    } else {
-        0
-    };
+    let (mut uncommitted, mut loose) = (0, 0);
+    if present {
+        uncommitted = read("its files", git(&w.path, &["status", "--porcelain", "--untracked-files=all"]))
+            .map_or(0, |s| s.lines().count() as u32);
+        if let Some(head) = read("its HEAD", git(&w.path, &["rev-parse", "--verify", "HEAD^{commit}"])) {
+            // What its HEAD holds that no ref the removal leaves in place does.
+            let args = ["rev-list", "--count", head.trim(), "--not", "--branches", "--tags", "--remotes"];
+            loose = count(read("the commits of its HEAD", git(&w.repo, &args))).unwrap_or(0);
+        }
+    }
     let merged = tip.as_ref().is_some_and(|t| git(&w.repo, &["merge-base", "--is-ancestor", t, "HEAD"]).is_ok());
-    let remotes = git(&w.repo, &["remote"]).unwrap_or_default();
+    let remotes = read("its remotes", git(&w.repo, &["remote"])).unwrap_or_default();
     let pushed = (!remotes.trim().is_empty()).then(|| {
         tip.as_ref()
             .is_some_and(|t| git(&w.repo, &["branch", "-r", "--contains", t]).is_ok_and(|s| !s.trim().is_empty()))
     });
-    Standing { present, ahead, diffstat, uncommitted, merged, pushed }
+    Standing { present, ahead, diffstat, uncommitted, merged, pushed, loose, unreadable }
 }
 
 /// What a removal did.
@@ -242,19 +276,28 @@ pub fn standing(w: &Worktree) -> Standing {
 pub struct Removed {
     /// The salvage ref that keeps its uncommitted files (a forced removal of a dirty worktree).
     pub salvaged: Option<String>,
-    /// Whether its branch went too (it was merged, or had nothing of its own); otherwise it is kept.
+    /// The ref that keeps the commits of its detached HEAD that no branch held (a forced removal).
+    pub kept_head: Option<String>,
+    /// Whether its branch went too (every commit of it is held by another ref); otherwise it is
+    /// kept.
     pub branch_deleted: bool,
 }
 
+/// Where the commits of worktree `name`'s detached HEAD are kept when it is removed.
+pub const KEPT_PREFIX: &str = "refs/nightshift/kept";
+
 /// Removes `w`: refused while it holds work that would be lost (uncommitted files, commits neither
-/// merged nor pushed) unless `force`; forced, its uncommitted files are kept under a salvage ref
-/// first, and a branch with commits of its own is kept. `session` names the salvage.
+/// merged nor pushed, commits only its detached HEAD holds, or a state git cannot read) unless
+/// `force`. Forced, its uncommitted files are kept under a salvage ref first and its HEAD's loose
+/// commits under [`KEPT_PREFIX`]; git itself is forced only then. Its branch goes only when every
+/// commit of it is held by another ref: a removal never leaves a commit unreachable. `session`
+/// names the salvage.
 pub fn remove(w: &Worktree, force: bool, session: &str) -> Result<Removed, String> {
     let s = standing(w);
     if let (Some(risk), false) = (s.at_risk(), force) {
         return Err(format!(
-            "{} holds {risk}; merge or push it first, or remove it anyway with --force (its uncommitted files are \
-             kept under a salvage ref, its branch is kept)",
+            "{} holds {risk}; merge or push it first, or remove it anyway with --force (its uncommitted files and \
+             commits are kept under refs, its branch is kept)",
             w.path.display()
         ));
     }
@@ -269,16 +312,53 @@ pub fn remove(w: &Worktree, force: bool, session: &str) -> Result<Removed, Strin
             }
         }
     }
+    let mut kept_head = None;
+    if s.present && (s.loose > 0 || !s.unreadable.is_empty()) {
+        if let Ok(head) = git(&w.path, &["rev-parse", "--verify", "HEAD^{commit}"]) {
+            kept_head = Some(keep_head(w, head.trim())?);
+        }
+    }
+    let path = w.path.display().to_string();
     if s.present {
-        git(&w.repo, &["worktree", "remove", "--force", &w.path.display().to_string()])?;
+        let mut args = vec!["worktree", "remove"];
+        if force {
+            args.push("--force");
+        }
+        args.push(&path);
+        git(&w.repo, &args).map_err(|e| format!("{} was not removed: {e}", w.path.display()))?;
     } else {
         let _ = git(&w.repo, &["worktree", "prune"]);
     }
-    let keep = s.ahead > 0 && !s.merged;
-    if !keep {
+    let held = held_elsewhere(w);
+    if held {
         git(&w.repo, &["branch", "-D", &w.branch])?;
     }
-    Ok(Removed { salvaged, branch_deleted: !keep })
+    Ok(Removed { salvaged, kept_head, branch_deleted: held })
+}
+
+/// Keeps `head` of `w` under a new ref of [`KEPT_PREFIX`], never moving one that exists.
+fn keep_head(w: &Worktree, head: &str) -> Result<String, String> {
+    let name = w.branch.trim_start_matches("nightshift/");
+    for n in 1..100 {
+        let reference = format!("{KEPT_PREFIX}/{name}/{n}");
+        // An empty old value: only if the ref does not exist yet.
+        if git(&w.repo, &["update-ref", "-m", "nightshift worktree remove", &reference, head, ""]).is_ok() {
+            return Ok(reference);
+        }
+    }
+    Err(format!("{} was not removed: its HEAD's commits could not be kept under {KEPT_PREFIX}", w.path.display()))
+}
+
+/// Whether every commit of `w`'s branch is held by another branch, a tag, a remote branch or the
+/// user's HEAD (so deleting the branch loses none); `false` when git cannot tell.
+fn held_elsewhere(w: &Worktree) -> bool {
+    let Ok(tip) = git(&w.repo, &["rev-parse", "--verify", "--quiet", &format!("refs/heads/{}", w.branch)]) else {
+        return false;
+    };
+    // `--exclude` before `--branches` takes the name below `refs/heads/`.
+    let exclude = format!("--exclude={}", w.branch);
+    let args = ["rev-list", "--count", tip.trim(), "--not", &exclude, "--branches", "--tags", "--remotes", "HEAD"];
+    git(&w.repo, &args).is_ok_and(|n| n.trim() == "0")
 }
 
 #[cfg(test)]
@@ -287,7 +367,7 @@ mod tests {
 
     fn standing(ahead: u32, uncommitted: u32, merged: bool, pushed: Option<bool>) -> Standing {
         let diffstat = if ahead > 0 { "1 file changed, 2 insertions(+)".into() } else { String::new() };
-        Standing { present: true, ahead, diffstat, uncommitted, merged, pushed }
+        Standing { present: true, ahead, diffstat, uncommitted, merged, pushed, loose: 0, unreadable: Vec::new() }
     }
 
     #[test]
@@ -305,6 +385,11 @@ mod tests {
             "2 commits, 1 file changed, 2 insertions(+), not pushed, 1 uncommitted"
         );
         assert_eq!(standing(1, 0, true, None).words(), "1 commit, 1 file changed, 2 insertions(+), merged");
+        let detached = Standing { loose: 1, ..standing(0, 0, false, None) };
+        assert_eq!(detached.at_risk().as_deref(), Some("1 commit(s) on its detached HEAD that no branch holds"));
+        let unread =
+            Standing { unreadable: vec!["its files (index file corrupt)".into()], ..standing(0, 0, true, None) };
+        assert_eq!(unread.at_risk().as_deref(), Some("work that could not be read (its files (index file corrupt))"));
     }
 
     #[test]
