@@ -463,6 +463,9 @@ pub enum EventKind {
         reason: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         preexisting: Vec<String>,
+        /// Files left out of the snapshot for their size (listed, not stored).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        too_big: Vec<crate::git::salvage::TooBig>,
     },
     /// Salvage found the uncommitted work of `repo` as the session's latest snapshot, `reference`,
     /// holds it: no new ref was made.

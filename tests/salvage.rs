@@ -300,3 +300,73 @@ fn an_unchanged_tree_makes_no_new_ref_and_the_users_own_file_is_named_as_such() 
     assert_eq!(ours["counts"]["salvages_unchanged"], 4);
     assert_eq!(ours["counts"]["restarts"], 4);
 }
+
+/// A repository the agent made in its folder, configured to run commands: salvage keeps its work
+/// when the agent is killed, and neither salvage, `salvage show` nor the digest runs any of them.
+#[test]
+fn a_repository_the_agent_made_runs_none_of_its_commands_outside_the_agent() {
+    let env = Env::new();
+    let dir = env.path("folder");
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = env.path("ran");
+    let touch = format!("touch {}", marker.display());
+    let script = format!(
+        "git init -q nested && cd nested && git -c user.name=a -c user.email=a@a commit -q --allow-empty -m start && \
+         git config filter.evil.clean '{touch}; cat' && git config filter.evil.process '{touch}' && \
+         git config diff.evil.textconv '{touch}; cat' && git config core.fsmonitor '{touch}' && \
+         git config core.hooksPath hooks && mkdir hooks && printf '#!/bin/sh\\n{touch}\\n' > hooks/reference-transaction && \
+         chmod +x hooks/reference-transaction && printf '* filter=evil diff=evil\\n' > .gitattributes && \
+         printf 'work\\n' > work.txt && echo changed; exec sleep 600"
+    );
+    let (mut child, events) = run_agent(&env, &dir, &script);
+    wait_for("the agent's repository", Duration::from_secs(10), || dir.join("nested/work.txt").exists().then_some(()));
+    kill_agent(&events);
+    child.wait().unwrap();
+    assert!(!marker.exists(), "salvage ran a command the agent's repository configured");
+    let all = read_events(&events);
+    let saved = all.iter().find(|e| e["event"] == "salvaged").unwrap_or_else(|| panic!("{all:#?}"));
+    let session = saved["session"].as_str().unwrap();
+    let shown = env.stdout(&["salvage", "show", session]);
+    assert!(shown.contains("+work"), "{shown}");
+    env.stdout(&["digest"]);
+    assert!(!marker.exists(), "a command the agent's repository configured ran outside the agent");
+}
+
+/// An agent that rewrites a 200 MB artifact every life: each salvage lists it as too big and keeps
+/// the rest, so the repository grows by the small files alone, not 200 MB a cycle.
+#[test]
+fn a_big_artifact_rewritten_every_life_is_listed_not_stored() {
+    let env = Env::new();
+    let dir = repo(&env);
+    let events = env.path("events.jsonl");
+    let script = "head -c 200000000 /dev/urandom > artifact.bin; echo \"life $RANDOM\" >> notes.txt; \
+                  echo changed; sleep 0.5; exit 3";
+    let mut child = env
+        .cmd(&["run", "--events", events.to_str().unwrap(), "--cwd", dir.to_str().unwrap(), "--respawn"])
+        .args(["--restart-backoff", "0.2", "--", "bash", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let saved = wait_for("three lives salvaged", Duration::from_secs(120), || {
+        let saved: Vec<serde_json::Value> =
+            read_events(&events).into_iter().filter(|e| e["event"] == "salvaged").collect();
+        (saved.len() >= 3).then_some(saved)
+    });
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    child.wait().unwrap();
+    for s in &saved {
+        assert_eq!(s["too_big"][0]["path"], "artifact.bin", "{s}");
+        assert_eq!(s["too_big"][0]["bytes"], 200_000_000, "{s}");
+    }
+    let objects = git(&dir, &["count-objects", "-v"]);
+    let kib: u64 = objects
+        .lines()
+        .filter_map(|l| l.strip_prefix("size: ").or_else(|| l.strip_prefix("size-pack: ")))
+        .map(|v| v.trim().parse::<u64>().unwrap())
+        .sum();
+    assert!(kib < 1024, "the repository grew by {kib} KiB: {objects}");
+    let listed = env.stdout(&["journal"]);
+    assert!(listed.contains("too big to keep, left as they are: artifact.bin (190.7 MB)"), "{listed}");
+}

@@ -511,7 +511,7 @@ impl Ledger {
                     );
                     lines.note(HappeningKind::JournalGap, key, once, *since);
                 }
-                EventKind::Salvaged { repo, reference, commit, files, bytes, reason, preexisting } => {
+                EventKind::Salvaged { repo, reference, commit, files, bytes, reason, preexisting, .. } => {
                     let tree = trees.get(commit).cloned();
                     let same = snapshots
                         .iter_mut()

@@ -138,7 +138,7 @@ impl EventKind {
                 worktree.branch,
                 task.as_deref().map(|t| format!(" for the task: {t}")).unwrap_or_default()
             ),
-            Self::Salvaged { repo, reference, files, bytes, reason, preexisting, .. } => {
+            Self::Salvaged { repo, reference, files, bytes, reason, preexisting, too_big, .. } => {
                 let mut text = format!(
                     "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
                      `nightshift salvage show` shows them",
@@ -149,6 +149,10 @@ impl EventKind {
                         "; there before the session began, untouched since: {}",
                         preexisting.join(", ")
                     ));
+                }
+                if !too_big.is_empty() {
+                    let big: Vec<String> = too_big.iter().map(ToString::to_string).collect();
+                    text.push_str(&format!("; too big to keep, left as they are: {}", big.join(", ")));
                 }
                 text
             }

@@ -67,23 +67,19 @@ fn git_tree(dir: &Path, exclude: &[String]) -> Option<String> {
         ("GIT_OBJECT_DIRECTORY", temp_objects.as_os_str()),
         ("GIT_ALTERNATE_OBJECT_DIRECTORIES", objects.as_os_str()),
     ];
-    let config = ["-c", "core.fsmonitor=false", "-c", "gc.auto=0", "-c", "core.hooksPath=/dev/null"];
     let hash = |copy_index: bool| -> Option<String> {
         if copy_index && index.exists() {
             std::fs::copy(&index, &temp_index).ok()?;
         } else {
             let _ = std::fs::remove_file(&temp_index);
         }
-        let add: Vec<&str> = config.iter().copied().chain(["add", "-A", "--", "."]).collect();
-        run(Path::new(toplevel), &add, &env)?;
+        run(Path::new(toplevel), &["add", "-A", "--", "."], &env)?;
         if !exclude.is_empty() {
-            let mut rm: Vec<&str> =
-                config.iter().copied().chain(["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"]).collect();
+            let mut rm = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
             rm.extend(exclude.iter().map(String::as_str));
             run(dir, &rm, &env)?;
         }
-        let tree: Vec<&str> = config.iter().copied().chain(["write-tree"]).collect();
-        run(dir, &tree, &env).map(|t| t.trim().to_string())
+        run(dir, &["write-tree"], &env).map(|t| t.trim().to_string())
     };
     // A copied index spares hashing every unchanged file again; an index git cannot use from
     // elsewhere (a split index) is done without.

@@ -3,14 +3,16 @@
 //! Only what is new: a tree the session's latest snapshot holds already makes no new ref.
 //!
 //! Built through a temporary index: the user's index, HEAD, branch, stash and files are untouched,
-//! no hook runs (`core.hooksPath=/dev/null`), nothing is signed, and a ref that exists is never
-//! overwritten. Only the new objects and the ref are written. Never during a rebase, merge,
-//! cherry-pick, revert or bisect, or with conflicts: the caller journals why instead.
+//! nothing the repository configures runs (no hook, filter, fsmonitor or diff driver: see
+//! [`super::output`]), nothing is signed, and a ref that exists is never overwritten. Only the new
+//! objects and the ref are written. A file over [`Limits::max_file`] is listed, not stored (a
+//! rewritten 500 MB artifact must not add 500 MB a cycle), and a snapshot that takes longer than
+//! [`Limits::time`] is given up, saying so (a hung git must not hold the session's end). Never
+//! during a rebase, merge, cherry-pick, revert or bisect, or with conflicts: the caller journals
+//! why instead.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -19,18 +21,20 @@ use super::run;
 /// Where salvage refs live.
 pub const REF_PREFIX: &str = "refs/nightshift/salvage";
 
-const CONFIG: [&str; 10] = [
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "gc.auto=0",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "commit.gpgSign=false",
-    "-c",
-    "maintenance.auto=false",
-];
+/// How much one snapshot may store and how long it may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A file bigger than this is listed as too big, not stored.
+    pub max_file: u64,
+    /// Past this the snapshot is given up.
+    pub time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_file: 32 << 20, time: Duration::from_secs(120) }
+    }
+}
 
 /// The identity of salvage commits (the user may have none configured).
 const IDENTITY: [(&str, &str); 4] = [
@@ -58,17 +62,32 @@ pub struct Snapshot {
     pub bytes: u64,
 }
 
+/// A file left out of a snapshot for its size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TooBig {
+    pub path: String,
+    pub bytes: u64,
+}
+
+impl std::fmt::Display for TooBig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.path, crate::units::bytes(self.bytes))
+    }
+}
+
 /// What a salvage attempt did in one repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// A new snapshot; `preexisting` are the paths it holds that were there, as they are, before
     /// the session began (older than its start), so the user's own files are not taken for the
-    /// agent's work.
-    Saved { snapshot: Snapshot, preexisting: Vec<String> },
+    /// agent's work; `too_big` the files left out for their size.
+    Saved { snapshot: Snapshot, preexisting: Vec<String>, too_big: Vec<TooBig> },
     /// The uncommitted work is the session's latest snapshot's, as it was: no new ref.
     Unchanged { reference: String, commit: String },
     /// Nothing uncommitted.
     Clean,
+    /// Nothing uncommitted but files too big to keep.
+    TooBig(Vec<TooBig>),
     /// Not now: a rebase, merge, cherry-pick, revert or bisect, or conflicts; or git failed.
     Refused(String),
 }
@@ -127,67 +146,114 @@ pub fn in_progress(dir: &Path) -> Option<Option<&'static str>> {
     )
 }
 
-fn git(repo: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Option<String> {
-    let all: Vec<&str> = CONFIG.iter().copied().chain(args.iter().copied()).collect();
-    let mut env: Vec<(&str, &std::ffi::OsStr)> = env.to_vec();
-    env.extend(IDENTITY.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
-    run(repo, &all, &env)
+/// The git calls of one snapshot: each given up at the snapshot's deadline, with its words.
+struct Run<'a> {
+    repo: &'a Path,
+    until: Instant,
+    limits: Limits,
+}
+
+impl Run<'_> {
+    fn git(&self, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<String, String> {
+        let mut env: Vec<(&str, &std::ffi::OsStr)> = env.to_vec();
+        env.extend(IDENTITY.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
+        super::output_until(self.repo, args, &env, None, self.until).map_err(|e| self.why(&e, args))
+    }
+
+    /// What to say of a failed call: that the snapshot ran out of time, or what failed.
+    fn why(&self, said: &str, args: &[&str]) -> String {
+        if Instant::now() >= self.until {
+            return format!("gave up after {} s ({said})", self.limits.time.as_secs());
+        }
+        format!("git {} failed ({said})", args.first().copied().unwrap_or_default())
+    }
 }
 
 /// Keeps the uncommitted work of `repo` (tracked changes and untracked files that are not ignored)
 /// as the next snapshot of `session`, unless the session's latest snapshot holds that very tree.
 /// `began`: when the session began, to tell the files that were there before it.
 pub fn snapshot(repo: &Path, session: &str, message: &str, began: Option<SystemTime>) -> Outcome {
+    snapshot_within(repo, session, message, began, Limits::default())
+}
+
+/// [`snapshot`] within `limits`.
+pub fn snapshot_within(
+    repo: &Path,
+    session: &str,
+    message: &str,
+    began: Option<SystemTime>,
+    limits: Limits,
+) -> Outcome {
+    let run = Run { repo, until: Instant::now() + limits.time, limits };
+    match taken(&run, session, message, began) {
+        Ok(outcome) => outcome,
+        Err(why) => Outcome::Refused(why),
+    }
+}
+
+fn taken(run: &Run<'_>, session: &str, message: &str, began: Option<SystemTime>) -> Result<Outcome, String> {
+    let repo = run.repo;
     if let Some(op) = operation(repo) {
-        return Outcome::Refused(format!("a {op} is in progress"));
+        return Ok(Outcome::Refused(format!("a {op} is in progress")));
     }
-    if run(repo, &["ls-files", "-u"], &[]).is_some_and(|u| !u.trim().is_empty()) {
-        return Outcome::Refused("the working tree has unresolved conflicts".into());
+    if !run.git(&["ls-files", "-u"], &[])?.trim().is_empty() {
+        return Ok(Outcome::Refused("the working tree has unresolved conflicts".into()));
     }
-    let head = run(repo, &["rev-parse", "--verify", "-q", "HEAD"], &[]).map(|h| h.trim().to_string());
+    let head = run.git(&["rev-parse", "--verify", "-q", "HEAD"], &[]).ok().map(|h| h.trim().to_string());
     let Ok(scratch) = tempfile::Builder::new().prefix("nightshift-salvage-").tempdir() else {
-        return Outcome::Refused("no temporary directory for the index".into());
+        return Ok(Outcome::Refused("no temporary directory for the index".into()));
     };
     let index = scratch.path().join("index");
     let env = [("GIT_INDEX_FILE", index.as_os_str())];
     if let Some(head) = &head {
-        if git(repo, &["read-tree", head], &env).is_none() {
-            return Outcome::Refused("git read-tree failed".into());
+        run.git(&["read-tree", head], &env)?;
+    }
+    // What would be stored, file by file: those over the limit are left out by name.
+    let mut too_big = Vec::new();
+    let listed = run.git(&["ls-files", "-z", "--others", "--modified", "--exclude-standard"], &env)?;
+    for path in listed.split('\0').filter(|p| !p.is_empty()) {
+        let size = std::fs::symlink_metadata(repo.join(path)).map(|m| m.len()).unwrap_or(0);
+        if size > run.limits.max_file && !too_big.iter().any(|b: &TooBig| b.path == path) {
+            too_big.push(TooBig { path: path.to_string(), bytes: size });
         }
     }
-    if git(repo, &["add", "-A", "--", "."], &env).is_none() {
-        return Outcome::Refused("git add failed (into a temporary index)".into());
+    let mut pathspecs = String::from(".\0");
+    for big in &too_big {
+        pathspecs.push_str(&format!(":(exclude,literal){}\0", big.path));
     }
-    let Some(tree) = git(repo, &["write-tree"], &env).map(|t| t.trim().to_string()) else {
-        return Outcome::Refused("git write-tree failed".into());
-    };
-    let head_tree = head.as_ref().and_then(|h| run(repo, &["rev-parse", &format!("{h}^{{tree}}")], &[]));
+    let spec_file = scratch.path().join("pathspecs");
+    std::fs::write(&spec_file, pathspecs).map_err(|e| format!("cannot write the pathspecs: {e}"))?;
+    let from = format!("--pathspec-from-file={}", spec_file.display());
+    run.git(&["add", "-A", "--pathspec-file-nul", &from], &env)?;
+    let tree = run.git(&["write-tree"], &env)?.trim().to_string();
+    let head_tree = head.as_ref().and_then(|h| run.git(&["rev-parse", &format!("{h}^{{tree}}")], &[]).ok());
     if head_tree.as_deref().map(str::trim) == Some(tree.as_str()) {
-        return Outcome::Clean;
+        return Ok(if too_big.is_empty() { Outcome::Clean } else { Outcome::TooBig(too_big) });
     }
-    let taken = kept(repo, session);
+    let taken = kept(run, session);
     if let Some(latest) = taken.last().filter(|k| k.tree == tree) {
-        return Outcome::Unchanged { reference: latest.reference.clone(), commit: latest.commit.clone() };
+        return Ok(Outcome::Unchanged { reference: latest.reference.clone(), commit: latest.commit.clone() });
     }
     let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
     if let Some(head) = &head {
         args.extend(["-p", head.as_str()]);
     }
-    let Some(commit) = git(repo, &args, &[]).map(|c| c.trim().to_string()) else {
-        return Outcome::Refused("git commit-tree failed".into());
-    };
-    // The next number; `create` fails rather than move a ref that exists.
+    let commit = run.git(&args, &[])?.trim().to_string();
+    // The next number; an empty old value makes git refuse to move a ref that exists.
     let next = taken.last().map_or(0, |k| k.n) + 1;
     for n in next..next + 100 {
         let reference = format!("{REF_PREFIX}/{session}/{n}");
-        if create_ref(repo, &reference, &commit) {
+        if run.git(&["update-ref", "-m", "nightshift salvage", &reference, &commit, ""], &[]).is_ok() {
             let (files, bytes) = changes(repo, head.as_deref(), &commit);
             let preexisting = began.map(|b| untouched_since(repo, &files, b)).unwrap_or_default();
             let snapshot = Snapshot { repo: repo.to_path_buf(), reference, commit, files, bytes };
-            return Outcome::Saved { snapshot, preexisting };
+            return Ok(Outcome::Saved { snapshot, preexisting, too_big });
+        }
+        if Instant::now() >= run.until {
+            break;
         }
     }
-    Outcome::Refused("git update-ref failed".into())
+    Err(run.why("update-ref refused every number", &["update-ref"]))
 }
 
 /// A snapshot's ref as `for-each-ref` lists it.
@@ -198,10 +264,10 @@ struct Kept {
     tree: String,
 }
 
-/// The session's snapshots in `repo`, by number (one git call, no diffs).
-fn kept(repo: &Path, session: &str) -> Vec<Kept> {
+/// The session's snapshots in the repository, by number (one git call, no diffs).
+fn kept(run: &Run<'_>, session: &str) -> Vec<Kept> {
     let prefix = format!("{REF_PREFIX}/{session}/");
-    let out = run(repo, &["for-each-ref", "--format=%(refname)%09%(objectname)%09%(tree)", &prefix], &[]);
+    let out = run.git(&["for-each-ref", "--format=%(refname)%09%(objectname)%09%(tree)", &prefix], &[]);
     let mut kept: Vec<Kept> = out
         .unwrap_or_default()
         .lines()
@@ -243,22 +309,6 @@ pub fn trees(repo: &Path, commits: &[&str]) -> Vec<Option<String>> {
         }
     }
     args.iter().map(|a| run(repo, &["rev-parse", "--verify", "-q", a], &[]).map(|t| t.trim().to_string())).collect()
-}
-
-fn create_ref(repo: &Path, reference: &str, commit: &str) -> bool {
-    let child = Command::new("git")
-        .args(["update-ref", "--stdin", "-m", "nightshift salvage"])
-        .current_dir(repo)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else { return false };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = writeln!(stdin, "create {reference} {commit}");
-    }
-    child.wait().is_ok_and(|s| s.success())
 }
 
 /// The paths `commit` changes from `base`, and the size of what it adds or modifies.
@@ -345,37 +395,24 @@ pub fn restore_to_worktree(repo: &Path, reference: &str) -> Result<(), String> {
     }
     let parent = run(repo, &["rev-parse", "--verify", "-q", &format!("{reference}^")], &[]);
     let base = parent.as_deref().map(str::trim).unwrap_or("4b825dc642cb6eb9a060e54bf8d69288fbee4904");
-    let patch = Command::new("git")
-        .args(["diff", "--binary", base, reference])
-        .current_dir(repo)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| e.to_string())?;
-    let mut apply = Command::new("git")
-        .args(["apply", "--whitespace=nowarn", "-"])
-        .current_dir(repo)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    if let Some(mut stdin) = apply.stdin.take() {
-        stdin.write_all(&patch.stdout).map_err(|e| e.to_string())?;
+    let patch = super::output(repo, &["diff", "--binary", base, reference], &[])?;
+    match super::output_until(repo, &["apply", "--whitespace=nowarn", "-"], &[], Some(patch.as_bytes()), far()) {
+        Ok(_) => Ok(()),
+        Err(said) => Err(format!(
+            "the snapshot does not apply to this commit ({said}); restore it onto a new branch with --branch NAME"
+        )),
     }
-    let out = apply.wait_with_output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the snapshot does not apply to this commit ({}); restore it onto a new branch with --branch NAME",
-            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("git apply failed")
-        ))
-    }
+}
+
+/// The deadline of a call the user waits for.
+fn far() -> Instant {
+    Instant::now() + super::DEFAULT_LIMIT
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
@@ -390,7 +427,7 @@ mod tests {
 
     fn saved(outcome: Outcome) -> (String, Vec<String>) {
         match outcome {
-            Outcome::Saved { snapshot, preexisting } => (snapshot.reference, preexisting),
+            Outcome::Saved { snapshot, preexisting, .. } => (snapshot.reference, preexisting),
             other => panic!("not saved: {other:?}"),
         }
     }
@@ -420,6 +457,93 @@ mod tests {
         assert_eq!(saved(snapshot(repo, "s2", "m", None)).0, "refs/nightshift/salvage/s2/1");
         let listed = git(repo, &["for-each-ref", "--format=%(refname)", REF_PREFIX]);
         assert_eq!(listed.lines().count(), 4, "{listed}");
+    }
+
+    /// A repository whose config and attributes name a filter, an fsmonitor and diff drivers that
+    /// would each leave `marker`: the agent writes such config as easily as any file.
+    fn hostile_repo(repo: &Path, marker: &Path) {
+        git(repo, &["init", "-q"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+        let touch = format!("touch '{}'", marker.display());
+        for (key, value) in [
+            ("filter.evil.clean", format!("{touch}; cat")),
+            ("filter.evil.smudge", format!("{touch}; cat")),
+            ("filter.evil.process", touch.clone()),
+            ("filter.evil.required", "true".to_string()),
+            ("filter.x.y.clean", format!("{touch}; cat")),
+            ("diff.evil.textconv", format!("{touch}; cat")),
+            ("diff.evil.command", touch.clone()),
+            ("diff.external", touch.clone()),
+            ("core.fsmonitor", touch.clone()),
+            ("core.hooksPath", repo.join("hooks").display().to_string()),
+        ] {
+            git(repo, &["config", key, &value]);
+        }
+        std::fs::create_dir_all(repo.join("hooks")).unwrap();
+        for hook in ["reference-transaction", "post-commit", "post-index-change"] {
+            let path = repo.join("hooks").join(hook);
+            std::fs::write(&path, format!("#!/bin/sh\n{touch}\n")).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(repo.join(".gitattributes"), "* filter=evil diff=evil\n*.y filter=x.y\n").unwrap();
+    }
+
+    #[test]
+    fn nothing_the_repository_configures_runs_while_its_work_is_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, marker) = (tmp.path().join("repo"), tmp.path().join("ran"));
+        std::fs::create_dir_all(&repo).unwrap();
+        hostile_repo(&repo, &marker);
+        std::fs::write(repo.join("work.txt"), "the agent's work\n").unwrap();
+        std::fs::write(repo.join("more.y"), "more\n").unwrap();
+        let (reference, _) = saved(snapshot(&repo, "s1", "m", None));
+        assert!(!marker.exists(), "a command the repository configured ran");
+        assert_eq!(git(&repo, &["cat-file", "-p", &format!("{reference}:work.txt")]), "the agent's work\n");
+        assert!(list(&repo, Some("s1"))[0].files.iter().any(|c| c.path == "work.txt"));
+        show(&repo, &reference).unwrap();
+        assert!(!marker.exists(), "a diff driver ran for `salvage show`");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_listed_and_not_stored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        std::fs::write(repo.join("model.bin"), &big).unwrap();
+        std::fs::write(repo.join("notes.txt"), "small\n").unwrap();
+        let limits = Limits { max_file: 1 << 20, ..Limits::default() };
+        let Outcome::Saved { snapshot, too_big, .. } = snapshot_within(repo, "s1", "m", None, limits) else {
+            panic!("the small file is kept")
+        };
+        assert_eq!(snapshot.files.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["notes.txt"]);
+        assert_eq!(too_big, [TooBig { path: "model.bin".into(), bytes: 3_000_000 }]);
+        let stored = git(repo, &["count-objects", "-v"]);
+        let size_kib: u64 = stored.lines().find_map(|l| l.strip_prefix("size: ")).unwrap().trim().parse().unwrap();
+        assert!(size_kib < 100, "the big file went into the objects: {stored}");
+    }
+
+    #[test]
+    fn a_git_that_hangs_is_given_up_on_in_time_saying_so() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q"]);
+        git(repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+        std::fs::write(repo.join("work.txt"), "work\n").unwrap();
+        // git opens this to read it, and a FIFO with no writer blocks the open for ever.
+        nix::unistd::mkfifo(&repo.join(".git/objects/info/alternates"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let started = std::time::Instant::now();
+        let outcome = snapshot_within(
+            repo,
+            "s1",
+            "m",
+            None,
+            Limits { time: std::time::Duration::from_secs(2), ..Limits::default() },
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+        let Outcome::Refused(why) = outcome else { panic!("{outcome:?}") };
+        assert!(why.starts_with("gave up after 2 s"), "{why}");
     }
 
     #[test]

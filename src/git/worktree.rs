@@ -9,8 +9,8 @@
 //! it with `nightshift worktree remove`, which refuses to lose work unless forced, and keeps the
 //! uncommitted files under a salvage ref first even then.
 //!
-//! Every git call here runs without hooks (`core.hooksPath` to an empty place): a post-checkout hook
-//! of the user's would run unattended otherwise.
+//! Every git call here runs as all of Nightshift's do ([`super::output`]): without hooks (a
+//! post-checkout hook of the user's would run unattended otherwise), filters or fsmonitor.
 
 use std::path::{Path, PathBuf};
 
@@ -65,10 +65,9 @@ pub enum WorktreeError {
     Git(String),
 }
 
-/// Runs git in `dir` without the user's hooks; its output, or what it said on failure.
+/// Runs git in `dir`; its output, or what it said on failure.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let all: Vec<&str> = ["-c", "core.hooksPath=/dev/null"].into_iter().chain(args.iter().copied()).collect();
-    super::output(dir, &all, &[]).map(|out| out.trim_end().to_string())
+    super::output(dir, args, &[]).map(|out| out.trim_end().to_string())
 }
 
 /// Where the worktrees of the repository at `top` live under `root`: one folder per repository,
@@ -249,7 +248,7 @@ pub fn standing(w: &Worktree) -> Standing {
     };
     let diffstat = tip
         .as_ref()
-        .and_then(|t| git(&w.repo, &["diff", "--no-ext-diff", "--no-textconv", "--shortstat", &w.base, t]).ok())
+        .and_then(|t| git(&w.repo, &["diff", "--shortstat", &w.base, t]).ok())
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     let (mut uncommitted, mut loose) = (0, 0);
@@ -307,6 +306,14 @@ pub fn remove(w: &Worktree, force: bool, session: &str) -> Result<Removed, Strin
             super::salvage::Outcome::Saved { snapshot, .. } => salvaged = Some(snapshot.reference),
             super::salvage::Outcome::Unchanged { reference, .. } => salvaged = Some(reference),
             super::salvage::Outcome::Clean => {}
+            super::salvage::Outcome::TooBig(files) => {
+                let big: Vec<String> = files.iter().map(ToString::to_string).collect();
+                return Err(format!(
+                    "{} was not removed: its uncommitted {} too big to keep under a salvage ref; move or commit them first",
+                    w.path.display(),
+                    if big.len() == 1 { format!("file {} is", big[0]) } else { format!("files {} are", big.join(", ")) }
+                ));
+            }
             super::salvage::Outcome::Refused(why) => {
                 return Err(format!("{} was not removed: its work could not be kept first ({why})", w.path.display()))
             }

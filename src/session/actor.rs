@@ -669,7 +669,7 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
         let shown = repo.display().to_string();
         let reason = reason.to_string();
         match salvage::snapshot(&repo, session.as_str(), &message, began) {
-            Outcome::Saved { snapshot: s, preexisting } => {
+            Outcome::Saved { snapshot: s, preexisting, too_big } => {
                 journal.emit(
                     session,
                     EventKind::Salvaged {
@@ -680,6 +680,7 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
                         bytes: s.bytes,
                         reason,
                         preexisting,
+                        too_big,
                     },
                 );
             }
@@ -687,6 +688,11 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
                 journal.emit(session, EventKind::SalvageUnchanged { repo: shown, reference, reason });
             }
             Outcome::Clean => {}
+            Outcome::TooBig(files) => {
+                let big: Vec<String> = files.iter().map(ToString::to_string).collect();
+                let why = format!("only files too big to keep are uncommitted: {}", big.join(", "));
+                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason });
+            }
             Outcome::Refused(why) => {
                 journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason });
             }
