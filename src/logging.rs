@@ -5,10 +5,9 @@
 //! names only. Colour on stderr only for a terminal, and never with `NO_COLOR`.
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tracing_appender::non_blocking::WorkerGuard;
-use tracing_appender::rolling::{Builder, Rotation};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -34,6 +33,67 @@ pub enum Stderr {
     OnlyWhenAsked,
 }
 
+/// Log files kept, one a day.
+const LOG_DAYS: usize = 7;
+
+/// The log file of the day (UTC), `nightshift.YYYY-MM-DD.log`, readable by this user alone: the
+/// log says what the agents did. A new day opens a new file and drops the oldest past
+/// [`LOG_DAYS`].
+#[derive(Debug)]
+struct DailyFile {
+    dir: PathBuf,
+    day: String,
+    file: std::fs::File,
+}
+
+impl DailyFile {
+    fn open(dir: &Path) -> Result<Self, String> {
+        let day = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        let file = Self::file(dir, &day).map_err(|e| e.to_string())?;
+        Ok(Self { dir: dir.to_path_buf(), day, file })
+    }
+
+    fn file(dir: &Path, day: &str) -> std::io::Result<std::fs::File> {
+        crate::paths::private_append(&dir.join(format!("nightshift.{day}.log")))
+    }
+
+    fn prune(&self) {
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("nightshift.") && n.ends_with(".log"))
+            })
+            .collect();
+        logs.sort();
+        let excess = logs.len().saturating_sub(LOG_DAYS);
+        for old in &logs[..excess] {
+            let _ = std::fs::remove_file(old);
+        }
+    }
+}
+
+impl std::io::Write for DailyFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let day = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        if day != self.day {
+            if let Ok(file) = Self::file(&self.dir, &day) {
+                (self.file, self.day) = (file, day);
+                self.prune();
+            }
+        }
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Keeps the file writer flushing; hold it for the life of the process.
 #[derive(Debug)]
 pub struct LogGuard(#[allow(dead_code)] Option<WorkerGuard>);
@@ -56,15 +116,7 @@ pub fn init(log_dir: &Path, stderr: Stderr) -> LogGuard {
             .with_filter(filter("warn"))
     });
     let (file_layer, guard, file_error) =
-        match crate::paths::ensure_dir(log_dir).map_err(|e| e.to_string()).and_then(|()| {
-            Builder::new()
-                .rotation(Rotation::DAILY)
-                .filename_prefix("nightshift")
-                .filename_suffix("log")
-                .max_log_files(7)
-                .build(log_dir)
-                .map_err(|e| e.to_string())
-        }) {
+        match crate::paths::ensure_dir(log_dir).map_err(|e| e.to_string()).and_then(|()| DailyFile::open(log_dir)) {
             Ok(appender) => {
                 // The writer's queue is allocated (and touched) whole up front: 128,000 lines by
                 // default, 4 MB in every process. A few thousand lines is plenty for an info log;

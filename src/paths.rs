@@ -50,6 +50,30 @@ impl Paths {
         Ok(Self { state_dir, runtime_dir, config_dir: Self::config_dir() })
     }
 
+    /// Closes the state and configuration folders to other users, and the data folder's own
+    /// (not the worktrees' files, which are the user's project): what an older build, a copy or a
+    /// hand made open. A long-lived process (a run, a loop, restore, the app) does it as it starts.
+    pub fn tighten(&self) {
+        let mut changed = tighten(&self.state_dir, &[]);
+        if let Some(config) = &self.config_dir {
+            changed += tighten(config, &[]);
+        }
+        if let Some(data) = directories::ProjectDirs::from("", "", "nightshift").map(|d| d.data_dir().to_path_buf()) {
+            let worktrees = data.join("worktrees");
+            changed += tighten(&data, std::slice::from_ref(&worktrees));
+            let repos = std::fs::read_dir(&worktrees).into_iter().flatten().flatten().map(|e| e.path());
+            for dir in std::iter::once(worktrees.clone()).chain(repos) {
+                let open = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir() && m.mode() & 0o077 != 0);
+                if open && std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).is_ok() {
+                    changed += 1;
+                }
+            }
+        }
+        if changed > 0 {
+            tracing::info!("closed {changed} of Nightshift's files and folders to other users");
+        }
+    }
+
     /// The SQLite journal.
     pub fn journal(&self) -> PathBuf {
         self.state_dir.join("journal.sqlite3")
@@ -112,6 +136,64 @@ pub fn ensure_dir(path: &Path) -> Result<(), PathsError> {
         .mode(0o700)
         .create(path)
         .map_err(|source| PathsError::Create { path: path.to_path_buf(), source })
+}
+
+/// Creates `path` (and any folder above it that is missing) for this user alone.
+pub fn private_dirs(path: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(path)
+}
+
+/// Opens `path` for writing from its start, readable by this user alone (an existing file is
+/// closed to others too).
+pub fn private_file(path: &Path) -> io::Result<std::fs::File> {
+    open_private(path, false)
+}
+
+/// Opens `path` to append to it, readable by this user alone.
+pub fn private_append(path: &Path) -> io::Result<std::fs::File> {
+    open_private(path, true)
+}
+
+fn open_private(path: &Path, append: bool) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file =
+        std::fs::OpenOptions::new().write(true).create(true).append(append).truncate(!append).mode(0o600).open(path)?;
+    if file.metadata()?.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
+/// Writes `bytes` to `path`, readable by this user alone.
+pub fn write_private(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+    use std::io::Write as _;
+    private_file(path)?.write_all(bytes.as_ref())
+}
+
+/// Closes everything under `root` to other users: folders 0700, files 0600 (nothing followed
+/// through a link, `skip` and what is under it left as it is). What could not be changed is
+/// counted and logged, never an error: the night goes on.
+pub fn tighten(root: &Path, skip: &[PathBuf]) -> usize {
+    let mut changed = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&at) else { continue };
+        let mine = meta.uid() == nix::unistd::geteuid().as_raw();
+        if meta.file_type().is_symlink() || skip.iter().any(|s| s == &at) || !mine {
+            continue;
+        }
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        if meta.mode() & 0o077 != 0 {
+            match std::fs::set_permissions(&at, std::fs::Permissions::from_mode(want)) {
+                Ok(()) => changed += 1,
+                Err(e) => tracing::warn!("cannot close {} to other users: {e}", at.display()),
+            }
+        }
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&at).into_iter().flatten().flatten().map(|e| e.path()));
+        }
+    }
+    changed
 }
 
 /// Creates a directory that only this user may enter, or checks that an existing one is ours and

@@ -92,7 +92,7 @@ impl Recorder {
     pub fn start(state_dir: &Path, session: &str, cols: u16, rows: u16, cap: u64) -> Option<Self> {
         prune(state_dir, KEEP_DAYS, SystemTime::now());
         let dir = dir(state_dir, session);
-        if let Err(e) = std::fs::create_dir_all(&dir) {
+        if let Err(e) = crate::paths::private_dirs(&dir) {
             tracing::warn!("cannot record the session in {}: {e}", dir.display());
             return None;
         }
@@ -100,7 +100,7 @@ impl Recorder {
         let written = earlier.iter().filter_map(|(_, p)| std::fs::metadata(p).ok()).map(|m| m.len()).sum::<u64>();
         let n = earlier.last().map_or(1, |(n, _)| n + 1);
         let path = life_file(state_dir, session, n);
-        let file = match std::fs::File::create(&path) {
+        let file = match crate::paths::private_file(&path) {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!("cannot record the session in {}: {e}", path.display());

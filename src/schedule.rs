@@ -327,11 +327,7 @@ pub fn start_elsewhere(
     failed: impl FnOnce(String) + Send + 'static,
 ) -> Result<(), String> {
     let mut cmd = relaunch(cli, session, launch).ok_or_else(|| "its command line is empty".to_string())?;
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+    let out = crate::paths::private_append(log).map_err(|e| format!("cannot open {}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     use std::os::unix::process::CommandExt;
     cmd.env(crate::paths::STATE_DIR_ENV, state_dir).stdout(out).stderr(err).process_group(0);

@@ -254,3 +254,73 @@ async fn a_renamed_or_wrapped_claude_is_refused_for_the_night() {
     }
     assert!(mock.messages().is_empty(), "no request reached the API");
 }
+
+/// Every folder and file Nightshift keeps after a night is its user's alone: made so, and an open
+/// one an older build left is closed as the next run starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_and_config_folders_are_the_users_alone_after_a_night() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &["--respawn", "--idle-timeout", "600"],
+            args: &["Start. mock:fast"],
+            config: "[sandbox]\nenabled = false\n",
+            config_files: &[("guard.toml", "disable = []\n")],
+            ..Default::default()
+        },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
+    run.send("Carry on. mock:fast", true);
+    run.wait_state("idle", i + 1, Duration::from_secs(60));
+    let run = run_stopped(run);
+
+    // As an older build would have left them, open to everyone; the next run closes them as it
+    // starts.
+    let state = run.env.state_dir();
+    let config = run.env.path("config");
+    let old = state.join("handoffs/old-session");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("latest.md"), "an old handoff\n").unwrap();
+    for (path, mode) in [
+        (state.clone(), 0o755),
+        (state.join("handoffs"), 0o755),
+        (old.clone(), 0o777),
+        (old.join("latest.md"), 0o644),
+        (config.join("config.toml"), 0o644),
+        (config.clone(), 0o755),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let next = run.cmd(&["run", "--", "true"]).output().unwrap();
+    assert!(next.status.success(), "{}", String::from_utf8_lossy(&next.stderr));
+
+    let mut open = Vec::new();
+    let mut seen = 0;
+    let mut stack = vec![state.clone(), config.clone()];
+    while let Some(at) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&at) else { continue };
+        seen += 1;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            open.push(format!("{} {mode:o}", at.display()));
+        }
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&at).into_iter().flatten().flatten().map(|e| e.path()));
+        }
+    }
+    assert!(seen > 10, "the night left its journal, logs and recordings ({seen} entries)");
+    assert!(state.join("recordings").exists() && state.join("logs").exists(), "recordings and logs were kept");
+    assert!(open.is_empty(), "open to other users:\n{}", open.join("\n"));
+}
+
+/// Ends a run as the user's Ctrl-C would, and waits for it.
+fn run_stopped(mut run: ClaudeRun) -> ClaudeRun {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(run.child.id() as i32), nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    wait_for("the run to end", Duration::from_secs(30), || run.child.try_wait().unwrap());
+    run
+}

@@ -166,6 +166,7 @@ fn fail(message: String) -> ! {
 pub fn run() {
     let paths = Paths::resolve(None).unwrap_or_else(|e| fail(e.to_string()));
     let _log = logging::init(&paths.log_dir(), Stderr::On);
+    paths.tighten();
     let store = Store::open(&paths.journal()).unwrap_or_else(|e| fail(e.to_string()));
     let switches = match Config::load(paths.config_dir.as_deref()) {
         Ok(config) => config.notifications,

@@ -61,10 +61,10 @@ impl Results {
     pub fn save(&self, state_dir: &Path) -> std::io::Result<()> {
         let path = Self::path(state_dir);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            crate::paths::private_dirs(dir)?;
         }
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(self).map_err(std::io::Error::other)?)?;
+        crate::paths::write_private(&tmp, serde_json::to_string_pretty(self).map_err(std::io::Error::other)?)?;
         std::fs::rename(tmp, path)
     }
 

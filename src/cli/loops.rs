@@ -137,9 +137,10 @@ fn leave_marker(state_dir: Option<PathBuf>, marker: Marker, session: Option<Stri
         None => global_marker(&paths.state_dir, marker),
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        nightshift::paths::private_dirs(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    std::fs::write(&path, b"").with_context(|| format!("cannot write the marker {}", path.display()))?;
+    nightshift::paths::write_private(&path, b"")
+        .with_context(|| format!("cannot write the marker {}", path.display()))?;
     let what = match (marker, &session) {
         (Marker::Stop, Some(_)) => "it ends after its current iteration",
         (Marker::Halt, Some(_)) => "it ends now",
@@ -154,6 +155,7 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
     let (paths, store) = super::open_store(state_dir)?;
     // A loop logs as `run` does: a tasks file it cannot write, a retry, are said, not kept quiet.
     let _log = nightshift::logging::init(&paths.log_dir(), nightshift::logging::Stderr::On);
+    paths.tighten();
     let here = std::env::current_dir().context("cannot read the current directory")?;
     let mut cwd = args.cwd.clone();
     if let Some(file) = &args.projects {

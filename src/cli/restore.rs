@@ -33,6 +33,7 @@ pub struct Args {
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(state_dir)?;
     let _log = logging::init(&paths.log_dir(), Stderr::On);
+    paths.tighten();
     let store = Store::open(&paths.journal())?;
     let row = args.session.as_deref().map(|prefix| store.find_session(prefix)).transpose()?;
     let events = super::run::open_events(args.events.as_deref())?;

@@ -144,6 +144,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let passthrough = std::io::stdin().is_terminal();
     let paths = Paths::resolve(state_dir)?;
     let _log = logging::init(&paths.log_dir(), if passthrough { Stderr::OnlyWhenAsked } else { Stderr::On });
+    paths.tighten();
     if !(args.stop_grace.is_finite() && args.stop_grace >= 0.0) {
         anyhow::bail!("--stop-grace must be a number of seconds, not {}", args.stop_grace);
     }
@@ -417,10 +418,7 @@ fn detach(state_dir: Option<PathBuf>, args: &Args) -> anyhow::Result<ExitCode> {
         let at = argv.iter().position(|a| a == "run").map_or(0, |i| i + 1);
         argv.splice(at..at, [std::ffi::OsString::from("--events"), events.clone().into_os_string()]);
     }
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(paths.log_dir().join("detached.log"))
+    let log = nightshift::paths::private_append(&paths.log_dir().join("detached.log"))
         .or_else(|_| std::fs::File::create("/dev/null"))?;
     let mut child = std::process::Command::new("setsid")
         .arg(std::env::current_exe()?)

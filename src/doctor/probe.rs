@@ -20,7 +20,7 @@ const LIMIT: Duration = Duration::from_secs(25);
 pub fn run(adapter: &Adapter, bin: &Path, args: &[String], dir: &Path) -> (ProbeRead, Option<PathBuf>) {
     let scratch = dir.join("probe");
     let _ = std::fs::remove_dir_all(&scratch);
-    if let Err(e) = std::fs::create_dir_all(&scratch) {
+    if let Err(e) = crate::paths::private_dirs(&scratch) {
         return (ProbeRead::NoScreen { why: format!("cannot make {}: {e}", scratch.display()) }, None);
     }
     let spec = CommandSpec {
@@ -43,8 +43,9 @@ pub fn run(adapter: &Adapter, bin: &Path, args: &[String], dir: &Path) -> (Probe
         Ok(Err(e)) => (ProbeRead::NoScreen { why: format!("no runtime for the probe: {e}") }, String::new()),
         Err(_) => (ProbeRead::NoScreen { why: "the probe failed".into() }, String::new()),
     };
-    let kept =
-        (!text.is_empty()).then(|| dir.join(format!("probe-{kind}.txt"))).filter(|f| std::fs::write(f, &text).is_ok());
+    let kept = (!text.is_empty())
+        .then(|| dir.join(format!("probe-{kind}.txt")))
+        .filter(|f| crate::paths::write_private(f, &text).is_ok());
     (read, kept)
 }
 

@@ -15,10 +15,10 @@ pub fn dir(state_dir: &Path, session: &str) -> PathBuf {
 /// Keeps `text` as `session`'s latest handoff, written at `now`.
 pub fn keep(state_dir: &Path, session: &str, now: DateTime<Utc>, text: &str) -> std::io::Result<PathBuf> {
     let dir = dir(state_dir, session);
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{}.md", now.format("%Y%m%dT%H%M%SZ"))), text)?;
+    crate::paths::private_dirs(&dir)?;
+    crate::paths::write_private(&dir.join(format!("{}.md", now.format("%Y%m%dT%H%M%SZ"))), text)?;
     let latest = dir.join("latest.md");
-    std::fs::write(&latest, text)?;
+    crate::paths::write_private(&latest, text)?;
     Ok(latest)
 }
 

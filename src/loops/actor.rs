@@ -177,7 +177,7 @@ impl LoopActor {
         let machine = Machine::new(spec.settings.clone(), projects);
         let dir = state_dir.as_deref().map(|s| loop_dir(s, id.as_str()));
         if let Some(dir) = &dir {
-            if let Err(e) = std::fs::create_dir_all(dir) {
+            if let Err(e) = crate::paths::private_dirs(dir) {
                 tracing::warn!(session = %id, "cannot keep the loop's streams in {}: {e}", dir.display());
             }
         }
@@ -517,7 +517,7 @@ impl Exec {
             let stderr = errors.await.unwrap_or_default();
             if let Some(log) = &log {
                 if !stderr.is_empty() {
-                    let _ = std::fs::write(log.with_extension("").with_extension("stderr"), &stderr);
+                    let _ = crate::paths::write_private(&log.with_extension("").with_extension("stderr"), &stderr);
                 }
             }
             let code = match &status {
@@ -639,7 +639,7 @@ async fn read_stream(
 ) -> Reader {
     let mut reader = Reader::new(agent);
     let mut gz = log.and_then(|path| {
-        std::fs::File::create(path)
+        crate::paths::private_file(path)
             .map(|f| flate2::write::GzEncoder::new(f, flate2::Compression::fast()))
             .map_err(|e| tracing::warn!("cannot keep the iteration's stream in {}: {e}", path.display()))
             .ok()

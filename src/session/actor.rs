@@ -612,11 +612,11 @@ impl Executor {
         let Some(drift) = self.watcher.take_drift() else { return };
         let capture = self.state_dir.as_ref().and_then(|dir| {
             let dir = dir.join("drift");
-            std::fs::create_dir_all(&dir).ok()?;
+            crate::paths::private_dirs(&dir).ok()?;
             let stamp = self.journal.now().format("%Y%m%dT%H%M%S%.3fZ");
             let base = dir.join(format!("{}-{stamp}", self.id));
             let snap = self.screen.styled_snapshot();
-            std::fs::write(base.with_extension("txt"), snap.text()).ok()?;
+            crate::paths::write_private(&base.with_extension("txt"), snap.text()).ok()?;
             Some(base.with_extension("txt").display().to_string())
         });
         tracing::warn!(session = %self.id, hook = %drift.hook, screen = %drift.screen, "the client's hooks and its screen disagree");

@@ -519,13 +519,13 @@ fn keep(
 ) -> Option<PathBuf> {
     let stamp = Utc::now().format("%Y%m%dT%H%M%S");
     let dir = paths.state_dir.join("canary").join(format!("{kind}-{version}-{stamp}"));
-    std::fs::create_dir_all(&dir).ok()?;
+    crate::paths::private_dirs(&dir).ok()?;
     for (n, step, text) in screens {
         let slug: String =
             step.name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-        std::fs::write(dir.join(format!("{n:02}-{slug}.txt")), text).ok()?;
+        crate::paths::write_private(&dir.join(format!("{n:02}-{slug}.txt")), text).ok()?;
     }
-    std::fs::write(dir.join("pty.bin"), pty).ok()?;
+    crate::paths::write_private(&dir.join("pty.bin"), pty).ok()?;
     let lines: Vec<String> = requests
         .iter()
         .map(|r| {
@@ -534,6 +534,6 @@ fn keep(
             .to_string()
         })
         .collect();
-    std::fs::write(dir.join("requests.jsonl"), lines.join("\n") + "\n").ok()?;
+    crate::paths::write_private(&dir.join("requests.jsonl"), lines.join("\n") + "\n").ok()?;
     Some(dir)
 }
