@@ -241,6 +241,34 @@ impl SandboxSettings {
     }
 }
 
+/// What a sandboxed agent's commands must not read: Nightshift's own state (the journal, the
+/// recordings, the handoffs), its control sockets and its configuration (the phone's key, the
+/// push token), and every client account of `config.toml` but `own` (the config directory the
+/// session runs under). Only folders that exist: a path the client cannot find it warns about.
+pub fn hidden_from_agents(state_dir: Option<&Path>, own: Option<&Path>) -> Vec<PathBuf> {
+    let config_dir = crate::paths::Paths::config_dir();
+    let mut hidden: Vec<PathBuf> =
+        [state_dir.map(Path::to_path_buf), Some(crate::paths::runtime_dir()), config_dir.clone()]
+            .into_iter()
+            .flatten()
+            .collect();
+    if let Ok(config) = Config::load(config_dir.as_deref()) {
+        for dirs in config.accounts.values() {
+            hidden.extend([&dirs.claude, &dirs.codex].into_iter().flatten().map(|d| expand_home(d)));
+        }
+    }
+    let own = own.map(|o| std::fs::canonicalize(o).unwrap_or_else(|_| o.to_path_buf()));
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for dir in hidden {
+        let Ok(real) = std::fs::canonicalize(&dir) else { continue };
+        if own.as_ref().is_some_and(|o| o == &real || o.starts_with(&real)) || kept.contains(&real) {
+            continue;
+        }
+        kept.push(real);
+    }
+    kept
+}
+
 /// Where `--worktree` makes a session's worktree.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

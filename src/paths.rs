@@ -111,6 +111,11 @@ fn default_state_dir() -> Result<PathBuf, PathsError> {
     Ok(dirs.state_dir().unwrap_or_else(|| dirs.data_local_dir()).to_path_buf())
 }
 
+/// The runtime directory this process resolves (the control sockets' folder).
+pub fn runtime_dir() -> PathBuf {
+    default_runtime_dir()
+}
+
 fn default_runtime_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os(RUNTIME_DIR_ENV).filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);

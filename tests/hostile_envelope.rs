@@ -324,3 +324,47 @@ fn run_stopped(mut run: ClaudeRun) -> ClaudeRun {
     wait_for("the run to end", Duration::from_secs(30), || run.child.try_wait().unwrap());
     run
 }
+
+/// A sandboxed agent reads what it can reach: Nightshift's journal, its phone key, another
+/// account's login. None of them is within its reach; its own project is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_agent_cannot_read_nightshifts_secrets_or_other_accounts() {
+    let Some(claude) = client() else { return };
+    if !sandbox_ready() {
+        return;
+    }
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &["--preset", "overnight", "--idle-timeout", "600", "--user-quiet", "0", "--account", "main"],
+            args: &["Start. mock:fast"],
+            project: &[("README", "the project\n")],
+            accounts: &[("main", "sk-ant-oat01-main-0000"), ("other", "sk-ant-oat01-other-secret-0000")],
+            config_files: &[("phone.key", "secret-phone-key-0123456789abcdef")],
+            ..Default::default()
+        },
+    );
+    run.wait_state("idle", 0, Duration::from_secs(60));
+    let journal = run.env.state_dir().join("journal.sqlite3");
+    let key = run.env.path("config").join("phone.key");
+    let other = run.env.path("account-other").join(".credentials.json");
+    let reads = [
+        ("journal", journal.display().to_string()),
+        ("key", key.display().to_string()),
+        ("other", other.display().to_string()),
+        ("readme", "README".to_string()),
+    ];
+    let script: Vec<String> =
+        reads.iter().map(|(name, path)| format!("(head -c 64 '{path}' > got-{name}.txt 2>&1 || true)")).collect();
+    run.send(&format!("mock:bash {}", script.join("; ")), true);
+    wait_for("the reads", Duration::from_secs(60), || run.workdir.join("got-readme.txt").exists().then_some(()));
+    std::thread::sleep(Duration::from_millis(500));
+    let got = |name: &str| std::fs::read_to_string(run.workdir.join(format!("got-{name}.txt"))).unwrap_or_default();
+    assert_eq!(got("readme"), "the project\n", "its own project is read");
+    for name in ["journal", "key", "other"] {
+        let text = got(name);
+        assert!(!text.contains("SQLite") && !text.contains("secret"), "the agent read the {name}: {text:?}");
+    }
+}

@@ -25,6 +25,16 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// [`Sandbox::claude_settings`] with `hidden` folders its commands may not read at all
+    /// (Nightshift's secrets, other accounts' logins).
+    pub fn claude_settings_hiding(&self, hidden: &[PathBuf]) -> Value {
+        let mut settings = self.claude_settings();
+        if !hidden.is_empty() {
+            settings["sandbox"]["filesystem"]["denyRead"] = json!(hidden);
+        }
+        settings
+    }
+
     /// Claude Code's settings for it, laid over the session's other `--settings`. It refuses to
     /// start when the sandbox cannot run (rather than run Bash unconfined), and offers no way out
     /// of it to a command.
@@ -85,7 +95,13 @@ impl Sandbox {
             (_, []) => "no network".to_string(),
             (_, domains) => format!("network to {}", domains.join(", ")),
         };
-        format!("sandboxed: commands run without prompts, write {write} and the client's own folders, {network}")
+        let reads = match agent {
+            AgentKind::Codex => "read anything you can (Codex's sandbox limits writes, not reads)",
+            _ => "read neither Nightshift's files nor other accounts'",
+        };
+        format!(
+            "sandboxed: commands run without prompts, write {write} and the client's own folders, {reads}, {network}"
+        )
     }
 }
 
@@ -151,6 +167,9 @@ mod tests {
         assert_eq!(b["filesystem"]["allowWrite"], json!(["/wt/top"]));
         assert_eq!(b["network"], json!({"allowedDomains": ["crates.io"], "strictAllowlist": true}));
         assert!(Sandbox::default().claude_settings()["sandbox"].get("filesystem").is_none());
+        let hiding = s.claude_settings_hiding(&["/home/u/.local/state/nightshift".into()]);
+        assert_eq!(hiding["sandbox"]["filesystem"]["denyRead"], json!(["/home/u/.local/state/nightshift"]));
+        assert_eq!(hiding["sandbox"]["filesystem"]["allowWrite"], json!(["/wt/top"]));
     }
 
     #[test]
@@ -171,7 +190,11 @@ mod tests {
     #[test]
     fn it_says_what_it_allows() {
         let s = Sandbox { write: vec![], network: vec!["crates.io".into()] };
-        assert!(s.describe(AgentKind::Claude).ends_with("network to crates.io"));
-        assert!(s.describe(AgentKind::Codex).ends_with("no network"));
+        assert!(s
+            .describe(AgentKind::Claude)
+            .ends_with("read neither Nightshift's files nor other accounts', network to crates.io"));
+        assert!(s
+            .describe(AgentKind::Codex)
+            .ends_with("read anything you can (Codex's sandbox limits writes, not reads), no network"));
     }
 }

@@ -40,6 +40,11 @@ pub use crate::contract::{LoopSpec, ProjectSpec};
 impl LoopSpec {
     /// The harness's arguments for `run`: a fresh headless session that streams its events.
     pub fn argv(&self, run: &Run) -> Vec<String> {
+        self.argv_hiding(run, &[])
+    }
+
+    /// [`LoopSpec::argv`], its sandbox (Claude's) kept from reading `hidden`.
+    pub fn argv_hiding(&self, run: &Run, hidden: &[std::path::PathBuf]) -> Vec<String> {
         let mut argv = vec![self.program.clone()];
         match self.agent {
             AgentKind::Codex => {
@@ -69,7 +74,7 @@ impl LoopSpec {
                 let mut args = self.args.clone();
                 if let Some(sandbox) = self.sandbox.as_ref().filter(|_| self.agent == AgentKind::Claude) {
                     let cwd = self.projects.get(run.project).map_or(Path::new("."), |p| p.cwd.as_path());
-                    crate::hooks::lay_settings(&mut args, cwd, &sandbox.claude_settings());
+                    crate::hooks::lay_settings(&mut args, cwd, &sandbox.claude_settings_hiding(hidden));
                 }
                 argv.extend(args);
                 if run.probe {
@@ -483,7 +488,9 @@ impl Exec {
     fn spawn(&mut self, run: &Run) -> Result<Child, String> {
         let dir = self.workdir(run)?;
         let project = &self.spec.projects[run.project];
-        let argv = self.spec.argv(run);
+        let own = self.spec.account.as_ref().map(|a| a.dir.clone());
+        let hidden = crate::config::hidden_from_agents(self.state_dir.as_deref(), own.as_deref());
+        let argv = self.spec.argv_hiding(run, &hidden);
         let exclude: Vec<String> = match &project.tasks {
             Source::File(path) => {
                 path.strip_prefix(&project.cwd).ok().map(|p| p.display().to_string()).into_iter().collect()

@@ -34,7 +34,9 @@ impl Supervisor {
             t.args.splice(0..0, adapter.session_args().iter().cloned()).for_each(drop);
             env.extend(adapter.session_env().iter().cloned());
         }
-        attach_sandbox(agent, &mut t);
+        let state_dir = self.journal.path().and_then(|p| p.parent());
+        let own = contract.account.as_ref().map(|a| a.dir.clone());
+        attach_sandbox(agent, &mut t, &crate::config::hidden_from_agents(state_dir, own.as_deref()));
         self.attach_exporter(&id, agent, t.hooks, &mut t, &mut env);
         let conversation = match &runtime.from {
             None => Conversation::Opening,
@@ -180,10 +182,10 @@ impl Supervisor {
 
 /// The agent's own sandbox on its command line: Claude's through `--settings`, Codex's flags
 /// (build only arms one for a command that is the agent's CLI itself).
-fn attach_sandbox(agent: AgentKind, t: &mut crate::contract::Terminal) {
+fn attach_sandbox(agent: AgentKind, t: &mut crate::contract::Terminal, hidden: &[std::path::PathBuf]) {
     let Some(sandbox) = t.sandbox.clone() else { return };
     match agent {
-        AgentKind::Claude => crate::hooks::lay_settings(&mut t.args, &t.cwd, &sandbox.claude_settings()),
+        AgentKind::Claude => crate::hooks::lay_settings(&mut t.args, &t.cwd, &sandbox.claude_settings_hiding(hidden)),
         AgentKind::Codex => {
             let ours = sandbox.codex_args(&t.args, false);
             t.args.splice(0..0, ours).for_each(drop);
