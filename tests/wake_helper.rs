@@ -46,6 +46,72 @@ fn the_helper_takes_a_time_and_nothing_else() {
     }
 }
 
+#[test]
+fn the_helper_takes_no_time_further_than_a_week() {
+    let far = (chrono::Utc::now() + chrono::Duration::days(8)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let mut child =
+        helper().arg(&far).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let began = Instant::now();
+    while child.try_wait().unwrap().is_none() && began.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("more than a week ahead"), "{err}");
+}
+
+/// Whoever armed the alarm holds the helper's stdin: when it dies (a SIGKILL leaves no time to
+/// clean up), the helper and its alarm go with it, never left armed behind it.
+#[test]
+fn the_helper_and_its_alarm_end_with_whoever_armed_it() {
+    if !has_wake_alarm() {
+        return;
+    }
+    let at = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    // A parent that starts the helper on a pipe of its own and is then killed.
+    let script =
+        format!("exec 3>&1; sleep 600 | {{ '{}' '{at}' >&3; }} & echo $!; wait", env!("CARGO_BIN_EXE_nightshift-wake"));
+    let mut parent = Command::new("bash")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(parent.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.contains("armed a wake alarm"), "{line}");
+    let pids = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&format!("nightshift-wake\0{at}")))
+            })
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect()
+    };
+    let helpers = || pids().len();
+    assert_eq!(helpers(), 1, "the helper runs");
+    // The writer of its stdin (`sleep`, the parent's side of the pipe) dies with no warning.
+    Command::new("pkill").args(["-KILL", "-P", &parent.id().to_string(), "sleep"]).status().unwrap();
+    let began = Instant::now();
+    while helpers() > 0 && began.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = helpers();
+    for pid in pids() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    let _ = parent.kill();
+    let _ = parent.wait();
+    assert_eq!(left, 0, "the helper outlived whoever armed it");
+}
+
 /// A session parked until `due` (a limit's resume).
 fn parked(due: chrono::DateTime<chrono::Utc>) -> (String, nightshift::awake::Want) {
     let want = nightshift::awake::Want {

@@ -65,6 +65,9 @@ pub enum Change {
 struct Alarm {
     at: DateTime<Utc>,
     child: tokio::process::Child,
+    /// The helper's standard input, held open: when this process dies, however it dies, the
+    /// pipe closes and the helper ends with its alarm.
+    _lifeline: Option<tokio::process::ChildStdin>,
 }
 
 /// How long the helper may take to say it armed the alarm.
@@ -76,17 +79,18 @@ impl Alarm {
     async fn arm(helper: &Path, at: DateTime<Utc>) -> Result<Alarm, String> {
         let mut child = tokio::process::Command::new(helper)
             .arg(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot run the wake helper {}: {e}", helper.display()))?;
+        let lifeline = child.stdin.take();
         let stdout = child.stdout.take().expect("piped");
         let mut first = String::new();
         let read = tokio::time::timeout(ARM_ANSWER, BufReader::new(stdout).read_line(&mut first)).await;
         if matches!(read, Ok(Ok(n)) if n > 0) && first.starts_with("armed") {
-            return Ok(Alarm { at, child });
+            return Ok(Alarm { at, child, _lifeline: lifeline });
         }
         let _ = child.start_kill();
         let mut said = String::new();

@@ -3,10 +3,12 @@
 //! fires; arming one needs `CAP_WAKE_ALARM`, which `make install` and the `.deb` give this binary
 //! alone (`setcap cap_wake_alarm+ep`), so Nightshift itself needs no privilege.
 //!
-//! It does that one thing: it takes a time and nothing else, prints one line when the alarm is
-//! armed and one when it fires, and ends then (exit 0). Nightshift kills it when the
-//! machine must stay awake again; the alarm goes with it. A refused argument exits 2, an alarm
-//! that cannot be armed exits 1, each with a one-line reason and the fix.
+//! It does that one thing: it takes a time at most a week ahead and nothing else, prints one line
+//! when the alarm is armed and one when it fires, and ends then (exit 0). Nightshift kills it when
+//! the machine must stay awake again; the alarm goes with it. Given a pipe as its standard input
+//! (as Nightshift gives it), it also ends when the other end closes: whoever armed the alarm is
+//! gone (a SIGKILL leaves it no time to say so), and no alarm is left behind it. A refused argument
+//! exits 2, an alarm that cannot be armed exits 1, each with a one-line reason and the fix.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -17,6 +19,8 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 const USAGE: &str = "give one time to wake at, as RFC 3339 (2026-12-05T03:10:00Z); nothing else is taken";
+/// The furthest ahead an alarm may be set: no wait of a night is longer.
+const FURTHEST: chrono::Duration = chrono::Duration::days(7);
 
 /// The one time of `args`, in the future of `now`; or why not.
 fn time_of(args: &[String], now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
@@ -25,6 +29,9 @@ fn time_of(args: &[String], now: DateTime<Utc>) -> Result<DateTime<Utc>, String>
     let at = at.with_timezone(&Utc);
     if at <= now {
         return Err(format!("{} is not in the future", at.to_rfc3339_opts(SecondsFormat::Secs, true)));
+    }
+    if at > now + FURTHEST {
+        return Err(format!("{} is more than a week ahead", at.to_rfc3339_opts(SecondsFormat::Secs, true)));
     }
     Ok(at)
 }
@@ -43,6 +50,50 @@ fn arm(at: DateTime<Utc>) -> Result<TimerFd, String> {
     fd.set(Expiration::OneShot(when), TimerSetTimeFlags::TFD_TIMER_ABSTIME)
         .map_err(|e| format!("cannot arm a wake alarm: {e}"))?;
     Ok(fd)
+}
+
+/// How a wait ended.
+enum Waited {
+    Fired,
+    /// The pipe on standard input closed: whoever armed the alarm is gone.
+    Orphaned,
+}
+
+/// Waits for the alarm, and, when standard input is a pipe, for its other end to close.
+fn wait(fd: &TimerFd) -> nix::Result<Waited> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::{AsFd as _, AsRawFd as _};
+    let stdin = std::io::stdin();
+    let piped = nix::sys::stat::fstat(stdin.as_raw_fd()).is_ok_and(|st| st.st_mode & libc_fifo() == libc_fifo());
+    if !piped {
+        return fd.wait().map(|()| Waited::Fired);
+    }
+    loop {
+        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN), PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+        if fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLIN)) {
+            return fd.wait().map(|()| Waited::Fired);
+        }
+        if let Some(r) = fds[1].revents().filter(|r| !r.is_empty()) {
+            if r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR) {
+                return Ok(Waited::Orphaned);
+            }
+            // Anything written is read and dropped; only the end of the pipe means something.
+            let mut buf = [0u8; 256];
+            if nix::unistd::read(stdin.as_raw_fd(), &mut buf)? == 0 {
+                return Ok(Waited::Orphaned);
+            }
+        }
+    }
+}
+
+/// `S_IFIFO`.
+fn libc_fifo() -> u32 {
+    nix::sys::stat::SFlag::S_IFIFO.bits()
 }
 
 fn main() -> ExitCode {
@@ -65,9 +116,14 @@ fn main() -> ExitCode {
         format!("armed a wake alarm (CLOCK_REALTIME_ALARM) for {}", at.to_rfc3339_opts(SecondsFormat::Secs, true));
     let _ = writeln!(std::io::stdout(), "{armed}");
     let _ = std::io::stdout().flush();
-    if let Err(e) = fd.wait() {
-        eprintln!("nightshift-wake: the alarm could not be waited for: {e}");
-        return ExitCode::FAILURE;
+    match wait(&fd) {
+        Ok(Waited::Fired) => {}
+        // Whoever armed it is gone, and the alarm goes with this process.
+        Ok(Waited::Orphaned) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nightshift-wake: the alarm could not be waited for: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     // Whoever started it may have stopped reading: the alarm fired all the same.
     let _ =
@@ -89,5 +145,7 @@ mod tests {
         assert_eq!(one(&["2026-12-05T03:10:00Z", "--exec"]), Err(USAGE.to_string()));
         assert!(one(&["sh -c reboot"]).unwrap_err().starts_with("`sh -c reboot` is not a time"));
         assert_eq!(one(&["2026-12-05T00:59:00Z"]), Err("2026-12-05T00:59:00Z is not in the future".into()));
+        assert_eq!(one(&["2026-12-12T01:00:00Z"]), Ok("2026-12-12T01:00:00Z".parse().unwrap()), "a week ahead");
+        assert_eq!(one(&["2026-12-12T01:00:01Z"]), Err("2026-12-12T01:00:01Z is more than a week ahead".into()));
     }
 }

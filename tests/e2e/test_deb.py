@@ -8,6 +8,7 @@ It installs into /usr and removes it again, so it refuses to run where nightshif
 already; it is not part of `make test`.
 """
 
+import grp
 import os
 import re
 import subprocess
@@ -117,8 +118,12 @@ class DebianPackage(unittest.TestCase):
         self.__class__.package_files = [p for p in sh("dpkg", "-L", "nightshift").splitlines() if os.path.isfile(p)]
         for exe in ("nightshift", "nightshift-app"):
             self.assertIn("stripped", sh("file", "-L", USR_BIN / exe).replace("not stripped", ""))
-        # The postinst gave the wake alarm's helper its capability.
+        # The postinst gave the wake alarm's helper its capability, to root and the group
+        # nightshift alone.
         self.assertIn("cap_wake_alarm=ep", sh("/usr/sbin/getcap", USR_BIN / "nightshift-wake"))
+        helper = (USR_BIN / "nightshift-wake").stat()
+        self.assertEqual(helper.st_mode & 0o777, 0o750, oct(helper.st_mode))
+        self.assertEqual(grp.getgrgid(helper.st_gid).gr_name, "nightshift")
         self.assertEqual(sh("sh", "-c", "command -v nightshift").strip(), "/usr/bin/nightshift")
 
     def test_4_the_cli_from_usr_bin(self):

@@ -111,6 +111,8 @@ class MakeInstall(unittest.TestCase):
 
     def test_1b_the_wake_helper_gets_its_capability_and_doctor_says_long_waits_sleep(self):
         helper = self.bin / "nightshift-wake"
+        # It can set wake alarms: nobody but its owner (and, installed by sudo, one group) runs it.
+        self.assertEqual(helper.stat().st_mode & 0o007, 0, oct(helper.stat().st_mode))
         if os.geteuid() == 0:
             self.assertIn(f"Gave {helper} the capability to set wake alarms (CAP_WAKE_ALARM).", self.installed)
             caps = subprocess.run(["/usr/sbin/getcap", str(helper)], capture_output=True, text=True)

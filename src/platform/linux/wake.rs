@@ -35,7 +35,14 @@ pub(super) fn helper() -> Result<PathBuf, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::PermissionDenied => format!(
+                "{} is not yours to run (it is kept to its owner and one group, since it can wake the machine); \
+                 ask its owner to add you to its group (`sudo adduser $USER nightshift` for the .deb), then log in again",
+                path.display()
+            ),
+            _ => format!("cannot run {}: {e}", path.display()),
+        })?;
     let stdout = child.stdout.take().expect("piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
