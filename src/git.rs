@@ -131,22 +131,35 @@ fn spawn(
     cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() });
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
-    let feeder = input.map(<[u8]>::to_vec).zip(child.stdin.take()).map(|(bytes, mut stdin)| {
-        std::thread::spawn(move || {
+    let thread = |f: Box<dyn FnOnce() -> Vec<u8> + Send>| std::thread::Builder::new().name("git-io".into()).spawn(f);
+    let stdin = child.stdin.take();
+    let feeder = input.map(<[u8]>::to_vec).zip(stdin).map(|(bytes, mut stdin)| {
+        thread(Box::new(move || {
             let _ = stdin.write_all(&bytes);
-        })
+            Vec::new()
+        }))
     });
     let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
+        thread(Box::new(move || {
             let mut out = Vec::new();
             if let Some(mut pipe) = pipe {
                 let _ = pipe.read_to_end(&mut out);
             }
             out
-        })
+        }))
     };
     let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
     let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    // No thread to spare (the agent used up the user's process limit): git is not left running.
+    let (stdout, stderr, feeder) = match (stdout, stderr, feeder.transpose()) {
+        (Ok(o), Ok(e), Ok(f)) => (o, e, f),
+        (o, e, f) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let why = [o.err(), e.err(), f.err()].into_iter().flatten().next().map(|e| e.to_string());
+            return Err(format!("no thread to run git with ({})", why.unwrap_or_default()));
+        }
+    };
     let mut pause = Duration::from_millis(1);
     let status = loop {
         match child.try_wait() {

@@ -235,14 +235,25 @@ pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
         .and_then(|fd| master_reader(fd).map_err(|e| SpawnError::Pty(format!("{e}"))))?;
     let writer = master.take_writer().map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
 
+    let (in_tx, in_rx) = std_mpsc::channel();
+    let (exit_tx, exit) = oneshot::channel();
+    // An agent whose processes used up the user's limit leaves none for these threads: the start
+    // fails (and the child goes) rather than Nightshift.
+    let threads = spawn_thread("pty-writer", move || write_loop(writer, in_rx)).and_then(|()| {
+        spawn_thread("pty-wait", move || {
+            let _ = exit_tx.send(wait_for(pid));
+        })
+    });
+    if let Err(e) = threads {
+        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(Pid::from_raw(pid as i32), None);
+        return Err(SpawnError::Spawn {
+            program: spec.program.clone(),
+            message: format!("the system refused a thread to watch it ({e}); the user's process limit may be used up"),
+        });
+    }
     let (out_tx, output) = mpsc::channel(256);
     tokio::spawn(read_loop(reader, out_tx));
-    let (in_tx, in_rx) = std_mpsc::channel();
-    spawn_thread("pty-writer", move || write_loop(writer, in_rx));
-    let (exit_tx, exit) = oneshot::channel();
-    spawn_thread("pty-wait", move || {
-        let _ = exit_tx.send(wait_for(pid));
-    });
 
     Ok(Spawned { pty: Pty { pid, writer: in_tx, master }, output, exit })
 }
@@ -301,8 +312,8 @@ pub fn end_leftover(pid: u32, variable: &str, value: &str, grace: Duration) -> b
     true
 }
 
-fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new().name(name.to_string()).spawn(f).expect("the OS refused to start a thread");
+fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    std::thread::Builder::new().name(name.to_string()).spawn(f).map(drop)
 }
 
 /// The master's number, borrowed while the master is alive, for `FileDescriptor::dup`.

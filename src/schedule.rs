@@ -332,11 +332,16 @@ pub fn start_elsewhere(
     use std::os::unix::process::CommandExt;
     cmd.env(crate::paths::STATE_DIR_ENV, state_dir).stdout(out).stderr(err).process_group(0);
     let mut child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
-    std::thread::spawn(move || match child.wait() {
+    // Without a thread to wait on it (the user's process limit used up), nothing reaps it; it
+    // runs on all the same, and is reaped when this process ends.
+    let waited = std::thread::Builder::new().name("schedule-wait".into()).spawn(move || match child.wait() {
         Ok(status) if status.success() => {}
         Ok(status) => failed(format!("`nightshift` {status}; its output is in the log")),
         Err(e) => failed(e.to_string()),
     });
+    if let Err(e) = waited {
+        tracing::warn!("no thread to wait on the scheduled start ({e}); it runs unwatched");
+    }
     Ok(())
 }
 
