@@ -15,6 +15,7 @@ mod concurrent_starts;
 mod control_abuse;
 mod crash_soak;
 mod digest;
+mod events_stream;
 mod fixture_verdicts;
 mod full_disk;
 mod hook_cli;
