@@ -434,26 +434,44 @@ impl Config {
         toml::to_string_pretty(self).map_err(|e| e.to_string())
     }
 
+    /// Writes the settings to `dir/config.toml`, its owner's alone, whole or not at all: a file
+    /// of its own, synced, moved into place, and the folder synced, so a power cut leaves the old
+    /// file or the new one. To change what is there, use [`Config::update`]: a save of settings
+    /// read earlier undoes what another process saved since.
     pub fn save(&self, dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let dir = dir.ok_or(ConfigError::NoDir)?;
         let path = Self::path(dir);
         let text = self.to_text().map_err(|message| ConfigError::Invalid { path: path.clone(), message })?;
         let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(dir)?;
-            let tmp = dir.join(".config.toml.tmp");
-            // The push topics are secrets of a sort: the file is its owner's alone.
-            let _ = std::fs::remove_file(&tmp);
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))?;
-            std::fs::rename(&tmp, &path)
+            crate::paths::private_dirs(dir)?;
+            // Made 0600 by tempfile, and named apart from any other process's.
+            let mut tmp = tempfile::Builder::new().prefix(".config.toml.").suffix(".tmp").tempfile_in(dir)?;
+            std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+            tmp.as_file().sync_all()?;
+            tmp.persist(&path).map_err(|e| e.error)?;
+            std::fs::File::open(dir)?.sync_all()
         };
         write().map_err(|source| ConfigError::Write { path: path.clone(), source })?;
         Ok(path)
+    }
+
+    /// Reads `dir/config.toml`, lets `change` change it, and saves it, with every other
+    /// Nightshift process's update of the file waiting its turn (a lock beside it), so two that
+    /// change it at once both count. Returns what `change` returned and where the file is.
+    pub fn update<T>(
+        dir: Option<&Path>,
+        change: impl FnOnce(&mut Config) -> Result<T, ConfigError>,
+    ) -> Result<(T, PathBuf), ConfigError> {
+        let dir = dir.ok_or(ConfigError::NoDir)?;
+        let locked = |source| ConfigError::Write { path: dir.join(".config.lock"), source };
+        crate::paths::private_dirs(dir).map_err(locked)?;
+        let file = crate::paths::private_append(&dir.join(".config.lock")).map_err(locked)?;
+        let _held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| locked(std::io::Error::from(e)))?;
+        let mut config = Self::load(Some(dir))?;
+        let out = change(&mut config)?;
+        let path = config.save(Some(dir))?;
+        Ok((out, path))
     }
 
     /// A preset by name: a built-in one or the user's.

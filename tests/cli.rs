@@ -314,3 +314,31 @@ fn the_restore_service_is_enabled_and_disabled_with_systemctl() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("Failed to connect to bus") && err.contains("run it yourself"), "{err}");
 }
+
+/// Twenty `presets save` at once, as the app and the CLI may write config.toml together: each
+/// one's preset is there after, and the file is whole and its owner's alone.
+#[test]
+fn config_saves_at_the_same_time_lose_nothing() {
+    let env = Env::new();
+    let children: Vec<Child> = (0..20)
+        .map(|i| {
+            env.cmd(&["presets", "save", &format!("mine-{i}"), "--from", "overnight"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let path = env.path("config").join("config.toml");
+    let config: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut saved: Vec<&String> = config["presets"].as_table().unwrap().keys().collect();
+    saved.sort();
+    assert_eq!(saved.len(), 20, "every save kept: {saved:?}");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let left: Vec<_> = std::fs::read_dir(env.path("config")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.iter().all(|n| !n.to_string_lossy().contains(".tmp")), "no temporary file left: {left:?}");
+}

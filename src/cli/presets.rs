@@ -172,7 +172,7 @@ fn summary(s: &Settings) -> String {
 
 pub fn run(_state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let config_dir = Paths::config_dir();
-    let mut config = Config::load(config_dir.as_deref())?;
+    let config = Config::load(config_dir.as_deref())?;
     match args.action.unwrap_or(Action::List) {
         Action::List => {
             for (name, settings, source) in config.all() {
@@ -188,13 +188,11 @@ pub fn run(_state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> 
         Action::Save { name, from, settings: changes } => {
             let (mut settings, _) = config.preset(&from)?;
             changes.apply(&mut settings)?;
-            config.save_preset(&name, settings.clone())?;
-            let path = config.save(config_dir.as_deref())?;
+            let (_, path) = Config::update(config_dir.as_deref(), |c| c.save_preset(&name, settings.clone()))?;
             println!("saved preset {name} ({}) in {}", summary(&settings), path.display());
         }
         Action::Delete { name } => {
-            config.delete_preset(&name)?;
-            config.save(config_dir.as_deref())?;
+            Config::update(config_dir.as_deref(), |c| c.delete_preset(&name))?;
             println!("deleted preset {name}");
         }
     }

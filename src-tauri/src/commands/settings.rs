@@ -134,19 +134,13 @@ pub fn save_preset(
     name: String,
     settings: nightshift::respawn::Settings,
 ) -> Result<(), UiError> {
-    let dir = state.paths.config_dir.as_deref();
-    let mut config = Config::load(dir)?;
-    config.save_preset(name.trim(), settings)?;
-    config.save(dir)?;
+    Config::update(state.paths.config_dir.as_deref(), |c| c.save_preset(name.trim(), settings))?;
     Ok(())
 }
 
 #[tauri::command]
 pub fn delete_preset(state: State<'_, AppState>, name: String) -> Result<(), UiError> {
-    let dir = state.paths.config_dir.as_deref();
-    let mut config = Config::load(dir)?;
-    config.delete_preset(&name)?;
-    config.save(dir)?;
+    Config::update(state.paths.config_dir.as_deref(), |c| c.delete_preset(&name))?;
     Ok(())
 }
 
