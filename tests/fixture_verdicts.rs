@@ -57,6 +57,15 @@ const CLAUDE: &[(&str, Expect)] = &[
     ("nightshift/overload-gave-up", AtPrompt),
     ("nightshift/typed-one-char", AtPrompt),
     ("nightshift/question-mock", Dialog("question")),
+    // AskUserQuestion with two questions: each in turn, then a review of the answers to submit.
+    ("nightshift/question-multi-first", Dialog("question")),
+    ("nightshift/question-multi-first-down", Dialog("question")),
+    ("nightshift/question-multi-second", Dialog("question")),
+    ("nightshift/question-multi-review", Dialog("question")),
+    // `--no-hooks`: Bash prompts for two commands, and a WebFetch prompt.
+    ("nightshift/permission-touch", Dialog("permission")),
+    ("nightshift/permission-rm", Dialog("permission")),
+    ("nightshift/permission-fetch", Dialog("permission")),
     ("nightshift/weekly-limit", AtPrompt),
     ("nightshift/weekly-menu.screen", Dialog("menu")),
     ("nightshift/limit-menu-5h-autocontinue-off", Dialog("menu")),

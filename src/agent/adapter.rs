@@ -128,6 +128,8 @@ struct LimitFile {
 struct DialogFile {
     kind: DialogKind,
     pattern: String,
+    /// The row that carries the dialog's question, when it is not the last row ending in `?`.
+    question: Option<String>,
 }
 
 impl SignalsFile {
@@ -300,7 +302,7 @@ pub struct Adapter {
     rows_above: usize,
     footer: Option<Regex>,
     footer_rows: usize,
-    dialogs: Vec<(DialogKind, Regex)>,
+    dialogs: Vec<DialogSignal>,
     auto_accept: Vec<DialogKind>,
     limit_region: LimitRegion,
     answer: Answer,
@@ -314,6 +316,14 @@ pub struct Adapter {
 pub struct Overrides {
     pub file: String,
     pub text: String,
+}
+
+/// How a dialog of one kind is recognised ([`DialogFile`], compiled).
+#[derive(Debug, Clone)]
+struct DialogSignal {
+    kind: DialogKind,
+    pattern: Regex,
+    question: Option<Regex>,
 }
 
 /// How a dialog is answered for the user ([`AnswerFile`], compiled).
@@ -466,7 +476,13 @@ impl Adapter {
                 .unwrap_or_default()
                 .into_iter()
                 .enumerate()
-                .map(|(i, d)| Ok((d.kind, re(&format!("dialog[{i}].pattern"), &d.pattern)?)))
+                .map(|(i, d)| {
+                    Ok(DialogSignal {
+                        kind: d.kind,
+                        pattern: re(&format!("dialog[{i}].pattern"), &d.pattern)?,
+                        question: d.question.as_deref().map(|q| re(&format!("dialog[{i}].question"), q)).transpose()?,
+                    })
+                })
                 .collect::<Result<_, AdapterError>>()?,
             auto_accept: f.auto_accept.unwrap_or_default(),
             limit_region: match f.limit.region.as_deref() {
@@ -716,18 +732,17 @@ impl Adapter {
             _ => end.saturating_sub(DIALOG_ROWS),
         };
         let from = from.min(end);
-        for (kind, re) in &self.dialogs {
-            if let Some(at) = (from..end).find(|&i| re.is_match(rows.row(i))) {
-                let text = (from..=at)
-                    .rev()
-                    .map(|i| rows.row(i).trim())
-                    .find(|r| r.ends_with('?') && r.len() > 3)
-                    .map(str::to_string);
-                let options = match kind {
-                    DialogKind::Question => self.options(rows, from, at),
+        for signal in &self.dialogs {
+            if let Some(at) = (from..end).find(|&i| signal.pattern.is_match(rows.row(i))) {
+                let text = match &signal.question {
+                    Some(question) => (from..end).map(|i| rows.row(i).trim()).find(|r| question.is_match(r)),
+                    None => (from..=at).rev().map(|i| rows.row(i).trim()).find(|r| r.ends_with('?') && r.len() > 3),
+                };
+                let options = match signal.kind {
+                    DialogKind::Question => self.options(rows, from, end),
                     _ => Vec::new(),
                 };
-                return Some(Dialog { kind: *kind, text, options });
+                return Some(Dialog { kind: signal.kind, text: text.map(str::to_string), options });
             }
         }
         None
@@ -859,6 +874,28 @@ mod tests {
         assert_eq!((codex.keys(Reply::Allow), codex.keys(Reply::Deny)), (Some(b"y".to_vec()), Some(b"\x1b".to_vec())));
         let generic = Adapter::builtin(AgentKind::Generic);
         assert_eq!((generic.keys(Reply::Allow), generic.answers(DialogKind::Permission)), (None, false));
+    }
+
+    #[test]
+    fn several_questions_in_one_call_are_read_in_turn_then_their_review() {
+        let fixture = |name: &str| {
+            let path =
+                format!("{}/tests/fixtures/claude-code/2.1.332/nightshift/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+            read(&std::fs::read_to_string(path).unwrap()).dialog.expect("a dialog")
+        };
+        let labels = |d: &Dialog| d.options.iter().map(|(n, l)| (*n, l.clone())).collect::<Vec<_>>();
+        let first = fixture("question-multi-first");
+        assert_eq!(
+            (first.kind, first.text.as_deref()),
+            (DialogKind::Question, Some("Which port should the server listen on?"))
+        );
+        assert_eq!(labels(&first), [(1, "3000".to_string()), (2, "8080".to_string())]);
+        let second = fixture("question-multi-second");
+        assert_eq!(second.text.as_deref(), Some("Drop the production database now?"));
+        assert_eq!(labels(&second), [(1, "No".to_string()), (2, "Yes, drop it".to_string())]);
+        let review = fixture("question-multi-review");
+        assert_eq!((review.kind, review.text.as_deref()), (DialogKind::Question, Some("Review your answers")));
+        assert_eq!(labels(&review), [(1, "Submit answers".to_string()), (2, "Cancel".to_string())]);
     }
 
     #[test]
