@@ -135,7 +135,10 @@ pub struct Detector {
     /// The last judged frame showed a dialog.
     dialog_shown: bool,
     /// The tool the client is about to run (its `PreToolUse` hook): a permission prompt is for it.
-    tool: Option<String>,
+    tool: Option<crate::agent::Subject>,
+    /// The dialog last reported waited on: another in its place, with no frame between, is
+    /// reported too.
+    reported: Option<crate::agent::Dialog>,
     /// Drift to report, and whether this turn's was reported.
     drift: Option<Drift>,
     drift_reported: bool,
@@ -161,6 +164,7 @@ impl Detector {
             asked: None,
             dialog_shown: false,
             tool: None,
+            reported: None,
             drift: None,
             drift_reported: false,
         }
@@ -190,8 +194,8 @@ impl Detector {
         self.evaluate(now)
     }
 
-    /// The client's hook says which tool it is about to run (`Bash: touch x`).
-    pub fn on_tool(&mut self, tool: String) {
+    /// The client's hook says which tool it is about to run, and with what (`Bash`, `touch x`).
+    pub fn on_tool(&mut self, tool: crate::agent::Subject) {
         // A tool after the one it asked about: what it asked was answered.
         self.asked = None;
         self.tool = Some(tool);
@@ -375,26 +379,46 @@ impl Detector {
         } else {
             return None;
         };
-        if self.state == Some(to) {
+        if self.state == Some(to) && to != Activity::WaitingInput {
             return None;
         }
-        self.state = Some(to);
         let mut verdict = self.verdict.clone();
         if to == Activity::WaitingInput {
             // The hook knows the tool and the command a permission prompt is for.
-            match (&mut verdict.dialog, &self.asked, &self.tool) {
-                (None, Some((asked, _)), _) => verdict.dialog = Some(asked.clone()),
-                (Some(d), Some((asked, _)), _) if d.kind == crate::agent::DialogKind::Permission => {
-                    d.text.clone_from(&asked.text)
-                }
-                // The screen saw the dialog before the client's word on it: name the tool it is for.
-                (Some(d), None, Some(tool)) if d.kind == crate::agent::DialogKind::Permission => {
-                    let question = d.text.as_deref().unwrap_or("Permission asked");
-                    d.text = Some(format!("{question} — {tool}"));
+            match (&mut verdict.dialog, &self.asked) {
+                (None, Some((asked, _))) => verdict.dialog = Some(asked.clone()),
+                // On screen: name the tool it is for, the same before the client's word on it
+                // (6 s later on 2.1.332) as after.
+                (Some(d), asked) if d.kind == crate::agent::DialogKind::Permission => {
+                    let subject =
+                        asked.as_ref().and_then(|(a, _)| a.subject.clone()).or_else(|| self.tool.clone().map(Box::new));
+                    match (&subject, asked) {
+                        (Some(tool), _) => {
+                            let question = d.text.as_deref().unwrap_or("Permission asked");
+                            d.text = Some(format!("{question} — {tool}"));
+                        }
+                        (None, Some((asked, _))) => d.text.clone_from(&asked.text),
+                        (None, None) => {}
+                    }
+                    d.subject = subject;
                 }
                 _ => {}
             }
+            // Still waiting: news only when another dialog took the place of the one reported (two
+            // questions of one call, a prompt after a prompt with no frame between).
+            let replaced = match (&self.reported, &verdict.dialog) {
+                (Some(before), Some(now)) => !before.same(now),
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            if self.state == Some(to) && !replaced {
+                return None;
+            }
+            self.reported.clone_from(&verdict.dialog);
+        } else {
+            self.reported = None;
         }
+        self.state = Some(to);
         Some(Transition { to, reason, verdict })
     }
 }
@@ -465,7 +489,7 @@ impl Watcher {
     }
 
     /// The client's hook: the tool it is about to run.
-    pub fn tool(&mut self, tool: String) {
+    pub fn tool(&mut self, tool: crate::agent::Subject) {
         self.detector.on_tool(tool);
     }
 
@@ -498,6 +522,20 @@ impl Watcher {
     /// Whether any judged frame showed a working signal since the last call.
     pub fn take_working_seen(&mut self) -> bool {
         std::mem::take(&mut self.working_seen)
+    }
+
+    /// Makes output not judged yet due now, so the next [`Watcher::wake`] judges the screen as it
+    /// is (before an answer from afar is checked against it); false while a synchronized update is
+    /// open: the screen is mid-redraw, and nothing can be said of it.
+    pub fn judge_now(&mut self, now: Instant, screen: &Screen) -> bool {
+        match self.pending {
+            Some(_) if screen.in_sync() => false,
+            Some((first, _)) => {
+                self.pending = Some((first, now));
+                true
+            }
+            None => true,
+        }
     }
 
     /// When to call [`Watcher::wake`] next.

@@ -353,13 +353,15 @@ pub enum EventKind {
     /// The client's conversation, as its hooks name it: a restart or a restore resumes this one.
     Conversation { id: String },
     /// The dialog the agent waited on (`waiting_input`) was answered, `waited_secs` after it was
-    /// shown: the session goes on working.
+    /// shown: the session goes on working, or (`replaced`) shows another dialog in its place.
     DialogAnswered {
         dialog: crate::agent::DialogKind,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
         by: Answerer,
         waited_secs: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        replaced: bool,
     },
     /// Nightshift brought the session back after its own end (a killed run, a crash, a reboot):
     /// `down_secs` is how long no Nightshift ran it, `reason` what it was armed with.

@@ -120,14 +120,62 @@ pub struct Action {
     pub nonce: String,
 }
 
-/// A dialog as the adapter read it, in 16 hex digits: a token for one dialog does not answer
-/// another shown after it.
+/// `kind` and `text` in 16 hex digits: what a button on something other than a dialog is bound to
+/// (a breaker, a limit), and a topic's name in the journal.
 pub fn fingerprint(kind: &str, text: Option<&str>) -> String {
+    print(&[kind, text.unwrap_or_default()])
+}
+
+fn print(parts: &[&str]) -> String {
     let mut h = Sha256::new();
-    h.update(kind.as_bytes());
-    h.update([0]);
-    h.update(text.unwrap_or_default().as_bytes());
+    for part in parts {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
     h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// A dialog as a button is bound to it.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a> {
+    /// `question`, `permission`, …
+    pub kind: &'a str,
+    /// Its rows as drawn, whole: normalised here ([`normal_row`]), so a redraw binds the same.
+    pub rows: &'a [String],
+    /// Its question, which stands for it when no row of it was read (a dialog the client's hook
+    /// alone told of).
+    pub text: Option<&'a str>,
+    /// What the client's hook said it asks about (the tool, its input and the input's digest).
+    pub subject: Option<&'a str>,
+    /// Which dialog of its session it is (from 1), and when it was first seen (Unix milliseconds):
+    /// the same prompt shown twice is two dialogs, each with buttons of its own.
+    pub showing: (u32, i64),
+}
+
+/// The fingerprint a button's token carries for the dialog `shown`, in 16 hex digits: a token for
+/// one dialog does not answer another, whatever their question rows say.
+pub fn dialog_fingerprint(shown: &Shown<'_>) -> String {
+    let rows: Vec<String> = shown.rows.iter().filter_map(|r| normal_row(r)).collect();
+    let text = if rows.is_empty() { shown.text.unwrap_or_default() } else { "" };
+    let (n, at) = (shown.showing.0.to_string(), shown.showing.1.to_string());
+    print(&["dialog", shown.kind, &rows.join("\n"), text, shown.subject.unwrap_or_default(), &n, &at])
+}
+
+/// A dialog's row as it binds a button, or `None` for a row that says nothing of which dialog it
+/// is: its spaces trimmed and runs of them made one, the selection mark a client draws before the
+/// chosen option (`❯`, `›`, `>`) or a blinking bullet (`●`) dropped, and a row that is only a
+/// rule (`─`, `╌`, …) or blank left out, so the same dialog redrawn, at another width or with the
+/// selection moved, binds the same.
+pub fn normal_row(row: &str) -> Option<String> {
+    let mut row = row.trim();
+    while let Some(rest) = row.strip_prefix(['❯', '›', '>', '▶', '●', '⏺']) {
+        row = rest.trim_start();
+    }
+    let rule = |c: char| matches!(c, '─' | '━' | '╌' | '╍' | '┄' | '┈' | '═' | '-' | '_' | '=');
+    if row.is_empty() || row.chars().all(rule) {
+        return None;
+    }
+    Some(row.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// Why a button's token was not applied, in words for the journal and the answering push.
@@ -143,6 +191,8 @@ pub enum Refusal {
     Replayed,
     #[error("the dialog it answers is no longer on the screen (answered at the desk, or another came)")]
     DialogChanged,
+    #[error("the agent's screen was being redrawn; nothing was typed")]
+    Redrawing,
     #[error("the session is no longer running")]
     SessionEnded,
     #[error("this agent's answers to that dialog are not known (its agent file has no [answer] keys)")]
@@ -421,6 +471,80 @@ mod tests {
         assert_eq!(Refusal::Replayed.to_string(), "it was used already");
         assert!(Refusal::DialogChanged.to_string().contains("answered at the desk"));
         assert_eq!(Refusal::SessionEnded.to_string(), "the session is no longer running");
+    }
+
+    fn permission(command: &str, selected: bool, pad: &str) -> Vec<String> {
+        let mark = if selected { "❯" } else { " " };
+        [
+            "────────────────────────────────────────",
+            " Bash command",
+            " Run what the test asked for",
+            "╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌",
+            &format!(" {command}{pad}"),
+            "╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌",
+            " Do you want to proceed?",
+            &format!(" {mark} 1. Yes{pad}"),
+            "   2. No",
+            "",
+            " Esc to cancel · Tab to amend",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn shown(rows: &[String], showing: (u32, i64)) -> String {
+        dialog_fingerprint(&Shown {
+            kind: "permission",
+            rows,
+            text: Some("Do you want to proceed?"),
+            subject: None,
+            showing,
+        })
+    }
+
+    #[test]
+    fn two_prompts_with_the_same_question_row_and_other_commands_bind_apart() {
+        let touch = permission("touch a", true, "");
+        let rm = permission("rm -rf important-b", true, "");
+        assert_ne!(shown(&touch, (1, 0)), shown(&rm, (1, 0)), "the command rows differ");
+        assert_ne!(
+            fingerprint("permission", Some("Do you want to proceed?")),
+            shown(&touch, (1, 0)),
+            "the question row alone binds nothing"
+        );
+        let hook = |subject| {
+            dialog_fingerprint(&Shown {
+                kind: "permission",
+                rows: &touch,
+                text: None,
+                subject: Some(subject),
+                showing: (1, 0),
+            })
+        };
+        assert_ne!(
+            hook("WebFetch: http://127.0.0.9/a 1f2e"),
+            hook("WebFetch: http://127.0.0.9/b 9c3d"),
+            "the hook's input"
+        );
+    }
+
+    #[test]
+    fn the_same_dialog_redrawn_binds_the_same_and_shown_again_does_not() {
+        let drawn = permission("touch a", true, "");
+        // Redrawn: trailing spaces, the selection moved off the first option, wider rules.
+        let mut redrawn = permission("touch a", false, "   ");
+        redrawn[0] = "─".repeat(120);
+        assert_eq!(shown(&drawn, (3, 1_764_900_000_000)), shown(&redrawn, (3, 1_764_900_000_000)));
+        assert_ne!(shown(&drawn, (3, 1_764_900_000_000)), shown(&drawn, (4, 1_764_900_009_000)), "shown again");
+        // A dialog with no question row binds by its rows.
+        let edit = |file: &str| ["Edit file".to_string(), file.to_string(), "1. Yes".into(), "2. No".into()];
+        let bound = |rows: &[String]| {
+            dialog_fingerprint(&Shown { kind: "permission", rows, text: None, subject: None, showing: (1, 0) })
+        };
+        assert_ne!(bound(&edit("src/a.rs")), bound(&edit("src/b.rs")));
+        assert_eq!(normal_row("  ❯ 1.   Yes  "), Some("1. Yes".into()));
+        assert_eq!(normal_row(" ╌╌╌╌ "), None);
+        assert_eq!(normal_row("   "), None);
     }
 
     #[test]

@@ -373,7 +373,7 @@ pub fn buttons(
             if !adapter.answers(dialog.kind) {
                 return Vec::new();
             }
-            let print = fingerprint(dialog.kind.as_str(), dialog.text.as_deref());
+            let print = dialog.print();
             match dialog.kind {
                 DialogKind::Question => {
                     let room = MAX_BUTTONS - usize::from(open.is_some());
@@ -989,7 +989,10 @@ mod tests {
         let got = tokens(&b);
         let labels: Vec<&str> = got.iter().map(|(l, _)| l.as_str()).collect();
         assert_eq!(labels, ["SQLite (Recommended)", "PostgreSQL", "MySQL"]);
-        let fp = crate::phone::fingerprint("question", Some("Which database should the new service use?"));
+        let fp = match &question {
+            crate::EventKind::State { dialog: Some(d), .. } => d.print(),
+            _ => unreachable!(),
+        };
         assert!(got.iter().all(|(_, a)| a.session == "3f2a9c01" && a.dialog == fp));
         assert_eq!(got[1].1.choice, Choice::Option(2));
         assert!(b.iter().all(|x| matches!(x, Button::Post { url, .. } if url == "https://ntfy.sh/ns-answers")));

@@ -246,13 +246,16 @@ fn words(choice: Choice, label: Option<&str>) -> String {
     }
 }
 
-/// The label of option `n` of the question session `id` last waited on, as the journal has it.
-fn option_label(supervisor: &Supervisor, id: &str, n: u8) -> Option<String> {
+/// The label of option `n` of the question fingerprinted `dialog` of session `id`, as the journal
+/// has it.
+fn option_label(supervisor: &Supervisor, id: &str, dialog: &str, n: u8) -> Option<String> {
     let events = supervisor.with_store(|s| s.recent_events(id, 200)).ok()?;
     events.iter().rev().filter(|e| e.event == "state").find_map(|e| {
         let event: crate::Event = serde_json::from_str(&e.body).ok()?;
         match event.kind {
-            crate::EventKind::State { state: SessionState::WaitingInput, dialog: Some(d), .. } => {
+            crate::EventKind::State { state: SessionState::WaitingInput, dialog: Some(d), .. }
+                if d.print() == dialog =>
+            {
                 d.options.into_iter().find(|(m, _)| *m == n).map(|(_, label)| label)
             }
             _ => None,
@@ -305,7 +308,7 @@ async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming) {
     };
     let short = push.settings().short;
     let label = match action.choice {
-        Choice::Option(n) => option_label(supervisor, &action.session, n),
+        Choice::Option(n) => option_label(supervisor, &action.session, &action.dialog, n),
         _ => None,
     };
     let nonce = supervisor.write_store(|s| s.claim_phone(&format!("nonce:{}", action.nonce), pid, now));

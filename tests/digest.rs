@@ -621,6 +621,7 @@ fn the_issues_night() -> (tempfile::TempDir, Store, std::path::PathBuf) {
             text: Some("Which database should I use?".into()),
             by: nightshift::event::Answerer::Terminal,
             waited_secs: 60,
+            replaced: false,
         },
     );
     (tmp, store, repo)

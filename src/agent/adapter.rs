@@ -15,7 +15,7 @@ use crate::screen::{Frame, Rows, Snapshot};
 
 mod dialog;
 use dialog::DialogSignal;
-pub use dialog::{Dialog, DialogKind};
+pub use dialog::{Dialog, DialogKind, Subject};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdapterError {
@@ -792,6 +792,29 @@ mod tests {
         let review = fixture("question-multi-review");
         assert_eq!((review.kind, review.text.as_deref()), (DialogKind::Question, Some("Review your answers")));
         assert_eq!(labels(&review), [(1, "Submit answers".to_string()), (2, "Cancel".to_string())]);
+    }
+
+    /// What a button made for `dialog` is bound to.
+    fn print_of(dialog: &Dialog) -> String {
+        dialog.print()
+    }
+
+    #[test]
+    fn a_prompt_is_bound_to_its_whole_region_and_a_redraw_to_the_same() {
+        let fixture = |name: &str| {
+            let path =
+                format!("{}/tests/fixtures/claude-code/2.1.332/nightshift/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+            read(&std::fs::read_to_string(path).unwrap()).dialog.expect("a dialog")
+        };
+        // `--no-hooks`: the same question row, another command.
+        let (touch, rm) = (fixture("permission-touch"), fixture("permission-rm"));
+        assert_eq!(touch.text, rm.text, "both ask 'Do you want to proceed?'");
+        assert_ne!(print_of(&touch), print_of(&rm), "a prompt for `touch a` does not answer one for `rm -rf`");
+        let (first, second) = (fixture("permission-fetch"), fixture("permission"));
+        assert_ne!(print_of(&first), print_of(&second));
+        // The selection moved down: the same question.
+        assert_eq!(print_of(&fixture("question-multi-first")), print_of(&fixture("question-multi-first-down")));
+        assert_ne!(print_of(&fixture("question-multi-first")), print_of(&fixture("question-multi-second")));
     }
 
     #[test]

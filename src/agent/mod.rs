@@ -6,7 +6,9 @@ mod adapter;
 pub mod canary;
 mod sandbox;
 
-pub use adapter::{Adapter, AdapterError, CycleCommands, Dialog, DialogKind, Overrides, Readings, Reply, Verdict};
+pub use adapter::{
+    Adapter, AdapterError, CycleCommands, Dialog, DialogKind, Overrides, Readings, Reply, Subject, Verdict,
+};
 pub use sandbox::{sandbox_refused, turned_off, Sandbox};
 
 use std::fmt;

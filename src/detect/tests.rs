@@ -123,6 +123,31 @@ fn a_dialog_is_waiting_for_input_and_the_answer_resumes_the_turn() {
 }
 
 #[test]
+fn a_dialog_that_replaces_another_in_one_frame_is_reported_as_a_new_one() {
+    // Two questions of one call: the second is drawn in the first one's place, no frame between.
+    let t0 = Instant::now();
+    let mut d = Detector::new(DetectConfig::default(), true, t0);
+    run(&mut d, t0, MS(0), MS(1000), MS(100), &working());
+    let question = |text: &str| Verdict {
+        working: None,
+        dialog: Some(Dialog::new(crate::agent::DialogKind::Question, Some(text.into()))),
+        prompt: false,
+        interrupted: false,
+    };
+    d.on_output(t0 + MS(1100));
+    let first = d.on_frame(t0 + MS(1130), question("Which port should the server listen on?"));
+    assert_eq!(first.map(|t| t.to), Some(Activity::WaitingInput));
+    d.on_output(t0 + MS(5000));
+    assert_eq!(d.on_frame(t0 + MS(5030), question("Which port should the server listen on?")), None, "a redraw");
+    d.on_output(t0 + MS(9000));
+    let second = d.on_frame(t0 + MS(9030), question("Drop the production database now?"));
+    let second = second.expect("the dialog that replaced the first is reported");
+    assert_eq!(second.to, Activity::WaitingInput);
+    assert_eq!(second.verdict.dialog.unwrap().text.as_deref(), Some("Drop the production database now?"));
+    assert_eq!(d.on_tick(t0 + MS(9500)), None);
+}
+
+#[test]
 fn generic_goes_by_output_alone() {
     let t0 = Instant::now();
     let mut d = Detector::new(DetectConfig::default(), false, t0);
@@ -270,7 +295,7 @@ fn dialog_answered_after_the_clients_notification(kind: crate::agent::DialogKind
     let t0 = Instant::now();
     let mut d = Detector::new(DetectConfig::default(), true, t0);
     d.on_turn_started(t0);
-    d.on_tool("AskUserQuestion".into());
+    d.on_tool(crate::agent::Subject::of("AskUserQuestion", &serde_json::json!({"questions": []})));
     d.on_output(t0 + MS(100));
     let on_screen = Dialog::new(kind, Some("Which database?".into()));
     let frame = Verdict { working: None, dialog: Some(on_screen), prompt: false, interrupted: false };
@@ -337,7 +362,7 @@ fn a_dialog_the_screen_sees_first_names_the_tool_the_hook_announced() {
     let t0 = Instant::now();
     let mut d = Detector::new(DetectConfig::default(), true, t0);
     d.on_turn_started(t0);
-    d.on_tool("Bash: touch x".into());
+    d.on_tool(crate::agent::Subject::of("Bash", &serde_json::json!({"command": "touch x"})));
     d.on_output(t0 + MS(50));
     let dialog = Dialog::new(crate::agent::DialogKind::Permission, Some("Do you want to proceed?".into()));
     let frame = Verdict { working: None, dialog: Some(dialog), prompt: false, interrupted: false };

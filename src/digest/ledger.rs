@@ -303,7 +303,7 @@ impl Ledger {
                     }
                     current = Some((*state, ev.ts));
                 }
-                EventKind::DialogAnswered { dialog, text, by, waited_secs } => {
+                EventKind::DialogAnswered { dialog, text, by, waited_secs, .. } => {
                     let a = match asked.take() {
                         Some(mut a) => {
                             // Its kind known only now: counted as asked now.

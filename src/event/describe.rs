@@ -82,13 +82,14 @@ impl EventKind {
             },
             Self::Conversation { id } => format!("the client's conversation is {id}"),
             Self::Compacted { trigger } => format!("the client compacted its context ({trigger})"),
-            Self::DialogAnswered { dialog, text, by, waited_secs } => {
+            Self::DialogAnswered { dialog, text, by, waited_secs, replaced } => {
                 let what = text.as_deref().map(|t| format!(" \"{t}\"")).unwrap_or_default();
+                let then = if *replaced { "; another took its place" } else { "" };
                 match by {
                     Answerer::Nobody => {
-                        format!("the {dialog} dialog{what} went away after {waited_secs} s, nothing typed")
+                        format!("the {dialog} dialog{what} went away after {waited_secs} s, nothing typed{then}")
                     }
-                    by => format!("the {dialog} dialog{what} was answered {} after {waited_secs} s", by.as_str()),
+                    by => format!("the {dialog} dialog{what} was answered {} after {waited_secs} s{then}", by.as_str()),
                 }
             }
             Self::Restored { reason, down_secs } => {

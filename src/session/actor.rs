@@ -142,7 +142,7 @@ struct Executor {
     state_dir: Option<std::path::PathBuf>,
     guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
     /// The tool the client last asked to run (its permission prompt names it).
-    last_tool: Option<String>,
+    last_tool: Option<crate::agent::Subject>,
     /// Salvages under way: waited for before the session's end is reported.
     salvages: Vec<tokio::task::JoinHandle<()>>,
     /// What carrying out effects learned for the machine (a start's pid, the accounts' meters):
@@ -528,15 +528,8 @@ impl Executor {
             Control::Snapshot(reply) => {
                 let _ = reply.send(self.screen.styled_snapshot());
             }
-            Control::Answer { dialog, reply: answer, by, respond } => {
-                let result = match self.adapter.keys(answer) {
-                    Some(keys) => {
-                        self.step(Input::Answer { dialog, keys, by });
-                        self.answered.take().unwrap_or(Err(crate::phone::Refusal::SessionEnded))
-                    }
-                    None => Err(crate::phone::Refusal::Unanswerable),
-                };
-                let _ = respond.send(result);
+            Control::Answer { dialog, reply, by, respond } => {
+                let _ = respond.send(self.answer_from_afar(dialog, reply, by));
             }
             Control::ResetBreaker(reply) => {
                 self.step(Input::ResetBreakers);
@@ -572,17 +565,17 @@ impl Executor {
             Event::TurnComplete { .. } => self.watcher.turn_ended(now, TurnEnd::Notify),
             Event::Notification { kind: crate::hooks::NotificationKind::PermissionPrompt, message } => {
                 let text = match &self.last_tool {
-                    Some(tool) => format!("{message}: {tool}"),
+                    Some(tool) => format!("{message}: {tool}").chars().take(300).collect(),
                     None => message.clone(),
                 };
-                let dialog = crate::agent::Dialog::new(DialogKind::Permission, Some(text));
+                let mut dialog = crate::agent::Dialog::new(DialogKind::Permission, Some(text));
+                dialog.subject = self.last_tool.clone().map(Box::new);
                 self.watcher.asked(now, dialog)
             }
             Event::PreToolUse { tool, input } => {
-                let what = input["command"].as_str().or(input["file_path"].as_str()).unwrap_or_default();
-                let named: String = format!("{tool}: {what}").trim_end_matches([' ', ':']).chars().take(300).collect();
-                self.watcher.tool(named.clone());
-                self.last_tool = Some(named);
+                let subject = crate::agent::Subject::of(tool, input);
+                self.watcher.tool(subject.clone());
+                self.last_tool = Some(subject);
                 None
             }
             _ => None,
@@ -699,3 +692,5 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
         }
     }
 }
+
+mod afar;

@@ -304,7 +304,7 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        self.screen_seen(t.to, t.verdict.dialog.clone(), now, fx);
+        self.screen_seen(t.to, t.verdict.dialog.clone(), &t.reason, now, fx);
         self.cycles.activity_seen();
         // The respawn machine hears of the activity before anything it unblocks: a limit ending on a
         // working agent must not let a cycle start on top of it.

@@ -47,8 +47,8 @@ pub enum Control {
         kind: crate::event::StopKind,
     },
     Snapshot(oneshot::Sender<Snapshot>),
-    /// Answer the dialog fingerprinted `dialog` (see [`crate::phone::fingerprint`]) with `reply`,
-    /// as `by`, if that dialog is still on the screen; the reply says whether it was typed.
+    /// Answer the dialog fingerprinted `dialog` (see [`crate::agent::Dialog::print`]) with `reply`,
+    /// as `by`, if that dialog is the one on the screen now; the reply says whether it was typed.
     Answer {
         dialog: String,
         reply: crate::agent::Reply,

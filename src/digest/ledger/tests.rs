@@ -25,7 +25,7 @@ fn asking(t: DateTime<Utc>, kind: DialogKind, text: &str) -> Event {
 }
 
 fn answered(t: DateTime<Utc>, kind: DialogKind, by: Answerer, waited_secs: u64) -> Event {
-    ev(t, EventKind::DialogAnswered { dialog: kind, text: None, by, waited_secs })
+    ev(t, EventKind::DialogAnswered { dialog: kind, text: None, by, waited_secs, replaced: false })
 }
 
 fn read(events: &[Event]) -> Ledger {

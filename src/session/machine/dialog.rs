@@ -1,9 +1,16 @@
 //! The dialogs the agent waits on (a question, a permission prompt, a trust or limit menu): how
-//! long each waited and who answered it. An answered dialog is journalled once, as the session
-//! leaves `waiting_input`, so the night's record says the need was met, and by whom.
+//! long each waited and who answered it, and which showing of a dialog a button from afar answers.
+//!
+//! Each dialog that appears is counted (its `showing`, with when it was first seen), so a button
+//! is bound to one dialog shown once: the same prompt shown again, or another in its place, has
+//! buttons of its own. A dialog that takes another's place with no frame between is journalled
+//! as one of its own (another `waiting_input`), the one it replaced as answered. An answered
+//! dialog is journalled once, as the session leaves it, so the night's record says the need was
+//! met, and by whom.
 
 use super::*;
 use crate::event::Answerer;
+use crate::phone::Refusal;
 
 /// A dialog the agent waits on.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +29,8 @@ pub(super) struct Screen {
     dialog: Option<Dialog>,
     /// Since when the agent waits on a dialog, and who typed into it since.
     asked: Option<Asked>,
+    /// Dialogs shown in this session so far (all its lives).
+    shown: u32,
 }
 
 impl Screen {
@@ -36,19 +45,42 @@ impl Screen {
 }
 
 impl Machine {
-    /// The agent's activity changed, showing `dialog` or none: a dialog that appears starts its
-    /// wait; one that is gone was answered.
-    pub(super) fn screen_seen(&mut self, activity: Activity, dialog: Option<Dialog>, now: Now, fx: &mut Vec<Effect>) {
+    /// The agent's activity changed, showing `dialog` or none (`why`, the detector's reason): a
+    /// dialog that appears starts its wait; one that is gone was answered; another in its place
+    /// was answered too, and is a dialog of its own.
+    pub(super) fn screen_seen(
+        &mut self,
+        activity: Activity,
+        dialog: Option<Dialog>,
+        why: &str,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
         self.screen.activity = Some(activity);
-        self.screen.dialog.clone_from(&dialog);
-        match dialog.filter(|_| activity == Activity::WaitingInput) {
-            Some(dialog) => {
-                if self.screen.asked.as_ref().is_none_or(|a| a.dialog.kind != dialog.kind) {
-                    self.answered(now, fx);
-                    self.screen.asked = Some(Asked { dialog, since: now.mono, by: None });
-                }
+        let Some(mut dialog) = dialog.clone().filter(|_| activity == Activity::WaitingInput) else {
+            self.screen.dialog = dialog;
+            self.answered(now, false, fx);
+            return;
+        };
+        if let Some(asked) = self.screen.asked.as_ref().filter(|a| a.dialog.same(&dialog)) {
+            self.screen.dialog = Some(asked.dialog.clone());
+            return;
+        }
+        let replaced = self.screen.asked.is_some();
+        self.answered(now, replaced, fx);
+        self.screen.shown += 1;
+        dialog.showing = self.screen.shown;
+        let ms = now.wall.timestamp_millis();
+        dialog.shown_at = DateTime::from_timestamp_millis(ms);
+        self.screen.asked = Some(Asked { dialog: dialog.clone(), since: now.mono, by: None });
+        self.screen.dialog = Some(dialog.clone());
+        if replaced {
+            // Still waiting: no state changes, so this one is said here, with its dialog.
+            let mut kind = EventKind::state(SessionState::WaitingInput, format!("{why} (in the place of another)"));
+            if let EventKind::State { dialog: shown, .. } = &mut kind {
+                *shown = Some(dialog);
             }
-            None => self.answered(now, fx),
+            self.journal_state(kind, fx);
         }
     }
 
@@ -56,6 +88,19 @@ impl Machine {
     pub(super) fn typed_by(&mut self, by: Answerer) {
         if let Some(asked) = &mut self.screen.asked {
             asked.by = Some(by);
+        }
+    }
+
+    /// Whether an answer from afar to the dialog fingerprinted `dialog` would be typed now: the
+    /// agent runs and waits on that very dialog, this showing of it.
+    pub fn answerable(&self, dialog: &str) -> Result<(), Refusal> {
+        if !self.lives.life().is_live() {
+            return Err(Refusal::SessionEnded);
+        }
+        let shown = self.screen.dialog.as_ref().filter(|_| self.screen.activity == Some(Activity::WaitingInput));
+        match shown.map(Dialog::print) {
+            Some(print) if print == dialog => Ok(()),
+            _ => Err(Refusal::DialogChanged),
         }
     }
 
@@ -69,19 +114,8 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        use crate::phone::{fingerprint, Refusal};
-        if !self.lives.life().is_live() {
-            fx.push(Effect::Answered(Err(Refusal::SessionEnded)));
-            return;
-        }
-        let shown = self
-            .screen
-            .dialog
-            .as_ref()
-            .filter(|_| self.screen.activity == Some(Activity::WaitingInput))
-            .map(|d| fingerprint(d.kind.as_str(), d.text.as_deref()));
-        if shown.as_deref() != Some(dialog) {
-            fx.push(Effect::Answered(Err(Refusal::DialogChanged)));
+        if let Err(refused) = self.answerable(dialog) {
+            fx.push(Effect::Answered(Err(refused)));
             return;
         }
         self.typed_by(by);
@@ -91,8 +125,9 @@ impl Machine {
         fx.push(Effect::Answered(Ok(())));
     }
 
-    /// The dialog waited on, if any, is no longer shown: journalled as answered.
-    fn answered(&mut self, now: Now, fx: &mut Vec<Effect>) {
+    /// The dialog waited on, if any, is no longer shown (`replaced`: another took its place):
+    /// journalled as answered.
+    fn answered(&mut self, now: Now, replaced: bool, fx: &mut Vec<Effect>) {
         let Some(asked) = self.screen.asked.take() else { return };
         let waited = now.mono.saturating_duration_since(asked.since);
         self.emit(
@@ -101,13 +136,15 @@ impl Machine {
                 text: asked.dialog.text.map(|t| t.chars().take(200).collect()),
                 by: asked.by.unwrap_or(Answerer::Nobody),
                 waited_secs: waited.as_secs(),
+                replaced,
             },
             fx,
         );
     }
 
-    /// A new life: whatever the last one showed is gone with it, a dialog unanswered.
+    /// A new life: whatever the last one showed is gone with it, a dialog unanswered. The count of
+    /// dialogs shown goes on.
     pub(super) fn screen_cleared(&mut self) {
-        self.screen = Screen::default();
+        self.screen = Screen { shown: self.screen.shown, ..Screen::default() };
     }
 }

@@ -1525,7 +1525,7 @@ fn answered(sim: &Sim) -> Vec<(DialogKind, crate::event::Answerer, u64)> {
 /// A dialog comes up in a respawn cycle's kickstart turn; the user answers it `answer_after`
 /// seconds later, the turn goes on and ends: the session works again, the answer is journalled,
 /// and the next cycle comes after the idle timeout, as if no dialog had been.
-fn a_dialog_answered_mid_cycle(kind: DialogKind, answer: Input) -> Sim {
+fn a_dialog_answered_mid_cycle(kind: DialogKind, answer: impl FnOnce(&Sim) -> Input) -> Sim {
     let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
     sim.input(idle());
     sim.run(3.5);
@@ -1537,6 +1537,7 @@ fn a_dialog_answered_mid_cycle(kind: DialogKind, answer: Input) -> Sim {
     // Nothing runs over a waiting dialog, however long it waits.
     sim.run(600.0);
     assert_eq!(cycles_started(&sim).len(), 1, "no cycle over a dialog");
+    let answer = answer(&sim);
     sim.input(answer);
     sim.run(601.0);
     sim.input(working());
@@ -1553,28 +1554,31 @@ fn a_dialog_answered_mid_cycle(kind: DialogKind, answer: Input) -> Sim {
 
 #[test]
 fn a_question_answered_at_the_terminal_mid_cycle_lets_the_cycles_go_on() {
-    let sim = a_dialog_answered_mid_cycle(DialogKind::Question, Input::Keys(b"\r".to_vec()));
+    let sim = a_dialog_answered_mid_cycle(DialogKind::Question, |_| Input::Keys(b"\r".to_vec()));
     assert_eq!(answered(&sim), [(DialogKind::Question, crate::event::Answerer::Terminal, 593)]);
 }
 
 #[test]
 fn a_permission_answered_in_the_window_mid_cycle_lets_the_cycles_go_on() {
     let typed = Input::Typed { text: "1".into(), enter: false, by: crate::event::Answerer::Window };
-    let sim = a_dialog_answered_mid_cycle(DialogKind::Permission, typed);
+    let sim = a_dialog_answered_mid_cycle(DialogKind::Permission, |_| typed);
     assert_eq!(answered(&sim), [(DialogKind::Permission, crate::event::Answerer::Window, 593)]);
 }
 
 #[test]
 fn a_trust_dialog_answered_with_send_mid_cycle_lets_the_cycles_go_on() {
     let typed = Input::Typed { text: String::new(), enter: true, by: crate::event::Answerer::Cli };
-    let sim = a_dialog_answered_mid_cycle(DialogKind::Trust, typed);
+    let sim = a_dialog_answered_mid_cycle(DialogKind::Trust, |_| typed);
     assert_eq!(answered(&sim), [(DialogKind::Trust, crate::event::Answerer::Cli, 593)]);
 }
 
 #[test]
 fn a_permission_answered_from_the_phone_mid_cycle_lets_the_cycles_go_on() {
-    let dialog = crate::phone::fingerprint("permission", None);
-    let answer = Input::Answer { dialog, keys: b"1".to_vec(), by: crate::event::Answerer::Phone };
+    // The button as pushed: made for the dialog the session journalled as waited on.
+    let answer = |sim: &Sim| {
+        let dialog = asked(sim).last().expect("the dialog journalled").print();
+        Input::Answer { dialog, keys: b"1".to_vec(), by: crate::event::Answerer::Phone }
+    };
     let sim = a_dialog_answered_mid_cycle(DialogKind::Permission, answer);
     assert_eq!(answered(&sim), [(DialogKind::Permission, crate::event::Answerer::Phone, 593)]);
     assert!(sim.log.iter().any(|(_, e)| *e == Effect::Answered(Ok(()))));
@@ -1617,6 +1621,141 @@ fn a_dialog_that_goes_away_by_itself_is_journalled_as_nothing_typed() {
     sim.input(transition(Activity::WaitingInput, Some(DialogKind::Permission)));
     sim.input(Input::Exited { exit: Exit::Code(1), last_screen: vec![] });
     assert_eq!(answered(&sim).len(), 1);
+}
+
+// ---- A button from afar answers only the dialog it was made for ---------------------------------------
+
+/// A dialog as the screen draws it: its kind, its question if it has one, and its rows.
+fn shown(kind: DialogKind, text: Option<&str>, rows: &[&str]) -> Dialog {
+    let mut dialog = Dialog::new(kind, text.map(String::from));
+    dialog.rows = rows.iter().filter_map(|r| crate::phone::normal_row(r)).collect();
+    dialog
+}
+
+/// What a button made for `dialog` (as journalled) is bound to.
+fn print_of(dialog: &Dialog) -> String {
+    dialog.print()
+}
+
+/// The screen judged: the agent waits on `dialog`.
+fn waiting_on(dialog: Dialog) -> Input {
+    let verdict = Verdict { working: None, dialog: Some(dialog), prompt: false, interrupted: false };
+    let reason = "the screen shows a dialog".to_string();
+    Input::Activity {
+        transition: Transition { to: Activity::WaitingInput, reason, verdict },
+        menu: None,
+        menu_limit: None,
+    }
+}
+
+/// The dialogs journalled as waited on (and so pushed), in order.
+fn asked(sim: &Sim) -> Vec<Dialog> {
+    sim.events()
+        .filter_map(|(_, k)| match k {
+            EventKind::State { state: SessionState::WaitingInput, dialog, .. } => dialog.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the last answer from afar came to.
+fn last_answer(sim: &Sim) -> Option<Result<(), crate::phone::Refusal>> {
+    sim.log.iter().rev().find_map(|(_, e)| if let Effect::Answered(r) = e { Some(r.clone()) } else { None })
+}
+
+#[test]
+fn a_question_replaced_by_another_in_one_frame_is_a_new_dialog_and_the_first_ones_buttons_are_refused() {
+    // Two questions of one call: answered at the terminal, the first gives way to the second in the
+    // same place, with no frame between. "8080" for the port must not be typed into the second.
+    use crate::event::Answerer::{Phone, Terminal};
+    let mut sim = Sim::new(start());
+    sim.input(idle());
+    let port = shown(
+        DialogKind::Question,
+        Some("Which port should the server listen on?"),
+        &["←  ☐ Port  ☐ Drop  ✔ Submit  →", "Which port should the server listen on?", "❯ 1. 3000", "  2. 8080"],
+    );
+    let drop = shown(
+        DialogKind::Question,
+        Some("Drop the production database now?"),
+        &["←  ☒ Port  ☐ Drop  ✔ Submit  →", "Drop the production database now?", "❯ 1. No", "  2. Yes, drop it"],
+    );
+    sim.input(working());
+    sim.input(waiting_on(port));
+    let eight_thousand_eighty = print_of(&asked(&sim)[0]);
+    sim.run(5.0);
+    sim.input(Input::Keys(b"1".to_vec()));
+    sim.input(waiting_on(drop));
+    let now = asked(&sim);
+    assert_eq!(now.len(), 2, "the second question is journalled (so pushed) as a dialog of its own: {now:?}");
+    assert_eq!(now[1].text.as_deref(), Some("Drop the production database now?"));
+    assert_eq!(answered(&sim), [(DialogKind::Question, Terminal, 5)], "the first, answered at the terminal");
+    assert!(sim.has(|k| matches!(k, EventKind::DialogAnswered { replaced: true, .. })), "and replaced");
+    assert_eq!((now[0].showing, now[1].showing), (1, 2), "each dialog counted as it appears");
+    let typed = sim.written().len();
+    sim.input(Input::Answer { dialog: eight_thousand_eighty, keys: b"2".to_vec(), by: Phone });
+    assert_eq!(last_answer(&sim), Some(Err(crate::phone::Refusal::DialogChanged)));
+    assert_eq!(sim.written().len(), typed, "nothing typed into the second question");
+    sim.input(Input::Answer { dialog: print_of(&now[1]), keys: b"1".to_vec(), by: Phone });
+    assert_eq!(last_answer(&sim), Some(Ok(())), "its own button answers it");
+}
+
+#[test]
+fn two_identical_permission_prompts_in_a_row_each_need_their_own_press() {
+    use crate::event::Answerer::Phone;
+    let prompt = || {
+        shown(
+            DialogKind::Permission,
+            Some("Do you want to proceed?"),
+            &["Bash command", "touch a", "Do you want to proceed?", "❯ 1. Yes", "  2. No", "Esc to cancel"],
+        )
+    };
+    let mut sim = Sim::new(start());
+    sim.input(idle());
+    sim.input(working());
+    sim.input(waiting_on(prompt()));
+    let first = print_of(&asked(&sim)[0]);
+    sim.run(3.0);
+    // Denied at the terminal; the agent asks for the very same command again.
+    sim.input(Input::Keys(b"\x1b".to_vec()));
+    sim.input(idle());
+    sim.run(6.0);
+    sim.input(working());
+    sim.input(waiting_on(prompt()));
+    let prompts = asked(&sim);
+    assert_eq!(prompts.len(), 2);
+    let typed = sim.written().len();
+    sim.input(Input::Answer { dialog: first, keys: b"1".to_vec(), by: Phone });
+    assert_eq!(
+        last_answer(&sim),
+        Some(Err(crate::phone::Refusal::DialogChanged)),
+        "the first prompt's unused Allow does not answer the second"
+    );
+    assert_eq!(sim.written().len(), typed, "nothing typed");
+    sim.input(Input::Answer { dialog: print_of(&prompts[1]), keys: b"1".to_vec(), by: Phone });
+    assert_eq!(last_answer(&sim), Some(Ok(())), "the second prompt's own Allow answers it");
+}
+
+#[test]
+fn a_dialog_with_no_question_row_is_told_apart_by_its_region() {
+    use crate::event::Answerer::Phone;
+    let edit = |file: &str| {
+        shown(DialogKind::Permission, None, &["Edit file", file, "❯ 1. Yes", "  2. No", "Esc to cancel · Tab to amend"])
+    };
+    let mut sim = Sim::new(start());
+    sim.input(working());
+    sim.input(waiting_on(edit("src/config.rs")));
+    let first = print_of(&asked(&sim)[0]);
+    assert!(!first.is_empty());
+    // Another file's prompt in its place, no frame between.
+    sim.input(waiting_on(edit("/home/user/.ssh/authorized_keys")));
+    let prompts = asked(&sim);
+    assert_eq!(prompts.len(), 2, "a dialog with another region is another dialog: {prompts:?}");
+    assert_ne!(print_of(&prompts[1]), first);
+    let typed = sim.written().len();
+    sim.input(Input::Answer { dialog: first, keys: b"1".to_vec(), by: Phone });
+    assert_eq!(last_answer(&sim), Some(Err(crate::phone::Refusal::DialogChanged)));
+    assert_eq!(sim.written().len(), typed, "nothing typed");
 }
 
 // ---- A handoff that would loop -------------------------------------------------------------------

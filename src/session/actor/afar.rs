@@ -1,0 +1,30 @@
+//! An answer from afar (a phone's button), carried out: checked against the screen as it is now,
+//! and typed in the same step of the session.
+//!
+//! Output not judged yet is judged first, so a dialog that took another's place a moment ago is
+//! the one checked; a screen in the middle of a synchronized redraw is not judged, and the answer
+//! is refused.
+
+use super::Executor;
+use crate::agent::Reply;
+use crate::event::Answerer;
+use crate::phone::Refusal;
+use crate::session::machine::Input;
+
+impl Executor {
+    /// Types `reply` into the dialog fingerprinted `dialog`, as `by`, if it is the one on the
+    /// screen now.
+    pub(super) fn answer_from_afar(&mut self, dialog: String, reply: Reply, by: Answerer) -> Result<(), Refusal> {
+        let keys = self.adapter.keys(reply).ok_or(Refusal::Unanswerable)?;
+        let now = tokio::time::Instant::now();
+        if self.process.as_ref().is_some_and(|p| p.exited.is_none()) {
+            if !self.watcher.judge_now(now, &self.screen) {
+                return Err(Refusal::Redrawing);
+            }
+            self.wake();
+        }
+        self.machine.answerable(&dialog)?;
+        self.step(Input::Answer { dialog, keys, by });
+        self.answered.take().unwrap_or(Err(Refusal::SessionEnded))
+    }
+}
