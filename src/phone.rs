@@ -193,6 +193,8 @@ pub enum Refusal {
     DialogChanged,
     #[error("the agent's screen was being redrawn; nothing was typed")]
     Redrawing,
+    #[error("the journal could not record its use, so it was not applied")]
+    Unrecorded,
     #[error("the session is no longer running")]
     SessionEnded,
     #[error("this agent's answers to that dialog are not known (its agent file has no [answer] keys)")]

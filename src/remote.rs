@@ -10,8 +10,12 @@
 //! Which process applies a message: the one that runs the token's session. A token no install of
 //! ours signed, or one for a session no process runs any more, is answered by whichever process
 //! claims the message first. Each message, and each token's nonce, is claimed in the journal with
-//! one statement, so however many processes listen, a token works once. The session itself checks
-//! that the dialog the token answers is still on its screen, and types the answer in the same step.
+//! one statement, so however many processes listen, a token works once. A nonce is claimed only
+//! once the token verified, is fresh, and (for a dialog) the session found its dialog on the
+//! screen now, in the step that types the answer: a press refused for any reason burns nothing,
+//! and a press of a used token is told it was used. The same token posted again and again is
+//! handled [`REPEATS`] times a minute; its other copies are dropped unread, without taking from
+//! the bucket the user's own presses come through.
 //!
 //! Every action is journalled (`remote_action`: applied, or refused and why) and answered with a
 //! short push; refusals of tokens nobody here signed are answered at most once in ten minutes by
@@ -35,6 +39,8 @@ const MAX_LINE: usize = 16 * 1024;
 const BURST: u32 = 20;
 const REFILL: Duration = Duration::from_secs(3);
 const SIGNED_REFILL: Duration = Duration::from_secs(1);
+/// How many times a minute one token is handled; more copies of it are dropped unread.
+const REPEATS: u32 = 3;
 /// ntfy sends a keepalive every 45 s: a stream silent for longer than this is taken for dead.
 const SILENCE: Duration = Duration::from_secs(100);
 /// Messages waiting to be handled; more are dropped.
@@ -99,6 +105,7 @@ fn read_topic(
         .into();
     let mut strangers = phone::Bucket::new(BURST, REFILL, Instant::now());
     let mut signed = phone::Bucket::new(BURST, SIGNED_REFILL, Instant::now());
+    let mut repeats = Repeats::default();
     let mut flooded = false;
     let (mut failures, mut down) = (0u32, false);
     let journal = |working: bool, reason: String| {
@@ -132,8 +139,12 @@ fn read_topic(
                     match phone::read_line(line) {
                         Line::Message(message) => {
                             // The signature costs microseconds; what follows costs journal writes.
-                            let ours = phone::signed(&answers.key, &message.message).is_ok();
-                            let bucket = if ours { &mut signed } else { &mut strangers };
+                            let ours = phone::signed(&answers.key, &message.message).ok();
+                            if ours.as_ref().is_some_and(|a| !repeats.take(&a.nonce, Instant::now())) {
+                                tracing::debug!("the same button's token again: dropped");
+                                return true;
+                            }
+                            let bucket = if ours.is_some() { &mut signed } else { &mut strangers };
                             if !bucket.take(Instant::now()) {
                                 if !flooded {
                                     tracing::warn!("a flood on the phone's answers' topic: messages are dropped");
@@ -175,6 +186,29 @@ fn read_topic(
             down = true;
         }
         pause(phone::backoff(failures), stop);
+    }
+}
+
+/// How often each token was handled lately: one posted again and again (a flood of one button)
+/// is handled [`REPEATS`] times a minute.
+#[derive(Debug, Default)]
+struct Repeats {
+    seen: std::collections::HashMap<String, (Instant, u32)>,
+}
+
+impl Repeats {
+    /// Whether a message carrying `nonce` may be handled at `now`.
+    fn take(&mut self, nonce: &str, now: Instant) -> bool {
+        const WINDOW: Duration = Duration::from_secs(60);
+        if self.seen.len() > 4096 {
+            self.seen.retain(|_, (since, _)| now.saturating_duration_since(*since) < WINDOW);
+        }
+        let (since, count) = self.seen.entry(nonce.to_string()).or_insert((now, 0));
+        if now.saturating_duration_since(*since) >= WINDOW {
+            (*since, *count) = (now, 0);
+        }
+        *count += 1;
+        *count <= REPEATS
     }
 }
 
@@ -311,16 +345,16 @@ async fn handle(supervisor: &Supervisor, push: &Following, message: &Incoming) {
         Choice::Option(n) => option_label(supervisor, &action.session, &action.dialog, n),
         _ => None,
     };
-    let nonce = supervisor.write_store(|s| s.claim_phone(&format!("nonce:{}", action.nonce), pid, now));
-    let result = match (nonce, &who) {
-        (Ok(false), _) => Err(Refusal::Replayed),
-        (Err(e), _) => {
-            tracing::warn!("the journal cannot claim a phone action: {e}");
-            return;
-        }
-        (Ok(true), _) if action.fresh(now).is_err() => action.fresh(now),
-        (Ok(true), Who::Anyone) => Err(Refusal::SessionEnded),
-        (Ok(true), _) => apply(supervisor, &action).await,
+    // A look, not a claim: the claim comes once every check has passed, in `apply`.
+    let used = supervisor.with_store(|s| s.phone_claimed(&format!("nonce:{}", action.nonce))).unwrap_or(false);
+    let result = if used {
+        Err(Refusal::Replayed)
+    } else if let Err(expired) = action.fresh(now) {
+        Err(expired)
+    } else if matches!(who, Who::Anyone) {
+        Err(Refusal::SessionEnded)
+    } else {
+        apply(supervisor, &action, now).await
     };
     let said = words(action.choice, label.as_deref());
     let kind = crate::EventKind::RemoteAction {
@@ -348,15 +382,32 @@ fn still_waiting(choice: Choice, state: SessionState, loop_: bool) -> Result<(),
     }
 }
 
-/// Carries out `action` on its session, run by this process.
-async fn apply(supervisor: &Supervisor, action: &Action) -> Result<(), Refusal> {
+/// Carries out `action` on its session, run by this process, claiming its nonce once it can be:
+/// a dialog's in the session's own step, once it found the dialog on its screen; a wait's once
+/// the wait is still there.
+async fn apply(supervisor: &Supervisor, action: &Action, now: chrono::DateTime<chrono::Utc>) -> Result<(), Refusal> {
     let handle = supervisor.session(&action.session).ok_or(Refusal::SessionEnded)?;
     let loop_ = handle.kind() == crate::store::SessionKind::Loop;
     still_waiting(action.choice, handle.status().state, loop_)?;
+    let reply = match action.choice {
+        Choice::Option(n) => Some(Reply::Pick(n)),
+        Choice::Allow => Some(Reply::Allow),
+        Choice::Deny => Some(Reply::Deny),
+        _ => None,
+    };
+    if let Some(reply) = reply {
+        return handle.answer(&action.dialog, reply, Answerer::Phone, Some(&action.nonce)).await;
+    }
+    match supervisor.write_store(|s| s.claim_phone(&format!("nonce:{}", action.nonce), std::process::id(), now)) {
+        Ok(true) => {}
+        Ok(false) => return Err(Refusal::Replayed),
+        Err(e) => {
+            tracing::warn!("the journal cannot claim a phone action: {e}");
+            return Err(Refusal::Unrecorded);
+        }
+    }
     match action.choice {
-        Choice::Option(n) => handle.answer(&action.dialog, Reply::Pick(n), Answerer::Phone).await,
-        Choice::Allow => handle.answer(&action.dialog, Reply::Allow, Answerer::Phone).await,
-        Choice::Deny => handle.answer(&action.dialog, Reply::Deny, Answerer::Phone).await,
+        Choice::Option(_) | Choice::Allow | Choice::Deny => Err(Refusal::Unanswerable),
         Choice::Retry => handle.reset_breaker().await.map(drop).map_err(|_| Refusal::SessionEnded),
         Choice::Stop => handle.stop("the phone").await.map_err(|_| Refusal::SessionEnded),
         // A loop stops at its next iteration's end; a session waiting on a limit is not resumed
@@ -467,6 +518,17 @@ mod tests {
         let (seen, result) = lines(input.as_bytes());
         assert!(result.is_ok());
         assert_eq!(seen, ["{\"a\":1}", "next", ""], "the huge line and the unfinished one are not read");
+    }
+
+    #[test]
+    fn one_token_posted_again_and_again_is_handled_three_times_a_minute() {
+        let t0 = Instant::now();
+        let mut repeats = Repeats::default();
+        let handled = (0..1000).filter(|_| repeats.take("5f1e", t0)).count();
+        assert_eq!(handled, REPEATS as usize);
+        assert!(repeats.take("9c3d", t0), "another token is not held back by it");
+        assert!(!repeats.take("5f1e", t0 + Duration::from_secs(59)));
+        assert!(repeats.take("5f1e", t0 + Duration::from_secs(61)), "a minute later, again");
     }
 
     #[test]

@@ -231,3 +231,118 @@ fn a_stream_that_drops_and_a_server_that_refuses_for_a_while_miss_no_press() {
     assert!((1..=25).contains(&refused), "the flood is cut to a burst: {refused} refused");
     assert!(fake.replies().iter().filter(|r| r.starts_with("A button's action was refused")).count() <= 1);
 }
+
+/// `nightshift run` of the replayed permission prompt (`--no-hooks`, so only the screen tells one
+/// prompt from another): Esc denies it (the prompt again), `a` draws the very same prompt again.
+fn permission_run(env: &Env, events: &str, log: &str) -> KillOnDrop {
+    let agent = replay_agent().display().to_string();
+    let (prompt, idle) = (fixture("nightshift/permission.txt"), fixture("idle/01-idle.ansi.txt"));
+    let args = ["run", "--agent", "claude", "--no-hooks", "--events", events, "--", &agent, "screens", &prompt];
+    let (denied, again) = (format!("\u{1b}:{idle}"), format!("a:{prompt}"));
+    let run = env
+        .cmd(&args)
+        .args(["--then", &denied, "--then", &again, "--log", log])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    KillOnDrop(run)
+}
+
+/// The `n`th push to the phone's topic that carries buttons.
+fn nth_prompt(fake: &Fake, n: usize) -> common::ntfy::Publish {
+    wait_for(&format!("push {n} with buttons"), Duration::from_secs(30), || {
+        fake.seen().into_iter().filter(|p| p.path == "/night" && p.headers.contains_key("actions")).nth(n - 1)
+    })
+}
+
+fn send(env: &Env, session: &str, keys: &str) {
+    let out = env.cmd(&["send", "--", session, keys]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_flood_of_a_stale_allow_approves_nothing_and_the_users_own_press_still_goes_through() {
+    let env = Env::new();
+    let fake = Fake::start();
+    let key = set_up(&env, &fake);
+    let (events, log) = (env.path("events.jsonl"), env.path("agent.log"));
+    let (events, log) = (events.to_str().unwrap(), log.to_str().unwrap());
+    let _run = permission_run(&env, events, log);
+    let stale = nth_prompt(&fake, 1).buttons()[0].1.clone();
+    let session = phone::signed(&key, &stale).unwrap().session;
+    wait_for("listening", Duration::from_secs(30), || (fake.subscribers() >= 1).then_some(()));
+    // Denied at the terminal; then the very same prompt again.
+    send(&env, &session, "\u{1b}");
+    wait_for("idle", Duration::from_secs(30), || {
+        read_events(std::path::Path::new(events)).into_iter().find(|e| e["state"] == "idle")
+    });
+    send(&env, &session, "a");
+    let second = nth_prompt(&fake, 2);
+    assert_eq!(second.buttons()[0].0, "Allow once");
+    let allow = second.buttons()[0].1.clone();
+
+    // A thousand presses of the first prompt's Allow (a phone that retries, or a stranger who saw
+    // it), then the user's own press of the second.
+    for _ in 0..1000 {
+        fake.press("answers", &stale);
+    }
+    fake.press("answers", &allow);
+    let said = format!("Allowed once for session {session}: it goes on.");
+    wait_for("the user's press applied", Duration::from_secs(60), || fake.replies().contains(&said).then_some(()));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(typed(log), ["\\x1b", "a", "1"], "one Allow reached the agent: the user's own");
+    // Which token was used: the user's (a used nonce is claimed in the journal; the stale one, refused
+    // since its dialog was never on the screen when it came, claims none, so burns nothing).
+    let claimed = |token: &str| {
+        let nonce = phone::signed(&key, token).unwrap().nonce;
+        let conn = rusqlite::Connection::open(env.state_dir().join("journal.sqlite3")).unwrap();
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM phone_claims WHERE claim = ?1", [format!("nonce:{nonce}")], |r| r.get(0))
+            .unwrap();
+        n
+    };
+    assert_eq!((claimed(&stale), claimed(&allow)), (0, 1), "(the stale Allow's claims, the user's)");
+    let all = journalled(&env, "remote_action");
+    let applied: Vec<&Value> = all.iter().filter(|a| a["applied"] == true).collect();
+    assert_eq!(applied.len(), 1, "{all:?}");
+    let refused: Vec<&Value> = all.iter().filter(|a| a["applied"] == false).collect();
+    assert!(
+        (1..=3).contains(&refused.len()),
+        "the stale Allow is handled three times a minute at most, its other copies dropped unread: {refused:?}"
+    );
+    assert!(refused.iter().all(|r| r["refused"].as_str().unwrap().contains("no longer on the screen")), "{refused:?}");
+    assert!(fake.replies().len() <= 4, "a reply for each handled: {:?}", fake.replies());
+    fake.press("answers", &allow);
+    let replay = format!("Not done for session {session} (allow once): it was used already.");
+    wait_for("the replay refused", Duration::from_secs(30), || fake.replies().contains(&replay).then_some(()));
+    assert_eq!(typed(log), ["\\x1b", "a", "1"]);
+}
+
+#[test]
+fn a_token_posted_before_the_users_press_answers_its_own_dialog_once() {
+    // Whoever holds a button's token holds the button (the push topic is the secret): posted before
+    // the user presses, it answers the dialog it was made for, once; the user's press is then told
+    // it was used, and nothing else is typed.
+    let env = Env::new();
+    let fake = Fake::start();
+    let key = set_up(&env, &fake);
+    let (events, log) = (env.path("events.jsonl"), env.path("agent.log"));
+    let (events, log) = (events.to_str().unwrap(), log.to_str().unwrap());
+    let _run = question_run(&env, events, log);
+    let postgres = nth_prompt(&fake, 1).buttons()[1].1.clone();
+    let session = phone::signed(&key, &postgres).unwrap().session;
+    wait_for("listening", Duration::from_secs(30), || (fake.subscribers() >= 1).then_some(()));
+    fake.press("answers", &postgres);
+    assert_eq!(wait_reply(&fake, 1), format!("Answered 'PostgreSQL' for session {session}: it goes on."));
+    fake.press("answers", &postgres);
+    assert_eq!(
+        wait_reply(&fake, 2),
+        format!("Not done for session {session} (answer 'PostgreSQL'): it was used already.")
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(typed(log), ["2"]);
+    let all = journalled(&env, "remote_action");
+    assert_eq!(all.iter().map(|a| a["applied"].as_bool().unwrap()).collect::<Vec<_>>(), [true, false], "{all:?}");
+}

@@ -528,8 +528,8 @@ impl Executor {
             Control::Snapshot(reply) => {
                 let _ = reply.send(self.screen.styled_snapshot());
             }
-            Control::Answer { dialog, reply, by, respond } => {
-                let _ = respond.send(self.answer_from_afar(dialog, reply, by));
+            Control::Answer { dialog, reply, by, nonce, respond } => {
+                let _ = respond.send(self.answer_from_afar(dialog, reply, by, nonce));
             }
             Control::ResetBreaker(reply) => {
                 self.step(Input::ResetBreakers);

@@ -48,11 +48,13 @@ pub enum Control {
     },
     Snapshot(oneshot::Sender<Snapshot>),
     /// Answer the dialog fingerprinted `dialog` (see [`crate::agent::Dialog::print`]) with `reply`,
-    /// as `by`, if that dialog is the one on the screen now; the reply says whether it was typed.
+    /// as `by`, if that dialog is still on the screen, claiming the phone token's `nonce` in the
+    /// journal once it is; the reply says whether it was typed.
     Answer {
         dialog: String,
         reply: crate::agent::Reply,
         by: crate::event::Answerer,
+        nonce: Option<String>,
         respond: oneshot::Sender<Result<(), crate::phone::Refusal>>,
     },
     /// Close the session's breakers; an agent the crash-loop breaker stopped is started again.
@@ -326,16 +328,19 @@ impl SessionHandle {
         self.control(Control::Stop { source: source.to_string(), kind: crate::event::StopKind::Shutdown }).await
     }
 
-    /// Answers the dialog fingerprinted `dialog` with `reply`, as `by`, if it is still on the
-    /// screen (checked and typed in one step of the session, so nothing comes between).
+    /// Answers the dialog fingerprinted `dialog` with `reply`, as `by`, if it is the one on the
+    /// screen now (checked, `nonce` claimed, and typed in one step of the session, so nothing
+    /// comes between).
     pub async fn answer(
         &self,
         dialog: &str,
         reply: crate::agent::Reply,
         by: crate::event::Answerer,
+        nonce: Option<&str>,
     ) -> Result<(), crate::phone::Refusal> {
         let (respond, rx) = oneshot::channel();
-        let control = Control::Answer { dialog: dialog.to_string(), reply, by, respond };
+        let nonce = nonce.map(str::to_string);
+        let control = Control::Answer { dialog: dialog.to_string(), reply, by, nonce, respond };
         self.control(control).await.map_err(|_| crate::phone::Refusal::SessionEnded)?;
         rx.await.map_err(|_| crate::phone::Refusal::SessionEnded)?
     }

@@ -234,6 +234,16 @@ impl Store {
         Ok(taken == 1)
     }
 
+    /// Whether `claim` was claimed already (a look, not a claim: a press refused for its dialog is
+    /// told apart from a replay of one used).
+    pub fn phone_claimed(&self, claim: &str) -> Result<bool, StoreError> {
+        let found = self
+            .conn
+            .query_row("SELECT 1 FROM phone_claims WHERE claim = ?1", params![claim], |_| Ok(()))
+            .optional()?;
+        Ok(found.is_some())
+    }
+
     /// What session `id` was armed with: its latest `contract` event (`None` for a session from
     /// before contracts were journalled).
     pub fn contract(&self, id: &str) -> Result<Option<crate::contract::Contract>, StoreError> {

@@ -236,6 +236,7 @@ fn a_phone_token_is_claimed_once_however_many_processes_race_for_it() {
     assert_eq!(taken.iter().filter(|t| **t).count(), 1, "{taken:?}");
     let mut store = Store::open(&path).unwrap();
     assert!(!store.claim_phone("nonce:5f1e", 1, now).unwrap(), "a replay");
+    assert!(store.phone_claimed("nonce:5f1e").unwrap() && !store.phone_claimed("nonce:0000").unwrap(), "a look");
     assert!(store.claim_phone("message:abc", 1, now).unwrap());
     let later = now + chrono::Duration::hours(13);
     assert!(store.claim_phone("message:new", 1, later).unwrap());
