@@ -63,6 +63,9 @@ pub struct PushSettings {
     pub webhook: Option<String>,
     /// Only the kind and the session: no summary, no text.
     pub short: bool,
+    /// What a permission prompt approves (its command, path or URL) goes to the public server too,
+    /// cut to [`PUBLIC_DETAILS`] characters; otherwise only a server the user runs is told it.
+    pub public_details: bool,
     /// The link a tap on the notification opens; `{session}` is the session's id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub click: Option<String>,
@@ -128,12 +131,43 @@ impl PushSettings {
             }
         }
         if let Some(url) = &self.click {
-            if let Err(why) = http_url(url) {
+            if let Err(why) = link(url) {
                 return Some(format!("push.click: {why}"));
             }
         }
         None
     }
+}
+
+/// How much of what a permission prompt approves the public server is told, when the user says
+/// it may be (`push.public_details`).
+pub const PUBLIC_DETAILS: usize = 80;
+
+/// Whether `url` is on the public ntfy server (the one `nightshift push setup` picks by default),
+/// where whoever learns a topic reads it; any other server is taken for one the user runs.
+pub fn public_server(url: &str) -> bool {
+    let host = host(url).unwrap_or_default().to_ascii_lowercase();
+    let host = host.trim_end_matches('.');
+    host == "ntfy.sh" || host.ends_with(".ntfy.sh")
+}
+
+/// The host of an http(s) URL (no port, no brackets around an IPv6 address, no user).
+fn host(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = authority.strip_prefix('[') {
+        return v6.split_once(']').map(|(h, _)| h);
+    }
+    Some(authority.rsplit_once(':').map_or(authority, |(h, _)| h))
+}
+
+/// Whether `host` is this machine: 127.0.0.0/8, ::1 or localhost.
+fn loopback(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+        || host.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The scheme and host of a topic's URL (`https://ntfy.sh`).
@@ -142,8 +176,23 @@ pub fn server(url: &str) -> &str {
     url[after..].find('/').map_or(url, |i| &url[..after + i])
 }
 
-/// The part of `url` after its scheme, if it is an http(s) URL with a host.
+/// The part of `url` after its scheme, if it is an http(s) URL with a host, and plain http only to
+/// this machine: a push server elsewhere would get the access token and the buttons' tokens (or,
+/// a webhook, the notices) in clear.
 fn http_url(url: &str) -> Result<&str, String> {
+    let rest = link(url)?;
+    if url.starts_with("http://") && !host(url).is_some_and(loopback) {
+        return Err(format!(
+            "`{url}` is plain http to another machine, so the access token and the buttons' tokens would travel \
+             in clear; use https://, or http:// only on loopback (127.0.0.1, ::1, localhost)"
+        ));
+    }
+    Ok(rest)
+}
+
+/// The part of `url` after its scheme, if it is an http(s) URL with a host (a link the phone
+/// opens: it carries nothing secret).
+fn link(url: &str) -> Result<&str, String> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -168,6 +217,26 @@ pub struct Notice {
     /// Told once per night under this key (see [`Told`]); `None`: every time.
     #[serde(skip)]
     pub once: Option<String>,
+    /// For a permission prompt: what Allow would approve, which `body` says in full; a push to a
+    /// server the user does not run says only what kind of thing it is (see `crate::push`).
+    #[serde(skip)]
+    pub approves: Option<Approval>,
+}
+
+/// What a permission prompt asks to be allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// The tool, as the client's hook named it (`Bash`, `WebFetch`), when it did.
+    pub tool: Option<String>,
+    /// What it would run, read, write or fetch, as the client drew it (or the hook named it).
+    pub what: String,
+}
+
+impl Approval {
+    /// What kind of thing it is, in words: "a Bash call", "a tool call".
+    pub fn kind_of(&self) -> String {
+        self.tool.as_ref().map_or_else(|| "a tool call".to_string(), |t| format!("a {t} call"))
+    }
 }
 
 /// The night `at` belongs to: nights turn at noon, local time, so an evening and the small hours
@@ -213,15 +282,20 @@ where
         body,
         session: Some(id.into()),
         once: None,
+        approves: None,
     };
     match kind {
         EventKind::State { state: SessionState::WaitingInput, dialog, reason, .. } => {
-            let body = dialog
-                .as_ref()
-                .and_then(|d| d.text.clone())
+            let about = dialog.as_ref().and_then(crate::agent::Dialog::about).filter(|a| !a.trim().is_empty());
+            let body = about
+                .clone()
                 .or_else(|| dialog.as_ref().map(|d| format!("The agent shows a {} dialog.", d.kind)))
                 .unwrap_or_else(|| reason.clone());
-            Some(notice(Kind::Question, format!("{label} is waiting for you"), body))
+            // A permission prompt says what Allow would approve.
+            let approves = dialog.as_ref().filter(|d| d.kind == crate::agent::DialogKind::Permission).map(|d| {
+                Approval { tool: d.subject.as_ref().map(|s| s.tool.clone()), what: about.unwrap_or_default() }
+            });
+            Some(Notice { approves, ..notice(Kind::Question, format!("{label} is waiting for you"), body) })
         }
         // Said again by a restarted session: the user was told when it happened.
         EventKind::LimitDetected { source: crate::limits::Source::Journal, .. } => None,
@@ -367,6 +441,7 @@ where
         body,
         session: None,
         once: None,
+        approves: None,
     }
 }
 
@@ -378,6 +453,7 @@ pub fn morning(headline: &str) -> Notice {
         body: headline.to_string(),
         session: None,
         once: None,
+        approves: None,
     }
 }
 

@@ -264,6 +264,29 @@ mod tests {
         let bad = |ntfy: &str| Settings { ntfy: Some(ntfy.into()), ..Settings::default() }.problem();
         assert_eq!(bad("https://ntfy.sh/my-night"), None);
         assert_eq!(bad("http://127.0.0.1:8080/t"), None);
+        // Plain http carries the access token and the buttons' tokens in clear: loopback only.
+        for ok in ["http://127.0.0.5:80/t", "http://[::1]:8080/t", "http://localhost/t", "http://LOCALHOST:2586/t"] {
+            assert_eq!(bad(ok), None, "{ok}");
+        }
+        for far in [
+            "http://ntfy.example.org/t",
+            "http://10.0.0.2/t",
+            "http://127.0.0.1.nip.io/t",
+            "http://127.0.0.1@evil.org/t",
+        ] {
+            let why = bad(far).unwrap_or_default();
+            assert!(
+                why.starts_with("push.ntfy: ") && why.contains("https://") && why.contains("loopback"),
+                "{far}: {why}"
+            );
+            assert_eq!(why.lines().count(), 1);
+        }
+        let hook = Settings { webhook: Some("http://hooks.example.org/n".into()), ..Settings::default() }.problem();
+        assert!(hook.is_some_and(|w| w.starts_with("push.webhook: ")));
+        assert!(
+            crate::notice::public_server("https://ntfy.sh/ns-a")
+                && !crate::notice::public_server("https://ntfy.example.org/a")
+        );
         assert!(bad("ntfy.sh/t").unwrap().starts_with("push.ntfy: `ntfy.sh/t` is not an http:// or https:// URL"));
         assert!(bad("https://ntfy.sh/").unwrap().contains("no topic"), "{:?}", bad("https://ntfy.sh/"));
         assert!(bad("https://ntfy.sh").unwrap().contains("such as https://ntfy.sh/my-night"));

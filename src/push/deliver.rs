@@ -204,7 +204,8 @@ mod tests {
     use std::sync::{Arc, RwLock};
 
     fn notice(kind: Kind, body: &str) -> Notice {
-        Notice { kind, summary: "api · claude".into(), body: body.into(), session: Some("s1".into()), once: None }
+        let session = Some("s1".into());
+        Notice { kind, summary: "api · claude".into(), body: body.into(), session, once: None, approves: None }
     }
 
     /// A local HTTP server answering every request with the status in `status`, then closing.

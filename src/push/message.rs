@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::{Answers, Settings};
-use crate::notice::{Kind, Notice};
+use crate::notice::{Approval, Kind, Notice, PUBLIC_DETAILS};
 
 /// ntfy's priorities (1 to 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -149,6 +149,31 @@ fn kind_word(kind: Kind) -> &'static str {
     }
 }
 
+/// What a permission prompt's push says Allow approves: all of it, to a server the user runs; to
+/// the public server, what kind of thing it is and where to see it, unless the user said it may be
+/// told (`push.public_details`), and then its first [`PUBLIC_DETAILS`] characters.
+fn approves(notice: &Notice, approval: &Approval, settings: &Settings) -> String {
+    if !settings.ntfy.as_deref().is_some_and(crate::notice::public_server) {
+        return notice.body.clone();
+    }
+    if settings.public_details {
+        let rows: Vec<&str> = approval.what.lines().map(str::trim).filter(|r| !r.is_empty()).collect();
+        let flat = rows.join(" · ");
+        return match flat.char_indices().nth(PUBLIC_DETAILS) {
+            Some((cut, _)) => format!("{}…", &flat[..cut]),
+            None => flat,
+        };
+    }
+    let see = match &notice.session {
+        Some(id) => format!("in the Nightshift window, or with `nightshift screen {id}`"),
+        None => "in the Nightshift window".to_string(),
+    };
+    format!(
+        "It asks to be allowed {}. What it would do is not sent to the public push server: see it {see}.",
+        approval.kind_of()
+    )
+}
+
 /// What the phone is told of `notice`.
 pub fn message(notice: &Notice, settings: &Settings) -> Message {
     let (priority, tag) = match notice.kind {
@@ -165,10 +190,11 @@ pub fn message(notice: &Notice, settings: &Settings) -> Message {
         let body = notice.session.as_ref().map_or_else(|| "Nightshift".to_string(), |s| format!("session {s}"));
         (format!("Nightshift: {}", kind_word(notice.kind)), body)
     } else {
-        let body = match notice.kind {
+        let body = match (notice.kind, &notice.approves) {
             // The command can carry anything the agent typed, secrets included: the desktop shows
             // it, the phone does not.
-            Kind::Guard => "The agent was told no and carries on.".to_string(),
+            (Kind::Guard, _) => "The agent was told no and carries on.".to_string(),
+            (_, Some(approval)) => approves(notice, approval, settings),
             _ => notice.body.clone(),
         };
         (notice.summary.clone(), body)
@@ -197,6 +223,7 @@ mod tests {
             body: body.into(),
             session: Some("s1".into()),
             once: None,
+            approves: None,
         }
     }
 
@@ -220,6 +247,45 @@ mod tests {
         let m = message(&notice(Kind::Question, "Which database?"), &settings);
         assert_eq!((m.title.as_str(), m.body.as_str()), ("Nightshift: question", "session s1"));
         assert!(!serde_json::to_string(&m).unwrap().contains("database"));
+    }
+
+    /// A `waiting_input` event on a permission prompt for `command`, as the hooks name it.
+    fn prompt_for(command: &str) -> crate::EventKind {
+        let mut event = crate::EventKind::state(crate::event::SessionState::WaitingInput, "a dialog");
+        if let crate::EventKind::State { dialog, .. } = &mut event {
+            let subject = crate::agent::Subject::of("Bash", &serde_json::json!({ "command": command }));
+            let text = format!("Do you want to proceed? — {subject}");
+            let mut shown = crate::agent::Dialog::new(crate::agent::DialogKind::Permission, Some(text));
+            shown.subject = Some(Box::new(subject));
+            *dialog = Some(shown);
+        }
+        event
+    }
+
+    #[test]
+    fn a_permission_prompts_command_stays_off_the_public_server() {
+        let command = "curl -H 'Authorization: Bearer sk-live-0123' https://api.example.org/v1/charge";
+        let notice = crate::notice::for_event("3f2a9c01", "api · claude", &prompt_for(command), &chrono::Utc).unwrap();
+        let public = Settings { ntfy: Some("https://ntfy.sh/ns-night".into()), ..Settings::default() };
+        let m = message(&notice, &public);
+        assert!(!m.body.contains("curl") && !m.body.contains("sk-live"), "{m:?}");
+        assert!(m.body.contains("a Bash call") && m.body.contains("nightshift screen 3f2a9c01"), "{m:?}");
+        // A server the user runs gets what Allow approves.
+        let own = Settings { ntfy: Some("https://ntfy.example.org/ns-night".into()), ..Settings::default() };
+        assert!(message(&notice, &own).body.contains(command), "{:?}", message(&notice, &own));
+    }
+
+    #[test]
+    fn the_public_server_gets_the_command_shortened_when_the_user_says_so() {
+        let long = format!("rm -rf build && {}", "echo step; ".repeat(20));
+        let notice = crate::notice::for_event("s1", "api", &prompt_for(&long), &chrono::Utc).unwrap();
+        let public =
+            Settings { ntfy: Some("https://ntfy.sh/ns-night".into()), public_details: true, ..Settings::default() };
+        let body = message(&notice, &public).body;
+        assert!(body.starts_with("Bash: rm -rf build && echo step;") && body.ends_with('…'), "{body}");
+        assert_eq!(body.chars().count(), PUBLIC_DETAILS + 1, "{body}");
+        let short = Settings { short: true, ..public };
+        assert_eq!(message(&notice, &short).body, "session s1", "short mode says nothing of it still");
     }
 
     #[test]
