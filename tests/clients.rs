@@ -12,6 +12,7 @@ mod canary_real;
 mod codex_real;
 mod doctor_cli;
 mod hooks_real;
+mod hostile_dialogs;
 mod hostile_envelope;
 mod limits_real;
 mod loops_real;
