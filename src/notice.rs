@@ -206,6 +206,21 @@ fn link(url: &str) -> Result<&str, String> {
     Ok(rest)
 }
 
+/// `text` for a desktop notification's body, which notification servers read as a small markup
+/// (`<b>`, `<a href>`, `<img>`): `&`, `<` and `>` escaped, so an agent's words show as written.
+pub fn markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// One notification to show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notice {
@@ -462,6 +477,15 @@ mod tests {
     use super::*;
     use crate::agent::Dialog;
     use crate::limits::LimitKind;
+
+    #[test]
+    fn a_notifications_body_shows_markup_as_written() {
+        assert_eq!(
+            markup("<b>x</b> & <a href=\"file:///etc\">y</a>"),
+            "&lt;b&gt;x&lt;/b&gt; &amp; &lt;a href=\"file:///etc\"&gt;y&lt;/a&gt;"
+        );
+        assert_eq!(markup("Which port?"), "Which port?");
+    }
 
     #[test]
     fn a_question_carries_its_text() {

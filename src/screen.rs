@@ -384,9 +384,38 @@ fn styled_row(screen: &vt100::Screen, row: u16, cols: u16) -> Vec<Span> {
     spans
 }
 
+/// `text` made safe to print to a terminal: what an agent wrote may carry escape sequences (a
+/// clipboard write, a title, a screen clear, a carriage return that hides what came before), and
+/// none of them may act. Each control character but newline and tab (C0, DEL, and the C1 range,
+/// 8-bit CSI and OSC among them) is shown as its escape (`\x1b`, `\u{9b}`), so the sequence it began
+/// is left as plain text.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c);
+    if !text.chars().any(control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !control(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_an_agent_wrote_prints_without_acting() {
+        assert!(matches!(printable("plain text\n\tindented"), std::borrow::Cow::Borrowed(_)));
+        let hostile = "done \u{1b}]52;c;cm0gLXJmIH4=\u{7} \u{1b}[2J\u{9b}31mred\rhidden\u{7f}";
+        assert_eq!(printable(hostile), "done \\x1b]52;c;cm0gLXJmIH4=\\x07 \\x1b[2J\\u{9b}31mred\\x0dhidden\\x7f");
+        assert_eq!(printable("café ✓"), "café ✓", "printable text is left as it is");
+    }
 
     #[test]
     fn draws_text_cursor_moves_colours_and_title() {

@@ -342,3 +342,45 @@ fn config_saves_at_the_same_time_lose_nothing() {
     let left: Vec<_> = std::fs::read_dir(env.path("config")).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(left.iter().all(|n| !n.to_string_lossy().contains(".tmp")), "no temporary file left: {left:?}");
 }
+
+#[test]
+fn agent_text_reaches_the_terminal_without_its_escape_sequences() {
+    // A loop's agent that writes escape sequences in its answer: a clipboard write (OSC 52), a
+    // screen clear (CSI), the 8-bit CSI (C1) and a carriage return that would hide what came before.
+    let env = Env::new();
+    let dir = env.path("project");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/2.1.332/headless/stream-json-fast.jsonl");
+    let hostile = "done \u{1b}]52;c;cm0gLXJmIH4=\u{7} \u{1b}[2J\u{9b}31mred\rhidden";
+    let lines: Vec<String> = std::fs::read_to_string(fixture)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["type"] == "assistant" {
+                v["message"]["content"][0]["text"] = hostile.into();
+            }
+            v.to_string()
+        })
+        .collect();
+    let stream = env.path("stream.jsonl");
+    std::fs::write(&stream, lines.join("\n") + "\n").unwrap();
+    let harness = env.path("fake-claude");
+    std::fs::write(&harness, format!("#!/bin/sh\ncat {}\n", stream.display())).unwrap();
+    std::fs::set_permissions(&harness, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let events = env.path("loop.jsonl");
+    let args = ["loop", "--program", harness.to_str().unwrap(), "--prompt", "go", "--max-iterations", "1"];
+    let out =
+        env.output(&[&args[..], &["--cwd", dir.to_str().unwrap(), "--events", events.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let session = read_events(&events)[0]["session"].as_str().unwrap().to_string();
+    let shown = env.stdout(&["log", &session]);
+    assert!(shown.contains("done"), "{shown}");
+    let controls: Vec<char> = shown
+        .chars()
+        .filter(|c| (c.is_control() && *c != '\n' && *c != '\t') || ('\u{80}'..='\u{9f}').contains(c))
+        .collect();
+    assert!(controls.is_empty(), "no escape reaches the terminal: {controls:?} in {shown:?}");
+    assert!(shown.contains("52;c;cm0gLXJmIH4=") && shown.contains("hidden"), "neutralised, not hidden: {shown}");
+}

@@ -143,7 +143,8 @@ pub fn show(app: &AppHandle, notice: Notice) {
 
 fn deliver(app: &AppHandle, notice: Notice) {
     let mut n = notify_rust::Notification::new();
-    n.appname("Nightshift").summary(&notice.summary).body(&notice.body).icon("dev.nightshift.app");
+    // The body is read as markup by notification servers: the agent's words show as written.
+    n.appname("Nightshift").summary(&notice.summary).body(&notice::markup(&notice.body)).icon("dev.nightshift.app");
     if notice.session.is_some() {
         n.action("default", "Open");
     }
@@ -181,7 +182,7 @@ pub async fn resumes_kept(app: &AppHandle, pending: &[(nightshift::SessionId, ch
         notify_rust::Notification::new()
             .appname("Nightshift")
             .summary(&notice.summary)
-            .body(&notice.body)
+            .body(&notice::markup(&notice.body))
             .icon("dev.nightshift.app")
             .show()
             .map(|_| ())

@@ -52,5 +52,7 @@ fn line(event: &StoredEvent) -> String {
     let ts = chrono::DateTime::parse_from_rfc3339(&event.ts)
         .map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S%.3f").to_string())
         .unwrap_or_else(|_| event.ts.clone());
+    // What an agent wrote (a dialog's question, a refused command) prints, and does not act.
+    let what = nightshift::screen::printable(&what);
     format!("{ts}  {}  {:<14} {what}", event.session, event.event)
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use nightshift::loops::{loop_dir, stream, stream_file};
+use nightshift::screen::printable;
 use nightshift::store::{EventQuery, SessionKind};
 use nightshift::{Event, EventKind};
 
@@ -40,7 +41,7 @@ fn lives(state_dir: &std::path::Path, id: &str, only: Option<u32>) -> anyhow::Re
     for (n, path) in chosen {
         writeln!(out, "── life {n} — {}", path.display())?;
         let text = nightshift::record::text(path).with_context(|| format!("cannot read {}", path.display()))?;
-        out.write_all(text.as_bytes())?;
+        out.write_all(nightshift::screen::printable(&text).as_bytes())?;
         writeln!(out)?;
     }
     Ok(ExitCode::SUCCESS)
@@ -67,18 +68,33 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                     continue;
                 }
                 shown += 1;
-                writeln!(out, "── {} — {}", super::local_time(&stored.ts), event.kind.describe(&chrono::Local))?;
+                writeln!(
+                    out,
+                    "── {} — {}",
+                    super::local_time(&stored.ts),
+                    printable(&event.kind.describe(&chrono::Local))
+                )?;
                 let file = stream_file(&dir, *iteration, *attempt, *probe);
                 print_stream(&mut out, &file)?;
             }
             EventKind::IterationEnded { iteration, .. } if args.iteration.is_none_or(|n| n == *iteration) => {
-                writeln!(out, "── {} — {}", super::local_time(&stored.ts), event.kind.describe(&chrono::Local))?;
+                writeln!(
+                    out,
+                    "── {} — {}",
+                    super::local_time(&stored.ts),
+                    printable(&event.kind.describe(&chrono::Local))
+                )?;
                 writeln!(out)?;
             }
             EventKind::TaskDone { .. } | EventKind::LoopWait { .. } | EventKind::SpendUnknown { .. }
                 if args.iteration.is_none() =>
             {
-                writeln!(out, "   {} — {}", super::local_time(&stored.ts), event.kind.describe(&chrono::Local))?;
+                writeln!(
+                    out,
+                    "   {} — {}",
+                    super::local_time(&stored.ts),
+                    printable(&event.kind.describe(&chrono::Local))
+                )?;
             }
             _ => {}
         }
@@ -107,14 +123,14 @@ fn print_stream(out: &mut impl Write, file: &std::path::Path) -> anyhow::Result<
         let Ok(line) = line else { break };
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else { continue };
         for said in stream::readable(&v) {
-            writeln!(out, "   {said}")?;
+            writeln!(out, "   {}", printable(&said))?;
         }
     }
     let stderr = file.with_extension("").with_extension("stderr");
     if let Ok(text) = std::fs::read_to_string(&stderr) {
         let tail: Vec<&str> = text.lines().rev().take(5).collect();
         for line in tail.into_iter().rev() {
-            writeln!(out, "   ! {line}")?;
+            writeln!(out, "   ! {}", printable(line))?;
         }
     }
     Ok(())
