@@ -370,7 +370,8 @@ fn agent_text_reaches_the_terminal_without_its_escape_sequences() {
     std::fs::write(&harness, format!("#!/bin/sh\ncat {}\n", stream.display())).unwrap();
     std::fs::set_permissions(&harness, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let events = env.path("loop.jsonl");
-    let args = ["loop", "--program", harness.to_str().unwrap(), "--prompt", "go", "--max-iterations", "1"];
+    let args =
+        ["loop", "--no-sandbox", "--program", harness.to_str().unwrap(), "--prompt", "go", "--max-iterations", "1"];
     let out =
         env.output(&[&args[..], &["--cwd", dir.to_str().unwrap(), "--events", events.to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
