@@ -69,10 +69,10 @@ pub fn listen(supervisor: &Supervisor, push: &Following) -> Listening {
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(Incoming, String)>(QUEUE);
     let (sup, out, halt) = (supervisor.clone(), push.clone(), Arc::clone(&stop));
-    std::thread::Builder::new()
-        .name("phone".into())
-        .spawn(move || read_topic(&sup, &out, &tx, &halt))
-        .expect("the OS refused to start a thread");
+    let reading = std::thread::Builder::new().name("phone".into()).spawn(move || read_topic(&sup, &out, &tx, &halt));
+    if let Err(e) = reading {
+        tracing::warn!("no thread to hear the phone's answers ({e}); they are not heard by this process");
+    }
     let (sup, out) = (supervisor.clone(), push.clone());
     tokio::spawn(async move {
         let mut pruned: Option<Instant> = None;

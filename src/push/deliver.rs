@@ -177,7 +177,11 @@ impl Pusher {
                 }
             }
         };
-        std::thread::Builder::new().name("push".into()).spawn(run).expect("the OS refused to start a thread");
+        // No thread to spare (the user's process limit used up): the notices are lost, said once,
+        // and the night goes on.
+        if let Err(e) = std::thread::Builder::new().name("push".into()).spawn(run) {
+            tracing::warn!("no thread for push notifications ({e}); none will be sent by this process");
+        }
         Self { queue }
     }
 

@@ -131,8 +131,13 @@ pub fn set_up_phone(dir: &Path, server: Option<&str>, fresh: bool) -> Result<Pho
         }
         save_phone_key(dir, &crate::phone::Key::generate())?;
     }
+    // Saved over what is there now: another process may have changed the file meanwhile.
+    crate::config::Config::update(Some(dir), |now| {
+        now.push = settings.clone();
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
     config.push = settings;
-    config.save(Some(dir)).map_err(|e| e.to_string())?;
     kept(true, &config)
 }
 
