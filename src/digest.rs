@@ -222,9 +222,13 @@ pub struct SalvageKept {
     pub last: DateTime<Utc>,
     /// Later salvages that found the work unchanged.
     pub unchanged: u32,
-    /// Its files that were there before the session began, untouched since.
+    /// Its files that were there before the session began, untouched since (journals from
+    /// before: now such files are left out, as `users`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preexisting: Vec<String>,
+    /// The user's own files left out of it (there before the session began, untouched since).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<String>,
 }
 
 /// A command the guard refused.

@@ -454,8 +454,9 @@ pub enum EventKind {
         task: Option<String>,
     },
     /// Uncommitted work of `repo` kept as a commit under `reference` (`refs/nightshift/salvage/…`),
-    /// the user's index, branch and files untouched. `preexisting`: the paths among them that were
-    /// there before the session began, untouched by it (the user's own, not the agent's work).
+    /// the user's index, branch and files untouched. `users`: the paths left out of it as the
+    /// user's own (there before the session began, untouched since). `preexisting`, in journals
+    /// from before: paths it held that were there before the session began.
     Salvaged {
         repo: String,
         reference: String,
@@ -465,6 +466,8 @@ pub enum EventKind {
         reason: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         preexisting: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        users: Vec<String>,
         /// Files left out of the snapshot for their size (listed, not stored).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         too_big: Vec<crate::git::salvage::TooBig>,
@@ -472,8 +475,15 @@ pub enum EventKind {
     /// Salvage found the uncommitted work of `repo` as the session's latest snapshot, `reference`,
     /// holds it: no new ref was made.
     SalvageUnchanged { repo: String, reference: String, reason: String },
-    /// Salvage was not done in `repo`, and why (a rebase under way, conflicts, git failed).
-    SalvageSkipped { repo: String, why: String, reason: String },
+    /// Salvage was not done in `repo`, and why (a rebase under way, conflicts, git failed, or
+    /// nothing of the agent's to keep: `users` names the user's own files left as they are).
+    SalvageSkipped {
+        repo: String,
+        why: String,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        users: Vec<String>,
+    },
     /// Whether the session needs the machine awake changed (the sleep assertion's policy).
     Awake { hold: bool, reason: String },
     /// The machine was asleep (the wall clock moved this much more than the monotonic one).

@@ -19,5 +19,6 @@ mod loops_real;
 mod night;
 mod phone_real;
 mod real_claude;
+mod salvage_real;
 mod sandbox_real;
 mod worktree_real;

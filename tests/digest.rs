@@ -555,6 +555,7 @@ fn the_issues_night() -> (tempfile::TempDir, Store, std::path::PathBuf) {
                 bytes: 135,
                 reason: format!("before respawn cycle {cycle}'s /clear"),
                 preexisting: Vec::new(),
+                users: Vec::new(),
                 too_big: Vec::new(),
             },
         );

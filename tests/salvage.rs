@@ -278,7 +278,7 @@ fn an_unchanged_tree_makes_no_new_ref_and_the_users_own_file_is_named_as_such() 
     let session = all[0]["session"].as_str().unwrap().to_string();
     let saved: Vec<_> = all.iter().filter(|e| e["event"] == "salvaged").collect();
     assert_eq!(saved.len(), 1, "{saved:#?}");
-    assert_eq!(saved[0]["preexisting"], serde_json::json!(["mine.txt"]), "{}", saved[0]);
+    assert_eq!(saved[0]["users"], serde_json::json!(["mine.txt"]), "left out as the user's: {}", saved[0]);
     let refs = git(&dir, &["for-each-ref", "--format=%(refname)", "refs/nightshift/"]);
     assert_eq!(refs.lines().collect::<Vec<_>>(), [format!("refs/nightshift/salvage/{session}/1")]);
     let unchanged: Vec<_> = all.iter().filter(|e| e["event"] == "salvage_unchanged").collect();
@@ -295,7 +295,7 @@ fn an_unchanged_tree_makes_no_new_ref_and_the_users_own_file_is_named_as_such() 
         .collect();
     assert_eq!(kept.len(), 1, "one line for the one snapshot: {kept:#?}");
     assert!(kept[0].contains(", unchanged at 4 later salvages;"), "{}", kept[0]);
-    assert!(kept[0].contains("1 of them was there before the session began, untouched since: mine.txt"), "{}", kept[0]);
+    assert!(kept[0].contains("your own file, there before the session began, left as it is: mine.txt"), "{}", kept[0]);
     assert_eq!(ours["counts"]["salvages"], 1);
     assert_eq!(ours["counts"]["salvages_unchanged"], 4);
     assert_eq!(ours["counts"]["restarts"], 4);

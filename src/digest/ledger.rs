@@ -155,6 +155,15 @@ fn salvage_line(id: &str, s: &Snapshot) -> String {
             shown.join(", ")
         ));
     }
+    if !k.users.is_empty() {
+        let shown: Vec<&str> = k.users.iter().take(3).map(String::as_str).collect();
+        let more = if k.users.len() > 3 { ", …" } else { "" };
+        let (whose, left) = match k.users.len() {
+            1 => ("your own file".to_string(), "left as it is"),
+            n => (format!("your own {n} files"), "left as they are"),
+        };
+        kept.push_str(&format!("; {whose}, there before the session began, {left}: {}{more}", shown.join(", ")));
+    }
     format!(
         "work kept by salvage: {} ({}) of {}, {kept}; look: nightshift salvage show {id}/{n}",
         plural(k.files as u64, "uncommitted file", "uncommitted files"),
@@ -511,7 +520,7 @@ impl Ledger {
                     );
                     lines.note(HappeningKind::JournalGap, key, once, *since);
                 }
-                EventKind::Salvaged { repo, reference, commit, files, bytes, reason, preexisting, .. } => {
+                EventKind::Salvaged { repo, reference, commit, files, bytes, reason, preexisting, users, .. } => {
                     let tree = trees.get(commit).cloned();
                     let same = snapshots
                         .iter_mut()
@@ -540,10 +549,21 @@ impl Ledger {
                                 last: ev.ts,
                                 unchanged: 0,
                                 preexisting: preexisting.clone(),
+                                users: users.clone(),
                             };
                             snapshots.push(Snapshot { kept, tree, by_cycles: true });
                         }
                     }
+                }
+                EventKind::SalvageSkipped { repo, users, .. } if in_range && !users.is_empty() => {
+                    let names = users.join(", ");
+                    let key = format!("your own files in {repo} were left as they are: {names}");
+                    let once = format!(
+                        "your own files in {repo}, there before the session began and untouched since, were left as \
+                         they are (not the agent's work) at {}: {names}",
+                        hhmm(ev.ts)
+                    );
+                    lines.note(HappeningKind::SalvagePreexisting, key, once, ev.ts);
                 }
                 EventKind::SalvageUnchanged { reference, reason, .. } => {
                     if in_range {

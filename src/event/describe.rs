@@ -139,7 +139,7 @@ impl EventKind {
                 worktree.branch,
                 task.as_deref().map(|t| format!(" for the task: {t}")).unwrap_or_default()
             ),
-            Self::Salvaged { repo, reference, files, bytes, reason, preexisting, too_big, .. } => {
+            Self::Salvaged { repo, reference, files, bytes, reason, preexisting, users, too_big, .. } => {
                 let mut text = format!(
                     "kept {files} uncommitted file(s) ({}) of {repo} as {reference} ({reason}); \
                      `nightshift salvage show` shows them",
@@ -151,13 +151,19 @@ impl EventKind {
                         preexisting.join(", ")
                     ));
                 }
+                if !users.is_empty() {
+                    text.push_str(&format!(
+                        "; your own, there before the session began and untouched since, left as they are: {}",
+                        users.join(", ")
+                    ));
+                }
                 if !too_big.is_empty() {
                     let big: Vec<String> = too_big.iter().map(ToString::to_string).collect();
                     text.push_str(&format!("; too big to keep, left as they are: {}", big.join(", ")));
                 }
                 text
             }
-            Self::SalvageSkipped { repo, why, reason } => format!("did not salvage {repo} ({reason}): {why}"),
+            Self::SalvageSkipped { repo, why, reason, .. } => format!("did not salvage {repo} ({reason}): {why}"),
             Self::SalvageUnchanged { repo, reference, reason } => {
                 format!("the uncommitted work of {repo} is unchanged since {reference} ({reason}): nothing new to keep")
             }

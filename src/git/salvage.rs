@@ -1,6 +1,9 @@
 //! Salvage: the working tree's uncommitted work, kept as a commit under
 //! `refs/nightshift/salvage/<session>/<n>` when a life ends badly or a cycle is about to `/clear`.
-//! Only what is new: a tree the session's latest snapshot holds already makes no new ref.
+//! What is at risk is the uncommitted change from HEAD, and a snapshot is due only when that
+//! changed since the session's latest one (the agent's commits move HEAD and the tree, not what is
+//! at risk). The user's own files, there before the session began and untouched since, are never
+//! stored as the agent's work: they are left out and named.
 //!
 //! Built through a temporary index: the user's index, HEAD, branch, stash and files are untouched,
 //! nothing the repository configures runs (no hook, filter, fsmonitor or diff driver: see
@@ -78,14 +81,17 @@ impl std::fmt::Display for TooBig {
 /// What a salvage attempt did in one repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// A new snapshot; `preexisting` are the paths it holds that were there, as they are, before
-    /// the session began (older than its start), so the user's own files are not taken for the
-    /// agent's work; `too_big` the files left out for their size.
-    Saved { snapshot: Snapshot, preexisting: Vec<String>, too_big: Vec<TooBig> },
-    /// The uncommitted work is the session's latest snapshot's, as it was: no new ref.
+    /// A new snapshot; `users` are the paths left out of it as the user's own (there before the
+    /// session began, older than its start, untouched since: not the agent's work); `too_big` the
+    /// files left out for their size.
+    Saved { snapshot: Snapshot, users: Vec<String>, too_big: Vec<TooBig> },
+    /// What is at risk (the uncommitted change from HEAD) is what the session's latest snapshot
+    /// holds, though HEAD may have moved since: no new ref.
     Unchanged { reference: String, commit: String },
     /// Nothing uncommitted.
     Clean,
+    /// Nothing uncommitted but the user's own files, there before the session began.
+    UsersOnly(Vec<String>),
     /// Nothing uncommitted but files too big to keep.
     TooBig(Vec<TooBig>),
     /// Not now: a rebase, merge, cherry-pick, revert or bisect, or conflicts; or git failed.
@@ -208,31 +214,43 @@ fn taken(run: &Run<'_>, session: &str, message: &str, began: Option<SystemTime>)
     if let Some(head) = &head {
         run.git(&["read-tree", head], &env)?;
     }
-    // What would be stored, file by file: those over the limit are left out by name.
-    let mut too_big = Vec::new();
+    // What would be stored, file by file: those over the limit, and the user's own from before
+    // the session, are left out by name.
+    let (mut too_big, mut users) = (Vec::new(), Vec::new());
     let listed = run.git(&["ls-files", "-z", "--others", "--modified", "--exclude-standard"], &env)?;
-    for path in listed.split('\0').filter(|p| !p.is_empty()) {
-        let size = std::fs::symlink_metadata(repo.join(path)).map(|m| m.len()).unwrap_or(0);
-        if size > run.limits.max_file && !too_big.iter().any(|b: &TooBig| b.path == path) {
-            too_big.push(TooBig { path: path.to_string(), bytes: size });
+    let mut listed: Vec<&str> = listed.split('\0').filter(|p| !p.is_empty()).collect();
+    listed.sort_unstable();
+    listed.dedup();
+    for path in listed {
+        let Ok(meta) = std::fs::symlink_metadata(repo.join(path)) else { continue };
+        if began.is_some_and(|b| meta.modified().is_ok_and(|t| t < b)) {
+            users.push(path.to_string());
+        } else if meta.len() > run.limits.max_file {
+            too_big.push(TooBig { path: path.to_string(), bytes: meta.len() });
         }
     }
     let mut pathspecs = String::from(".\0");
-    for big in &too_big {
-        pathspecs.push_str(&format!(":(exclude,literal){}\0", big.path));
+    for path in users.iter().chain(too_big.iter().map(|b| &b.path)) {
+        pathspecs.push_str(&format!(":(exclude,literal){path}\0"));
     }
     let spec_file = scratch.path().join("pathspecs");
     std::fs::write(&spec_file, pathspecs).map_err(|e| format!("cannot write the pathspecs: {e}"))?;
     let from = format!("--pathspec-from-file={}", spec_file.display());
     run.git(&["add", "-A", "--pathspec-file-nul", &from], &env)?;
     let tree = run.git(&["write-tree"], &env)?.trim().to_string();
-    let head_tree = head.as_ref().and_then(|h| run.git(&["rev-parse", &format!("{h}^{{tree}}")], &[]).ok());
-    if head_tree.as_deref().map(str::trim) == Some(tree.as_str()) {
-        return Ok(if too_big.is_empty() { Outcome::Clean } else { Outcome::TooBig(too_big) });
+    let at_risk = delta(run, head.as_deref(), &tree)?;
+    if at_risk.is_empty() {
+        return Ok(match (too_big.is_empty(), users.is_empty()) {
+            (false, _) => Outcome::TooBig(too_big),
+            (true, false) => Outcome::UsersOnly(users),
+            (true, true) => Outcome::Clean,
+        });
     }
     let taken = kept(run, session);
-    if let Some(latest) = taken.last().filter(|k| k.tree == tree) {
-        return Ok(Outcome::Unchanged { reference: latest.reference.clone(), commit: latest.commit.clone() });
+    if let Some(latest) = taken.last() {
+        if delta(run, latest.parent.as_deref(), &latest.commit)? == at_risk {
+            return Ok(Outcome::Unchanged { reference: latest.reference.clone(), commit: latest.commit.clone() });
+        }
     }
     let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
     if let Some(head) = &head {
@@ -245,9 +263,8 @@ fn taken(run: &Run<'_>, session: &str, message: &str, began: Option<SystemTime>)
         let reference = format!("{REF_PREFIX}/{session}/{n}");
         if run.git(&["update-ref", "-m", "nightshift salvage", &reference, &commit, ""], &[]).is_ok() {
             let (files, bytes) = changes(repo, head.as_deref(), &commit);
-            let preexisting = began.map(|b| untouched_since(repo, &files, b)).unwrap_or_default();
             let snapshot = Snapshot { repo: repo.to_path_buf(), reference, commit, files, bytes };
-            return Ok(Outcome::Saved { snapshot, preexisting, too_big });
+            return Ok(Outcome::Saved { snapshot, users, too_big });
         }
         if Instant::now() >= run.until {
             break;
@@ -261,36 +278,46 @@ struct Kept {
     n: u64,
     reference: String,
     commit: String,
-    tree: String,
+    /// The commit it was taken on (HEAD then; `None` in a repository with no commit yet).
+    parent: Option<String>,
 }
+
+/// What `tree` changes from `base`'s (a commit, or nothing: the empty tree), entry by entry: the
+/// path, what it became and its mode. Two snapshots with the same delta hold the same work at risk.
+fn delta(run: &Run<'_>, base: Option<&str>, tree: &str) -> Result<std::collections::BTreeSet<String>, String> {
+    let base = base.map_or_else(|| EMPTY_TREE.to_string(), |b| format!("{b}^{{tree}}"));
+    let raw = run.git(&["diff-tree", "-r", "-z", "--no-renames", "--raw", &base, tree], &[])?;
+    let mut fields = raw.split('\0').filter(|f| !f.is_empty());
+    let mut out = std::collections::BTreeSet::new();
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        // `:old-mode new-mode old-sha new-sha status`: what it became is the new mode and sha.
+        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let (mode, sha) = (parts.get(1).copied().unwrap_or_default(), parts.get(3).copied().unwrap_or_default());
+        out.insert(format!("{mode} {sha} {path}"));
+    }
+    Ok(out)
+}
+
+/// git's tree with nothing in it.
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// The session's snapshots in the repository, by number (one git call, no diffs).
 fn kept(run: &Run<'_>, session: &str) -> Vec<Kept> {
     let prefix = format!("{REF_PREFIX}/{session}/");
-    let out = run.git(&["for-each-ref", "--format=%(refname)%09%(objectname)%09%(tree)", &prefix], &[]);
+    let out = run.git(&["for-each-ref", "--format=%(refname)%09%(objectname)%09%(parent)", &prefix], &[]);
     let mut kept: Vec<Kept> = out
         .unwrap_or_default()
         .lines()
         .filter_map(|l| {
             let mut fields = l.split('\t');
-            let (reference, commit, tree) = (fields.next()?, fields.next()?, fields.next()?);
+            let (reference, commit) = (fields.next()?, fields.next()?);
+            let parent = fields.next().filter(|p| !p.is_empty()).map(String::from);
             let n = reference.strip_prefix(&prefix)?.parse().ok()?;
-            Some(Kept { n, reference: reference.into(), commit: commit.into(), tree: tree.into() })
+            Some(Kept { n, reference: reference.into(), commit: commit.into(), parent })
         })
         .collect();
     kept.sort_by_key(|k| k.n);
     kept
-}
-
-/// The added and modified paths of `files` whose file in the working tree was last changed before
-/// `began`: there before the session, and untouched by it.
-fn untouched_since(repo: &Path, files: &[Change], began: SystemTime) -> Vec<String> {
-    files
-        .iter()
-        .filter(|c| c.status != "D")
-        .filter(|c| std::fs::symlink_metadata(repo.join(&c.path)).and_then(|m| m.modified()).is_ok_and(|t| t < began))
-        .map(|c| c.path.clone())
-        .collect()
 }
 
 /// The tree of each of `commits` in `repo` (`None` for one git no longer has), in one git call
@@ -394,7 +421,7 @@ pub fn restore_to_worktree(repo: &Path, reference: &str) -> Result<(), String> {
         return Err("the working tree has changes of its own; commit or stash them first, or restore onto a new branch with --branch NAME".into());
     }
     let parent = run(repo, &["rev-parse", "--verify", "-q", &format!("{reference}^")], &[]);
-    let base = parent.as_deref().map(str::trim).unwrap_or("4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+    let base = parent.as_deref().map(str::trim).unwrap_or(EMPTY_TREE);
     let patch = super::output(repo, &["diff", "--binary", base, reference], &[])?;
     match super::output_until(repo, &["apply", "--whitespace=nowarn", "-"], &[], Some(patch.as_bytes()), far()) {
         Ok(_) => Ok(()),
@@ -427,7 +454,7 @@ mod tests {
 
     fn saved(outcome: Outcome) -> (String, Vec<String>) {
         match outcome {
-            Outcome::Saved { snapshot, preexisting, .. } => (snapshot.reference, preexisting),
+            Outcome::Saved { snapshot, users, .. } => (snapshot.reference, users),
             other => panic!("not saved: {other:?}"),
         }
     }
@@ -546,20 +573,71 @@ mod tests {
         assert!(why.starts_with("gave up after 2 s"), "{why}");
     }
 
+    /// Sets `path`'s modification time `ago` before `at`.
+    fn touched(path: &Path, at: SystemTime, ago: std::time::Duration) {
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(at - ago).unwrap();
+    }
+
     #[test]
-    fn files_older_than_the_session_are_named_as_there_before_it() {
+    fn a_snapshot_is_due_only_when_what_is_at_risk_changed_not_when_head_moved() {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path();
         git(repo, &["init", "-q"]);
         git(repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+        std::fs::write(repo.join("draft.txt"), "the agent's draft\n").unwrap();
+        let (first, _) = saved(snapshot(repo, "s1", "m", None));
+        // The agent commits other work: HEAD moves, the draft at risk is the same.
+        for step in 1..=3 {
+            std::fs::write(repo.join("work.txt"), format!("step {step}\n")).unwrap();
+            git(repo, &["add", "work.txt"]);
+            git(repo, &["commit", "-qm", &format!("step {step}")]);
+            let again = snapshot(repo, "s1", "m", None);
+            assert!(
+                matches!(&again, Outcome::Unchanged { reference, .. } if *reference == first),
+                "step {step}: {again:?}"
+            );
+        }
+        // The draft changes: what is at risk changed, so a snapshot is due.
+        std::fs::write(repo.join("draft.txt"), "the agent's draft, longer\n").unwrap();
+        assert_eq!(saved(snapshot(repo, "s1", "m", None)).0, "refs/nightshift/salvage/s1/2");
+        // The agent commits the draft: nothing is at risk any more.
+        git(repo, &["add", "draft.txt"]);
+        git(repo, &["commit", "-qm", "the draft"]);
+        assert_eq!(snapshot(repo, "s1", "m", None), Outcome::Clean);
+    }
+
+    #[test]
+    fn the_users_own_untouched_files_are_never_stored_as_the_agents_work() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q"]);
+        std::fs::write(repo.join("tracked.txt"), "as committed\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-qm", "start"]);
+        let began = SystemTime::now();
+        let hour = std::time::Duration::from_secs(3600);
+        // The user's, from before the session: an untracked file and an edit of a tracked one.
         std::fs::write(repo.join("mine.txt"), "the user's\n").unwrap();
-        let began = SystemTime::now() + std::time::Duration::from_secs(1);
-        let old = std::fs::File::options().write(true).open(repo.join("mine.txt")).unwrap();
-        old.set_modified(began - std::time::Duration::from_secs(3600)).unwrap();
+        touched(&repo.join("mine.txt"), began, hour);
+        std::fs::write(repo.join("tracked.txt"), "the user's edit\n").unwrap();
+        touched(&repo.join("tracked.txt"), began, hour);
+        let only_theirs = snapshot(repo, "s1", "m", Some(began));
+        assert_eq!(only_theirs, Outcome::UsersOnly(vec!["mine.txt".into(), "tracked.txt".into()]));
+        // The agent's file, after the session began: kept, and alone.
         std::fs::write(repo.join("agent.txt"), "the agent's\n").unwrap();
-        let new = std::fs::File::options().write(true).open(repo.join("agent.txt")).unwrap();
-        new.set_modified(began + std::time::Duration::from_secs(60)).unwrap();
-        let (_, preexisting) = saved(snapshot(repo, "s1", "m", Some(began)));
-        assert_eq!(preexisting, ["mine.txt"]);
+        let Outcome::Saved { snapshot: s, users, .. } = snapshot(repo, "s1", "m", Some(began)) else {
+            panic!("the agent's work is kept")
+        };
+        assert_eq!(s.files.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(), ["agent.txt"]);
+        assert_eq!(users, ["mine.txt", "tracked.txt"], "listed as the user's");
+        let stored = git(repo, &["ls-tree", "-r", "--name-only", &s.reference]);
+        assert!(!stored.contains("mine.txt"), "{stored}");
+        assert_eq!(git(repo, &["show", &format!("{}:tracked.txt", s.reference)]), "as committed\n");
+        // The user's file touched again (by the agent, after the start): it is at risk now.
+        std::fs::write(repo.join("mine.txt"), "the user's, changed by the agent\n").unwrap();
+        let Outcome::Saved { snapshot: s, users, .. } = snapshot(repo, "s1", "m", Some(began)) else {
+            panic!("a changed file is kept")
+        };
+        assert!(s.files.iter().any(|c| c.path == "mine.txt") && users == ["tracked.txt"], "{:?} {users:?}", s.files);
     }
 }

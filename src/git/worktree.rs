@@ -305,7 +305,7 @@ pub fn remove(w: &Worktree, force: bool, session: &str) -> Result<Removed, Strin
         match super::salvage::snapshot(&w.path, session, "before the worktree was removed", None) {
             super::salvage::Outcome::Saved { snapshot, .. } => salvaged = Some(snapshot.reference),
             super::salvage::Outcome::Unchanged { reference, .. } => salvaged = Some(reference),
-            super::salvage::Outcome::Clean => {}
+            super::salvage::Outcome::Clean | super::salvage::Outcome::UsersOnly(_) => {}
             super::salvage::Outcome::TooBig(files) => {
                 let big: Vec<String> = files.iter().map(ToString::to_string).collect();
                 return Err(format!(

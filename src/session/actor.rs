@@ -662,7 +662,7 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
         let shown = repo.display().to_string();
         let reason = reason.to_string();
         match salvage::snapshot(&repo, session.as_str(), &message, began) {
-            Outcome::Saved { snapshot: s, preexisting, too_big } => {
+            Outcome::Saved { snapshot: s, users, too_big } => {
                 journal.emit(
                     session,
                     EventKind::Salvaged {
@@ -672,7 +672,8 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
                         files: s.files.len(),
                         bytes: s.bytes,
                         reason,
-                        preexisting,
+                        preexisting: Vec::new(),
+                        users,
                         too_big,
                     },
                 );
@@ -681,13 +682,21 @@ pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, 
                 journal.emit(session, EventKind::SalvageUnchanged { repo: shown, reference, reason });
             }
             Outcome::Clean => {}
+            Outcome::UsersOnly(users) => {
+                let why = format!(
+                    "nothing of the agent's is uncommitted; your own files, there before the session began and \
+                     untouched since, are left as they are: {}",
+                    users.join(", ")
+                );
+                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason, users });
+            }
             Outcome::TooBig(files) => {
                 let big: Vec<String> = files.iter().map(ToString::to_string).collect();
                 let why = format!("only files too big to keep are uncommitted: {}", big.join(", "));
-                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason });
+                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason, users: Vec::new() });
             }
             Outcome::Refused(why) => {
-                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason });
+                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason, users: Vec::new() });
             }
         }
     }

@@ -284,6 +284,7 @@ fn a_snapshot_followed_through_unchanged_salvages_and_one_of_the_users_files_alo
                 bytes: 10,
                 reason: "the agent exited with code 1".into(),
                 preexisting,
+                users: Vec::new(),
                 too_big: Vec::new(),
             },
         )
