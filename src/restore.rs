@@ -51,6 +51,8 @@ pub struct Replay {
     pub crash_loop: bool,
     /// The agent's last process, as journalled when it started.
     pub last_pid: Option<u32>,
+    /// A conversation received the last handoff the agent wrote (no later one is given it).
+    pub handoff_given: bool,
 }
 
 /// What to do with a session whose Nightshift is gone.
@@ -125,12 +127,15 @@ pub fn replay(store: &Store, row: &SessionRow) -> Result<Option<Replay>, StoreEr
         kept: row.kept.is_some(),
         crash_loop: false,
         last_pid: None,
+        handoff_given: false,
     };
     // Oldest first: each later word replaces the one before.
     let mut pending: Option<Pending> = None;
     for event in &events {
         match &event.kind {
             EventKind::Conversation { id } => replay.conversation = Some(id.clone()),
+            EventKind::Handoff { .. } => replay.handoff_given = false,
+            EventKind::HandoffGiven { .. } => replay.handoff_given = true,
             EventKind::State { pid: Some(pid), .. } => replay.last_pid = Some(*pid),
             EventKind::Breaker { breaker: crate::breaker::BreakerKind::CrashLoop, state, .. } => {
                 replay.crash_loop = *state == crate::breaker::BreakerState::Open;
@@ -307,6 +312,7 @@ mod tests {
             kept: false,
             crash_loop: false,
             last_pid: None,
+            handoff_given: false,
         }
     }
 

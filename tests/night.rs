@@ -332,8 +332,16 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
         events.into_iter().find(|e| e["event"] == "handoff")
     });
     mock.set_default("commit");
-    done = work_goes_on(&run, done, "the handoff");
-    eprintln!("phase: a handoff ({done} commits)");
+    work_goes_on(&run, done, "the handoff");
+    // Three more cycles after it: each starts from the progress note and the repository, not
+    // from the handoff, which went to the conversation after its reset.
+    let cycles = |run: &ClaudeRun| count(&run.events(), |e| e["event"] == "respawn" && e["action"] == "cycle_started");
+    let after_handoff = cycles(&run);
+    wait_for("three cycles after the handoff", Duration::from_secs(120), || {
+        (cycles(&run) >= after_handoff + 3).then_some(())
+    });
+    done = commits(&dir);
+    eprintln!("phase: a handoff, then three cycles ({done} commits)");
 
     // Nightshift itself is SIGKILLed mid-turn, and `nightshift restore` brings the night back.
     mock.set_default("slow:30");
@@ -460,6 +468,8 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     assert_eq!(counts["restarts"], restarts as u64, "{counts}");
     assert_eq!(counts["restores"], restores as u64, "{counts}");
     assert_eq!(counts["handoffs_written"], handoffs as u64, "{counts}");
+    assert_eq!(count(&events, |e| e["event"] == "handoff_given"), 1, "one handoff, one conversation");
+    assert_eq!(counts["handoffs_given"], 1, "{counts}");
     assert_eq!(counts["questions_answered"], questions as u64, "{counts}");
     assert_eq!((counts["phone_applied"].as_u64(), counts["phone_refused"].as_u64()), (Some(1), Some(0)), "{counts}");
     assert_eq!(counts["commits"], commits(&dir) as u64, "{counts}");

@@ -127,7 +127,7 @@ impl Machine {
             far: false,
             typed_ask: None,
             ask_check: None,
-            client: hooks::Client::new(start.conversation, start.guard, start.handoff),
+            client: hooks::Client::new(start.conversation, start.guard, start.handoff, start.handoff_given),
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
             sandbox: start.sandbox,

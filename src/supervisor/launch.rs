@@ -93,6 +93,7 @@ impl Supervisor {
             spent: from.spent,
             since: Some(contract.started),
             handoff: from.handoff,
+            handoff_given: from.handoff_given,
             // From the final command line: a flag that turns the sandbox off is said as such.
             sandbox: match (&t.sandbox, crate::agent::turned_off(agent, &t.args)) {
                 (Some(_), Some(flag)) => Some(format!("not sandboxed: `{flag}` turns Codex's sandbox off")),

@@ -47,6 +47,8 @@ struct Resumption {
     held: bool,
     spent: crate::usage::Tally,
     handoff: Option<(String, chrono::DateTime<chrono::Utc>)>,
+    /// A conversation received that handoff already: none after it is given it.
+    handoff_given: bool,
 }
 
 /// What a launch takes beside the contract: where the session carries on from (`None`: its

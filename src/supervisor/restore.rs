@@ -137,7 +137,7 @@ impl Supervisor {
             None
         } else {
             crate::session::machine::continuation(
-                handoff.as_ref().map(|(text, at)| (text.as_str(), *at)),
+                handoff.as_ref().filter(|_| !replay.handoff_given).map(|(text, at)| (text.as_str(), *at)),
                 kickstart.map(|r| r.kickstart_prompt.as_str()),
                 now,
                 // The restored client resumes the conversation that holds it.
@@ -176,6 +176,7 @@ impl Supervisor {
             held: replay.held,
             spent: replay.spent.carried_over(),
             handoff,
+            handoff_given: replay.handoff_given,
         };
         self.launch(id, &contract, Runtime { from: Some(from), ..Runtime::default() }).map(Some)
     }

@@ -51,6 +51,8 @@ pub(super) enum Handoff {
 pub(super) struct Written {
     pub text: String,
     pub at: DateTime<Utc>,
+    /// A conversation received it: it belongs to that one, and no later one is given it.
+    pub given: bool,
 }
 
 /// What the client's hooks told the session, and where it is with its handoff.
@@ -79,13 +81,14 @@ impl Client {
         conversation: Option<String>,
         guard_rules: Option<std::sync::Arc<guard::Rules>>,
         handoff: Option<(String, DateTime<Utc>)>,
+        handoff_given: bool,
     ) -> Self {
         Self {
             conversation,
             heard: false,
             guard_rules,
             handoff: Handoff::None,
-            last_handoff: handoff.map(|(text, at)| Written { text, at }),
+            last_handoff: handoff.map(|(text, at)| Written { text, at, given: handoff_given }),
             kick_with_handoff: false,
             context_pct: None,
             context_floor: Floor::None,
@@ -107,9 +110,21 @@ impl Client {
         self.conversation.take()
     }
 
-    /// A handoff written within [`FRESH_HANDOFF`] of `now`.
+    /// A handoff written within [`FRESH_HANDOFF`] of `now` that no conversation received yet.
     pub(super) fn fresh_handoff(&self, now: Now) -> bool {
-        self.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF)
+        self.undelivered().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF)
+    }
+
+    /// The last handoff, while no conversation has received it.
+    fn undelivered(&self) -> Option<&Written> {
+        self.last_handoff.as_ref().filter(|h| !h.given)
+    }
+
+    /// The last handoff went to a conversation: no later one gets it.
+    pub(super) fn delivered(&mut self) {
+        if let Some(h) = &mut self.last_handoff {
+            h.given = true;
+        }
     }
 
     /// A switch is due: it waits for a handoff, unless one is under way already.
@@ -279,22 +294,22 @@ impl Machine {
         if !matches!(source, StartSource::Clear | StartSource::Startup | StartSource::Resume) {
             return Answer::Pass;
         }
-        // After the handoff's /clear, or a client started again soon after one was written.
-        let fresh = self.client.handoff == Handoff::Written
-            || self.client.last_handoff.as_ref().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF);
+        // After the handoff's /clear, or a client started again soon after one was written; once
+        // a conversation received it, it is that one's alone.
+        let fresh = self.client.handoff == Handoff::Written || self.client.fresh_handoff(now);
         if *source == StartSource::Clear && self.client.handoff == Handoff::Written {
             self.client.handoff = Handoff::None;
             self.client.context_floor = Floor::Pending;
         }
-        let Some(written) = self.client.last_handoff.as_ref().filter(|_| fresh) else { return Answer::Pass };
+        let Some(written) = self.client.undelivered().filter(|_| fresh) else { return Answer::Pass };
+        let text = format!(
+            "Your handoff, written before your context was reset ({}). Start from it:\n\n{}",
+            crate::clock::format_ts(written.at),
+            written.text
+        );
+        self.client.delivered();
         self.emit(EventKind::HandoffGiven { source: source.to_string() }, fx);
-        Answer::Context {
-            text: format!(
-                "Your handoff, written before your context was reset ({}). Start from it:\n\n{}",
-                crate::clock::format_ts(written.at),
-                written.text
-            ),
-        }
+        Answer::Context { text }
     }
 
     fn stopped(&mut self, continued: bool, last_message: Option<String>, now: Now, fx: &mut Vec<Effect>) -> Answer {
@@ -435,7 +450,7 @@ impl Machine {
         self.client.kick_with_handoff = true;
         self.emit(EventKind::Handoff { chars: text.chars().count() }, fx);
         fx.push(Effect::SaveHandoff { text: text.clone() });
-        self.client.last_handoff = Some(Written { text, at: now.wall });
+        self.client.last_handoff = Some(Written { text, at: now.wall, given: false });
     }
 
     /// A cycle's update step while a handoff is due: it asks for the handoff instead.
@@ -462,6 +477,7 @@ impl Machine {
             // thread's context reaches the threshold again.
             self.client.handoff = Handoff::None;
             self.client.context_floor = Floor::Pending;
+            self.client.delivered();
             self.emit(EventKind::HandoffGiven { source: "kickstart".into() }, fx);
         }
         kick
@@ -480,7 +496,8 @@ impl Machine {
             return None;
         }
         let kickstart = self.cycles.active().map(|r| r.cycle.settings.kickstart_prompt.as_str());
-        let handoff = self.client.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at));
+        // A handoff a conversation received is not given to another.
+        let handoff = self.client.undelivered().map(|h| (h.text.as_str(), h.at));
         continuation(handoff, kickstart, now.wall, !(fresh && self.asks_by_typing()))
     }
 

@@ -52,6 +52,8 @@ pub struct Start {
     /// The latest handoff the agent wrote, and when (a restored session's, from the state
     /// directory): a client started again soon after it is given it back.
     pub handoff: Option<(String, DateTime<Utc>)>,
+    /// A conversation received that handoff already (a restore, from the journal).
+    pub handoff_given: bool,
     /// Whether the agent runs in its own sandbox, in words (`sandboxed: …`, `not sandboxed: …`).
     pub sandbox: Option<String>,
     /// What the canary said of the client it runs, in words (`nightshift doctor --canary`).

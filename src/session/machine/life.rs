@@ -170,6 +170,7 @@ impl Machine {
             let prompt = self.restart_prompt(now, true);
             if self.asks_by_typing() && self.client.fresh_handoff(now) {
                 // Codex's new thread has it in its first prompt (Claude's, from `SessionStart`).
+                self.client.delivered();
                 self.emit(EventKind::HandoffGiven { source: "prompt".into() }, fx);
             }
             fx.push(Effect::SwitchAccount { account, prompt });

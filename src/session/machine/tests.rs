@@ -69,6 +69,7 @@ fn start() -> Start {
         spent: crate::usage::Tally::default(),
         since: None,
         handoff: None,
+        handoff_given: false,
         sandbox: None,
         canary: None,
         commands: crate::agent::CycleCommands::default(),
@@ -975,6 +976,37 @@ fn a_handoff_is_asked_at_the_threshold_kept_and_given_back_after_the_reset() {
     sim.run(sim.secs() + 120.0);
     let kick = sim.typed().into_iter().find(|t| t.starts_with("Continue the work"));
     assert!(kick.is_some_and(|k| k.contains("handoff") && k.contains("the parser is done")), "{:?}", sim.typed());
+}
+
+/// One handoff, one conversation: the one after its reset receives it; the cycles after that
+/// start from the progress note and the repository, as the kickstart says, not from it again.
+#[test]
+fn a_handoff_is_given_to_the_conversation_after_it_and_to_no_later_one() {
+    let mut sim = Sim::new(with_respawn(start(), quick_respawn()));
+    sim.input(working());
+    sim.input(context(81.0));
+    sim.input(stop(false, "Done with step 3."));
+    sim.input(stop(true, HANDOFF));
+    sim.input(idle());
+    sim.run(sim.secs() + 0.5);
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "clear".into() }));
+    sim.input(context(5.0));
+    // Three more cycles within a few minutes of it, each with its own /clear.
+    for cycle in 0..3 {
+        sim.run(sim.secs() + 40.0);
+        sim.input(working());
+        sim.input(stop(false, "Did a step."));
+        sim.input(idle());
+        sim.run(sim.secs() + 40.0);
+        sim.input(hook(crate::hooks::Event::SessionStart { source: "clear".into() }));
+        let answer = sim.answers().last().cloned();
+        assert_eq!(answer, Some(crate::hooks::Answer::Pass), "cycle {cycle} is not given the handoff again");
+    }
+    let given = sim.events().filter(|(_, k)| matches!(k, EventKind::HandoffGiven { .. })).count();
+    assert_eq!(given, 1, "given to one conversation");
+    let kicks: Vec<String> = sim.typed().into_iter().filter(|t| t.starts_with("Continue the work")).collect();
+    assert!(kicks.len() >= 2, "{kicks:?}");
+    assert!(kicks[1..].iter().all(|k| !k.contains("the parser is done")), "later kickstarts: {kicks:?}");
 }
 
 #[test]
