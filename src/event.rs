@@ -371,6 +371,13 @@ pub enum EventKind {
     ContextHigh { pct: f64, threshold: f64 },
     /// The client compacted its context (`manual` or `auto`).
     Compacted { trigger: String },
+    /// A routine dialog of the agent (`dialog`, its question `text` when it had one) was answered
+    /// by Nightshift, as an unattended preset does.
+    AutoAccepted {
+        dialog: crate::agent::DialogKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
     /// The client's hooks and its screen disagreed for seconds: `hook` is what the hooks said,
     /// `screen` what the screen showed, and `capture` where the screen was kept (for a fixture).
     Drift {
@@ -642,6 +649,7 @@ impl EventKind {
             Self::Restored { .. } => "restored",
             Self::ContextHigh { .. } => "context_high",
             Self::Drift { .. } => "drift",
+            Self::AutoAccepted { .. } => "auto_accepted",
             Self::GuardDenied { .. } => "guard_denied",
             Self::SandboxCommand { .. } => "sandbox_command",
             Self::PushFailed { .. } => "push_failed",

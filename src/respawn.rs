@@ -74,7 +74,8 @@ pub struct Settings {
     pub update_prompt: String,
     /// Sent last; empty skips the step.
     pub kickstart_prompt: String,
-    /// Answer the agent's routine confirmation dialogs (never a question it asked the user).
+    /// Answer the agent's routine dialogs (the kinds its file marks routine: a folder's trust, a
+    /// confirmation), each journalled; never a question it asked or a permission prompt.
     pub auto_accept: bool,
     /// A cycle does not start within this long of the user typing into the session.
     #[serde(with = "crate::clock::secs")]
@@ -234,12 +235,13 @@ pub const BUILTIN_PRESETS: [(&str, &str, u64, u64, &str); 5] = [
 ];
 
 /// A built-in preset's settings. Overnight guards its session, and it and Ralph run sandboxed
-/// (nobody watches them).
+/// and answer routine dialogs (nobody watches them).
 pub fn builtin(name: &str) -> Option<Settings> {
     let key = name.to_ascii_lowercase().replace("/todo", "");
     BUILTIN_PRESETS.iter().find(|p| p.0 == key).map(|p| Settings {
         guard: p.0 == "overnight",
         sandbox: matches!(p.0, "overnight" | "ralph"),
+        auto_accept: matches!(p.0, "overnight" | "ralph"),
         ..Settings::preset(p.2, p.3)
     })
 }

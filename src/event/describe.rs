@@ -104,6 +104,10 @@ impl EventKind {
                 pct.round(),
                 threshold.round()
             ),
+            Self::AutoAccepted { dialog, text } => match text {
+                Some(text) => format!("answered a routine {dialog} dialog: {text}"),
+                None => format!("answered a routine {dialog} dialog"),
+            },
             Self::Drift { hook, screen, .. } => {
                 format!("the client's hooks and its screen disagree: the hooks said {hook}, the screen showed {screen}")
             }

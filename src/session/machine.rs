@@ -326,24 +326,16 @@ impl Machine {
         }
         self.because(t.reason);
         let dialog = self.screen.dialog().cloned();
-        if let Some(Dialog { kind: dialog_kind, .. }) = &dialog {
+        if let Some(Dialog { kind: dialog_kind, text, .. }) = &dialog {
             let auto = self.cycles.respawn().is_some_and(|r| r.cycle.settings.auto_accept);
-            if auto
-                && !self.cycles.held()
-                && self.auto_accept.contains(dialog_kind)
-                && *dialog_kind != DialogKind::Question
-            {
+            // Routine only: whatever an agent file says, a question or a permission waits for a
+            // person (or a button from afar).
+            let routine = matches!(dialog_kind, DialogKind::Trust | DialogKind::Confirmation);
+            if auto && routine && !self.cycles.held() && self.auto_accept.contains(dialog_kind) {
                 self.typed_by(crate::event::Answerer::Nightshift);
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });
-                self.emit(
-                    EventKind::Respawn {
-                        action: respawn::Action::AutoAccept,
-                        cycle: None,
-                        reason: Some(format!("accepted a routine {dialog_kind} dialog")),
-                        cost_usd: None,
-                    },
-                    fx,
-                );
+                let text = text.as_ref().map(|t| t.chars().take(200).collect());
+                self.emit(EventKind::AutoAccepted { dialog: *dialog_kind, text }, fx);
             }
             if *dialog_kind == DialogKind::Menu {
                 self.on_limit_menu(menu, menu_limit, now, fx);

@@ -2192,3 +2192,45 @@ fn a_morning_reserve_parks_the_cycles_until_the_window_resets_and_the_night_may_
     assert!(sim.has(|k| matches!(k, EventKind::Paced { until: None, .. })), "the park ends");
     assert!(cycles_started(&sim).len() > cycles, "the cycles go on after the reset");
 }
+
+// ---- Routine dialogs in an unattended night ----------------------------------------------------
+
+/// What was written to the agent's terminal so far, as text.
+fn written(sim: &Sim) -> Vec<String> {
+    sim.log
+        .iter()
+        .filter_map(|(_, e)| {
+            if let Effect::Write { bytes, .. } = e {
+                Some(String::from_utf8_lossy(bytes).into_owned())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The overnight and ralph presets answer routine dialogs (the kinds the agent's file marks
+/// routine), each journalled with the dialog; a question or a permission prompt never, whatever
+/// an agent file says.
+#[test]
+fn an_unattended_night_answers_routine_dialogs_and_never_a_question_or_a_permission() {
+    for preset in ["overnight", "ralph"] {
+        assert!(respawn::builtin(preset).unwrap().auto_accept, "{preset} answers routine dialogs");
+    }
+    assert!(!respawn::builtin("solo").unwrap().auto_accept, "an attended preset does not");
+    let mut s = with_respawn(start(), respawn::Settings { auto_accept: true, ..quick_respawn() });
+    // An agent file that would have questions and permissions answered too.
+    s.auto_accept = vec![DialogKind::Trust, DialogKind::Confirmation, DialogKind::Permission, DialogKind::Question];
+    let mut sim = Sim::new(s);
+    sim.input(working());
+    sim.input(waiting_on(shown(DialogKind::Trust, Some("Do you trust the files in this folder?"), &[])));
+    assert_eq!(written(&sim), ["\r"], "the routine one is answered");
+    assert!(sim.has(|k| matches!(k, EventKind::AutoAccepted { dialog, text }
+        if *dialog == DialogKind::Trust && text.as_deref() == Some("Do you trust the files in this folder?"))));
+    for kind in [DialogKind::Permission, DialogKind::Question] {
+        sim.input(working());
+        sim.input(waiting_on(shown(kind, Some("Do you want to proceed?"), &["rm -rf build"])));
+    }
+    assert_eq!(written(&sim), ["\r"], "a question and a permission prompt wait for a person");
+    assert_eq!(sim.events().filter(|(_, k)| matches!(k, EventKind::AutoAccepted { .. })).count(), 1);
+}
