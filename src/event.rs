@@ -366,6 +366,9 @@ pub enum EventKind {
     /// Nightshift brought the session back after its own end (a killed run, a crash, a reboot):
     /// `down_secs` is how long no Nightshift ran it, `reason` what it was armed with.
     Restored { reason: String, down_secs: u64 },
+    /// The context in use passed the handoff threshold: a handoff is asked at the turn's end (with
+    /// respawn, its reset follows; without, the next conversation starts from it).
+    ContextThreshold { pct: f64, threshold: f64 },
     /// A fresh conversation after a handoff already starts past the handoff threshold (huge memory
     /// files or system prompt): no handoff again until its context grows by a real amount.
     ContextHigh { pct: f64, threshold: f64 },
@@ -648,6 +651,7 @@ impl EventKind {
             Self::DialogAnswered { .. } => "dialog_answered",
             Self::Restored { .. } => "restored",
             Self::ContextHigh { .. } => "context_high",
+            Self::ContextThreshold { .. } => "context_threshold",
             Self::Drift { .. } => "drift",
             Self::AutoAccepted { .. } => "auto_accepted",
             Self::GuardDenied { .. } => "guard_denied",

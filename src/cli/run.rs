@@ -178,6 +178,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             policy: if args.resume_policy == "own" { Policy::Own } else { Policy::Watch },
             margin: Duration::from_secs_f64(args.resume_margin),
             prompt: args.resume_prompt.clone(),
+            // Without respawn, the context threshold is auto-resume's (`--handoff-at` too).
+            handoff_at: args.respawn_settings.handoff_at.map_or(75.0, f64::from),
             ..Default::default()
         });
     }

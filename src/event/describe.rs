@@ -98,6 +98,10 @@ impl EventKind {
                     humantime::format_duration(std::time::Duration::from_secs(*down_secs))
                 )
             }
+            Self::ContextThreshold { pct, threshold } => format!(
+                "the context is {pct:.0}% in use, past the handoff threshold ({threshold:.0}%): the agent is asked for \
+                 a handoff at its turn's end"
+            ),
             Self::ContextHigh { pct, threshold } => format!(
                 "the fresh conversation starts with its context at {}%, past the handoff threshold of {}%: \
                  no handoff again until it grows",

@@ -52,6 +52,14 @@ pub struct Settings {
     /// How long a resume has to start a turn before it counts as failed.
     #[serde(with = "crate::clock::secs")]
     pub verify: Duration,
+    /// Without respawn cycles, the context in use (percent) at which the agent is asked for a
+    /// handoff (respawn's own `handoff_at` wins when it is armed); 0 turns it off.
+    #[serde(default = "default_handoff_at")]
+    pub handoff_at: f64,
+}
+
+fn default_handoff_at() -> f64 {
+    75.0
 }
 
 impl Default for Settings {
@@ -63,6 +71,7 @@ impl Default for Settings {
             retries: 3,
             fallback: Duration::from_secs(30 * 60),
             verify: Duration::from_secs(180),
+            handoff_at: default_handoff_at(),
         }
     }
 }

@@ -266,7 +266,11 @@ impl Machine {
     /// for a fresh conversation that starts past it, once it has grown by [`CONTEXT_GROWTH`].
     pub(super) fn context_seen(&mut self, pct: Option<f64>, fx: &mut Vec<Effect>) {
         self.client.context_pct = pct.or(self.client.context_pct);
-        let threshold = self.cycles.active().map(|r| r.cycle.settings.handoff_at);
+        // Respawn's threshold, or without respawn auto-resume's: either way the agent hands off.
+        let threshold = match self.cycles.active() {
+            Some(r) => Some(r.cycle.settings.handoff_at),
+            None => self.limits.auto_resume().map(|a| a.handoff_at),
+        };
         let (Some(pct), Some(threshold)) = (pct, threshold) else { return };
         if !(threshold > 0.0 && threshold < 100.0) {
             return;
@@ -287,17 +291,19 @@ impl Machine {
         if pct >= due_at && self.client.handoff == Handoff::None {
             tracing::info!(pct, threshold, "the context is past the handoff threshold: a handoff is due");
             self.client.handoff = Handoff::Due;
+            self.emit(EventKind::ContextThreshold { pct, threshold }, fx);
         }
     }
 
     fn session_started(&mut self, source: &StartSource, now: Now, fx: &mut Vec<Effect>) -> Answer {
-        if !matches!(source, StartSource::Clear | StartSource::Startup | StartSource::Resume) {
+        if !matches!(source, StartSource::Clear | StartSource::Startup | StartSource::Resume | StartSource::Compact) {
             return Answer::Pass;
         }
-        // After the handoff's /clear, or a client started again soon after one was written; once
-        // a conversation received it, it is that one's alone.
+        // After the handoff's /clear (or, without respawn, the client's own compaction), or a
+        // client started again soon after one was written; once a conversation received it, it is
+        // that one's alone.
         let fresh = self.client.handoff == Handoff::Written || self.client.fresh_handoff(now);
-        if *source == StartSource::Clear && self.client.handoff == Handoff::Written {
+        if matches!(source, StartSource::Clear | StartSource::Compact) && self.client.handoff == Handoff::Written {
             self.client.handoff = Handoff::None;
             self.client.context_floor = Floor::Pending;
         }

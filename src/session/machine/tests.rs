@@ -2234,3 +2234,32 @@ fn an_unattended_night_answers_routine_dialogs_and_never_a_question_or_a_permiss
     assert_eq!(written(&sim), ["\r"], "a question and a permission prompt wait for a person");
     assert_eq!(sim.events().filter(|(_, k)| matches!(k, EventKind::AutoAccepted { .. })).count(), 1);
 }
+
+// ---- The context threshold without respawn ------------------------------------------------------
+
+/// A session armed with auto-resume alone (no respawn cycles): at the threshold it warns, asks
+/// for a handoff at the turn's end and keeps it, and the next conversation (the client's own
+/// compaction, a restart) starts from it.
+#[test]
+fn without_respawn_the_context_threshold_warns_and_hands_off() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
+    sim.input(working());
+    sim.input(context(82.0));
+    assert!(
+        sim.has(|k| matches!(k, EventKind::ContextThreshold { pct, threshold } if *pct == 82.0 && *threshold == 75.0))
+    );
+    sim.input(stop(false, "Done with step 3."));
+    let asked = sim.answers().last().cloned();
+    assert!(matches!(&asked, Some(crate::hooks::Answer::Block { reason }) if reason.contains("handoff")), "{asked:?}");
+    sim.input(stop(true, HANDOFF));
+    assert!(sim.log.iter().any(|(_, e)| matches!(e, Effect::SaveHandoff { text } if text == HANDOFF)));
+    // The client compacts its context: the compacted conversation starts from the handoff.
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "compact".into() }));
+    let given = sim.answers().last().cloned();
+    assert!(matches!(&given, Some(crate::hooks::Answer::Context { text }) if text.contains(HANDOFF)), "{given:?}");
+    assert_eq!(sim.events().filter(|(_, k)| matches!(k, EventKind::ContextThreshold { .. })).count(), 1, "warned once");
+    // Still full, still past: no second warning or handoff until a new conversation grows again.
+    sim.input(context(84.0));
+    sim.input(stop(false, "Another step."));
+    assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass));
+}
