@@ -70,6 +70,11 @@ fn git_tree(dir: &Path, exclude: &[String]) -> Option<String> {
     let hash = |copy_index: bool| -> Option<String> {
         if copy_index && index.exists() {
             std::fs::copy(&index, &temp_index).ok()?;
+            // The copy keeps the index's own time: git takes an entry changed in the same second
+            // as its index for racily clean and reads it again; a copy stamped now would hide an
+            // edit that kept the file's size.
+            let written = std::fs::metadata(&index).and_then(|m| m.modified()).ok()?;
+            std::fs::File::options().write(true).open(&temp_index).and_then(|f| f.set_modified(written)).ok()?;
         } else {
             let _ = std::fs::remove_file(&temp_index);
         }
