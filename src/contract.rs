@@ -352,7 +352,7 @@ mod tests {
             respawn: Some(crate::respawn::Settings::default()),
             respawn_until: Some("2026-12-02T06:00:00Z".parse().unwrap()),
             auto_resume: Some(crate::limits::resume::Settings::default()),
-            window_guard: crate::limits::WindowGuard { reserve_pct: Some(20.0), not_tonight: false },
+            window_guard: crate::limits::WindowGuard { reserve_pct: Some(20.0), ..Default::default() },
             pace: Default::default(),
             budget: Budget {
                 max_cost_usd: Some(12.5),

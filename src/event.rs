@@ -366,6 +366,12 @@ pub enum EventKind {
     /// Nightshift brought the session back after its own end (a killed run, a crash, a reboot):
     /// `down_secs` is how long no Nightshift ran it, `reason` what it was armed with.
     Restored { reason: String, down_secs: u64 },
+    /// A window is full but the client works on, on the plan's extra usage (until `resets_at`,
+    /// when known): no limit, and no account moves.
+    ExtraUsage {
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+        resets_at: Option<DateTime<Utc>>,
+    },
     /// The context in use passed the handoff threshold: a handoff is asked at the turn's end (with
     /// respawn, its reset follows; without, the next conversation starts from it).
     ContextThreshold { pct: f64, threshold: f64 },
@@ -652,6 +658,7 @@ impl EventKind {
             Self::Restored { .. } => "restored",
             Self::ContextHigh { .. } => "context_high",
             Self::ContextThreshold { .. } => "context_threshold",
+            Self::ExtraUsage { .. } => "extra_usage",
             Self::Drift { .. } => "drift",
             Self::AutoAccepted { .. } => "auto_accepted",
             Self::GuardDenied { .. } => "guard_denied",

@@ -55,7 +55,7 @@ fn seed(store: &mut Store, dir: &std::path::Path, id: &str, then: Vec<EventKind>
     let mut record = |kind| store.record(&Event { ts, session: session.clone(), kind }).unwrap();
     record(EventKind::state(SessionState::LimitPaused, "usage limit (text: You've hit your limit)"));
     let settings = resume::Settings { prompt: "go on".into(), ..resume::Settings::default() };
-    let guard = WindowGuard { reserve_pct: Some(20.0), not_tonight: false };
+    let guard = WindowGuard { reserve_pct: Some(20.0), ..WindowGuard::default() };
     let due = reset() + chrono::Duration::minutes(1);
     record(EventKind::ResumeArmed { resets_at: Some(reset()), due, settings, guard });
     for kind in then {

@@ -120,6 +120,10 @@ pub struct Args {
     /// Do not spend the fresh window at all: after a limit, cancel the client's own continuation too
     #[arg(long)]
     not_tonight: bool,
+    /// Stop at the plan's own limits: a full window pauses the session even when the plan has
+    /// extra usage (by default the work goes on on it, and is said once in the journal)
+    #[arg(long)]
+    plan_only: bool,
     #[command(flatten)]
     pace: PaceArgs,
     /// Seconds the agent's terminal must stay quiet before it counts as idle
@@ -167,8 +171,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     request.size = size;
     request.account = args.accounts.choice();
     request.switch_accounts = args.switch_accounts.then_some(args.switch_at);
-    request.window_guard =
-        nightshift::limits::WindowGuard { reserve_pct: args.reserve.map(f64::from), not_tonight: args.not_tonight };
+    request.window_guard = nightshift::limits::WindowGuard {
+        reserve_pct: args.reserve.map(f64::from),
+        not_tonight: args.not_tonight,
+        plan_only: args.plan_only,
+    };
     request.pace = args.pace.settings()?;
     if args.auto_resume {
         if !(args.resume_margin.is_finite() && (0.0..=3600.0).contains(&args.resume_margin)) {

@@ -98,6 +98,13 @@ impl EventKind {
                     humantime::format_duration(std::time::Duration::from_secs(*down_secs))
                 )
             }
+            Self::ExtraUsage { resets_at } => match resets_at {
+                Some(at) => format!(
+                    "the window is full and the client works on, on the plan's extra usage, until its reset at {}",
+                    crate::clock::format_ts(*at)
+                ),
+                None => "the window is full and the client works on, on the plan's extra usage".into(),
+            },
             Self::ContextThreshold { pct, threshold } => format!(
                 "the context is {pct:.0}% in use, past the handoff threshold ({threshold:.0}%): the agent is asked for \
                  a handoff at its turn's end"

@@ -14,7 +14,7 @@ pub mod pace;
 mod parse;
 pub mod resume;
 
-pub use parse::{find_limit, parse_reset, LimitKind, LimitText};
+pub use parse::{extra_usage_notice, find_limit, parse_reset, LimitKind, LimitText};
 
 /// What told Nightshift of a usage limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -53,6 +53,10 @@ pub struct WindowGuard {
     /// Do not spend the fresh window at all tonight: cancel the client's own continuation too.
     #[serde(default)]
     pub not_tonight: bool,
+    /// Stop at the plan's own limits: a full window pauses the session even when the plan has
+    /// extra usage, which is never spent unattended (by default the work goes on on it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan_only: bool,
 }
 
 impl WindowGuard {
@@ -74,7 +78,7 @@ mod tests {
 
     #[test]
     fn the_reserve_line() {
-        let guard = WindowGuard { reserve_pct: Some(30.0), not_tonight: false };
+        let guard = WindowGuard { reserve_pct: Some(30.0), ..WindowGuard::default() };
         assert!(!guard.reserve_reached(Some(69.9)));
         assert!(guard.reserve_reached(Some(70.0)));
         assert!(!guard.reserve_reached(None));

@@ -112,6 +112,19 @@ pub fn find_limit<Z: TimeZone>(text: &str, now: DateTime<Utc>, local: &Z) -> Opt
     found
 }
 
+/// Whether `text` (a screen's limit region, a hook's message) carries the client's word that it
+/// now works on the plan's extra usage or credits past a full window ("You're now using extra
+/// usage", "Now using usage credits"): no limit, the work goes on (and costs).
+pub fn extra_usage_notice(text: &str) -> bool {
+    text.lines().any(|line| {
+        let line = line.trim().trim_start_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        (line.starts_with("now using ")
+            || line.starts_with("you're now using ")
+            || line.starts_with("you’re now using "))
+            && ["extra usage", "usage credits", "credits", "usage allocation"].iter().any(|w| line.contains(w))
+    })
+}
+
 /// The reset instant named in `text`, if it names one Nightshift can trust.
 pub fn parse_reset<Z: TimeZone>(text: &str, now: DateTime<Utc>, local: &Z) -> Option<DateTime<Utc>> {
     let caps = RESET.captures(text)?;

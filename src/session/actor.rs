@@ -436,6 +436,10 @@ impl Executor {
         let t = self.watcher.wake(Instant::now(), &self.screen);
         self.drift();
         if let Some(region) = self.watcher.take_limit_region() {
+            // The client's word that it works on past a full window, on the plan's extra usage.
+            if limits::extra_usage_notice(&region) {
+                self.step(Input::ExtraUsage);
+            }
             let found = if self.no_limit_in.as_ref() == Some(&region) {
                 None
             } else {

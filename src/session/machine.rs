@@ -18,6 +18,7 @@ mod breakers;
 mod budget;
 mod cycles;
 mod dialog;
+mod extra;
 mod hooks;
 mod io;
 mod life;
@@ -170,6 +171,7 @@ impl Machine {
             }
             Input::TurnSeen => self.turn_seen(now, &mut fx),
             Input::LimitNotice(found) => self.on_limit_notice(found, now, &mut fx),
+            Input::ExtraUsage => self.on_extra_usage(now, &mut fx),
             Input::Sample(sample) => self.on_sample(sample, now, &mut fx),
             Input::Typed { text, enter, by } => self.on_typed(text, enter, by, now, &mut fx),
             Input::Keys(bytes) => {

@@ -293,3 +293,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_clients_word_that_it_works_on_extra_usage_is_no_limit() {
+    for said in ["⚠ You're now using extra usage", "Now using extra usage", "  Now using usage credits · $3.20 of $50"]
+    {
+        assert!(super::extra_usage_notice(said), "{said}");
+        assert_eq!(find_limit(said, utc("2026-12-01T22:00:00Z"), &chrono_tz::UTC), None, "{said}");
+    }
+    for said in
+        ["You're out of extra usage · resets 1pm", "extra usage is on in your plan", "We are now using usage wisely"]
+    {
+        assert!(!super::extra_usage_notice(said), "{said}");
+    }
+}

@@ -76,6 +76,8 @@ pub enum Input {
     TurnSeen,
     /// The frame's limit-notice region was read: the limit it shows, if any.
     LimitNotice(Option<LimitText>),
+    /// The client's word that it now works on the plan's extra usage past a full window.
+    ExtraUsage,
     /// A statusLine sample.
     Sample(crate::usage::Sample),
     /// Text (and maybe Enter) typed into the session, by the user or on their behalf.

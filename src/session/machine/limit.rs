@@ -96,6 +96,8 @@ pub(super) struct Watch {
     pace: crate::limits::pace::PaceSettings,
     parked: Option<crate::limits::pace::Parking>,
     pace_check: Option<Instant>,
+    /// The client works on the plan's extra usage past a full window, until a window resets.
+    pub(super) extra: Option<super::extra::Extra>,
 }
 
 /// How often parked cycles look at the wall clock.
@@ -118,7 +120,13 @@ impl Watch {
             pace,
             parked: None,
             pace_check: None,
+            extra: None,
         }
+    }
+
+    /// The latest usage sample.
+    pub(super) fn last_sample(&self) -> Option<&crate::usage::Sample> {
+        self.last_sample.as_ref()
     }
 
     pub(super) fn limit(&self) -> &Limit {
@@ -392,6 +400,12 @@ impl Machine {
         ];
         // The later reset wins: the agent can work only when every full window has reset.
         let latest = windows.iter().filter_map(|(r, k)| r.map(|r| (r, *k))).max_by_key(|(r, _)| *r);
+        if latest.is_none() {
+            // Every window has room again: the next full one is a new question.
+            self.limits.extra = None;
+        }
+        // The plan's extra usage carries the work past a full window: no pause on the data.
+        let latest = latest.filter(|_| !self.extra_carries());
         match (latest, &mut self.limits.limit) {
             (Some((resets_at, kind)), Limit::Clear) => {
                 let source = if self.agent == AgentKind::Codex { "Codex's usage data" } else { "the statusLine" };

@@ -93,6 +93,8 @@ impl Machine {
     /// The session's own statusLine sample: at the threshold, the other accounts are looked at.
     pub(super) fn switch_seen(&mut self, sample: &crate::usage::Sample, now: Now, fx: &mut Vec<Effect>) {
         let (paused, live, held) = (self.limits.limit().is_paused(), self.lives.life().is_live(), self.cycles.held());
+        // Past a full window on the plan's extra usage the account is not out: it stays.
+        let extra = self.extra_carries();
         let Some(sw) = &mut self.switching else { return };
         if sw.phase != Phase::Watching || paused || !live || held || sw.quiet_until.is_some_and(|t| now.wall < t) {
             return;
@@ -104,6 +106,7 @@ impl Machine {
         let at = windows
             .iter()
             .filter_map(|(pct, resets, name)| pct.filter(|p| *p >= sw.settings.threshold).map(|p| (p, *resets, *name)))
+            .filter(|(used, _, _)| !(extra && *used >= 100.0))
             .max_by(|a, b| a.0.total_cmp(&b.0));
         let Some((used, resets, window)) = at else { return };
         tracing::info!(used, threshold = sw.settings.threshold, "the account is at its switch threshold");

@@ -2195,20 +2195,6 @@ fn a_morning_reserve_parks_the_cycles_until_the_window_resets_and_the_night_may_
 
 // ---- Routine dialogs in an unattended night ----------------------------------------------------
 
-/// What was written to the agent's terminal so far, as text.
-fn written(sim: &Sim) -> Vec<String> {
-    sim.log
-        .iter()
-        .filter_map(|(_, e)| {
-            if let Effect::Write { bytes, .. } = e {
-                Some(String::from_utf8_lossy(bytes).into_owned())
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
 /// The overnight and ralph presets answer routine dialogs (the kinds the agent's file marks
 /// routine), each journalled with the dialog; a question or a permission prompt never, whatever
 /// an agent file says.
@@ -2224,14 +2210,14 @@ fn an_unattended_night_answers_routine_dialogs_and_never_a_question_or_a_permiss
     let mut sim = Sim::new(s);
     sim.input(working());
     sim.input(waiting_on(shown(DialogKind::Trust, Some("Do you trust the files in this folder?"), &[])));
-    assert_eq!(written(&sim), ["\r"], "the routine one is answered");
+    assert_eq!(sim.written(), [b"\r".to_vec()], "the routine one is answered");
     assert!(sim.has(|k| matches!(k, EventKind::AutoAccepted { dialog, text }
         if *dialog == DialogKind::Trust && text.as_deref() == Some("Do you trust the files in this folder?"))));
     for kind in [DialogKind::Permission, DialogKind::Question] {
         sim.input(working());
         sim.input(waiting_on(shown(kind, Some("Do you want to proceed?"), &["rm -rf build"])));
     }
-    assert_eq!(written(&sim), ["\r"], "a question and a permission prompt wait for a person");
+    assert_eq!(sim.written(), [b"\r".to_vec()], "a question and a permission prompt wait for a person");
     assert_eq!(sim.events().filter(|(_, k)| matches!(k, EventKind::AutoAccepted { .. })).count(), 1);
 }
 
@@ -2262,4 +2248,62 @@ fn without_respawn_the_context_threshold_warns_and_hands_off() {
     sim.input(context(84.0));
     sim.input(stop(false, "Another step."));
     assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass));
+}
+
+// ---- Extra usage past the plan's window ---------------------------------------------------------
+
+/// The client says it now works on the plan's extra usage (its own notice).
+fn extra_usage() -> Input {
+    Input::ExtraUsage
+}
+
+/// A 5-hour window at 100 % with the plan's extra usage on is not a limit: the agent works on and
+/// nothing pauses, and the journal says it once; asked to stop at the plan's limit, it pauses.
+#[test]
+fn extra_usage_past_a_full_window_is_no_limit_unless_the_user_stops_at_the_plan() {
+    let reset = wall0() + hours(2);
+    // The notice first, then the window's data at 100 %.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
+    sim.input(working());
+    sim.input(extra_usage());
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    assert!(!sim.has(|k| matches!(k, EventKind::LimitDetected { .. })), "no limit");
+    assert!(sim.has(|k| matches!(k, EventKind::ExtraUsage { .. })));
+    sim.input(sample(100.0, reset, 41.0, wall0() + hours(72)));
+    assert_eq!(sim.events().filter(|(_, k)| matches!(k, EventKind::ExtraUsage { .. })).count(), 1, "said once");
+
+    // The data first (a pause on it alone), then the client's word that it works on: not paused.
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
+    sim.input(working());
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { .. })));
+    sim.input(extra_usage());
+    assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })), "the pause on the data alone is undone");
+
+    // Stop at the plan's limit: the extra usage's notice pauses the session until the reset.
+    let mut s = with_auto_resume(start(), resume::Policy::Own);
+    s.window_guard.plan_only = true;
+    let mut sim = Sim::new(s);
+    sim.input(working());
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    sim.input(extra_usage());
+    assert!(sim.has(|k| matches!(k, EventKind::LimitDetected { .. })));
+    assert!(!sim.has(|k| matches!(k, EventKind::LimitCleared { .. })), "it stays paused");
+}
+
+/// An account that jumps to 100 % while the plan's extra usage carries it is not moved to
+/// another account (its meters are not even read) unless the user stops at the plan's limit.
+#[test]
+fn extra_usage_moves_no_account() {
+    let meters_asked = |sim: &Sim| sim.log.iter().filter(|(_, e)| matches!(e, Effect::Meters)).count();
+    let mut sim = switching(start());
+    sim.input(extra_usage());
+    sim.input(sample(100.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    sim.input(stop(false, "Done."));
+    assert_eq!(meters_asked(&sim), 0, "no switch looked for on extra usage");
+    let mut s = start();
+    s.window_guard.plan_only = true;
+    let mut sim = switching(s);
+    sim.input(sample(100.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    assert_eq!(meters_asked(&sim), 1, "at the plan's limit, the other accounts are looked at");
 }
