@@ -11,6 +11,7 @@
 pub mod codex;
 pub mod guard;
 pub mod handoff;
+pub mod shell;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
