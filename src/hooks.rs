@@ -122,8 +122,8 @@ pub enum Event {
     StopFailure { error: StopError, last_message: Option<String> },
     /// The client needs the user: `permission_prompt` (a tool), `idle_prompt` (sitting idle).
     Notification { kind: NotificationKind, message: String },
-    /// A tool is about to run.
-    PreToolUse { tool: String, input: Value },
+    /// A tool is about to run, from `cwd` (where the agent's shell is: its `cd`s persist).
+    PreToolUse { tool: String, input: Value, cwd: Option<String> },
     /// A tool ran (`PostToolUse`), or failed with `error` (`PostToolUseFailure`): asked for only in
     /// a sandboxed session, and only of Bash.
     ToolEnded { tool: String, input: Value, error: Option<String> },
@@ -169,9 +169,11 @@ impl Hook {
                 kind: word(v, "notification_type").into(),
                 message: text(v, "message").unwrap_or_default(),
             },
-            "PreToolUse" => {
-                Event::PreToolUse { tool: text(v, "tool_name").unwrap_or_default(), input: v["tool_input"].clone() }
-            }
+            "PreToolUse" => Event::PreToolUse {
+                tool: text(v, "tool_name").unwrap_or_default(),
+                input: v["tool_input"].clone(),
+                cwd: text(v, "cwd"),
+            },
             "PostToolUse" | "PostToolUseFailure" => Event::ToolEnded {
                 tool: text(v, "tool_name").unwrap_or_default(),
                 input: v["tool_input"].clone(),
@@ -339,10 +341,12 @@ mod tests {
             Hook::from_payload(&limit).unwrap().event,
             Event::StopFailure { error: StopError::RateLimit, .. }
         ));
-        let tool = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}});
+        let tool = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
+            "cwd": "/w/sub"});
         let hook = Hook::from_payload(&tool).unwrap();
         assert_eq!(hook.conversation, None);
-        assert!(matches!(hook.event, Event::PreToolUse { tool, input } if tool == "Bash" && input["command"] == "ls"));
+        assert!(matches!(hook.event, Event::PreToolUse { tool, input, cwd }
+            if tool == "Bash" && input["command"] == "ls" && cwd.as_deref() == Some("/w/sub")));
         assert!(Hook::from_payload(&json!({"x": 1})).is_err());
         assert!(matches!(Hook::from_payload(&json!({"hook_event_name": "Later"})).unwrap().event, Event::Other { .. }));
     }

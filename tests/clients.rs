@@ -14,6 +14,7 @@ mod doctor_cli;
 mod hooks_real;
 mod hostile_dialogs;
 mod hostile_envelope;
+mod hostile_guard;
 mod limits_real;
 mod loops_real;
 mod night;

@@ -128,3 +128,124 @@ async fn the_session_answers_through_the_hook_and_only_with_its_token() {
     handle.stop("test").await.unwrap();
     handle.wait().await;
 }
+
+/// A session of a program named `claude` (a fake that keeps its token and settings, then waits)
+/// under a supervisor with its control socket, the guard armed, working in `env`'s `tree`.
+struct Guarded {
+    env: common::Env,
+    sup: nightshift::Supervisor,
+    handle: nightshift::session::SessionHandle,
+    settings: serde_json::Value,
+    vars: [(&'static str, String); 3],
+    _server: ControlServer,
+}
+
+impl Guarded {
+    async fn start() -> Self {
+        let env = common::Env::new();
+        let mut sup = env.supervisor();
+        std::fs::create_dir_all(env.runtime_dir()).unwrap();
+        let socket = env.runtime_dir().join("control-guard.sock");
+        let server = ControlServer::bind(&socket, sup.clone()).unwrap();
+        sup.set_control_socket(socket.clone());
+        sup.set_cli(&common::bin());
+        let fake = env.path("claude");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nprintf '%s' \"$NIGHTSHIFT_TOKEN\" > \"$0.token\"\nprintf '%s' \"$2\" > \"$0.settings\"\nexec cat\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let tree = env.path("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        let mut spec = SessionSpec::new(CommandSpec {
+            program: fake.display().to_string(),
+            args: vec![],
+            cwd: tree,
+            env: vec![],
+            size: PtySize::default(),
+        });
+        spec.guard = Some(std::sync::Arc::new(nightshift::hooks::guard::Rules::builtin()));
+        let handle = sup.start(spec).unwrap();
+        let token = common::wait_for("the token", Duration::from_secs(10), || {
+            std::fs::read_to_string(env.path("claude.token")).ok().filter(|t| !t.is_empty())
+        });
+        let settings: serde_json::Value = common::wait_for("the settings", Duration::from_secs(10), || {
+            serde_json::from_str(&std::fs::read_to_string(env.path("claude.settings")).ok()?).ok()
+        });
+        let vars = [
+            ("NIGHTSHIFT_CONTROL", socket.display().to_string()),
+            ("NIGHTSHIFT_TOKEN", token),
+            ("NIGHTSHIFT_SESSION", handle.id().to_string()),
+        ];
+        Self { env, sup, handle, settings, vars, _server: server }
+    }
+
+    /// The PreToolUse hook's command line as the session's settings give it to the client.
+    fn pre_tool_use_command(&self) -> String {
+        self.settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap().to_string()
+    }
+
+    /// Runs the session's PreToolUse hook command (through `sh -c`, as the client does) with
+    /// `payload` on its stdin, off the async workers.
+    async fn pre_tool_use(&self, payload: String) -> (std::process::Output, Duration) {
+        let (command, vars) = (self.pre_tool_use_command(), self.vars.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", &command]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            for (k, v) in &vars {
+                cmd.env(k, v);
+            }
+            let started = Instant::now();
+            let mut child = cmd.spawn().unwrap();
+            child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+            let out = child.wait_with_output().unwrap();
+            (out, started.elapsed())
+        })
+        .await
+        .unwrap()
+    }
+
+    fn events(&self, name: &str) -> Vec<nightshift::store::StoredEvent> {
+        let session = self.handle.id().to_string();
+        let rows = self.sup.with_store(|s| s.recent_events(&session, 100)).unwrap();
+        rows.into_iter().filter(|e| e.event == name).collect()
+    }
+
+    async fn stop(self) {
+        self.handle.stop("test").await.unwrap();
+        self.handle.wait().await;
+    }
+}
+
+fn bash_payload(command: &str, cwd: &std::path::Path) -> String {
+    serde_json::json!({"session_id": "c1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": command}, "cwd": cwd})
+    .to_string()
+}
+
+/// What the hook printed: the client's deny, with its reason, or `None` for no word.
+fn denial(out: &std::process::Output) -> Option<String> {
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny", "{answer}");
+    Some(answer["hookSpecificOutput"]["permissionDecisionReason"].as_str()?.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guard_reads_a_path_from_where_the_agents_shell_is_now() {
+    let g = Guarded::start().await;
+    // The agent's shell went elsewhere (the client's `cd` persists): the payload says where.
+    let elsewhere = g.env.path("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("victim")).unwrap();
+    let (out, _) = g.pre_tool_use(bash_payload("rm -rf victim", &elsewhere)).await;
+    let reason =
+        denial(&out).unwrap_or_else(|| panic!("rm -rf {}/victim was let through: {out:?}", elsewhere.display()));
+    assert!(reason.contains("outside the working tree"), "{reason}");
+    // Inside the session's tree, from a folder of it, the same words pass.
+    let sub = g.env.path("tree/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let (out, _) = g.pre_tool_use(bash_payload("rm -rf victim", &sub)).await;
+    assert_eq!(denial(&out), None, "{out:?}");
+    assert_eq!(g.events("guard_denied").len(), 1);
+    g.stop().await;
+}

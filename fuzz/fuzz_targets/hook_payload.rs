@@ -16,13 +16,15 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(hook) = Hook::from_payload(&v) {
         let _ = hook.name();
         if let Some(command) = v["tool_input"]["command"].as_str() {
-            let facts = guard::Facts {
+            let mut facts = guard::Facts {
                 cwd: "/home/u/project".into(),
+                tree: "/home/u/project".into(),
                 home: Some("/home/u".into()),
-                branch: Some("feature".into()),
-                default_branch: Some("main".into()),
+                ..guard::Facts::default()
             };
-            let _ = rules().needs_branches(command);
+            for dir in rules().repos_needed(command, &facts.cwd, facts.home.as_deref()) {
+                facts = facts.with_repo(&dir, (Some("feature".into()), Some("main".into())));
+            }
             let _ = rules().check(command, &facts);
         }
     }

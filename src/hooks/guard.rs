@@ -1,23 +1,48 @@
 //! The guard of unattended sessions: the Bash commands a `PreToolUse` hook refuses while nobody
-//! watches (force pushes to the default branch, a hard reset there, deleting it, `rm -rf` outside
-//! the working directory, merging or releasing on GitHub). The rules are data (`guard.toml` beside
-//! this file, and the user's own file); deciding is pure, given what the repository says.
+//! watches (force pushes to the default branch, deleting it, a hard reset there, `rm -r` outside
+//! the working tree, merging or releasing on GitHub, …). The rules are data (`guard.toml` beside
+//! this file, and the user's own file); deciding is pure, given what the repositories say.
+//!
+//! A command line is first read as a shell would run it ([`super::shell`]): the rules judge the
+//! programs it starts, their words and the directories they run in, never the raw text. A word
+//! only a run can tell is judged on the safe side: it may be the flag, the branch or the path a
+//! rule refuses. What the line leaves unreadable is refused by the `unreadable` rule.
 
-use std::path::{Component, Path, PathBuf};
+mod judge;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use regex::Regex;
 use serde::Deserialize;
 
 const BUILTIN: &str = include_str!("guard.toml");
+/// The most repositories one command's facts are gathered from.
+pub const MAX_REPOS: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum When {
     Always,
+    /// A `git push` to the default branch (or a protected one).
     DefaultBranch,
+    /// A `git push` that forces it.
+    ForcePushesDefaultBranch,
+    /// A `git push` that deletes it.
+    DeletesDefaultBranch,
+    /// A word names it.
     NamesDefaultBranch,
+    /// A word names a branch.
+    NamesBranch,
+    /// The branch checked out where the command runs is it.
     OnDefaultBranch,
-    OutsideCwd,
+    /// It removes a path outside the working tree.
+    #[serde(alias = "outside_cwd")]
+    OutsideTree,
+    /// The line cannot be read to its end.
+    Unreadable,
 }
 
 #[derive(Debug, Deserialize)]
@@ -25,7 +50,12 @@ pub enum When {
 struct RuleFile {
     kind: String,
     what: String,
-    pattern: String,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    pattern: Option<String>,
+    #[serde(default)]
+    flags: Vec<String>,
     when: When,
 }
 
@@ -33,16 +63,31 @@ struct RuleFile {
 #[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
+    protected: Vec<String>,
+    #[serde(default)]
     rule: Vec<RuleFile>,
     #[serde(default)]
     disable: Vec<String>,
+}
+
+/// What a rule matches.
+#[derive(Debug, Clone)]
+enum Matcher {
+    /// The program and the words after it (`git push`).
+    Command { program: String, words: Vec<String> },
+    /// A regular expression over the program and its words, joined by spaces.
+    Pattern(Regex),
+    /// The line cannot be read.
+    Unreadable,
 }
 
 #[derive(Debug, Clone)]
 struct Rule {
     kind: String,
     what: String,
-    pattern: Regex,
+    matcher: Matcher,
+    /// Every entry needed, each one of its alternatives.
+    flags: Vec<Vec<String>>,
     when: When,
 }
 
@@ -50,6 +95,8 @@ struct Rule {
 #[derive(Debug, Clone)]
 pub struct Rules {
     rules: Vec<Rule>,
+    /// Branches that count as the default one (`*` matches any text).
+    protected: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,15 +107,33 @@ pub enum GuardError {
     Read { path: PathBuf, source: std::io::Error },
 }
 
-/// What the repository and the session say, for the rules that depend on it.
+/// What the session and the repositories say, for the rules that depend on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Facts {
+    /// Where the agent's shell is (the hook payload's `cwd`): the line's paths and `cd`s start here.
     pub cwd: PathBuf,
+    /// The session's working tree: what `rm -r` and `find -delete` must stay inside.
+    pub tree: PathBuf,
     pub home: Option<PathBuf>,
+    /// What the repository of each directory a git command runs in says ([`Rules::repos_needed`]).
+    pub repos: BTreeMap<PathBuf, Repo>,
+}
+
+/// What a repository says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Repo {
     /// The branch checked out (`None`: detached, or not a repository).
     pub branch: Option<String>,
-    /// The repository's default branch (`origin/HEAD`, else `main` or `master` where they exist).
+    /// The default branch (`origin/HEAD`, else `main` or `master` where they exist).
     pub default_branch: Option<String>,
+}
+
+impl Facts {
+    /// Facts with the repository of `dir` as the git facts say: `(branch, default branch)`.
+    pub fn with_repo(mut self, dir: &Path, (branch, default_branch): (Option<String>, Option<String>)) -> Self {
+        self.repos.insert(super::shell::normalize(dir), Repo { branch, default_branch });
+        self
+    }
 }
 
 /// A refused command.
@@ -93,243 +158,142 @@ fn parse(file: &str, text: &str) -> Result<File, GuardError> {
 impl Rules {
     /// The built-in rules.
     pub fn builtin() -> Self {
-        Self::compile(parse("built-in guard.toml", BUILTIN).expect("the built-in guard parses"), "built-in guard.toml")
-            .expect("the built-in guard compiles")
+        let file = parse("built-in guard.toml", BUILTIN).expect("the built-in guard parses");
+        let rules = compile(file.rule, "built-in guard.toml").expect("the built-in guard compiles");
+        Self { rules, protected: file.protected }
     }
 
-    /// The built-in rules with `dir/guard.toml` added (and its `disable`d kinds left out).
+    /// The built-in rules with `dir/guard.toml` added (its rules and protected branches, and its
+    /// `disable`d kinds left out).
     pub fn load(dir: Option<&Path>) -> Result<Self, GuardError> {
-        let mut base = parse("built-in guard.toml", BUILTIN).expect("the built-in guard parses");
-        let Some(path) = dir.map(|d| d.join("guard.toml")) else { return Self::compile(base, "built-in") };
+        let mut rules = Self::builtin();
+        let Some(path) = dir.map(|d| d.join("guard.toml")) else { return Ok(rules) };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::compile(base, "built-in"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rules),
             Err(source) => return Err(GuardError::Read { path, source }),
         };
         let shown = path.display().to_string();
         let user = parse(&shown, &text)?;
-        base.rule.retain(|r| !user.disable.contains(&r.kind));
-        base.rule.extend(user.rule);
-        Self::compile(base, &shown)
+        rules.rules.retain(|r| !user.disable.contains(&r.kind));
+        rules.rules.extend(compile(user.rule, &shown)?);
+        rules.protected.extend(user.protected);
+        Ok(rules)
     }
 
-    fn compile(file: File, name: &str) -> Result<Self, GuardError> {
-        let rules = file
-            .rule
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let pattern = Regex::new(&r.pattern).map_err(|e| GuardError::Invalid {
-                    file: name.to_string(),
-                    message: format!(
-                        "`rule[{i}].pattern` ({}) is not a valid regular expression ({}); fix it, or remove the file \
-                         to use the built-in rules",
-                        r.kind,
-                        e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
-                    ),
-                })?;
-                Ok(Rule { kind: r.kind, what: r.what, pattern, when: r.when })
-            })
-            .collect::<Result<_, GuardError>>()?;
-        Ok(Self { rules })
-    }
-
-    /// Whether any rule looks at the repository's branches for this command (so the caller knows to
-    /// find them out before [`Rules::check`]).
-    pub fn needs_branches(&self, command: &str) -> bool {
-        simple_commands(command).any(|c| {
-            self.rules.iter().any(|r| {
-                matches!(r.when, When::DefaultBranch | When::NamesDefaultBranch | When::OnDefaultBranch)
-                    && r.pattern.is_match(c)
-            })
-        })
+    /// The directories whose repositories the rules ask about for `command` run from `cwd` (at
+    /// most [`MAX_REPOS`]): gather them into [`Facts::repos`] before [`Rules::check`].
+    pub fn repos_needed(&self, command: &str, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+        let facts = Facts { cwd: cwd.to_path_buf(), home: home.map(Path::to_path_buf), ..Facts::default() };
+        let parsed = self.read(command, &facts);
+        let judge = judge::Judge::asking(self, &facts);
+        for inv in &parsed.invocations {
+            for rule in &self.rules {
+                judge.breaks(rule, inv);
+            }
+        }
+        judge.asked().into_iter().take(MAX_REPOS).collect()
     }
 
     /// The first rule a Bash command breaks, if any.
     pub fn check(&self, command: &str, facts: &Facts) -> Option<Denial> {
-        for simple in simple_commands(command) {
+        let parsed = self.read(command, facts);
+        let judge = judge::Judge::new(self, facts);
+        for inv in &parsed.invocations {
             for rule in &self.rules {
-                if rule.pattern.is_match(simple) && applies(rule.when, simple, facts) {
-                    return Some(Denial {
-                        kind: rule.kind.clone(),
-                        what: rule.what.clone(),
-                        reason: format!(
-                            "Nightshift's guard refused this: {} cannot be taken back, and nobody is watching this \
-                             session. Do not try another way around it; leave it for the user (note it in your \
-                             handoff or progress notes) and carry on with the rest of the work.",
-                            rule.what
-                        ),
-                    });
+                if let Some(unsure) = judge.breaks(rule, inv) {
+                    return Some(denial(rule, &rule.what, unsure));
                 }
             }
         }
-        None
+        let why = parsed.unreadable?;
+        let rule = self.rules.iter().find(|r| matches!(r.matcher, Matcher::Unreadable))?;
+        Some(denial(rule, &format!("{} ({why})", rule.what), false))
     }
-}
 
-/// The simple commands of a command line: split at `&&`, `||`, `;`, `|` and newlines, trimmed.
-fn simple_commands(line: &str) -> impl Iterator<Item = &str> {
-    line.split(['\n', ';', '|', '&']).map(str::trim).filter(|c| !c.is_empty())
-}
-
-fn words(command: &str) -> Vec<String> {
-    command.split_whitespace().map(|w| w.trim_matches(['\'', '"']).to_string()).collect()
-}
-
-fn applies(when: When, command: &str, f: &Facts) -> bool {
-    let default = f.default_branch.as_deref();
-    let on_default = f.branch.is_some() && f.branch.as_deref() == default;
-    match when {
-        When::Always => true,
-        When::OnDefaultBranch => on_default,
-        When::NamesDefaultBranch => default.is_some_and(|d| words(command).iter().any(|w| w == d)),
-        When::DefaultBranch => {
-            let words = words(command);
-            let after: Vec<&String> = words.iter().skip_while(|w| *w != "push").skip(1).collect();
-            let positional: Vec<&&String> = after.iter().filter(|w| !w.starts_with('-')).collect();
-            // `git push [remote] [refspec…]`: the destinations named, or the branch it is on.
-            let refspecs = positional.iter().skip(1);
-            let mut named = false;
-            for spec in refspecs {
-                named = true;
-                let spec = spec.trim_start_matches('+');
-                let dst = spec.rsplit_once(':').map_or(spec, |(_, d)| d);
-                let dst = dst.trim_start_matches("refs/heads/");
-                if Some(dst) == default || (dst == "HEAD" && on_default) {
-                    return true;
-                }
+    fn read(&self, command: &str, facts: &Facts) -> super::shell::Parsed {
+        // A directory that is not absolute tells nothing.
+        let cwd = if facts.cwd.is_absolute() { facts.cwd.as_path() } else { Path::new("") };
+        let mut parsed = super::shell::parse(command, cwd, facts.home.as_deref().filter(|h| h.is_absolute()));
+        if !facts.cwd.is_absolute() {
+            for inv in &mut parsed.invocations {
+                inv.dirs = std::rc::Rc::new(inv.dirs.iter().map(|d| d.clone().filter(|d| d.is_absolute())).collect());
             }
-            !named && on_default
         }
-        When::OutsideCwd => rm_outside(command, f),
+        parsed
     }
 }
 
-/// `rm` with `-r` (recursive) of a path outside the working directory (or one it cannot tell).
-fn rm_outside(command: &str, f: &Facts) -> bool {
-    let words = words(command);
-    let args: Vec<&String> = words.iter().skip_while(|w| *w != "rm").skip(1).collect();
-    let recursive = args.iter().any(|a| {
-        *a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.chars().any(|c| c == 'r' || c == 'R'))
-    });
-    if !recursive {
-        return false;
-    }
-    let cwd = normalize(&f.cwd);
-    args.iter().filter(|a| !a.starts_with('-')).any(|path| {
-        if path.contains('$') || path.contains('`') {
-            return true;
-        }
-        let expanded = match (path.strip_prefix('~'), &f.home) {
-            (Some(rest), Some(home)) => home.join(rest.trim_start_matches('/')),
-            (Some(_), None) => return true,
-            (None, _) => PathBuf::from(path),
+fn denial(rule: &Rule, what: &str, unsure: bool) -> Denial {
+    let reason = if matches!(rule.matcher, Matcher::Unreadable) {
+        format!(
+            "Nightshift's guard refused this: it could not read {what}, and a session nobody watches runs only \
+             what the guard can read. Write the command out plainly (no `eval` or `sh -c` of a variable, no script \
+             piped into a shell), or leave it for the user (note it in your handoff or progress notes) and carry on \
+             with the rest of the work."
+        )
+    } else {
+        let unsure = if unsure {
+            " It could not tell what a word filled in at run time holds (a variable, a `$(…)`, what `xargs` \
+             reads, a `cd` to one), so it assumed the worst; if that was not meant, write the names and paths out \
+             plainly."
+        } else {
+            ""
         };
-        let full = normalize(&f.cwd.join(expanded));
-        !full.starts_with(&cwd) || full == Path::new("/")
-    })
+        format!(
+            "Nightshift's guard refused this: {what} cannot be taken back, and nobody is watching this session.\
+             {unsure} Do not try another way around it; leave it for the user (note it in your handoff or progress \
+             notes) and carry on with the rest of the work."
+        )
+    };
+    Denial { kind: rule.kind.clone(), what: what.to_string(), reason }
 }
 
-/// The path with `.` and `..` resolved as text (the file need not exist).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn facts(branch: &str) -> Facts {
-        Facts {
-            cwd: "/home/me/src/app".into(),
-            home: Some("/home/me".into()),
-            branch: Some(branch.into()),
-            default_branch: Some("main".into()),
-        }
-    }
-
-    fn denied(command: &str, branch: &str) -> Option<String> {
-        Rules::builtin().check(command, &facts(branch)).map(|d| d.kind)
-    }
-
-    #[test]
-    fn what_is_refused_and_what_is_not() {
-        let cases: &[(&str, &str, Option<&str>)] = &[
-            ("git push --force origin main", "feature", Some("force_push")),
-            ("git push -f", "main", Some("force_push")),
-            ("git push --force-with-lease origin HEAD", "main", Some("force_push")),
-            ("git push origin +main", "feature", Some("force_push")),
-            ("cd repo && git push -f origin feature:main", "feature", Some("force_push")),
-            ("git push --force origin feature", "main", None),
-            ("git push -f", "feature", None),
-            ("git push origin main", "main", None),
-            ("git reset --hard HEAD~3", "main", Some("reset_hard")),
-            ("git reset --hard origin/feature", "feature", None),
-            ("git clean -fdx", "main", Some("clean_force")),
-            ("git clean -xdf", "main", Some("clean_force")),
-            ("git clean -n", "main", None),
-            ("git branch -D main", "feature", Some("delete_default_branch")),
-            ("git branch -D old-idea", "main", None),
-            ("rm -rf /", "feature", Some("rm_outside")),
-            ("rm -rf ../other-project", "feature", Some("rm_outside")),
-            ("rm -rf ~/.config", "feature", Some("rm_outside")),
-            ("rm -rf $HOME/x", "feature", Some("rm_outside")),
-            ("rm -rf target build/out", "feature", None),
-            ("rm -rf ./node_modules", "feature", None),
-            ("rm -f /tmp/x", "feature", None),
-            ("gh pr merge 12 --squash", "feature", Some("gh_pr_merge")),
-            ("gh release create v1.0", "feature", Some("gh_release")),
-            ("gh pr create", "feature", None),
-            ("echo 'git push --force origin main'", "main", None),
-        ];
-        for (command, branch, want) in cases {
-            assert_eq!(denied(command, branch).as_deref(), *want, "{command} on {branch}");
-        }
-    }
-
-    #[test]
-    fn the_agent_is_told_why_and_what_to_do() {
-        let d = Rules::builtin().check("git push -f", &facts("main")).unwrap();
-        assert!(
-            d.reason.contains("a force push to the default branch") && d.reason.contains("carry on"),
-            "{}",
-            d.reason
-        );
-    }
-
-    #[test]
-    fn a_user_file_adds_rules_and_switches_built_in_ones_off() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("guard.toml"),
-            "disable = [\"gh_pr_merge\"]\n[[rule]]\nkind = \"deploy\"\nwhat = \"a deploy\"\npattern = '^make deploy'\nwhen = \"always\"\n",
-        )
-        .unwrap();
-        let rules = Rules::load(Some(dir.path())).unwrap();
-        assert_eq!(rules.check("make deploy", &facts("x")).unwrap().kind, "deploy");
-        assert_eq!(rules.check("gh pr merge 3", &facts("x")), None);
-        std::fs::write(
-            dir.path().join("guard.toml"),
-            "[[rule]]\nkind = \"k\"\nwhat = \"w\"\npattern = '('\nwhen = \"always\"\n",
-        )
-        .unwrap();
-        let err = Rules::load(Some(dir.path())).unwrap_err().to_string();
-        assert!(err.contains("guard.toml") && err.contains("rule[7].pattern"), "{err}");
-        std::fs::write(
-            dir.path().join("guard.toml"),
-            "[[rule]]\nkind = \"k\"\nwhat = \"w\"\npattern = 'x'\nwhen = \"sometimes\"\n",
-        )
-        .unwrap();
-        assert!(Rules::load(Some(dir.path())).unwrap_err().to_string().contains("sometimes"));
-    }
+fn compile(file: Vec<RuleFile>, name: &str) -> Result<Vec<Rule>, GuardError> {
+    let invalid = |i: usize, kind: &str, what: String| GuardError::Invalid {
+        file: name.to_string(),
+        message: format!("`rule[{i}]` ({kind}): {what}; fix it, or remove the file to use the built-in rules"),
+    };
+    file.into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let matcher = match (&r.command, &r.pattern, r.when) {
+                (None, None, When::Unreadable) => Matcher::Unreadable,
+                (Some(command), None, _) if r.when != When::Unreadable => {
+                    let mut words = command.split_whitespace().map(str::to_string);
+                    let Some(program) = words.next() else {
+                        return Err(invalid(i, &r.kind, "`command` is empty".into()));
+                    };
+                    Matcher::Command { program, words: words.collect() }
+                }
+                (None, Some(pattern), _) if r.when != When::Unreadable => {
+                    Matcher::Pattern(Regex::new(pattern).map_err(|e| {
+                        let e = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+                        GuardError::Invalid {
+                            file: name.to_string(),
+                            message: format!(
+                                "`rule[{i}].pattern` ({}) is not a valid regular expression ({e}); fix it, or remove \
+                                 the file to use the built-in rules",
+                                r.kind
+                            ),
+                        }
+                    })?)
+                }
+                (_, _, When::Unreadable) => {
+                    return Err(invalid(i, &r.kind, "`when = \"unreadable\"` takes no `command` or `pattern`".into()))
+                }
+                _ => {
+                    return Err(invalid(
+                        i,
+                        &r.kind,
+                        "give it a `command` (the program and what it does, such as \"git push\") or a `pattern`, \
+                         not both"
+                            .into(),
+                    ))
+                }
+            };
+            let flags = r.flags.iter().map(|f| f.split('|').map(|a| a.trim().to_string()).collect()).collect();
+            Ok(Rule { kind: r.kind, what: r.what, matcher, flags, when: r.when })
+        })
+        .collect()
 }

@@ -305,8 +305,7 @@ impl<'s, 'o> Parser<'s, 'o> {
         use lex::{Op, Tok};
         let mut tok = tok;
         // Reserved words that only lead into a command.
-        loop {
-            let Tok::Word(raw) = &tok else { break };
+        while let Tok::Word(raw) = &tok {
             match raw.plain() {
                 Some(
                     b"!" | b"if" | b"then" | b"else" | b"elif" | b"fi" | b"do" | b"done" | b"while" | b"until"
@@ -557,9 +556,9 @@ pub fn basename(path: &str) -> &str {
     }
 }
 
-/// The parts of `find`'s arguments: its starting points and whether it follows symbolic links
-/// (`-L`, `-follow`: then what it finds may lie anywhere).
-pub fn find_roots(args: &[Word]) -> (Vec<&Word>, bool) {
+/// `find`'s starting points, whether it follows symbolic links (`-L`, `-follow`: then what it
+/// finds may lie anywhere), and where its expression begins.
+pub fn find_roots(args: &[Word]) -> (Vec<&Word>, bool, usize) {
     let mut i = 0;
     let mut follows = false;
     while let Some(Word::Lit(a)) = args.get(i) {
@@ -572,7 +571,8 @@ pub fn find_roots(args: &[Word]) -> (Vec<&Word>, bool) {
         }
         i += 1;
     }
-    let roots: Vec<&Word> = args[i.min(args.len())..]
+    let i = i.min(args.len());
+    let roots: Vec<&Word> = args[i..]
         .iter()
         .take_while(|w| match w {
             Word::Lit(a) => !(a.starts_with('-') || a == "(" || a == "!" || a == ","),
@@ -580,5 +580,6 @@ pub fn find_roots(args: &[Word]) -> (Vec<&Word>, bool) {
         })
         .collect();
     follows |= args.iter().any(|w| w.lit() == Some("-follow"));
-    (roots, follows)
+    let expression = i + roots.len();
+    (roots, follows, expression)
 }

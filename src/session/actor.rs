@@ -576,7 +576,7 @@ impl Executor {
                 dialog.subject = self.last_tool.clone().map(Box::new);
                 self.watcher.asked(now, dialog)
             }
-            Event::PreToolUse { tool, input } => {
+            Event::PreToolUse { tool, input, .. } => {
                 let subject = crate::agent::Subject::of(tool, input);
                 self.watcher.tool(subject.clone());
                 self.last_tool = Some(subject);
@@ -593,12 +593,9 @@ impl Executor {
             _ => None,
         };
         let facts = match (&hook.event, &self.guard) {
-            (Event::PreToolUse { input, .. }, Some(rules)) => input["command"].as_str().map(|command| {
-                let (branch, default_branch) =
-                    if rules.needs_branches(command) { crate::git::branches(&self.command.cwd) } else { (None, None) };
-                let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
-                crate::hooks::guard::Facts { cwd: self.command.cwd.clone(), home, branch, default_branch }
-            }),
+            (Event::PreToolUse { input, cwd, .. }, Some(rules)) => input["command"]
+                .as_str()
+                .map(|command| super::guard::facts(rules, command, cwd.as_deref(), &self.command.cwd)),
             _ => None,
         };
         self.step(Input::Hook { hook, limit, facts });

@@ -5,6 +5,7 @@
 //! the stop deadline, and reports what happened through the supervisor's emitter.
 
 mod actor;
+mod guard;
 pub(crate) use actor::salvage;
 pub mod machine;
 

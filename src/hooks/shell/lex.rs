@@ -132,8 +132,8 @@ impl Parser<'_, '_> {
                     // An extended glob, `@(a|b)`: part of the word.
                     let start = self.pos;
                     self.skip_balanced();
-                    for b in self.src[start..self.pos].to_vec() {
-                        raw.plain_byte(b);
+                    for b in &self.src[start..self.pos] {
+                        raw.plain_byte(*b);
                     }
                 }
                 b'(' if raw.is_assignment_prefix() => {
@@ -200,7 +200,7 @@ impl Parser<'_, '_> {
                         return;
                     }
                 }
-                b'\\' => self.pos += 1,
+                b'\\' => self.pos = (self.pos + 1).min(self.src.len()),
                 _ => {}
             }
         }

@@ -403,7 +403,7 @@ impl Parser<'_, '_> {
     /// `find`: the commands of its `-exec`s (`{}` is what it finds), and what it writes (the
     /// paths it finds, when it only prints them).
     fn find(&mut self, args: &[Word], job: &Job, jobs: &mut Vec<Job>) -> Output {
-        let (roots, follows) = find_roots(args);
+        let (roots, follows, _) = find_roots(args);
         let dot = Word::Lit(".".into());
         let roots = if roots.is_empty() { vec![&dot] } else { roots };
         let found: Vec<Word> = if follows {

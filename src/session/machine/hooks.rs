@@ -235,7 +235,7 @@ impl Machine {
                 }
                 Answer::Pass
             }
-            Event::PreToolUse { tool, input } => {
+            Event::PreToolUse { tool, input, .. } => {
                 // A turn that runs tools was not refused: after the reset, the limit is over.
                 self.turn_done(now, fx);
                 self.guarded(&tool, &input, facts.as_ref(), fx)

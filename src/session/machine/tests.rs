@@ -901,18 +901,15 @@ fn the_guard_refuses_what_an_unattended_session_must_not_run() {
     let mut s = start();
     s.guard = Some(std::sync::Arc::new(crate::hooks::guard::Rules::builtin()));
     let mut sim = Sim::new(s);
-    let facts = crate::hooks::guard::Facts {
-        cwd: "/w".into(),
-        home: None,
-        branch: Some("main".into()),
-        default_branch: Some("main".into()),
-    };
+    let facts = crate::hooks::guard::Facts { cwd: "/w".into(), tree: "/w".into(), ..Default::default() }
+        .with_repo(std::path::Path::new("/w"), (Some("main".into()), Some("main".into())));
     let tool = |command: &str| Input::Hook {
         hook: crate::hooks::Hook {
             conversation: None,
             event: crate::hooks::Event::PreToolUse {
                 tool: "Bash".into(),
                 input: serde_json::json!({"command": command}),
+                cwd: None,
             },
         },
         limit: None,
@@ -2134,6 +2131,7 @@ fn a_client_killed_in_the_turn_that_resumed_it_goes_on_with_the_kickstart() {
     sim.input(hook(crate::hooks::Event::PreToolUse {
         tool: "Bash".into(),
         input: serde_json::json!({"command": "git commit"}),
+        cwd: None,
     }));
     assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { .. })), "its tools ran: the window took it");
     sim.input(Input::Exited { exit: Exit::Signal { number: 9, name: "SIGKILL".into() }, last_screen: vec![] });
