@@ -249,3 +249,29 @@ async fn the_guard_reads_a_path_from_where_the_agents_shell_is_now() {
     assert_eq!(g.events("guard_denied").len(), 1);
     g.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guards_answer_never_waits_on_the_journal() {
+    let g = Guarded::start().await;
+    let tree = g.env.path("tree");
+    // Settled: what the start journals is written.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Another process holds the journal's write lock, as a long write or a stuck one would: every
+    // journal write of this process waits for it (up to the store's 10 s busy timeout).
+    let db = g.env.state_dir().join("journal.sqlite3");
+    let locker = rusqlite::Connection::open(&db).unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (out, took) = g.pre_tool_use(bash_payload("gh pr merge 7", &tree)).await;
+    let answered = denial(&out);
+    drop(locker);
+    assert!(
+        answered.as_deref().is_some_and(|r| r.contains("merging a pull request")),
+        "no refusal while the journal was locked (after {took:?}): {out:?}"
+    );
+    assert!(took < Duration::from_secs(2), "the answer waited {took:?}");
+    // Once the lock is gone the refusal is journalled.
+    common::wait_for("guard_denied in the journal", Duration::from_secs(15), || {
+        (!g.events("guard_denied").is_empty()).then_some(())
+    });
+    g.stop().await;
+}

@@ -91,7 +91,7 @@ impl Actor {
             measured_tx,
             reply: None,
             answered: None,
-            answer: None,
+            answer_to: None,
             state_dir,
             guard,
             last_tool: None,
@@ -135,8 +135,8 @@ struct Executor {
     measured_tx: mpsc::UnboundedSender<(Purpose, Option<crate::git::Fingerprint>)>,
     /// What the last [`Effect::Reply`] said.
     reply: Option<String>,
-    /// What the last [`Effect::Answer`] said, for the client's hook.
-    answer: Option<crate::hooks::Answer>,
+    /// The client's hook waiting for the next [`Effect::Answer`].
+    answer_to: Option<tokio::sync::oneshot::Sender<crate::hooks::Answer>>,
     /// What the last [`Effect::Answered`] said, for an answer from afar.
     answered: Option<Result<(), crate::phone::Refusal>>,
     state_dir: Option<std::path::PathBuf>,
@@ -185,6 +185,12 @@ impl Executor {
 
     fn apply(&mut self, effects: Vec<Effect>) {
         self.applying = true;
+        // A hook's answer goes first, never waiting on the journal; sent off this worker, as a task
+        // it wakes would wait in its (unstealable) LIFO slot while the step's writes block it.
+        let answer = effects.iter().find_map(|e| if let Effect::Answer(a) = e { Some(a.clone()) } else { None });
+        if let Some((answer, to)) = answer.and_then(|a| self.answer_to.take().map(|to| (a, to))) {
+            tokio::task::spawn_blocking(move || to.send(answer));
+        }
         for effect in effects {
             match effect {
                 Effect::Emit(kind) => {
@@ -219,7 +225,7 @@ impl Executor {
                     self.replies.push_back(Input::Reread(read));
                 }
                 Effect::SaveHandoff { text } => self.save_handoff(&text),
-                Effect::Answer(answer) => self.answer = Some(answer),
+                Effect::Answer(_) => {}
                 Effect::Measure { purpose, exclude } => {
                     let (dir, tx) = (self.command.cwd.clone(), self.measured_tx.clone());
                     // git on a big repository takes its time: never on the async workers.
@@ -547,8 +553,9 @@ impl Executor {
             }
             Control::Stop { source, kind } => self.step(Input::Stop { source, kind }),
             Control::Hook(hook, reply) => {
+                self.answer_to = Some(reply);
                 self.hook(hook);
-                let _ = reply.send(self.answer.take().unwrap_or_default());
+                let _ = self.answer_to.take().map(|reply| reply.send(Default::default()));
             }
         }
     }
@@ -585,7 +592,6 @@ impl Executor {
             _ => None,
         };
         self.activity(transition);
-        self.drift();
         let limit = match &hook.event {
             Event::StopFailure { last_message: Some(message), .. } => {
                 limits::find_limit(message, self.journal.now(), &chrono::Local)
@@ -599,6 +605,8 @@ impl Executor {
             _ => None,
         };
         self.step(Input::Hook { hook, limit, facts });
+        // Journalled after the hook's answer (a command waits on the guard's).
+        self.drift();
     }
 
     /// Drift between the hooks and the screen: the screen is kept for a fixture, and journalled.
