@@ -28,7 +28,7 @@ use crate::token::Token;
 /// How long a client waits for the owning process to answer.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Requests are short; anything longer is not ours.
-const MAX_REQUEST: usize = 1 << 20;
+pub const MAX_REQUEST: usize = 1 << 20;
 /// How long the server waits for a client's request line.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 /// Connections served at once; more are refused at once.

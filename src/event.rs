@@ -463,6 +463,9 @@ pub enum EventKind {
     },
     /// The guard refused a command of an unattended session: `rule` is its kind.
     GuardDenied { rule: String, what: String, command: String },
+    /// The guard could not judge a command of a guarded session (no Nightshift to ask, no answer
+    /// in time, one not understood, a command too long to send), so it was refused: `why` says which.
+    GuardUnreachable { command: String, why: String },
     /// A loop made a worktree for `task` (`--worktree-per-task`): the task's iterations work in it.
     WorktreeMade {
         worktree: crate::git::worktree::Worktree,
@@ -662,6 +665,7 @@ impl EventKind {
             Self::Drift { .. } => "drift",
             Self::AutoAccepted { .. } => "auto_accepted",
             Self::GuardDenied { .. } => "guard_denied",
+            Self::GuardUnreachable { .. } => "guard_unreachable",
             Self::SandboxCommand { .. } => "sandbox_command",
             Self::PushFailed { .. } => "push_failed",
             Self::PushSent { .. } => "push_sent",

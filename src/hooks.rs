@@ -7,6 +7,11 @@
 //! at `SessionStart`). It fails open: when Nightshift cannot be reached it exits 0 at once (no
 //! socket) or within [`HOOK_TIMEOUT`] (a socket that does not answer), printing nothing, and the
 //! client carries on. Hooks given in `--settings` run beside the user's own, which stay untouched.
+//!
+//! Except where the guard is armed: a guarded session's `PreToolUse` hook runs `nightshift hook
+//! --guarded` and fails closed for a Bash command. No Nightshift to ask, no answer within
+//! [`GUARD_TIMEOUT`], an answer it does not understand, a command too long to send: it refuses
+//! the command, saying why, and journals `guard_unreachable`.
 
 pub mod codex;
 pub mod guard;
@@ -30,6 +35,15 @@ pub const EVENTS: [&str; 8] = [
 
 /// The longest a hook waits for Nightshift before it lets the client go on without an answer.
 pub const HOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
+/// The longest a guarded session's hook waits for the guard before it refuses the command. A
+/// healthy supervisor answers in milliseconds: the session's answer goes before anything of its
+/// step is journalled, and the repositories are read from their files.
+pub const GUARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// The longest a guarded hook then spends journalling `guard_unreachable` itself.
+pub const GUARD_JOURNAL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// The client's own limit on a hook, in seconds (it goes on without the hook's word after it):
+/// a guarded hook says no well before it.
+pub const CLIENT_HOOK_TIMEOUT_SECS: u64 = 10;
 
 /// What the client said, as Nightshift reads it. Every payload carries the client's conversation id.
 #[derive(Debug, Clone, PartialEq)]
@@ -236,10 +250,11 @@ impl Answer {
     }
 }
 
-/// The hooks part of the `--settings` JSON: every event runs `command`.
-pub fn settings(command: &str, sandboxed: bool) -> Value {
-    let entry = |matcher: Option<&str>| {
-        let mut e = json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]});
+/// The hooks part of the `--settings` JSON: every event runs `command`, but `PreToolUse` runs
+/// `guarded` in a guarded session (the hook that fails closed).
+pub fn settings(command: &str, sandboxed: bool, guarded: Option<&str>) -> Value {
+    let entry = |matcher: Option<&str>, command: &str| {
+        let mut e = json!({"hooks": [{"type": "command", "command": command, "timeout": CLIENT_HOOK_TIMEOUT_SECS}]});
         if let Some(m) = matcher {
             e["matcher"] = json!(m);
         }
@@ -247,13 +262,16 @@ pub fn settings(command: &str, sandboxed: bool) -> Value {
     };
     let mut hooks = serde_json::Map::new();
     for event in EVENTS {
-        let matcher = (event == "PreToolUse").then_some("*");
-        hooks.insert(event.to_string(), entry(matcher));
+        let (matcher, command) = match event {
+            "PreToolUse" => (Some("*"), guarded.unwrap_or(command)),
+            _ => (None, command),
+        };
+        hooks.insert(event.to_string(), entry(matcher, command));
     }
     // What a sandboxed session's commands did, for the journal.
     if sandboxed {
         for event in ["PostToolUse", "PostToolUseFailure"] {
-            hooks.insert(event.to_string(), entry(Some("Bash")));
+            hooks.insert(event.to_string(), entry(Some("Bash"), command));
         }
     }
     Value::Object(hooks)
@@ -352,6 +370,14 @@ mod tests {
     }
 
     #[test]
+    fn a_guarded_hook_says_no_well_inside_the_clients_time() {
+        let said_no = GUARD_TIMEOUT + GUARD_JOURNAL_WAIT;
+        assert!(
+            said_no + std::time::Duration::from_secs(2) <= std::time::Duration::from_secs(CLIENT_HOOK_TIMEOUT_SECS)
+        );
+    }
+
+    #[test]
     fn answers_are_what_the_client_reads() {
         assert_eq!(Answer::Pass.stdout(), None);
         let block: Value =
@@ -365,10 +391,15 @@ mod tests {
 
     #[test]
     fn every_event_runs_the_hook_and_the_users_own_hooks_stay() {
-        let ours =
-            json!({"statusLine": {"type": "command", "command": "ns statusline"}, "hooks": settings("ns hook", false)});
+        let ours = json!({"statusLine": {"type": "command", "command": "ns statusline"},
+            "hooks": settings("ns hook", false, None)});
         assert_eq!(ours["hooks"].as_object().unwrap().len(), EVENTS.len());
         assert_eq!(ours["hooks"]["PreToolUse"][0]["matcher"], "*");
+        assert_eq!(ours["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "ns hook");
+        // A guarded session's PreToolUse hook is the one that fails closed; the others fail open.
+        let guarded = settings("ns hook", false, Some("ns hook --guarded"));
+        assert_eq!(guarded["PreToolUse"][0]["hooks"][0]["command"], "ns hook --guarded");
+        assert_eq!(guarded["Stop"][0]["hooks"][0]["command"], "ns hook");
         let theirs =
             json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}});
         let merged = merge_settings(&theirs, &ours);
@@ -377,7 +408,7 @@ mod tests {
         assert_eq!(merged["hooks"]["Stop"][0]["hooks"][0]["command"], "say done");
         assert_eq!(merged["statusLine"]["command"], "ns statusline");
         // A sandboxed session also hears how its Bash calls ended.
-        let sandboxed = settings("ns hook", true);
+        let sandboxed = settings("ns hook", true, None);
         assert_eq!(sandboxed["PostToolUseFailure"][0]["matcher"], "Bash");
         assert_eq!(sandboxed.as_object().unwrap().len(), EVENTS.len() + 2);
         let failed = Hook::from_payload(&json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",

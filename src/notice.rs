@@ -370,6 +370,14 @@ where
                 format!("The agent was told no and carries on. The command: {command}"),
             )
         }),
+        EventKind::GuardUnreachable { command, why } => Some(Notice {
+            once: Some("guard:unreachable".into()),
+            ..notice(
+                Kind::Guard,
+                format!("{label}: the guard could not answer"),
+                format!("So it refused the command ({why}); the agent may try again. The command: {command}"),
+            )
+        }),
         _ => None,
     }
 }
@@ -385,6 +393,7 @@ pub fn may_notify(kind: &EventKind) -> bool {
             | EventKind::ResumeSent { .. }
             | EventKind::Breaker { .. }
             | EventKind::GuardDenied { .. }
+            | EventKind::GuardUnreachable { .. }
             | EventKind::ContextHigh { .. }
             | EventKind::Restored { .. }
     )
@@ -564,6 +573,9 @@ mod tests {
         let other = for_event("s2", "web", &denial("gh_pr_merge"), &tz).unwrap();
         assert!(told.first(&other, at("2026-12-01T03:00:00Z"), &tz), "another kind");
         assert!(told.first(&n, at("2026-12-01T22:00:00Z"), &tz), "the next night");
+        let unreachable = EventKind::GuardUnreachable { command: "rm -r x".into(), why: "no answer within 5 s".into() };
+        let n = for_event("s1", "api", &unreachable, &tz).unwrap();
+        assert!(n.summary.contains("could not answer") && n.body.contains("no answer within 5 s"), "{n:?}");
         let question = for_event("s1", "api", &EventKind::state(SessionState::WaitingInput, "x"), &tz).unwrap();
         assert!(
             told.first(&question, at("2026-12-01T22:01:00Z"), &tz)

@@ -1,6 +1,7 @@
 //! `nightshift hook`, the command Claude Code runs for each hook of a Nightshift session: it hands
 //! the payload to the session's supervisor over its control socket and prints the answer, and it
-//! fails open — whatever goes wrong, the client carries on within two seconds.
+//! fails open — whatever goes wrong, the client carries on within two seconds — except for a Bash
+//! command of a guarded session (`--guarded`): that is refused, with the reason, and journalled.
 
 use crate::common;
 
@@ -93,7 +94,11 @@ async fn the_session_answers_through_the_hook_and_only_with_its_token() {
     });
     for event in nightshift::hooks::EVENTS {
         let command = settings["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
-        assert!(command.ends_with(" hook"), "{event}: {command}");
+        // The guarded session's PreToolUse hook fails closed, and knows the journal to tell.
+        let journal = env.state_dir().join("journal.sqlite3");
+        let guarded = format!(" hook --guarded --journal {}", journal.display());
+        let want = if event == "PreToolUse" { guarded.as_str() } else { " hook" };
+        assert!(command.ends_with(want), "{event}: {command}");
     }
     assert!(settings["statusLine"]["command"].as_str().unwrap().ends_with(" statusline"));
 
@@ -272,6 +277,115 @@ async fn the_guards_answer_never_waits_on_the_journal() {
     // Once the lock is gone the refusal is journalled.
     common::wait_for("guard_denied in the journal", Duration::from_secs(15), || {
         (!g.events("guard_denied").is_empty()).then_some(())
+    });
+    g.stop().await;
+}
+
+/// A socket that accepts and then answers `answer` (nothing at all: `None`), as a stuck or a
+/// confused Nightshift would.
+fn fake_supervisor(dir: &std::path::Path, answer: Option<&'static str>) -> String {
+    use std::io::{BufRead, BufReader};
+    let path = dir.join(format!("fake-{}.sock", answer.map_or(0, str::len)));
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut conn in listener.incoming().flatten() {
+            let mut line = String::new();
+            let _ = BufReader::new(conn.try_clone().unwrap()).read_line(&mut line);
+            match answer {
+                Some(text) => {
+                    let _ = conn.write_all(text.as_bytes());
+                }
+                None => held.push(conn),
+            }
+        }
+    });
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guarded_hook_refuses_a_command_nobody_judged_and_journals_it() {
+    let g = Guarded::start().await;
+    let tree = g.env.path("tree");
+    let journal = g.env.state_dir().join("journal.sqlite3");
+    let guarded = format!("{} hook --guarded --journal {}", common::bin().display(), journal.display());
+    let session = g.handle.id().to_string();
+    let run = |vars: Vec<(&'static str, String)>, payload: String| {
+        let command = guarded.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", &command]).env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            cmd.envs(vars);
+            let started = Instant::now();
+            let mut child = cmd.spawn().unwrap();
+            child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+            (child.wait_with_output().unwrap(), started.elapsed())
+        })
+    };
+    let with_socket = |socket: String| {
+        vec![
+            ("NIGHTSHIFT_CONTROL", socket),
+            ("NIGHTSHIFT_TOKEN", g.vars[1].1.clone()),
+            ("NIGHTSHIFT_SESSION", session.clone()),
+        ]
+    };
+    // No Nightshift to ask.
+    let (out, took) = run(vec![("NIGHTSHIFT_SESSION", session.clone())], bash_payload("touch a", &tree)).await.unwrap();
+    let reason = denial(&out).expect("refused");
+    assert!(reason.contains("could not check") && reason.contains("NIGHTSHIFT_CONTROL"), "{reason}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // One that never answers: refused once the guard's time is up.
+    let stuck = fake_supervisor(g.env.dir.path(), None);
+    let (out, took) = run(with_socket(stuck), bash_payload("touch b", &tree)).await.unwrap();
+    assert!(denial(&out).unwrap().contains("no answer from Nightshift within 5 s"), "{out:?}");
+    let limit = nightshift::hooks::GUARD_TIMEOUT + nightshift::hooks::GUARD_JOURNAL_WAIT;
+    assert!(took >= nightshift::hooks::GUARD_TIMEOUT && took < limit, "{took:?}");
+    // One whose answer the client would not read.
+    let confused = fake_supervisor(g.env.dir.path(), Some("{\"ok\":true,\"hook\":\"<html>\"}\n"));
+    let (out, _) = run(with_socket(confused), bash_payload("touch c", &tree)).await.unwrap();
+    assert!(denial(&out).unwrap().contains("not one the client reads"), "{out:?}");
+    // A command over the control socket's limit, to the real supervisor.
+    let real = g.vars[0].1.clone();
+    let long = format!("echo {}", "a".repeat(2 << 20));
+    let (out, _) = run(with_socket(real.clone()), bash_payload(&long, &tree)).await.unwrap();
+    assert!(denial(&out).unwrap().contains("too long"), "{out:?}");
+    // Each is journalled, with its command and why.
+    let noted = g.events("guard_unreachable");
+    let said: Vec<String> = noted.iter().map(|e| e.body.clone()).collect();
+    assert_eq!(noted.len(), 4, "{said:?}");
+    assert!(said.iter().any(|b| b.contains("touch b") && b.contains("within 5 s")), "{said:?}");
+    // Not a Bash command: the guard has nothing to say, the hook fails open.
+    let read =
+        serde_json::json!({"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "x"}});
+    let (out, _) = run(vec![], read.to_string()).await.unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    // And a healthy supervisor still answers: a harmless command passes, a refused one is refused.
+    let (out, took) = run(with_socket(real.clone()), bash_payload("cargo test", &tree)).await.unwrap();
+    assert!(out.status.success() && out.stdout.is_empty() && took < Duration::from_secs(2), "{out:?} {took:?}");
+    let (out, _) = run(with_socket(real), bash_payload("gh pr merge 1", &tree)).await.unwrap();
+    assert!(denial(&out).unwrap().contains("merging a pull request"), "{out:?}");
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guarded_session_that_cannot_answer_in_time_refuses_and_journals_it() {
+    let g = Guarded::start().await;
+    let tree = g.env.path("tree");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The session is held up: it journals what it was typed, and another process holds the
+    // journal, so it waits the store's busy timeout (10 s) before it takes its next control.
+    let db = g.env.state_dir().join("journal.sqlite3");
+    let locker = rusqlite::Connection::open(&db).unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let typed = g.handle.send_text("hello", true, nightshift::event::Answerer::Cli);
+    let _ = tokio::time::timeout(Duration::from_millis(300), typed).await;
+    let (out, took) = g.pre_tool_use(bash_payload("touch x", &tree)).await;
+    drop(locker);
+    let reason = denial(&out).unwrap_or_else(|| panic!("the command was let through after {took:?}: {out:?}"));
+    assert!(reason.contains("the session did not answer within 3 s"), "{reason}");
+    assert!(took < nightshift::hooks::GUARD_TIMEOUT, "the supervisor said no itself: {took:?}");
+    common::wait_for("guard_unreachable in the journal", Duration::from_secs(20), || {
+        g.events("guard_unreachable").into_iter().find(|e| e.body.contains("touch x"))
     });
     g.stop().await;
 }

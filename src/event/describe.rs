@@ -123,6 +123,9 @@ impl EventKind {
                 format!("the client's hooks and its screen disagree: the hooks said {hook}, the screen showed {screen}")
             }
             Self::GuardDenied { what, command, .. } => format!("the guard refused {what}: {command}"),
+            Self::GuardUnreachable { command, why } => {
+                format!("the guard could not judge a command ({why}) and refused it: {command}")
+            }
             Self::SandboxCommand { command, blocked: true, failed } => {
                 format!("the sandbox refused a command: {command} ({})", failed.as_deref().unwrap_or("refused"))
             }

@@ -224,6 +224,16 @@ impl Rules {
     }
 }
 
+/// What the agent is told when the guard could not judge its command (`why`: no Nightshift to ask,
+/// no answer in time, …): it was refused.
+pub fn unreachable_reason(why: &str) -> String {
+    format!(
+        "Nightshift's guard could not check this command ({why}), and a guarded session runs nothing the guard \
+         has not checked, so it was refused. Try it again in a while; if it keeps being refused, leave it for the \
+         user (note it in your handoff or progress notes) and carry on with the rest of the work."
+    )
+}
+
 fn denial(rule: &Rule, what: &str, unsure: bool) -> Denial {
     let reason = if matches!(rule.matcher, Matcher::Unreadable) {
         format!(

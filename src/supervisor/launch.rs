@@ -37,7 +37,12 @@ impl Supervisor {
         let state_dir = self.journal.path().and_then(|p| p.parent());
         let own = contract.account.as_ref().map(|a| a.dir.clone());
         attach_sandbox(agent, &mut t, &crate::config::hidden_from_agents(state_dir, own.as_deref()));
-        self.attach_exporter(&id, agent, t.hooks, &mut t, &mut env);
+        let guard = match runtime.guard {
+            Some(rules) => Some(rules),
+            None if t.guard => self.guard_rules.clone(),
+            None => None,
+        };
+        self.attach_exporter(&id, agent, (t.hooks, guard.is_some()), &mut t, &mut env);
         let conversation = match &runtime.from {
             None => Conversation::Opening,
             Some(from) => Conversation::Resume { id: from.conversation.clone(), prompt: from.prompt.clone() },
@@ -49,11 +54,6 @@ impl Supervisor {
             cwd: t.cwd.clone(),
             env,
             size,
-        };
-        let guard = match runtime.guard {
-            Some(rules) => Some(rules),
-            None if t.guard => self.guard_rules.clone(),
-            None => None,
         };
         let spawned = match pty::spawn(&command) {
             Ok(spawned) => spawned,
@@ -134,12 +134,14 @@ impl Supervisor {
     /// the hooks, passed with `--settings` (never written to a file; laid over settings the user
     /// passed the same way). For a Codex session whose command is the `codex` CLI: its notify,
     /// passed with `-c notify=[…]` (never written to its config.toml; the user's own notify runs
-    /// after ours). And the secret they report with.
+    /// after ours). And the secret they report with. A guarded Claude session's `PreToolUse` hook
+    /// fails closed (`hook --guarded`), journalling into this supervisor's journal when it cannot
+    /// reach it.
     fn attach_exporter(
         &self,
         id: &SessionId,
         agent: AgentKind,
-        hooks: bool,
+        (hooks, guarded): (bool, bool),
         t: &mut crate::contract::Terminal,
         env: &mut Vec<(String, String)>,
     ) {
@@ -157,7 +159,7 @@ impl Supervisor {
         if codex {
             let home = crate::hooks::codex::home_for(env);
             crate::hooks::codex::attach(&mut t.args, cli_path, home.as_deref());
-            lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
+            lock(&self.reporters).insert(id.clone(), Reporter { token, last: None, guarded: false });
             return;
         }
         // The user's own statusLine, read now from the scopes this start's client reads (a
@@ -173,11 +175,16 @@ impl Supervisor {
         }
         let cli = shell_words(&[cli_path.display().to_string()]);
         let mut ours = usage::settings(&format!("{cli} statusline"));
+        let guarded = (hooks && guarded).then(|| {
+            let journal =
+                self.journal.path().map(|p| format!(" --journal {}", shell_words(&[p.display().to_string()])));
+            format!("{cli} hook --guarded{}", journal.unwrap_or_default())
+        });
         if hooks {
-            ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"), t.sandbox.is_some());
+            ours["hooks"] = crate::hooks::settings(&format!("{cli} hook"), t.sandbox.is_some(), guarded.as_deref());
         }
         crate::hooks::lay_settings(&mut t.args, &t.cwd, &ours);
-        lock(&self.reporters).insert(id.clone(), Reporter { token, last: None });
+        lock(&self.reporters).insert(id.clone(), Reporter { token, last: None, guarded: guarded.is_some() });
     }
 }
 

@@ -34,6 +34,9 @@ pub use spec::{Scheduled, SessionSpec};
 
 /// The longest a session may take to answer its client's hook (the hook itself gives up later).
 const HOOK_ANSWER: Duration = Duration::from_millis(1000);
+/// The longest a guarded session may take to answer for a Bash command before it is refused here
+/// (inside the hook's own [`crate::hooks::GUARD_TIMEOUT`], so the refusal says why).
+const GUARD_ANSWER: Duration = Duration::from_millis(3000);
 
 /// Where a restored session carries on from: what its journal and the state directory say.
 #[derive(Debug, Default)]
@@ -131,6 +134,8 @@ pub enum UsageError {
 struct Reporter {
     token: crate::token::Token,
     last: Option<Sample>,
+    /// Its guard is armed: a Bash command it cannot judge in time is refused.
+    guarded: bool,
 }
 
 /// The sessions this process supervises.

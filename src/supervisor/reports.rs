@@ -17,24 +17,54 @@ impl Supervisor {
     }
 
     /// Takes a hook of `session`'s client: hands it to the session and returns its answer. A session
-    /// that cannot answer within the hook's time gets the client going on (a pass).
+    /// that cannot answer within the hook's time gets the client going on (a pass), unless its guard
+    /// is armed and the hook is a Bash command's: that is refused, and `guard_unreachable` journalled.
     pub async fn record_hook(
         &self,
         session: &str,
         token: &str,
         payload: &serde_json::Value,
     ) -> Result<crate::hooks::Answer, UsageError> {
+        use crate::hooks::{Answer, Event};
         self.check_token(session, token)?;
         let hook = crate::hooks::Hook::from_payload(payload)?;
-        let Some(handle) = self.session(session) else { return Ok(crate::hooks::Answer::Pass) };
-        let answered = tokio::time::timeout(HOOK_ANSWER, handle.hook(hook)).await;
-        Ok(match answered {
-            Ok(Ok(answer)) => answer,
-            _ => {
-                tracing::warn!(session, "the session did not answer its client's hook in time; it goes on");
-                crate::hooks::Answer::Pass
+        let guarded = lock(&self.reporters).get(&SessionId::from(session.to_string())).is_some_and(|r| r.guarded);
+        let command = match &hook.event {
+            Event::PreToolUse { tool, input, .. } if guarded && tool == "Bash" => {
+                Some(input["command"].as_str().unwrap_or_default().chars().take(500).collect::<String>())
             }
+            _ => None,
+        };
+        let Some(handle) = self.session(session) else {
+            return Ok(match command {
+                Some(command) => self.guard_unreachable(session, command, "the session is not running here"),
+                None => Answer::Pass,
+            });
+        };
+        let wait = if command.is_some() { GUARD_ANSWER } else { HOOK_ANSWER };
+        Ok(match tokio::time::timeout(wait, handle.hook(hook)).await {
+            Ok(Ok(answer)) => answer,
+            _ => match command {
+                Some(command) => {
+                    let why = format!("the session did not answer within {} s", wait.as_secs());
+                    self.guard_unreachable(session, command, &why)
+                }
+                None => {
+                    tracing::warn!(session, "the session did not answer its client's hook in time; it goes on");
+                    Answer::Pass
+                }
+            },
         })
+    }
+
+    /// The guard of `session` could not judge `command`: it is refused, and that is journalled
+    /// (off the async workers: the journal may be what held the session up).
+    fn guard_unreachable(&self, session: &str, command: String, why: &str) -> crate::hooks::Answer {
+        tracing::warn!(session, "the guard could not judge a command ({why}): refused");
+        let (journal, id, why) = (self.journal.clone(), SessionId::from(session.to_string()), why.to_string());
+        let reason = crate::hooks::guard::unreachable_reason(&why);
+        tokio::task::spawn_blocking(move || journal.emit(&id, EventKind::GuardUnreachable { command, why }));
+        crate::hooks::Answer::Deny { reason }
     }
 
     /// Takes Codex's notify of `session`: a completed turn of its conversation goes to the session
