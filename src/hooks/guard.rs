@@ -202,13 +202,13 @@ impl Rules {
         for inv in &parsed.invocations {
             for rule in &self.rules {
                 if let Some(unsure) = judge.breaks(rule, inv) {
-                    return Some(denial(rule, &rule.what, unsure));
+                    return Some(denial(rule, &rule.what, Judged::Broken { unsure }));
                 }
             }
         }
         let why = parsed.unreadable?;
         let rule = self.rules.iter().find(|r| matches!(r.matcher, Matcher::Unreadable))?;
-        Some(denial(rule, &format!("{} ({why})", rule.what), false))
+        Some(denial(rule, &format!("{} ({why})", rule.what), Judged::Unreadable(&why)))
     }
 
     fn read(&self, command: &str, facts: &Facts) -> super::shell::Parsed {
@@ -234,16 +234,24 @@ pub fn unreachable_reason(why: &str) -> String {
     )
 }
 
-fn denial(rule: &Rule, what: &str, unsure: bool) -> Denial {
-    let reason = if matches!(rule.matcher, Matcher::Unreadable) {
+/// How a rule came to refuse.
+enum Judged<'a> {
+    /// The command breaks it; `unsure` when a word only a run can tell was taken for the worst.
+    Broken { unsure: bool },
+    /// The line cannot be read, for this reason.
+    Unreadable(&'a str),
+}
+
+fn denial(rule: &Rule, what: &str, judged: Judged) -> Denial {
+    let reason = if let Judged::Unreadable(why) = judged {
         format!(
-            "Nightshift's guard refused this: it could not read {what}, and a session nobody watches runs only \
-             what the guard can read. Write the command out plainly (no `eval` or `sh -c` of a variable, no script \
-             piped into a shell), or leave it for the user (note it in your handoff or progress notes) and carry on \
-             with the rest of the work."
+            "Nightshift's guard refused this: it could not read the whole command ({why}), and a session nobody \
+             watches runs only what the guard can read. Write the command out plainly (no `eval` or `sh -c` of a \
+             variable, no script piped into a shell), or leave it for the user (note it in your handoff or progress \
+             notes) and carry on with the rest of the work."
         )
     } else {
-        let unsure = if unsure {
+        let unsure = if matches!(judged, Judged::Broken { unsure: true }) {
             " It could not tell what a word filled in at run time holds (a variable, a `$(…)`, what `xargs` \
              reads, a `cd` to one), so it assumed the worst; if that was not meant, write the names and paths out \
              plainly."
