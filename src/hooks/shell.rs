@@ -42,6 +42,16 @@ pub const MAX_LEN: usize = 1 << 20;
 pub const MAX_DEPTH: usize = 32;
 /// The most directories a command is followed into (past it, one of them is "unknown").
 const MAX_DIRS: usize = 8;
+/// The most words one program is given (past them, one unknown word stands for the rest).
+const MAX_WORDS: usize = 4096;
+/// The most programs one simple command starts (wrappers, `xargs`, `find -exec`): past them, the
+/// rest is unreadable.
+const MAX_PROGRAMS: usize = 256;
+/// The most text read in all, the line and the scripts inside it (`eval`, `sh -c`, `watch`, whose
+/// words braces may have multiplied), and the most words kept in all: past either, the rest is
+/// unreadable. Together they bound the time and memory a line costs.
+const MAX_READ: usize = 4 * MAX_LEN;
+const MAX_KEPT_WORDS: usize = 1 << 20;
 
 /// A word as the shell would hand it to a program.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +100,7 @@ pub struct Parsed {
 
 /// Reads `line` as a shell started in `cwd` with `home` as `$HOME` would run it.
 pub fn parse(line: &str, cwd: &Path, home: Option<&Path>) -> Parsed {
-    let mut out = Out { parsed: Parsed::default(), home: home.map(normalize) };
+    let mut out = Out { parsed: Parsed::default(), home: home.map(normalize), read: line.len(), kept: 0 };
     if line.len() > MAX_LEN {
         out.parsed.unreadable = Some(format!("the command is longer than {} KiB", MAX_LEN / 1024));
         return out.parsed;
@@ -106,9 +116,36 @@ struct Out {
     parsed: Parsed,
     /// `$HOME`, until the line assigns it.
     home: Option<PathBuf>,
+    /// The text read so far ([`MAX_READ`]) and the words kept ([`MAX_KEPT_WORDS`]).
+    read: usize,
+    kept: usize,
 }
 
 impl Out {
+    /// Whether reading `bytes` more stays within [`MAX_READ`] (past it, the rest is unreadable).
+    fn may_read(&mut self, bytes: usize) -> bool {
+        self.read = self.read.saturating_add(bytes);
+        self.within()
+    }
+
+    /// Whether keeping `words` more stays within [`MAX_KEPT_WORDS`].
+    fn may_keep(&mut self, words: usize) -> bool {
+        self.kept = self.kept.saturating_add(words);
+        self.within()
+    }
+
+    fn within(&mut self) -> bool {
+        let within = self.read <= MAX_READ && self.kept <= MAX_KEPT_WORDS;
+        if !within {
+            self.unreadable("a command that expands past what the guard reads (its scripts and words multiplied)");
+        }
+        within
+    }
+
+    fn exhausted(&self) -> bool {
+        self.read > MAX_READ || self.kept > MAX_KEPT_WORDS
+    }
+
     fn unreadable(&mut self, why: &str) {
         if self.parsed.unreadable.is_none() {
             self.parsed.unreadable = Some(why.to_string());
@@ -229,6 +266,9 @@ impl<'s, 'o> Parser<'s, 'o> {
             self.out.unreadable(&format!("commands nested more than {MAX_DEPTH} levels deep"));
             return;
         }
+        if !self.out.may_read(text.len()) {
+            return;
+        }
         let start = self.dirs.clone();
         let mut inner = Parser::new(text, self.depth + 1, start.clone(), &mut *self.out);
         inner.list(Stop::Eof);
@@ -256,6 +296,10 @@ impl<'s, 'o> Parser<'s, 'o> {
         let mut pipe: Option<Output> = None;
         let mut pending: Option<Tok> = None;
         loop {
+            if self.out.exhausted() {
+                self.pos = self.src.len();
+                return Ended::Eof;
+            }
             let tok = match pending.take() {
                 Some(tok) => tok,
                 None => self.next_tok(),
@@ -452,7 +496,7 @@ impl<'s, 'o> Parser<'s, 'o> {
             tok = self.next_tok();
         };
         let env: Vec<(String, Word)> = assigns.into_iter().map(|(name, value)| (name, self.one_word(&value))).collect();
-        let words: Vec<Word> = words.iter().flat_map(|raw| self.expand(raw)).collect();
+        let words = capped(words.iter().flat_map(|raw| self.expand(raw)));
         (self.run(words, env, stdin), after)
     }
 
@@ -508,6 +552,15 @@ impl<'s, 'o> Parser<'s, 'o> {
             Word::Unknown
         }
     }
+}
+
+/// The first [`MAX_WORDS`] of `words`, and one unknown word for any past them.
+fn capped(mut words: impl Iterator<Item = Word>) -> Vec<Word> {
+    let mut out: Vec<Word> = words.by_ref().take(MAX_WORDS).collect();
+    if words.next().is_some() {
+        out.push(Word::Unknown);
+    }
+    out
 }
 
 /// The directories of both, without repeats; past [`MAX_DIRS`] one of them is unknown.

@@ -533,6 +533,9 @@ impl Parser<'_, '_> {
             self.out.unreadable(&format!("commands nested more than {MAX_DEPTH} levels deep"));
             return;
         }
+        if !self.out.may_read(text.len()) {
+            return;
+        }
         let mut inner = Parser::new(text, self.depth + 1, self.dirs.clone(), &mut *self.out);
         while let Some(c) = inner.peek(0) {
             match c {

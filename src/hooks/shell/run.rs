@@ -3,7 +3,9 @@
 
 use std::rc::Rc;
 
-use super::{basename, find_roots, resolve, union, Dirs, Invocation, Output, Parser, Stdin, Word};
+use super::{
+    basename, capped, find_roots, resolve, union, Dirs, Invocation, Output, Parser, Stdin, Word, MAX_PROGRAMS,
+};
 
 /// One program to run with its words, as the line gives it.
 struct Job {
@@ -39,8 +41,17 @@ impl Parser<'_, '_> {
         }
         let mut output = Output::Unknown;
         let mut jobs = vec![Job { words, env, stdin, dirs: self.dirs.clone(), main: true }];
+        let mut programs = 0;
         while let Some(mut job) = jobs.pop() {
             while let Some(first) = job.words.first() {
+                programs += 1;
+                if programs > MAX_PROGRAMS {
+                    self.out.unreadable(&format!("a command that starts more than {MAX_PROGRAMS} programs"));
+                    return output;
+                }
+                if !self.out.may_keep(job.words.len()) {
+                    return output;
+                }
                 let name = first.lit().map(|p| basename(p).to_string());
                 let args = job.words[1..].to_vec();
                 self.out.parsed.invocations.push(Invocation {
@@ -387,15 +398,12 @@ impl Parser<'_, '_> {
             command.push(Word::Lit("echo".into()));
         }
         let words = match replace {
-            Some(r) => command
-                .into_iter()
-                .flat_map(|w| match &w {
-                    Word::Lit(t) if *t == r => items.clone(),
-                    Word::Lit(t) if t.contains(r.as_str()) => vec![Word::Unknown],
-                    _ => vec![w],
-                })
-                .collect(),
-            None => command.into_iter().chain(items).collect(),
+            Some(r) => capped(command.into_iter().flat_map(|w| match &w {
+                Word::Lit(t) if *t == r => items.clone(),
+                Word::Lit(t) if t.contains(r.as_str()) => vec![Word::Unknown],
+                _ => vec![w],
+            })),
+            None => capped(command.into_iter().chain(items)),
         };
         jobs.push(Job { words, env: job.env.clone(), stdin: Stdin::Inherited, dirs: job.dirs.clone(), main: false });
     }
@@ -409,9 +417,8 @@ impl Parser<'_, '_> {
         let found: Vec<Word> = if follows {
             vec![Word::Unknown]
         } else {
-            roots
-                .iter()
-                .flat_map(|root| match root {
+            capped(roots.iter().flat_map(|root| {
+                match root {
                     Word::Lit(p) => job
                         .dirs
                         .iter()
@@ -421,8 +428,8 @@ impl Parser<'_, '_> {
                         })
                         .collect(),
                     _ => vec![Word::Unknown],
-                })
-                .collect()
+                }
+            }))
         };
         let mut acts = false;
         let mut i = 0;
@@ -433,14 +440,11 @@ impl Parser<'_, '_> {
                         .iter()
                         .position(|w| matches!(w.lit(), Some(";" | "+")))
                         .map_or(args.len(), |e| i + 1 + e);
-                    let words: Vec<Word> = args[i + 1..end]
-                        .iter()
-                        .flat_map(|w| match w {
-                            Word::Lit(t) if t == "{}" => found.clone(),
-                            Word::Lit(t) if t.contains("{}") => vec![Word::Unknown],
-                            other => vec![other.clone()],
-                        })
-                        .collect();
+                    let words = capped(args[i + 1..end].iter().flat_map(|w| match w {
+                        Word::Lit(t) if t == "{}" => found.clone(),
+                        Word::Lit(t) if t.contains("{}") => vec![Word::Unknown],
+                        other => vec![other.clone()],
+                    }));
                     // `-execdir` runs where each found file is.
                     let dirs = if action.ends_with("dir") { Rc::new(vec![None]) } else { job.dirs.clone() };
                     jobs.push(Job { words, env: Vec::new(), stdin: Stdin::Inherited, dirs, main: false });

@@ -136,10 +136,40 @@ fn no_line_runs_away() {
     assert!(parse(&many, Path::new("/w"), None).unreadable.is_some());
     let braces = format!("echo {}", "{a,b}".repeat(60));
     assert_eq!(runs(&braces), ["echo ? @/w"]);
+    let roots = "a ".repeat(100);
+    let exec = format!("find {roots} -exec rm {} \\;", "{} ".repeat(100));
+    let parsed = parse(&exec, Path::new("/w"), None);
+    let rm = parsed.invocations.iter().find(|i| i.program == Word::Lit("rm".into())).unwrap();
+    assert_eq!(rm.args.len(), MAX_WORDS, "capped, the rest unknown");
+    assert_eq!(rm.args.last(), Some(&Word::Unknown));
+    let wrapped = format!("{}git push", "env ".repeat(MAX_PROGRAMS + 1));
+    assert!(unreadable(&wrapped).contains("programs"));
     let evals = format!("{}true", "eval ".repeat(200));
     assert!(unreadable(&evals).contains("nested"));
     let started = std::time::Instant::now();
     let long = "true;".repeat(MAX_LEN / 5);
     assert_eq!(parse(&long, Path::new("/w"), None).invocations.len(), MAX_LEN / 5);
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+}
+
+#[test]
+fn what_the_fuzzer_found_slow_is_read_in_bounded_time() {
+    // `watch` and `eval` read their words, multiplied by braces, as scripts again, each level more.
+    for input in [&include_bytes!("fuzzed/slow-watch-braces")[..], &include_bytes!("fuzzed/slow-watch-nul")[..]] {
+        let line = String::from_utf8_lossy(&input[1..]);
+        let started = std::time::Instant::now();
+        let parsed = parse(&line, Path::new("/w"), Some(Path::new("/h")));
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(3), "{took:?}: {:?}", parsed.unreadable);
+    }
+    // Quoted braces live through one reading and expand at the next: 200 × 200 × 200 commands.
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut multiplied = "x".to_string();
+    for _ in 0..3 {
+        multiplied = format!("; eval {}{{1..200}}", quote(&multiplied));
+    }
+    let multiplied = format!("true {multiplied}");
+    let started = std::time::Instant::now();
+    assert!(unreadable(&multiplied).contains("expands past"), "{multiplied}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
 }
