@@ -50,8 +50,8 @@ const MAX_PROGRAMS: usize = 256;
 /// The most text read in all, the line and the scripts inside it (`eval`, `sh -c`, `watch`, whose
 /// words braces may have multiplied), and the most words kept in all: past either, the rest is
 /// unreadable. Together they bound the time and memory a line costs.
-const MAX_READ: usize = 4 * MAX_LEN;
-const MAX_KEPT_WORDS: usize = 1 << 20;
+const MAX_READ: usize = 2 * MAX_LEN;
+const MAX_KEPT_WORDS: usize = 1 << 18;
 
 /// A word as the shell would hand it to a program.
 #[derive(Debug, Clone, PartialEq, Eq)]
