@@ -124,6 +124,22 @@ impl Parser<'_, '_> {
     /// The words `raw` expands to: braces (up to [`MAX_BRACE`]), then `~` and `$HOME`.
     pub(super) fn expand(&self, raw: &Raw) -> Vec<Word> {
         let has_brace = raw.pieces.iter().any(|p| matches!(p, Piece::Plain(t) if t.contains(&b'{')));
+        let tilde = matches!(raw.pieces.first(), Some(Piece::Plain(t)) if t.first() == Some(&b'~'));
+        if !has_brace && !tilde {
+            // Most words: their pieces joined, no character by character.
+            let mut text = Vec::new();
+            for piece in &raw.pieces {
+                match piece {
+                    Piece::Plain(t) | Piece::Quoted(t) => text.extend_from_slice(t),
+                    Piece::Home => match &self.out.home {
+                        Some(home) => text.extend_from_slice(home.as_os_str().as_encoded_bytes()),
+                        None => return vec![Word::Unknown],
+                    },
+                    Piece::Unknown => return vec![Word::Unknown],
+                }
+            }
+            return vec![lit(text)];
+        }
         if !has_brace {
             return vec![self.render(&flatten(raw))];
         }
@@ -162,12 +178,16 @@ impl Parser<'_, '_> {
                 Item::Unknown => return Word::Unknown,
             }
         }
-        // A NUL ends an argument.
-        if let Some(nul) = text.iter().position(|b| *b == 0) {
-            text.truncate(nul);
-        }
-        Word::Lit(String::from_utf8_lossy(&text).into_owned())
+        lit(text)
     }
+}
+
+/// The word of these bytes: a NUL ends an argument.
+fn lit(mut text: Vec<u8>) -> Word {
+    if let Some(nul) = text.iter().position(|b| *b == 0) {
+        text.truncate(nul);
+    }
+    Word::Lit(String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 fn flatten(raw: &Raw) -> Vec<Item> {
