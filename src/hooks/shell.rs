@@ -22,7 +22,10 @@
 //!
 //! What cannot be read makes [`Parsed::unreadable`] say why: a line over [`MAX_LEN`] bytes,
 //! nesting deeper than [`MAX_DEPTH`] (what lies past it is not read), an unterminated quote or
-//! `$(`, a shell given a script only a run can tell (`sh -c "$X"`, `eval "$X"`, `curl … | sh`).
+//! `$(`, a shell given a script only a run can tell (`sh -c "$X"`, `eval "$X"`, `curl … | sh`),
+//! more than 256 programs in one command (`MAX_PROGRAMS`), more than 2 MiB of scripts or 65,536
+//! words in all (`MAX_READ`, `MAX_KEPT_WORDS`). A program is given at most 4096 words
+//! (`MAX_WORDS`; an unknown one stands for the rest), a word's braces at most 256.
 //! Not read at all: the scripts and files a command names (`bash x.sh`, `source x`, `make`), the
 //! functions and aliases defined before this line, `$CDPATH`.
 
@@ -48,10 +51,11 @@ const MAX_WORDS: usize = 4096;
 /// rest is unreadable.
 const MAX_PROGRAMS: usize = 256;
 /// The most text read in all, the line and the scripts inside it (`eval`, `sh -c`, `watch`, whose
-/// words braces may have multiplied), and the most words kept in all: past either, the rest is
-/// unreadable. Together they bound the time and memory a line costs.
+/// words braces may have multiplied), and the most words kept in all, the programs' names
+/// included: past either, the rest is unreadable. Together they bound the time and memory a line
+/// costs the session's actor, which judges it before it answers.
 const MAX_READ: usize = 2 * MAX_LEN;
-const MAX_KEPT_WORDS: usize = 1 << 18;
+const MAX_KEPT_WORDS: usize = 1 << 16;
 
 /// A word as the shell would hand it to a program.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +141,10 @@ impl Out {
     fn within(&mut self) -> bool {
         let within = self.read <= MAX_READ && self.kept <= MAX_KEPT_WORDS;
         if !within {
-            self.unreadable("a command that expands past what the guard reads (its scripts and words multiplied)");
+            self.unreadable(&format!(
+                "a command too large to read whole (over {} MiB of scripts or {MAX_KEPT_WORDS} words in all)",
+                MAX_READ >> 20
+            ));
         }
         within
     }

@@ -235,9 +235,12 @@ fn two_hundred_nested_shells_and_a_mebibyte_line() {
     assert_eq!(denied(&long, "main"), None, "a long harmless line passes");
     assert_eq!(denied(&format!("{long}a"), "main").as_deref(), Some("unreadable"), "past 1 MiB, none is read");
     let push = "git push -f origin main";
-    let mut long = "true; ".repeat(((1 << 20) - push.len()) / 6);
+    let step = format!("echo {}; ", "a".repeat(1000));
+    let mut long = step.repeat(((1 << 20) - push.len()) / step.len());
     long.push_str(push);
     assert_eq!(denied(&long, "feature").as_deref(), Some("force_push"), "the end of a long line is read");
+    // So many commands that their words pass what the guard keeps: refused.
+    assert_eq!(denied(&"true; ".repeat(100_000), "feature").as_deref(), Some("unreadable"));
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
 
