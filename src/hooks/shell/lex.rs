@@ -81,7 +81,7 @@ impl Parser<'_, '_> {
                 }
                 (b'\n', _, _) => {
                     self.pos += 1;
-                    self.heredocs_due = self.heredocs.iter().any(|h| h.body.is_none());
+                    self.heredocs_due = self.heredocs_read < self.heredocs.len();
                     Tok::Newline
                 }
                 (b';', Some(b';'), Some(b'&')) => op(3, Op::CaseEnd, self),
@@ -497,12 +497,12 @@ impl Parser<'_, '_> {
         raw.quoted(&text);
     }
 
-    /// At a newline: the bodies of the here-documents the line opened.
+    /// At a newline: the bodies of the here-documents the line opened (at the source's end, what
+    /// is left of it, or nothing).
     pub(super) fn read_heredocs(&mut self) {
-        for i in 0..self.heredocs.len() {
-            if self.heredocs[i].body.is_some() {
-                continue;
-            }
+        while self.heredocs_read < self.heredocs.len() {
+            let i = self.heredocs_read;
+            self.heredocs_read += 1;
             let Heredoc { delimiter, strip_tabs, .. } = &self.heredocs[i];
             let (delimiter, strip_tabs) = (delimiter.clone(), *strip_tabs);
             let mut body = Vec::new();
