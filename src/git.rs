@@ -1,6 +1,7 @@
 //! The only place that runs git: what a repository says happened over a range (the digest), a
 //! fingerprint of a working tree's content (progress, for the breakers), and which branch it is on
-//! (the guard; read from the repository's files, no process).
+//! (the guard; read from the repository's files, no process), and where it fetches and pushes (the
+//! network fence: remotes and submodules with git's own URL rewrites applied).
 //!
 //! Every call is blocking and may be slow on a big repository: callers on the async runtime run it
 //! with `spawn_blocking`. Nothing here writes into the user's repository state: no index, branch,
@@ -11,6 +12,7 @@
 mod branches;
 mod fingerprint;
 mod history;
+mod remotes;
 pub mod salvage;
 pub mod worktree;
 
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 pub use branches::branches;
 pub use fingerprint::{fingerprint, Fingerprint};
 pub use history::{commits_between, delivery, progress, Commit, Delivery, GitProgress, Stat};
+pub use remotes::{remotes, Remote, Remotes, Submodule};
 
 /// What every git call here runs with, whatever the repository's own config says: the agent can
 /// write that config, and these calls run outside its sandbox. No hook, no fsmonitor (a command),
