@@ -14,7 +14,7 @@
 //!
 //! | Layer | Modules | What they are |
 //! |-------|---------|---------------|
-//! | 1. foundations | `awake`, `clock`, `git`, `limits`, `logging`, `paths`, `phone`, `platform`, `power`, `proxy`, `pty`, `record`, `screen`, `standin`, `token`, `toml_error`, `units`, `usage` | the world as Nightshift meets it: time, terminals, repositories, the machine's power, the plan's windows and usage; each knows nothing of sessions |
+//! | 1. foundations | `awake`, `clock`, `fence`, `git`, `limits`, `logging`, `paths`, `phone`, `platform`, `power`, `proxy`, `pty`, `record`, `screen`, `standin`, `token`, `toml_error`, `units`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
 //! | 2. agents and decisions | `agent`, `breaker`, `detect`, `hooks`, `respawn` | what each client is and how its screen and hooks read; the pure decisions over them |
 //! | 3. the contract | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | 4. events | `event` | the vocabulary of the journal: everything that happens, typed |
@@ -37,6 +37,7 @@ pub mod detect;
 pub mod digest;
 pub mod doctor;
 pub mod event;
+pub mod fence;
 pub mod git;
 pub mod hooks;
 pub mod journal;
