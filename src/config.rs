@@ -154,13 +154,22 @@ pub struct SandboxSettings {
     /// Where the sandbox cannot run, start without it (said in the session's options) instead of
     /// refusing the start.
     pub allow_unsandboxed: bool,
-    /// Domains sandboxed commands may reach; every other is refused without asking.
+    /// Hosts sandboxed commands may reach besides the fence's own (names, `host:port`,
+    /// `*.domain`); every other is refused without asking.
     pub network: Vec<String>,
+    /// How far sandboxed commands reach: `project` (the project's own hosts, the default),
+    /// `open` (any, every connection seen) or `none` (the hosts of `network` alone).
+    pub fence: crate::agent::Fence,
 }
 
 impl Default for SandboxSettings {
     fn default() -> Self {
-        SandboxSettings { enabled: true, allow_unsandboxed: false, network: Vec::new() }
+        SandboxSettings {
+            enabled: true,
+            allow_unsandboxed: false,
+            network: Vec::new(),
+            fence: crate::agent::Fence::Project,
+        }
     }
 }
 
@@ -219,7 +228,7 @@ impl SandboxSettings {
         if !asked.unwrap_or(self.enabled && unattended) {
             return Ok((None, None));
         }
-        let sandbox = crate::agent::Sandbox { write: Vec::new(), network: self.network.clone() };
+        let sandbox = crate::agent::Sandbox { write: Vec::new(), network: self.network.clone(), fence: self.fence };
         match agent {
             AgentKind::Generic if asked == Some(true) => {
                 Err("only the claude and codex commands have a sandbox of their own to set; start without --sandbox"

@@ -374,7 +374,11 @@ mod tests {
                 branch: "nightshift/night".into(),
                 base: "0123456789abcdef0123456789abcdef01234567".into(),
             }),
-            sandbox: Some(Sandbox { write: vec!["/wt/night".into()], network: vec!["crates.io".into()] }),
+            sandbox: Some(Sandbox {
+                write: vec!["/wt/night".into()],
+                network: vec!["crates.io".into()],
+                ..Sandbox::default()
+            }),
             unsandboxed: None,
         }
     }

@@ -203,6 +203,8 @@ pub enum HappeningKind {
     SandboxBlocked,
     /// The session ran without the sandbox it would have had (`[sandbox] allow_unsandboxed`).
     Unsandboxed,
+    /// The network fence refused a host (one line a host, with how many times).
+    NetRefused,
     /// The pace parked the cycles for a stretch (a morning reserve, a weekly pace).
     Parked,
 }

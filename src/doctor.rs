@@ -251,6 +251,50 @@ pub fn judge_sandbox(
 }
 
 /// Free space where the journal and the iterations' streams are written.
+/// Tonight's network fence for working folder `index`: each host it lets through with why (one
+/// check), and each thing the project looks like it needs beyond it (a WARN each, with the fix).
+pub fn judge_fence(index: usize, subject: &str, view: &crate::session::FenceView, enabled: bool) -> Vec<Check> {
+    use crate::agent::Fence;
+    let id = |what: &str| format!("cwd.{index}.fence{what}");
+    if !enabled {
+        return vec![Check::pass(id(""), subject, "no sandbox tonight ([sandbox] enabled = false): no fence either")];
+    }
+    let mut out = vec![match (view.fence, view.hosts.as_slice()) {
+        (Fence::Open, _) => Check::pass(
+            id(""),
+            subject,
+            "the sandbox's network is open (--network open): every host, each connection journalled",
+        ),
+        (fence, []) => Check::warn(
+            id(""),
+            subject,
+            format!(
+                "the sandbox's network fence ({}) lets no host through: no remote or package index was found",
+                fence.as_str()
+            ),
+            "add the hosts the night needs to [sandbox] network in config.toml, or pass --allow-host HOST",
+        ),
+        (fence, hosts) => Check::pass(
+            id(""),
+            subject,
+            format!(
+                "the sandbox's network fence ({}) lets through: {}",
+                fence.as_str(),
+                hosts.iter().map(|h| format!("{} ({})", h.host, h.why)).collect::<Vec<_>>().join("; ")
+            ),
+        ),
+    }];
+    for (n, warning) in view.warnings.iter().enumerate() {
+        out.push(Check::warn(
+            id(&format!(".{n}")),
+            subject,
+            warning.clone(),
+            "allow what it needs with --allow-host HOST or [sandbox] network, or change the remote's URL to https",
+        ));
+    }
+    out
+}
+
 pub fn judge_disk(free: u64, dir: &str) -> Check {
     const MB: u64 = 1 << 20;
     let shown = if free >= 10 * 1024 * MB {

@@ -366,6 +366,24 @@ pub enum EventKind {
     /// Nightshift brought the session back after its own end (a killed run, a crash, a reboot):
     /// `down_secs` is how long no Nightshift ran it, `reason` what it was armed with.
     Restored { reason: String, down_secs: u64 },
+    /// The network fence refused a sandboxed command's connection to `host:port` (`command`: the
+    /// Bash command running then, when the client's hooks named it).
+    NetRefused {
+        host: String,
+        port: u16,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+    },
+    /// `host` was let through the fence for the rest of the session (`by`: who allowed it).
+    NetAllowed { host: String, by: String },
+    /// Tonight's fence for the session as it started: its kind (`project`, `open`, `none`), each
+    /// host with why it is let through, and what the project looks like it needs beyond it.
+    Fence {
+        fence: crate::agent::Fence,
+        hosts: Vec<FencedHost>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
+    },
     /// A window is full but the client works on, on the plan's extra usage (until `resets_at`,
     /// when known): no limit, and no account moves.
     ExtraUsage {
@@ -662,6 +680,9 @@ impl EventKind {
             Self::ContextHigh { .. } => "context_high",
             Self::ContextThreshold { .. } => "context_threshold",
             Self::ExtraUsage { .. } => "extra_usage",
+            Self::NetRefused { .. } => "net_refused",
+            Self::NetAllowed { .. } => "net_allowed",
+            Self::Fence { .. } => "fence",
             Self::Drift { .. } => "drift",
             Self::AutoAccepted { .. } => "auto_accepted",
             Self::GuardDenied { .. } => "guard_denied",
@@ -739,8 +760,18 @@ pub enum NoticeKind {
     Morning,
     /// The guard refused a command (once per kind of command per night).
     Guard,
+    /// The network fence refused a host (once per host per night).
+    Fence,
     /// What became of a phone's button: done, or why not (always told: the phone asked).
     Answer,
+}
+
+/// A host the fence lets through, and why (`the remote origin`, `npm's registry, from .npmrc`,
+/// `your [sandbox] network`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FencedHost {
+    pub host: String,
+    pub why: String,
 }
 
 /// What a loop waits for, in its `loop_wait` events.

@@ -28,11 +28,21 @@ pub struct Switches {
     pub finished: bool,
     pub morning: bool,
     pub guard: bool,
+    pub fence: bool,
 }
 
 impl Default for Switches {
     fn default() -> Self {
-        Self { question: true, limit: true, resume: true, breaker: true, finished: true, morning: true, guard: true }
+        Self {
+            question: true,
+            limit: true,
+            resume: true,
+            breaker: true,
+            finished: true,
+            morning: true,
+            guard: true,
+            fence: true,
+        }
     }
 }
 
@@ -46,6 +56,7 @@ impl Switches {
             Kind::Finished => self.finished,
             Kind::Morning => self.morning,
             Kind::Guard => self.guard,
+            Kind::Fence => self.fence,
             Kind::Answer => true,
         }
     }
@@ -362,6 +373,20 @@ where
                 humantime::format_duration(Duration::from_secs(*down_secs))
             ),
         )),
+        // Once a night for each host: the agent may try it again and again.
+        // The host alone: the command that tried it may carry anything the agent typed (the journal
+        // keeps it).
+        EventKind::NetRefused { host, .. } => Some(Notice {
+            once: Some(format!("fence:{host}")),
+            ..notice(
+                Kind::Fence,
+                format!("{label}: the fence refused {host}"),
+                format!(
+                    "The agent tried to reach {host}, which is not among tonight's hosts. Allow it with \
+                     `--allow-host {host}` or `[sandbox] network` in config.toml (the session's options can)."
+                ),
+            )
+        }),
         EventKind::GuardDenied { rule, what, command } => Some(Notice {
             once: Some(format!("guard:{rule}")),
             ..notice(
@@ -394,6 +419,7 @@ pub fn may_notify(kind: &EventKind) -> bool {
             | EventKind::Breaker { .. }
             | EventKind::GuardDenied { .. }
             | EventKind::GuardUnreachable { .. }
+            | EventKind::NetRefused { .. }
             | EventKind::ContextHigh { .. }
             | EventKind::Restored { .. }
     )

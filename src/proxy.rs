@@ -72,9 +72,18 @@ impl Proxy {
     /// Starts both listeners on free ports of 127.0.0.1 (within a Tokio runtime), asking `policy`
     /// and telling `reports` what it let through and what it refused.
     pub async fn start(policy: Policy, reports: mpsc::UnboundedSender<Report>) -> std::io::Result<Self> {
+        Self::start_now(policy, reports)
+    }
+
+    /// [`Proxy::start`] from code that runs within a Tokio runtime but is not async itself.
+    pub fn start_now(policy: Policy, reports: mpsc::UnboundedSender<Report>) -> std::io::Result<Self> {
         let policy = Arc::new(RwLock::new(policy));
-        let http = TcpListener::bind("127.0.0.1:0").await?;
-        let socks = TcpListener::bind("127.0.0.1:0").await?;
+        let listen = || -> std::io::Result<TcpListener> {
+            let std = std::net::TcpListener::bind("127.0.0.1:0")?;
+            std.set_nonblocking(true)?;
+            TcpListener::from_std(std)
+        };
+        let (http, socks) = (listen()?, listen()?);
         let (http_port, socks_port) = (http.local_addr()?.port(), socks.local_addr()?.port());
         let tasks = vec![
             tokio::spawn(serve(http, Arc::clone(&policy), reports.clone(), Kind::Http)),

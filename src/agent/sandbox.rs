@@ -18,19 +18,107 @@ pub struct Sandbox {
     /// top of its worktree when it starts in a subfolder of it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub write: Vec<PathBuf>,
-    /// Domains its commands may reach (`[sandbox] network`); every other is refused, never asked
-    /// about. The client's own traffic to its API is not a command's and goes on.
+    /// Hosts its commands may reach besides the fence's own (`[sandbox] network`, `--allow-host`:
+    /// names, `host:port`, `*.domain`); every other is refused, never asked about. The client's
+    /// own traffic to its API is not a command's and goes on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<String>,
+    /// How far its commands reach the network.
+    #[serde(default)]
+    pub fence: Fence,
+}
+
+/// Nightshift's proxy as a sandbox goes through it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Proxied {
+    pub http_port: u16,
+    pub socks_port: u16,
+    /// Unix sockets its commands may reach (the ssh agent's, to push over ssh).
+    pub unix_sockets: Vec<PathBuf>,
+}
+
+/// How far a sandboxed session's commands reach the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fence {
+    /// The hosts the user listed alone, through the client's own proxy (a contract from before
+    /// fences reads so).
+    #[default]
+    None,
+    /// The project's own hosts (its remotes, the package indexes its tools use), the agent's API
+    /// host and the user's list, through Nightshift's proxy, which tells every refusal.
+    Project,
+    /// Any host, through Nightshift's proxy: nothing refused, every connection seen.
+    Open,
+}
+
+impl Fence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Project => "project",
+            Self::Open => "open",
+        }
+    }
+}
+
+impl std::str::FromStr for Fence {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "none" => Ok(Self::None),
+            "project" => Ok(Self::Project),
+            "open" => Ok(Self::Open),
+            other => Err(format!("`{other}` is no network fence: give open, project or none")),
+        }
+    }
 }
 
 impl Sandbox {
+    /// Tonight's fence as asked (`--network`), with `allow` (`--allow-host`) added to the hosts
+    /// of `[sandbox] network`; every host checked, a bad one refused in one line with the fix.
+    pub fn fenced(&mut self, fence: Option<Fence>, allow: &[String]) -> Result<(), String> {
+        if let Some(fence) = fence {
+            self.fence = fence;
+        }
+        for host in allow {
+            if !self.network.contains(host) {
+                self.network.push(host.clone());
+            }
+        }
+        match self.network.iter().find(|h| crate::proxy::Pattern::parse(h).is_none()) {
+            Some(bad) => Err(format!(
+                "`{bad}` is not a host the fence takes: give a name, an address, host:port or *.domain \
+                 ([sandbox] network in config.toml, or --allow-host)"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// [`Sandbox::claude_settings`] with `hidden` folders its commands may not read at all
     /// (Nightshift's secrets, other accounts' logins).
     pub fn claude_settings_hiding(&self, hidden: &[PathBuf]) -> Value {
         let mut settings = self.claude_settings();
         if !hidden.is_empty() {
             settings["sandbox"]["filesystem"]["denyRead"] = json!(hidden);
+        }
+        settings
+    }
+
+    /// [`Sandbox::claude_settings_hiding`] with its network through Nightshift's proxy
+    /// (`proxy`): the client's own proxy does not run, every connection is the fence's to judge
+    /// (`allowed`, said to the client too), commands may listen on localhost (a test suite's
+    /// server), and `unix_sockets` (the ssh agent's) are reachable.
+    pub fn claude_settings_fenced(&self, hidden: &[PathBuf], proxy: &Proxied, allowed: &[String]) -> Value {
+        let mut settings = self.claude_settings_hiding(hidden);
+        let network = &mut settings["sandbox"]["network"];
+        network["allowedDomains"] = json!(allowed);
+        network["httpProxyPort"] = json!(proxy.http_port);
+        network["socksProxyPort"] = json!(proxy.socks_port);
+        network["allowLocalBinding"] = json!(true);
+        if !proxy.unix_sockets.is_empty() {
+            network["allowUnixSockets"] = json!(proxy.unix_sockets);
         }
         settings
     }
@@ -56,13 +144,17 @@ impl Sandbox {
     /// policy already (the client refuses a flag twice): `workspace-write` with no approval
     /// prompts (`exec`, `headless`, never asks and takes no such flag), its extra folders writable.
     /// Codex's sandbox knows no list of domains: its commands have no network.
-    pub fn codex_args(&self, theirs: &[String], headless: bool) -> Vec<String> {
+    pub fn codex_args(&self, theirs: &[String], headless: bool, proxied: bool) -> Vec<String> {
         let chose = |flags: &[&str]| {
             theirs.iter().any(|a| flags.contains(&a.as_str()) || flags.iter().any(|f| a.starts_with(&format!("{f}="))))
         };
         let mut args = Vec::new();
         if !chose(&["-s", "--sandbox", "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo"]) {
             args.extend(["--sandbox", "workspace-write"].map(String::from));
+            if proxied {
+                // The network on, its commands pointed at Nightshift's proxy by their environment.
+                args.extend(["-c", "sandbox_workspace_write.network_access=true"].map(String::from));
+            }
             for dir in &self.write {
                 args.extend(["--add-dir".to_string(), dir.display().to_string()]);
             }
@@ -137,13 +229,52 @@ pub fn turned_off(agent: AgentKind, args: &[String]) -> Option<String> {
     None
 }
 
+/// The environment that points a command's HTTP and SOCKS clients at Nightshift's proxy (Codex's,
+/// whose sandbox has no proxy of its own: a command that ignores it is not held to the fence).
+pub fn proxy_env(proxy: &Proxied) -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{}", proxy.http_port);
+    let socks = format!("socks5h://127.0.0.1:{}", proxy.socks_port);
+    [
+        ("HTTP_PROXY", http.clone()),
+        ("HTTPS_PROXY", http.clone()),
+        ("http_proxy", http.clone()),
+        ("https_proxy", http),
+        ("ALL_PROXY", socks.clone()),
+        ("all_proxy", socks),
+        ("NO_PROXY", "localhost,127.0.0.1,::1".into()),
+        ("no_proxy", "localhost,127.0.0.1,::1".into()),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .to_vec()
+}
+
 /// Whether a failed command's words say the sandbox refused it (a write outside its folders, a
 /// host not allowed), not that the command failed on its own.
 pub fn sandbox_refused(error: &str) -> bool {
-    const SIGNS: [&str; 4] =
-        ["read-only file system", "operation not permitted", "sandbox", "not in the allowed domains"];
+    const SIGNS: [&str; 5] = [
+        "read-only file system",
+        "operation not permitted",
+        "sandbox",
+        "not in the allowed domains",
+        "<sandbox_violations>",
+    ];
     let error = error.to_lowercase();
     SIGNS.iter().any(|s| error.contains(s))
+}
+
+/// The hosts the client's own sandbox said it refused a command, from the `<sandbox_violations>`
+/// of its failed result (`deny network-outbound 127.0.0.3:32917 (host is not on the allow list)`).
+pub fn refused_hosts(error: &str) -> Vec<(String, u16)> {
+    let Some(start) = error.find("<sandbox_violations>") else { return Vec::new() };
+    let list = &error[start..error[start..].find("</sandbox_violations>").map_or(error.len(), |e| start + e)];
+    list.lines()
+        .filter_map(|line| line.trim().strip_prefix("deny network-outbound "))
+        .filter_map(|rest| {
+            let target = rest.split_whitespace().next()?;
+            let (host, port) = target.rsplit_once(':')?;
+            Some((host.trim_matches(['[', ']']).to_string(), port.parse().ok()?))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -154,11 +285,16 @@ mod tests {
     fn a_refusal_of_the_sandbox_is_told_from_a_command_that_failed() {
         assert!(sandbox_refused("Exit code 1\n/bin/bash: line 1: /home/u/x.txt: Read-only file system"));
         assert!(!sandbox_refused("Exit code 101\nerror[E0308]: mismatched types"));
+        let said = "Exit code 128\n\n<sandbox_violations>\ndeny network-outbound 127.0.0.3:32917 (host is not on the \
+                    allow list)\ndeny network-outbound [::1]:443 (host is not on the allow list)\n</sandbox_violations>";
+        assert!(sandbox_refused(said));
+        assert_eq!(refused_hosts(said), [("127.0.0.3".to_string(), 32917), ("::1".to_string(), 443)]);
+        assert!(refused_hosts("Exit code 1\nfatal: unable to access").is_empty());
     }
 
     #[test]
     fn claude_gets_a_sandbox_it_must_start_and_cannot_leave() {
-        let s = Sandbox { write: vec!["/wt/top".into()], network: vec!["crates.io".into()] };
+        let s = Sandbox { write: vec!["/wt/top".into()], network: vec!["crates.io".into()], ..Sandbox::default() };
         let v = s.claude_settings();
         let b = &v["sandbox"];
         assert_eq!((b["enabled"].as_bool(), b["failIfUnavailable"].as_bool()), (Some(true), Some(true)));
@@ -174,22 +310,29 @@ mod tests {
 
     #[test]
     fn codex_writes_its_workspace_without_prompts_unless_the_user_chose() {
-        let s = Sandbox { write: vec!["/wt/top".into()], network: vec![] };
+        let s = Sandbox { write: vec!["/wt/top".into()], ..Sandbox::default() };
         assert_eq!(
-            s.codex_args(&[], false).join(" "),
+            s.codex_args(&[], false, false).join(" "),
             "--sandbox workspace-write --add-dir /wt/top --ask-for-approval never"
         );
         let theirs: Vec<String> = ["-s", "read-only"].map(String::from).to_vec();
-        assert_eq!(s.codex_args(&theirs, false).join(" "), "--ask-for-approval never");
+        assert_eq!(s.codex_args(&theirs, false, false).join(" "), "--ask-for-approval never");
         let bypass = vec!["--dangerously-bypass-approvals-and-sandbox".to_string()];
-        assert!(s.codex_args(&bypass, false).is_empty());
-        assert!(s.codex_args(&["--ask-for-approval=on-request".to_string()], false).join(" ").ends_with("/wt/top"));
-        assert_eq!(s.codex_args(&[], true).join(" "), "--sandbox workspace-write --add-dir /wt/top", "exec never asks");
+        assert!(s.codex_args(&bypass, false, false).is_empty());
+        assert!(s
+            .codex_args(&["--ask-for-approval=on-request".to_string()], false, false)
+            .join(" ")
+            .ends_with("/wt/top"));
+        assert_eq!(
+            s.codex_args(&[], true, false).join(" "),
+            "--sandbox workspace-write --add-dir /wt/top",
+            "exec never asks"
+        );
     }
 
     #[test]
     fn it_says_what_it_allows() {
-        let s = Sandbox { write: vec![], network: vec!["crates.io".into()] };
+        let s = Sandbox { network: vec!["crates.io".into()], ..Sandbox::default() };
         assert!(s
             .describe(AgentKind::Claude)
             .ends_with("read neither Nightshift's files nor other accounts', network to crates.io"));

@@ -97,6 +97,8 @@ struct RunArgs {
     /// `[sandbox] enabled = false`]
     #[arg(long)]
     no_sandbox: bool,
+    #[command(flatten)]
+    network: super::NetworkArgs,
     /// A new worktree for each task instead, `nightshift/NAME-N-TASK WORDS`, each made from your HEAD
     /// when its task starts
     #[arg(long)]
@@ -193,7 +195,11 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
     spec.settings.pace = args.pace.settings()?.unwrap_or(config.pace);
     spec.canary_checked(&config.canary, &paths.state_dir).map_err(anyhow::Error::msg)?;
     let asked = args.no_sandbox.then_some(false);
-    match spec.sandboxed(&config.sandbox, asked).map_err(anyhow::Error::msg)? {
+    let note = spec.sandboxed(&config.sandbox, asked).map_err(anyhow::Error::msg)?;
+    if let Some(sandbox) = &mut spec.sandbox {
+        sandbox.fenced(args.network.network, &args.network.allow_host).map_err(anyhow::Error::msg)?;
+    }
+    match note {
         Some(note) => eprintln!("nightshift: warning: the agent is {note}"),
         None if spec.sandbox.is_some() => {
             eprintln!("nightshift: each iteration is {}", spec.sandbox.as_ref().expect("set").describe(spec.agent))

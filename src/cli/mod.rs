@@ -192,6 +192,21 @@ fn local_time(ts: &str) -> String {
         .unwrap_or_else(|_| ts.to_string())
 }
 
+/// `--network` / `--allow-host`, on `run` and `loop`: how far a sandboxed agent's commands reach.
+#[derive(Debug, Clone, Default, clap::Args)]
+struct NetworkArgs {
+    /// The sandbox's network: `project` (the project's remotes and the package indexes its tools
+    /// use, the agent's API host, and your [sandbox] network), `open` (any host, each connection
+    /// seen and counted) or `none` (your [sandbox] network alone) [default: [sandbox] fence, else
+    /// project]
+    #[arg(long, value_name = "FENCE")]
+    network: Option<nightshift::agent::Fence>,
+    /// Let the sandboxed agent reach this host too (a name, an address, host:port or *.domain);
+    /// repeat for more
+    #[arg(long, value_name = "HOST")]
+    allow_host: Vec<String>,
+}
+
 /// `--account NAME` / `--config-dir DIR`, on `run` and `loop`.
 #[derive(Debug, Clone, clap::Args)]
 struct AccountArgs {

@@ -74,6 +74,8 @@ pub struct Args {
     /// Run the agent without its sandbox, whatever the preset
     #[arg(long)]
     no_sandbox: bool,
+    #[command(flatten)]
+    network: super::NetworkArgs,
     /// Seconds a stopped session gets between SIGHUP and SIGKILL
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0)]
     stop_grace: f64,
@@ -202,6 +204,8 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     };
     request.stop_grace = Some(Duration::from_secs_f64(args.stop_grace));
     request.quiet = Some(Duration::from_secs_f64(args.quiet_window));
+    request.fence = args.network.network;
+    request.allow_hosts.clone_from(&args.network.allow_host);
     request.sandbox = match (args.sandbox, args.no_sandbox) {
         (_, true) => Some(false),
         (true, _) => Some(true),

@@ -56,6 +56,9 @@ pub struct Counts {
     pub sandbox_commands: u32,
     #[serde(default)]
     pub sandbox_blocked: u32,
+    /// Connections the network fence refused.
+    #[serde(default)]
+    pub net_refused: u32,
     /// Push notifications delivered (each target counts).
     pub pushes_sent: u32,
     /// Push notifications that could not be delivered, retries included.
@@ -161,6 +164,7 @@ impl Counts {
         self.guard_denials += o.guard_denials;
         self.sandbox_commands += o.sandbox_commands;
         self.sandbox_blocked += o.sandbox_blocked;
+        self.net_refused += o.net_refused;
         self.pushes_sent += o.pushes_sent;
         self.pushes_failed += o.pushes_failed;
         self.phone_applied += o.phone_applied;
@@ -235,6 +239,7 @@ impl Counts {
         if self.sandbox_commands > 0 {
             out.push(format!("sandbox: {} command(s), {} refused", self.sandbox_commands, self.sandbox_blocked));
         }
+        say(&mut out, self.net_refused, "connection the fence refused", "connections the fence refused");
         if self.pushes_sent > 0 || self.pushes_failed > 0 {
             out.push(format!("pushes: {} sent, {} failed", self.pushes_sent, self.pushes_failed));
         }

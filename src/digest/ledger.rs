@@ -417,6 +417,12 @@ impl Ledger {
                         );
                     }
                 }
+                EventKind::NetRefused { host, command, .. } if in_range => {
+                    c.net_refused += 1;
+                    let by = command.as_ref().map(|c| format!(", by {c}")).unwrap_or_default();
+                    let once = format!("the fence refused {host} at {}{by}", hhmm(ev.ts));
+                    lines.note(HappeningKind::NetRefused, format!("the fence refused {host}"), once, ev.ts);
+                }
                 EventKind::GuardDenied { what, command, .. } if in_range => {
                     c.guard_denials += 1;
                     l.denials.push(GuardDenial { at: ev.ts, what: what.clone(), command: command.clone() });

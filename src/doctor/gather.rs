@@ -68,6 +68,16 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
     checks.extend(state(paths, &cwds));
     for (i, cwd) in cwds.iter().enumerate() {
         checks.extend(working_dir(i, cwd, &used, &opts.agent_args));
+        if cwd.is_dir() {
+            // Tonight's fence for an unattended start here, as it would be read now.
+            let sandbox = crate::agent::Sandbox {
+                network: settings.network.clone(),
+                fence: settings.fence,
+                ..Default::default()
+            };
+            let view = crate::supervisor::fence::tonight(&sandbox, cwd, &[]).view;
+            checks.extend(super::judge_fence(i, &cwd.display().to_string(), &view, settings.enabled));
+        }
     }
     checks.extend(desktop());
     // On battery, and what the lid switch does on this power, where known.

@@ -98,6 +98,26 @@ impl EventKind {
                     humantime::format_duration(std::time::Duration::from_secs(*down_secs))
                 )
             }
+            Self::NetRefused { host, port, command } => match command {
+                Some(command) => format!("the network fence refused {host}:{port}, tried by {command}"),
+                None => format!("the network fence refused {host}:{port}"),
+            },
+            Self::NetAllowed { host, by } => format!("{host} is let through the fence from now on ({by})"),
+            Self::Fence { fence, hosts, warnings } => {
+                let mut text = match (fence, hosts.as_slice()) {
+                    (crate::agent::Fence::Open, _) => "the network is open to every host, each connection seen".into(),
+                    (_, []) => format!("the network fence ({}) lets no host through", fence.as_str()),
+                    (_, hosts) => format!(
+                        "the network fence ({}) lets through {}",
+                        fence.as_str(),
+                        hosts.iter().map(|h| format!("{} ({})", h.host, h.why)).collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                for warning in warnings {
+                    text.push_str(&format!("; {warning}"));
+                }
+                text
+            }
             Self::ExtraUsage { resets_at } => match resets_at {
                 Some(at) => format!(
                     "the window is full and the client works on, on the plan's extra usage, until its reset at {}",

@@ -40,11 +40,17 @@ pub use crate::contract::{LoopSpec, ProjectSpec};
 impl LoopSpec {
     /// The harness's arguments for `run`: a fresh headless session that streams its events.
     pub fn argv(&self, run: &Run) -> Vec<String> {
-        self.argv_hiding(run, &[])
+        self.argv_hiding(run, &[], None)
     }
 
-    /// [`LoopSpec::argv`], its sandbox (Claude's) kept from reading `hidden`.
-    pub fn argv_hiding(&self, run: &Run, hidden: &[std::path::PathBuf]) -> Vec<String> {
+    /// [`LoopSpec::argv`], its sandbox (Claude's) kept from reading `hidden`, and its network
+    /// through Nightshift's proxy (`proxied`, with the hosts the client is told) when it is fenced.
+    pub fn argv_hiding(
+        &self,
+        run: &Run,
+        hidden: &[std::path::PathBuf],
+        proxied: Option<(&crate::agent::Proxied, &[String])>,
+    ) -> Vec<String> {
         let mut argv = vec![self.program.clone()];
         match self.agent {
             AgentKind::Codex => {
@@ -59,7 +65,7 @@ impl LoopSpec {
                     ) || a.starts_with("--sandbox=")
                 });
                 match &self.sandbox {
-                    Some(sandbox) if !run.probe => argv.extend(sandbox.codex_args(&self.args, true)),
+                    Some(sandbox) if !run.probe => argv.extend(sandbox.codex_args(&self.args, true, proxied.is_some())),
                     _ if theirs => {}
                     _ => {
                         let mode = if run.probe { "read-only" } else { "workspace-write" };
@@ -74,7 +80,11 @@ impl LoopSpec {
                 let mut args = self.args.clone();
                 if let Some(sandbox) = self.sandbox.as_ref().filter(|_| self.agent == AgentKind::Claude) {
                     let cwd = self.projects.get(run.project).map_or(Path::new("."), |p| p.cwd.as_path());
-                    crate::hooks::lay_settings(&mut args, cwd, &sandbox.claude_settings_hiding(hidden));
+                    let settings = match proxied {
+                        Some((proxy, allowed)) => sandbox.claude_settings_fenced(hidden, proxy, allowed),
+                        None => sandbox.claude_settings_hiding(hidden),
+                    };
+                    crate::hooks::lay_settings(&mut args, cwd, &settings);
                 }
                 argv.extend(args);
                 if run.probe {
@@ -139,9 +149,22 @@ pub(crate) struct LoopActor {
     pub journal: Journal,
     pub state_dir: Option<PathBuf>,
     pub status: watch::Sender<Status>,
+    /// The network fence its iterations go through: the proxy, what it reports, and what the
+    /// client is told of it.
+    pub fence: Option<LoopFence>,
+}
+
+/// A loop's network fence, up for all its iterations.
+pub(crate) struct LoopFence {
+    pub proxy: crate::proxy::Proxy,
+    pub reports: mpsc::UnboundedReceiver<crate::proxy::Report>,
+    pub proxied: crate::agent::Proxied,
+    pub allowed: Vec<String>,
 }
 
 struct Exec {
+    /// The fence's proxy (it stops with the loop), and what its iterations are told of it.
+    fence: Option<(crate::proxy::Proxy, crate::agent::Proxied, Vec<String>)>,
     id: SessionId,
     spec: Arc<LoopSpec>,
     journal: Journal,
@@ -173,7 +196,19 @@ struct Exec {
 impl LoopActor {
     /// Runs the loop until it ends; `controls` are its handle's requests.
     pub async fn run(self, mut controls: mpsc::Receiver<Control>) {
-        let LoopActor { id, spec, journal, state_dir, status } = self;
+        let LoopActor { id, spec, journal, state_dir, status, fence } = self;
+        let fence = fence.map(|LoopFence { proxy, mut reports, proxied, allowed }| {
+            // What the fence refused, journalled as it comes (the running iteration tried it).
+            let (journal, id) = (journal.clone(), id.clone());
+            tokio::spawn(async move {
+                while let Some(report) = reports.recv().await {
+                    if let crate::proxy::Report::Refused(r) = report {
+                        journal.emit(&id, EventKind::NetRefused { host: r.host, port: r.port, command: None });
+                    }
+                }
+            });
+            (proxy, proxied, allowed)
+        });
         let projects = spec
             .projects
             .iter()
@@ -191,6 +226,7 @@ impl LoopActor {
         let sandbox = spec.sandbox.as_ref().map(|s| s.describe(spec.agent));
         status.send_modify(|s| s.options.sandbox = sandbox);
         let mut exec = Exec {
+            fence,
             id,
             spec: Arc::new(spec),
             journal,
@@ -330,6 +366,11 @@ impl Exec {
             }
             Control::ResetBreaker(reply) => {
                 let _ = reply.send("a loop has no breaker to reset: start it again".into());
+            }
+            Control::AllowHost { respond, .. } => {
+                let _ = respond.send(Err("a loop's fence is set as each iteration starts: allow the host in \
+                                          [sandbox] network for the next one"
+                    .into()));
             }
             Control::Configure(change, reply) => {
                 // Of what a session does by itself, a loop takes the hold ("Pause all").
@@ -485,12 +526,22 @@ impl Exec {
         Ok(dir)
     }
 
+    /// Codex's commands are pointed at the fence's proxy by their environment (its sandbox has no
+    /// proxy of its own).
+    fn codex_proxy_env(&self) -> Vec<(String, String)> {
+        match &self.fence {
+            Some((_, proxied, _)) if self.spec.agent == AgentKind::Codex => crate::agent::proxy_env(proxied),
+            _ => Vec::new(),
+        }
+    }
+
     fn spawn(&mut self, run: &Run) -> Result<Child, String> {
         let dir = self.workdir(run)?;
         let project = &self.spec.projects[run.project];
         let own = self.spec.account.as_ref().map(|a| a.dir.clone());
         let hidden = crate::config::hidden_from_agents(self.state_dir.as_deref(), own.as_deref());
-        let argv = self.spec.argv_hiding(run, &hidden);
+        let proxied = self.fence.as_ref().map(|(_, p, allowed)| (p, allowed.as_slice()));
+        let argv = self.spec.argv_hiding(run, &hidden, proxied);
         let exclude: Vec<String> = match &project.tasks {
             Source::File(path) => {
                 path.strip_prefix(&project.cwd).ok().map(|p| p.display().to_string()).into_iter().collect()
@@ -502,6 +553,7 @@ impl Exec {
         cmd.args(&argv[1..])
             .current_dir(&dir)
             .envs(self.spec.env.iter().cloned())
+            .envs(self.codex_proxy_env())
             .env(crate::session::SESSION_ENV, self.id.as_str())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -761,7 +813,7 @@ mod tests {
 
     #[test]
     fn a_sandboxed_loop_runs_each_iteration_in_the_agents_sandbox() {
-        let sandbox = crate::agent::Sandbox { write: vec![], network: vec!["crates.io".into()] };
+        let sandbox = crate::agent::Sandbox { network: vec!["crates.io".into()], ..crate::agent::Sandbox::default() };
         let mut claude = spec(AgentKind::Claude, &["--model", "opus"]);
         claude.sandbox = Some(sandbox.clone());
         let argv = claude.argv(&run(false));

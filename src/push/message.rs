@@ -145,6 +145,7 @@ fn kind_word(kind: Kind) -> &'static str {
         Kind::Finished => "finished",
         Kind::Morning => "morning summary",
         Kind::Guard => "guard refusal",
+        Kind::Fence => "fence refusal",
         Kind::Answer => "answer",
     }
 }
@@ -184,6 +185,7 @@ pub fn message(notice: &Notice, settings: &Settings) -> Message {
         Kind::Finished => (Priority::Default, "checkered_flag"),
         Kind::Morning => (Priority::Default, "sunrise"),
         Kind::Guard => (Priority::Default, "shield"),
+        Kind::Fence => (Priority::Default, "no_entry"),
         Kind::Answer => (Priority::Default, "white_check_mark"),
     };
     let (title, body) = if settings.short {

@@ -42,6 +42,8 @@ pub(crate) struct Actor {
     pub start: Start,
     /// Where handoffs and drift captures are kept (the state directory; `None`: nowhere).
     pub state_dir: Option<std::path::PathBuf>,
+    /// The network fence's proxy the client's sandbox goes through, and what it reports.
+    pub fence: Option<(crate::proxy::Proxy, mpsc::UnboundedReceiver<crate::proxy::Report>)>,
 }
 
 /// The agent's process as the actor holds it (its output and exit are the run loop's).
@@ -62,7 +64,9 @@ impl Actor {
     /// Starts the actor task; returns the handle and the task. The machine's first decisions (the
     /// journal's first words of the session, its options) are made before this returns.
     pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
-        let Actor { id, terminal, command, spawned, journal, output_tap, adapter, detect, start, state_dir } = self;
+        let Actor { id, terminal, command, spawned, journal, output_tap, adapter, detect, start, state_dir, fence } =
+            self;
+        let (proxy, reports) = fence.unzip();
         let guard = start.guard.clone();
         let (control_tx, controls) = mpsc::channel(64);
         let (status, status_rx) =
@@ -101,18 +105,21 @@ impl Actor {
             recorder: None,
             no_limit_in: None,
             viewers: Vec::new(),
+            proxy,
             // A moment before: the client's files of this life are written after it.
             started: std::time::SystemTime::now() - Duration::from_secs(5),
         };
         exec.record_life();
         exec.apply(fx);
         exec.take_replies();
-        let task = tokio::spawn(async move { exec.run(controls, measured).await });
+        let task = tokio::spawn(async move { exec.run(controls, measured, reports).await });
         (handle, task)
     }
 }
 
 struct Executor {
+    /// The network fence's proxy (it stops when the session ends).
+    proxy: Option<crate::proxy::Proxy>,
     /// When this process started the session (a restored one's files may be older: its
     /// conversation names them).
     started: std::time::SystemTime,
@@ -305,6 +312,7 @@ impl Executor {
         &mut self,
         mut controls: mpsc::Receiver<Control>,
         mut measured: mpsc::UnboundedReceiver<(Purpose, Option<crate::git::Fingerprint>)>,
+        mut reports: Option<mpsc::UnboundedReceiver<crate::proxy::Report>>,
     ) {
         let mut controls_open = true;
         let mut output: Option<mpsc::Receiver<Vec<u8>>> = None;
@@ -356,6 +364,13 @@ impl Executor {
                     self.finish_life_if_drained();
                 }
                 Some((purpose, fingerprint)) = measured.recv() => self.step(Input::Measured { purpose, fingerprint }),
+                Some(report) = fence_report(&mut reports) => {
+                    if let crate::proxy::Report::Refused(r) = report {
+                        // The Bash command running now, as the client's hook named it.
+                        let command = self.last_tool.as_ref().filter(|t| t.tool == "Bash").map(|t| t.input.clone());
+                        self.step(Input::NetRefused { host: r.host, port: r.port, command });
+                    }
+                }
                 control = controls.recv(), if controls_open => match control {
                     // Every handle is gone: the supervisor dropped the session.
                     None => {
@@ -552,6 +567,18 @@ impl Executor {
                 let _ = reply.send(self.machine.options(self.now()));
             }
             Control::Stop { source, kind } => self.step(Input::Stop { source, kind }),
+            Control::AllowHost { host, by, respond } => {
+                let answer = match (crate::proxy::Pattern::parse(&host), &self.proxy) {
+                    (None, _) => Err(format!("`{host}` is not a host: give a name, an address, host:port or *.domain")),
+                    (Some(_), None) => Err("this session's network is not fenced by Nightshift's proxy".to_string()),
+                    (Some(pattern), Some(proxy)) => {
+                        proxy.allow(pattern.clone());
+                        self.step(Input::HostAllowed { host: pattern.to_string(), by });
+                        Ok(self.machine.options(self.now()))
+                    }
+                };
+                let _ = respond.send(answer);
+            }
             Control::Hook(hook, reply) => {
                 self.answer_to = Some(reply);
                 self.hook(hook);
@@ -631,6 +658,15 @@ impl Executor {
         if let Err(e) = crate::hooks::handoff::keep(dir, self.id.as_str(), self.journal.now(), text) {
             tracing::warn!(session = %self.id, "could not keep the handoff in {}: {e}", dir.display());
         }
+    }
+}
+
+async fn fence_report(
+    reports: &mut Option<mpsc::UnboundedReceiver<crate::proxy::Report>>,
+) -> Option<crate::proxy::Report> {
+    match reports {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -19,6 +19,7 @@ mod budget;
 mod cycles;
 mod dialog;
 mod extra;
+mod fence;
 mod hooks;
 mod io;
 mod life;
@@ -88,6 +89,8 @@ pub struct Machine {
     switching: Option<switch::Switching>,
     /// Whether the agent runs in its own sandbox, in words (for the options).
     sandbox: Option<String>,
+    /// Tonight's network fence and what it refused (`fence.rs`).
+    fence: Option<fence::Fenced>,
     /// What the canary said of the client, in words (for the options).
     canary: Option<String>,
     /// The agent's own commands a cycle types (`/clear`, `/init`).
@@ -132,6 +135,7 @@ impl Machine {
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
             sandbox: start.sandbox,
+            fence: start.fence.map(fence::Fenced::new),
             canary: start.canary,
             commands: start.commands,
         };
@@ -172,6 +176,8 @@ impl Machine {
             Input::TurnSeen => self.turn_seen(now, &mut fx),
             Input::LimitNotice(found) => self.on_limit_notice(found, now, &mut fx),
             Input::ExtraUsage => self.on_extra_usage(now, &mut fx),
+            Input::NetRefused { host, port, command } => self.net_refused(host, port, command, &mut fx),
+            Input::HostAllowed { host, by } => self.host_allowed(host, by, &mut fx),
             Input::Sample(sample) => self.on_sample(sample, now, &mut fx),
             Input::Typed { text, enter, by } => self.on_typed(text, enter, by, now, &mut fx),
             Input::Keys(bytes) => {

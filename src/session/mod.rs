@@ -68,6 +68,13 @@ pub enum Control {
     Configure(Box<Change>, oneshot::Sender<Options>),
     /// A hook of the session's client; the reply is what the hook answers it.
     Hook(crate::hooks::Hook, oneshot::Sender<crate::hooks::Answer>),
+    /// Let `host` (a name, `host:port`, `*.domain`) through the network fence from now on, as `by`
+    /// asked; the reply is the session's options after it (an error when it is no host).
+    AllowHost {
+        host: String,
+        by: String,
+        respond: oneshot::Sender<Result<Options, String>>,
+    },
     /// A viewer attaches: the reply is the size and the screen as escape codes that draw it, and the
     /// output from then on (closed when the session ends, when the viewer falls behind, or when the
     /// terminal is resized: it attaches again for a fresh screen).
@@ -161,6 +168,20 @@ pub struct Change {
 }
 
 /// What a session does by itself, as it is now.
+/// Tonight's network fence of a session, as its options show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FenceView {
+    pub fence: crate::agent::Fence,
+    /// The hosts let through, and why.
+    pub hosts: Vec<crate::event::FencedHost>,
+    /// What the project looks like it needs beyond them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The hosts it refused so far, with how many times.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<(String, u32)>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Options {
     /// The respawn settings while armed (also after the duration ended, for the record).
@@ -213,6 +234,9 @@ pub struct Options {
     /// Whether the agent runs in its own sandbox, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// Tonight's network fence: its hosts and why, and what it refused so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<FenceView>,
     /// The guard the session was started with, in words: what it refuses, or why it cannot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
@@ -374,6 +398,13 @@ impl SessionHandle {
     pub async fn configure(&self, change: Change) -> Result<Options, SessionEnded> {
         let (tx, rx) = oneshot::channel();
         self.control(Control::Configure(Box::new(change), tx)).await?;
+        rx.await.map_err(|_| SessionEnded(self.id.clone()))
+    }
+
+    /// Lets `host` through the session's network fence from now on (`by`: who asked).
+    pub async fn allow_host(&self, host: &str, by: &str) -> Result<Result<Options, String>, SessionEnded> {
+        let (respond, rx) = oneshot::channel();
+        self.control(Control::AllowHost { host: host.to_string(), by: by.to_string(), respond }).await?;
         rx.await.map_err(|_| SessionEnded(self.id.clone()))
     }
 

@@ -59,6 +59,10 @@ pub struct Request {
     /// The agent's own sandbox: `--sandbox`, `--no-sandbox`; `None`: as the preset and
     /// `[sandbox]` say.
     pub sandbox: Option<bool>,
+    /// Its network fence (`--network`); `None`: as `[sandbox] fence` says.
+    pub fence: Option<crate::agent::Fence>,
+    /// Hosts it may reach besides the fence's own (`--allow-host`).
+    pub allow_hosts: Vec<String>,
 }
 
 impl Request {
@@ -81,6 +85,8 @@ impl Request {
             stop_grace: None,
             quiet: None,
             sandbox: None,
+            fence: None,
+            allow_hosts: Vec::new(),
         }
     }
 }
@@ -240,6 +246,9 @@ pub fn build(
             .sandbox
             .sandbox_for_command(agent, &spec.command.program, &spec.command.args, request.sandbox, unattended)
             .map_err(BuildError::Sandbox)?;
+    }
+    if let Some(sandbox) = &mut spec.sandbox {
+        sandbox.fenced(request.fence, &request.allow_hosts).map_err(BuildError::Sandbox)?;
     }
     Ok(spec)
 }

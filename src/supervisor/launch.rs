@@ -36,7 +36,10 @@ impl Supervisor {
         }
         let state_dir = self.journal.path().and_then(|p| p.parent());
         let own = contract.account.as_ref().map(|a| a.dir.clone());
-        attach_sandbox(agent, &mut t, &crate::config::hidden_from_agents(state_dir, own.as_deref()));
+        let hidden = crate::config::hidden_from_agents(state_dir, own.as_deref());
+        let fence = self.fence_up(&id, agent, &t, &mut env);
+        let proxied = fence.as_ref().map(|f| (&f.proxied, f.allowed.as_slice()));
+        attach_sandbox(agent, &mut t, &hidden, proxied);
         let guard = match runtime.guard {
             Some(rules) => Some(rules),
             None if t.guard => self.guard_rules.clone(),
@@ -100,6 +103,7 @@ impl Supervisor {
                 (Some(sandbox), None) => Some(sandbox.describe(agent)),
                 (None, _) => t.unsandboxed.clone(),
             },
+            fence: fence.as_ref().map(|f| f.view.clone()),
             canary: self.journal.path().and_then(|p| p.parent()).and_then(|state| {
                 crate::agent::canary::Standing::of(agent, &t.program, &t.cwd, state).map(|s| s.describe())
             }),
@@ -117,6 +121,7 @@ impl Supervisor {
             detect,
             start,
             state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
+            fence: fence.map(|f| (f.proxy, f.reports)),
         };
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());
@@ -190,14 +195,82 @@ impl Supervisor {
 
 /// The agent's own sandbox on its command line: Claude's through `--settings`, Codex's flags
 /// (build only arms one for a command that is the agent's CLI itself).
-fn attach_sandbox(agent: AgentKind, t: &mut crate::contract::Terminal, hidden: &[std::path::PathBuf]) {
+fn attach_sandbox(
+    agent: AgentKind,
+    t: &mut crate::contract::Terminal,
+    hidden: &[std::path::PathBuf],
+    proxied: Option<(&crate::agent::Proxied, &[String])>,
+) {
     let Some(sandbox) = t.sandbox.clone() else { return };
     match agent {
-        AgentKind::Claude => crate::hooks::lay_settings(&mut t.args, &t.cwd, &sandbox.claude_settings_hiding(hidden)),
+        AgentKind::Claude => {
+            let settings = match proxied {
+                Some((proxy, allowed)) => sandbox.claude_settings_fenced(hidden, proxy, allowed),
+                None => sandbox.claude_settings_hiding(hidden),
+            };
+            crate::hooks::lay_settings(&mut t.args, &t.cwd, &settings);
+        }
         AgentKind::Codex => {
-            let ours = sandbox.codex_args(&t.args, false);
+            let ours = sandbox.codex_args(&t.args, false, proxied.is_some());
             t.args.splice(0..0, ours).for_each(drop);
         }
         AgentKind::Generic => {}
+    }
+}
+
+/// A start's fence, up: the proxy its sandbox goes through, what it reports, what it lets
+/// through and why.
+struct FenceUp {
+    proxy: crate::proxy::Proxy,
+    reports: tokio::sync::mpsc::UnboundedReceiver<crate::proxy::Report>,
+    proxied: crate::agent::Proxied,
+    allowed: Vec<String>,
+    view: crate::session::FenceView,
+}
+
+impl Supervisor {
+    /// Tonight's fence for a sandboxed start that has one (`project`, `open`): read from the
+    /// project now, journalled, its proxy started. Codex's commands are pointed at the proxy by
+    /// their environment. Without a proxy (it could not listen) the client's own fence holds the
+    /// same hosts, and the journal says so.
+    fn fence_up(
+        &self,
+        id: &SessionId,
+        agent: AgentKind,
+        t: &crate::contract::Terminal,
+        env: &mut Vec<(String, String)>,
+    ) -> Option<FenceUp> {
+        let sandbox = t.sandbox.as_ref().filter(|s| s.fence != crate::agent::Fence::None)?;
+        if agent == AgentKind::Generic {
+            return None;
+        }
+        let tonight = super::fence::tonight(sandbox, &t.cwd, env);
+        let view = tonight.view.clone();
+        self.journal.emit(
+            id,
+            EventKind::Fence { fence: view.fence, hosts: view.hosts.clone(), warnings: view.warnings.clone() },
+        );
+        let allowed = tonight.allowed();
+        let (tx, reports) = tokio::sync::mpsc::unbounded_channel();
+        let proxy = match crate::proxy::Proxy::start_now(tonight.policy, tx) {
+            Ok(proxy) => proxy,
+            Err(e) => {
+                tracing::warn!(session = %id, "the fence's proxy cannot listen ({e}); the client's own holds its hosts");
+                return None;
+            }
+        };
+        let var = |key: &str| {
+            env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone()).or_else(|| std::env::var(key).ok())
+        };
+        let unix_sockets = var("SSH_AUTH_SOCK").map(std::path::PathBuf::from).into_iter().collect();
+        let proxied = crate::agent::Proxied { http_port: proxy.http_port, socks_port: proxy.socks_port, unix_sockets };
+        if agent == AgentKind::Codex {
+            // Codex's sandbox has the network on or off: on, its commands are pointed at the proxy.
+            for (key, value) in crate::agent::proxy_env(&proxied) {
+                env.retain(|(k, _)| *k != key);
+                env.push((key, value));
+            }
+        }
+        Some(FenceUp { proxy, reports, proxied, allowed, view })
     }
 }

@@ -108,12 +108,14 @@ impl Supervisor {
             options: crate::session::Options::default(),
         });
         let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Loop);
+        let fence = self.loop_fence(&id, &spec);
         let actor = crate::loops::actor::LoopActor {
             id: id.clone(),
             spec,
             journal: self.journal.clone(),
             state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
             status,
+            fence,
         };
         lock(&self.sessions).insert(id.clone(), handle.clone());
         let sessions = Arc::clone(&self.sessions);
@@ -142,4 +144,53 @@ fn loop_spent(store: &Store, session: &str) -> Result<(u32, f64, u64), StoreErro
         }
     }
     Ok(done)
+}
+
+impl Supervisor {
+    /// A sandboxed loop's fence (`project`, `open`): every project's hosts, journalled, its proxy
+    /// started; `None` without one (or when the proxy cannot listen: the client's own fence holds
+    /// the hosts of `[sandbox] network`).
+    fn loop_fence(&self, id: &SessionId, spec: &crate::loops::LoopSpec) -> Option<crate::loops::actor::LoopFence> {
+        let sandbox = spec.sandbox.as_ref().filter(|s| s.fence != crate::agent::Fence::None)?;
+        if spec.agent == crate::agent::AgentKind::Generic {
+            return None;
+        }
+        let mut view: Option<crate::session::FenceView> = None;
+        let mut policy = crate::proxy::Policy::default();
+        for project in &spec.projects {
+            let tonight = super::fence::tonight(sandbox, &project.cwd, &spec.env);
+            if tonight.policy.is_open() {
+                policy = crate::proxy::Policy::open();
+            } else if !policy.is_open() {
+                for pattern in tonight.policy.patterns() {
+                    policy.add(pattern.clone());
+                }
+            }
+            match &mut view {
+                None => view = Some(tonight.view),
+                Some(v) => {
+                    for h in tonight.view.hosts {
+                        if !v.hosts.iter().any(|k| k.host == h.host) {
+                            v.hosts.push(h);
+                        }
+                    }
+                    v.warnings.extend(tonight.view.warnings);
+                }
+            }
+        }
+        let view = view?;
+        self.journal.emit(id, EventKind::Fence { fence: view.fence, hosts: view.hosts, warnings: view.warnings });
+        let allowed = policy.patterns().iter().map(ToString::to_string).collect();
+        let (tx, reports) = tokio::sync::mpsc::unbounded_channel();
+        let proxy = match crate::proxy::Proxy::start_now(policy, tx) {
+            Ok(proxy) => proxy,
+            Err(e) => {
+                tracing::warn!(session = %id, "the fence's proxy cannot listen ({e}); the client's own holds its hosts");
+                return None;
+            }
+        };
+        let unix_sockets = std::env::var_os("SSH_AUTH_SOCK").map(std::path::PathBuf::from).into_iter().collect();
+        let proxied = crate::agent::Proxied { http_port: proxy.http_port, socks_port: proxy.socks_port, unix_sockets };
+        Some(crate::loops::actor::LoopFence { proxy, reports, proxied, allowed })
+    }
 }

@@ -23,6 +23,7 @@ use crate::usage::{self, Sample};
 
 pub mod awake;
 pub mod build;
+pub mod fence;
 mod launch;
 mod loops;
 mod reports;

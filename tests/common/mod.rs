@@ -3,6 +3,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod hosts;
 pub mod ntfy;
 
 use std::path::{Path, PathBuf};

@@ -245,9 +245,15 @@ impl Machine {
                 if tool == "Bash" {
                     let clip = |s: &str| s.trim().chars().take(300).collect::<String>();
                     let command = clip(input["command"].as_str().unwrap_or_default());
-                    let blocked = error.as_deref().is_some_and(crate::agent::sandbox_refused);
+                    // The client's own fence names the hosts it refused in the failed result;
+                    // Nightshift's proxy told of its refusals while the command ran.
+                    for (host, port) in error.as_deref().map(crate::agent::refused_hosts).unwrap_or_default() {
+                        self.net_refused(host, port, Some(command.clone()), fx);
+                    }
+                    let refused = self.command_refused();
+                    let blocked = refused || error.as_deref().is_some_and(crate::agent::sandbox_refused);
                     let failed = error.as_deref().map(clip);
-                    self.emit(EventKind::SandboxCommand { command, failed, blocked }, fx);
+                    self.emit(EventKind::SandboxCommand { command: command.clone(), failed, blocked }, fx);
                 }
                 Answer::Pass
             }

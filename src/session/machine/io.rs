@@ -56,6 +56,8 @@ pub struct Start {
     pub handoff_given: bool,
     /// Whether the agent runs in its own sandbox, in words (`sandboxed: …`, `not sandboxed: …`).
     pub sandbox: Option<String>,
+    /// Its network fence as the start set it (Nightshift's proxy: what it refuses comes in).
+    pub fence: Option<crate::session::FenceView>,
     /// What the canary said of the client it runs, in words (`nightshift doctor --canary`).
     pub canary: Option<String>,
     /// What its respawn cycles type for the context reset and the instructions file.
@@ -78,6 +80,17 @@ pub enum Input {
     LimitNotice(Option<LimitText>),
     /// The client's word that it now works on the plan's extra usage past a full window.
     ExtraUsage,
+    /// The network fence refused a command's connection (`command`: the Bash command running then).
+    NetRefused {
+        host: String,
+        port: u16,
+        command: Option<String>,
+    },
+    /// A host let through the fence from now on, by `by`.
+    HostAllowed {
+        host: String,
+        by: String,
+    },
     /// A statusLine sample.
     Sample(crate::usage::Sample),
     /// Text (and maybe Enter) typed into the session, by the user or on their behalf.

@@ -71,6 +71,7 @@ fn start() -> Start {
         handoff: None,
         handoff_given: false,
         sandbox: None,
+        fence: None,
         canary: None,
         commands: crate::agent::CycleCommands::default(),
     }
@@ -946,6 +947,37 @@ fn a_sandboxed_sessions_commands_are_journalled_and_a_refusal_of_the_sandbox_is_
     ));
     assert!(sim.has(|k| matches!(k, EventKind::SandboxCommand { command, blocked: false, failed: Some(_) } if command == "cargo test")));
     assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass), "the hook only tells");
+}
+
+#[test]
+fn a_command_the_fence_refused_is_journalled_as_blocked_though_it_exited_zero() {
+    let fence = crate::session::FenceView {
+        fence: crate::agent::Fence::Project,
+        hosts: vec![crate::event::FencedHost { host: "git.example".into(), why: "the remote origin".into() }],
+        warnings: Vec::new(),
+        refused: Vec::new(),
+    };
+    let mut sim = Sim::new(Start { fence: Some(fence), ..start() });
+    let ended = |command: &str| {
+        hook(crate::hooks::Event::ToolEnded {
+            tool: "Bash".into(),
+            input: serde_json::json!({"command": command}),
+            error: None,
+        })
+    };
+    // `curl … || true` hid the refusal from the exit code; the proxy told of it while it ran.
+    let tried = "curl -s https://stranger.example/ || true";
+    sim.input(Input::NetRefused { host: "stranger.example".into(), port: 443, command: Some(tried.into()) });
+    sim.input(ended(tried));
+    sim.input(ended("git push origin HEAD"));
+    assert!(sim
+        .has(|k| matches!(k, EventKind::SandboxCommand { command, blocked: true, failed: None } if command == tried)));
+    assert!(sim.has(
+        |k| matches!(k, EventKind::SandboxCommand { command, blocked: false, .. } if command == "git push origin HEAD")
+    ), "the next command starts anew");
+    assert!(sim.has(|k| matches!(k, EventKind::NetRefused { host, .. } if host == "stranger.example")));
+    let options = sim.m.options_at(sim.now());
+    assert_eq!(options.fence.unwrap().refused, [("stranger.example".to_string(), 1)]);
 }
 
 #[test]

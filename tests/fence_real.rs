@@ -1,0 +1,115 @@
+//! The network fence of an overnight night, against the real Claude Code client and the mock API,
+//! with hosts of the outside world on loopback addresses of their own: the project's git remote on
+//! 127.0.0.2, the package index its `.npmrc` names on 127.0.0.3, and a stranger on 127.0.0.4. Each
+//! turn fetches from the index and pushes to the remote with no prompt; the stranger gets no
+//! request, and the journal, the phone and the morning name it once, with a count.
+
+use crate::{common, mock_api};
+
+use std::time::Duration;
+
+use common::claude::{client, ClaudeRun, Options};
+use common::wait_for;
+use mock_api::MockApi;
+
+/// An empty bare repository for the git server.
+fn bare_repository(env: &common::Env) -> std::path::PathBuf {
+    let bare = env.path("srv/remote.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    common::git_in(&bare, &["init", "-q", "--bare", "-b", "main"], false);
+    bare
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is_refused_and_told() {
+    let Some(claude) = client() else { return };
+    let ready = <nightshift::platform::Os as nightshift::platform::Sandboxes>::claude_sandbox();
+    if let Err(why) = ready {
+        assert!(std::env::var_os("NIGHTSHIFT_REQUIRE_CLAUDE").is_none(), "the sandbox cannot run here: {why}");
+        return;
+    }
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let ntfy = common::ntfy::Fake::start();
+    let scratch = common::Env::new();
+    let bare = bare_repository(&scratch);
+    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
+    let index =
+        common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\",\"version\":\"1.3.0\"}")]).await;
+    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let origin = format!("{}/remote.git", remote.url());
+    let npmrc = format!("registry={}/\n", index.url());
+    let config = format!("[push]\nntfy = \"{}\"\n", ntfy.url("night"));
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &["--preset", "overnight", "--idle-timeout", "600", "--user-quiet", "0"],
+            args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash", "Start. mock:fast"],
+            project: &[("README", "the project\n"), (".npmrc", &npmrc), ("package.json", "{\"name\":\"p\"}\n")],
+            config: &config,
+            ..Default::default()
+        },
+    );
+    let dir = run.workdir.clone();
+    // The project's origin is the git server; its first commit is there already.
+    common::git_in(&dir, &["remote", "add", "origin", &origin], false);
+    common::git_in(&dir, &["push", "-q", "origin", "HEAD:main"], false);
+    run.wait_state("idle", 0, Duration::from_secs(60));
+    let fence = wait_for("the fence journalled", Duration::from_secs(30), || {
+        run.events().into_iter().find(|e| e["event"] == "fence")
+    });
+    let hosts: Vec<&str> = fence["hosts"].as_array().unwrap().iter().filter_map(|h| h["host"].as_str()).collect();
+    assert!(
+        hosts.iter().any(|h| h.starts_with("127.0.0.2")) && hosts.iter().any(|h| h.starts_with("127.0.0.3")),
+        "{fence}"
+    );
+    assert!(!hosts.iter().any(|h| h.starts_with("127.0.0.4")), "{fence}");
+
+    // `git add -A` is not used: inside Claude's sandbox on Linux, the placeholders it mounts over
+    // the shell's start-up files in the working folder (`.bash_profile`, …) are character devices
+    // that `git add -A` refuses ("can only add regular files").
+    let turn = |n: u32| {
+        format!(
+            "mock:bash {{ curl -sSf {index}/left-pad -o fetched-{n}.json && echo step {n} >> work.txt && git add work.txt fetched-{n}.json && \
+             git -c user.name=agent -c user.email=agent@example.com commit -qm 'step {n}' && git push -q origin HEAD:main; \
+             curl -s -m 5 -o /dev/null {stranger}/ ; echo done {n}; }} > out-{n}.txt 2>&1",
+            index = index.url(),
+            stranger = stranger.url(),
+        )
+    };
+    for n in 1..=2 {
+        run.send(&turn(n), true);
+        wait_for(&format!("turn {n}'s push"), Duration::from_secs(90), || {
+            let log = common::git_in(&bare, &["log", "--format=%s", "main"], true);
+            log.contains(&format!("step {n}")).then_some(())
+        });
+    }
+    assert_eq!(index.seen().iter().filter(|s| s.path == "/left-pad").count(), 2, "each turn fetched from the index");
+    assert!(stranger.seen().is_empty(), "the stranger got a request: {:?}", stranger.seen());
+    let refused = wait_for("the refusals journalled", Duration::from_secs(20), || {
+        let r: Vec<serde_json::Value> = run.events().into_iter().filter(|e| e["event"] == "net_refused").collect();
+        (r.len() >= 2).then_some(r)
+    });
+    assert!(refused.iter().all(|e| e["host"] == "127.0.0.4"), "{refused:#?}");
+    assert!(
+        refused[0]["command"].as_str().is_some_and(|c| c.contains("curl")),
+        "the command that tried: {}",
+        refused[0]
+    );
+    // The journal no longer says such a command was not blocked: its exit code hid the refusal.
+    let commands: Vec<serde_json::Value> =
+        run.events().into_iter().filter(|e| e["event"] == "sandbox_command").collect();
+    assert!(
+        !commands.is_empty() && commands.iter().all(|e| e["blocked"] == true),
+        "each turn's command was refused a host: {commands:#?}"
+    );
+    let states: Vec<String> = run.states().into_iter().map(|(_, s, _)| s).collect();
+    assert!(!states.iter().any(|s| s == "waiting_input"), "no prompt: {states:?}");
+    // The phone is told once for the host; the morning names it once, with its count.
+    let pushed = ntfy.seen().iter().filter(|p| p.body.contains("127.0.0.4")).count();
+    assert_eq!(pushed, 1, "one push for the stranger");
+    let digest = run.env.stdout(&["digest"]);
+    let lines: Vec<&str> = digest.lines().filter(|l| l.contains("the fence refused 127.0.0.4")).collect();
+    assert_eq!(lines.len(), 1, "{digest}");
+    assert!(lines[0].contains("×2") || lines[0].contains("2 times"), "{digest}");
+}
