@@ -177,21 +177,22 @@ fn asked(folder: &Path, project: &Path, env: &Env) -> Result<Option<Vec<Registry
         Ran::Failed(said) => return Err(said),
         Ran::TimedOut => return Err(format!("npm config did not answer within {:?}", env.limit())),
     };
-    // Which file each value came from: best told, never needed.
+    // Which file each value came from: best told, never needed. `None` when it could not be read.
     let sources = match env.run(folder, "npm", &["config", "list"]) {
-        Ran::Said(text) => sources(&text),
-        _ => BTreeMap::new(),
+        Ran::Said(text) => Some(sources(&text)),
+        _ => None,
     };
     let mut registries = registries_in_json(&json)?;
     for registry in &mut registries {
         let key = registry.scope.as_ref().map_or("registry".to_string(), |s| format!("{s}:registry"));
-        registry.from = match sources.get(&key).map(String::as_str) {
+        let source = sources.as_ref().and_then(|s| s.get(&key));
+        registry.from = match source.map(String::as_str) {
             Some("environment") => "the environment (npm_config_*)".into(),
             Some("command line") | None => "npm config".into(),
             Some(path) => shown_path(Path::new(path), project),
         };
-        // Set nowhere npm lists: its builtin default (unless the listing could not be read at all).
-        registry.default = !sources.is_empty() && !sources.contains_key(&key);
+        // Set nowhere npm lists (an empty listing included): its builtin default.
+        registry.default = sources.is_some() && source.is_none();
     }
     Ok(Some(registries))
 }
