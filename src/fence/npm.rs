@@ -394,3 +394,6 @@ pub(super) fn yarn_registries(text: &str, key: &str) -> Vec<String> {
         .filter_map(|line| Some(line.trim().strip_prefix(key)?.trim().trim_matches(['"', '\'']).to_string()))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -37,6 +37,21 @@ pub(crate) mod kit {
         Env::new(all).with_root(root)
     }
 
+    /// Links the real `name` from this process's `PATH` into `bin`, to the program itself (so a
+    /// script reached through a link still finds its files); `false` when there is none.
+    pub(crate) fn link_real(bin: &Path, name: &str) -> bool {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let found = std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file());
+        let Some(real) = found.and_then(|p| p.canonicalize().ok()) else { return false };
+        link(bin, name, &real);
+        true
+    }
+
+    fn link(bin: &Path, name: &str, real: &Path) {
+        std::fs::create_dir_all(bin).unwrap();
+        std::os::unix::fs::symlink(real, bin.join(name)).unwrap();
+    }
+
     /// Each host as `host[:port] — why`.
     pub(crate) fn shown(found: &Found) -> Vec<String> {
         found
