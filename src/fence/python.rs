@@ -5,8 +5,9 @@
 //! In order: uv's variables (`UV_DEFAULT_INDEX`, `UV_INDEX_URL`, `UV_INDEX`,
 //! `UV_EXTRA_INDEX_URL`, `UV_FIND_LINKS`); pip's settings, asked from pip (`pip config list`: its
 //! `pip.conf` files at every level and `PIP_*`) or, without pip, read from the same files in
-//! pip's order (`/etc/xdg/pip/pip.conf`, `/etc/pip.conf`, `~/.pip/pip.conf`,
-//! `~/.config/pip/pip.conf`, `$VIRTUAL_ENV/pip.conf`, `$PIP_CONFIG_FILE`) and `PIP_*`; the
+//! pip's order (`/etc/xdg/pip/pip.conf`, `/etc/pip.conf`, `~/.pip/pip.conf` and
+//! `~/.config/pip/pip.conf` unless `$PIP_CONFIG_FILE` names a file that exists,
+//! `$VIRTUAL_ENV/pip.conf`, `$PIP_CONFIG_FILE`) and `PIP_*`; the
 //! requirements files (`--index-url`, `--extra-index-url`, `--find-links`, direct URLs, `-r`
 //! includes); uv's files (`UV_CONFIG_FILE`, else the nearest `uv.toml` or `pyproject.toml` with
 //! `[tool.uv]` up from the folder, the user's and the system's `uv.toml`); poetry's sources;
@@ -227,7 +228,9 @@ fn pip_files(env: &Env, project: &Path, fence: &mut Fence) -> Vec<files::PipSett
         let mut paths: Vec<PathBuf> =
             xdg_dirs.split(':').filter(|d| d.starts_with('/')).map(|d| env.system(d).join("pip/pip.conf")).collect();
         paths.push(env.system("/etc/pip.conf"));
-        if let Some(home) = env.home() {
+        // pip reads no user file when the session names a config file that exists.
+        let users = !config_file.is_some_and(|f| Path::new(f).exists());
+        if let Some(home) = env.home().filter(|_| users) {
             paths.push(home.join(".pip/pip.conf"));
             let config = env.get("XDG_CONFIG_HOME").map_or_else(|| home.join(".config"), PathBuf::from);
             paths.push(config.join("pip/pip.conf"));
