@@ -356,3 +356,6 @@ fn toml_file(path: &Path, project: &Path, fence: &mut Fence) -> Option<toml::Tab
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -47,6 +47,22 @@ pub(crate) mod kit {
         true
     }
 
+    /// Links this machine's Python (as it names itself, past any shim) into `bin` as `python3`;
+    /// `false` when there is none or it has no pip.
+    pub(crate) fn link_python(bin: &Path) -> bool {
+        let asked = std::process::Command::new("python3")
+            .args(["-c", "import os, sys; print(os.path.realpath(sys.executable))"])
+            .output();
+        let Ok(out) = asked else { return false };
+        let real = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if !out.status.success() || !real.is_file() {
+            return false;
+        }
+        link(bin, "python3", &real);
+        let pip = std::process::Command::new(bin.join("python3")).args(["-m", "pip", "--version"]).output();
+        pip.is_ok_and(|out| out.status.success())
+    }
+
     fn link(bin: &Path, name: &str, real: &Path) {
         std::fs::create_dir_all(bin).unwrap();
         std::os::unix::fs::symlink(real, bin.join(name)).unwrap();
