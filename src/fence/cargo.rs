@@ -96,7 +96,9 @@ pub(super) fn read(folder: &Path, project: &Path, env: &Env, fence: &mut Fence) 
             if git_index && !state.iter().any(|s| s.host == place.host) && !configured.contains(&place.host) {
                 continue;
             }
-            let what = if url.starts_with("git+") { "git dependency" } else { "locked registry" };
+            // Cargo.toml names git dependencies only; Cargo.lock marks them `git+`.
+            let git = name == "Cargo.toml" || url.starts_with("git+");
+            let what = if git { "git dependency" } else { "locked registry" };
             fence.allow(&place, Why::tool("cargo", what, shown.clone()));
         }
     }
