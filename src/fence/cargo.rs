@@ -71,11 +71,21 @@ pub(super) fn read(folder: &Path, project: &Path, env: &Env, fence: &mut Fence) 
             fence.warn(format!("cargo's default registry {name} (from {from}) has no index configured"));
         }
     }
-    match replaced(&config, CRATES_IO) {
-        Ok(Some(_)) => {}
-        Ok(None) => default_registry(&state, &configured, cargo_home.as_deref(), fence),
-        Err(why) => fence.warn(format!("cargo's source replacement cannot be followed: {why}")),
-    }
+    // Whether cargo reaches its default registry: the indexes in its cache no configured one
+    // accounts for stand for it only then.
+    let default_reached = match replaced(&config, CRATES_IO) {
+        Ok(Some(_)) => false,
+        Ok(None) => {
+            default_registry(&state, &configured, cargo_home.as_deref(), fence);
+            true
+        }
+        Err(why) => {
+            fence.warn(format!("cargo's source replacement cannot be followed: {why}"));
+            false
+        }
+    };
+    let reached =
+        |host: &str| configured.iter().any(|c| c == host) || (default_reached && state.iter().any(|s| s.host == host));
     for name in ["Cargo.lock", "Cargo.toml"] {
         let path = folder.join(name);
         let Some(text) = read_text(&path, project, fence) else { continue };
@@ -91,9 +101,9 @@ pub(super) fn read(folder: &Path, project: &Path, env: &Env, fence: &mut Fence) 
         for url in urls {
             let Some(place) = hosts::web(&url) else { continue };
             // `registry+…` is a registry's name as much as its address (crates.io's is a git URL
-            // even where cargo fetches its sparse index): allowed only where cargo reached it.
-            let git_index = url.starts_with("registry+");
-            if git_index && !state.iter().any(|s| s.host == place.host) && !configured.contains(&place.host) {
+            // even where cargo fetches its sparse index): allowed only where cargo reaches it, so
+            // not where its source is replaced.
+            if url.starts_with("registry+") && !reached(&place.host) {
                 continue;
             }
             // Cargo.toml names git dependencies only; Cargo.lock marks them `git+`.
