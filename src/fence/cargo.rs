@@ -300,3 +300,6 @@ pub(super) fn manifest_git(text: &str) -> Result<Vec<String>, String> {
     urls.dedup();
     Ok(urls)
 }
+
+#[cfg(test)]
+mod tests;
