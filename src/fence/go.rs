@@ -19,19 +19,17 @@ use super::{read_text, shown_path, Env, Fence, Ran, Why};
 const SETTINGS: [&str; 5] = ["GOPROXY", "GOSUMDB", "GOPRIVATE", "GONOPROXY", "GONOSUMDB"];
 
 pub(super) fn read(folders: &[PathBuf], project: &Path, env: &Env, fence: &mut Fence) {
-    let (values, from, go_said) = match asked(env) {
-        Ok(Some(values)) => (values, "go env".to_string(), true),
-        Ok(None) => {
-            let (values, from) = files(env, project, fence);
-            (values, from, false)
-        }
+    let (values, go_said) = match asked(env) {
+        Ok(Some(values)) => (values.into_iter().map(|(k, v)| (k, (v, "go env".to_string()))).collect(), true),
+        Ok(None) => (files(env, project, fence), false),
         Err(said) => {
             fence.warn(format!("go could not say its settings ({said}); read from its files instead"));
-            let (values, from) = files(env, project, fence);
-            (values, from, false)
+            (files(env, project, fence), false)
         }
     };
-    let get = |key: &str| values.get(key).map(String::as_str).filter(|v| !v.is_empty());
+    let get = |key: &str| values.get(key).map(|(v, _)| v.as_str()).filter(|v| !v.is_empty());
+    // Where a setting was read, for its reasons.
+    let from = |key: &str| values.get(key).map_or("nowhere", |(_, from)| from.as_str()).to_string();
     let proxy = get("GOPROXY");
     let sumdb = get("GOSUMDB");
     if proxy.is_none() || sumdb.is_none() {
@@ -47,18 +45,20 @@ pub(super) fn read(folders: &[PathBuf], project: &Path, env: &Env, fence: &mut F
     let plan = proxy.map(proxies).unwrap_or_default();
     for (url, place) in &plan.proxies {
         match place {
-            Some(place) => fence.allow(place, Why::tool("go", "module proxy", format!("GOPROXY ({from})"))),
+            Some(place) => {
+                fence.allow(place, Why::tool("go", "module proxy", format!("GOPROXY ({})", from("GOPROXY"))))
+            }
             None => fence.warn(format!("GOPROXY's entry {url} is not a URL with a host; it is left out")),
         }
     }
     if let Some(place) = sumdb.and_then(checksum_db) {
-        fence.allow(&place, Why::tool("go", "checksum database", format!("GOSUMDB ({from})")));
+        fence.allow(&place, Why::tool("go", "checksum database", format!("GOSUMDB ({})", from("GOSUMDB"))));
     }
     // Modules Go fetches from their own hosts: the private ones, and all of them behind `direct`.
     for key in ["GOPRIVATE", "GONOPROXY"] {
         for pattern in get(key).map(|v| v.split(',').collect::<Vec<_>>()).unwrap_or_default() {
             match pattern_host(pattern) {
-                Some(Ok(place)) => fence.allow(&place, Why::tool("go", format!("direct fetches ({key})"), from.clone())),
+                Some(Ok(place)) => fence.allow(&place, Why::tool("go", format!("direct fetches ({key})"), from(key))),
                 Some(Err(())) => fence.warn(format!(
                     "{key}'s pattern {pattern} names no host the fence can hold (only `host` and `*.domain` can be); allow its hosts by hand"
                 )),
@@ -93,10 +93,9 @@ fn asked(env: &Env) -> Result<Option<BTreeMap<String, String>>, String> {
 }
 
 /// The settings without go: the session's variables over `go env -w`'s file over `$GOROOT/go.env`;
-/// and where they were read, for the reasons.
-fn files(env: &Env, project: &Path, fence: &mut Fence) -> (BTreeMap<String, String>, String) {
+/// each with where it was read, for the reasons.
+fn files(env: &Env, project: &Path, fence: &mut Fence) -> BTreeMap<String, (String, String)> {
     let mut values = BTreeMap::new();
-    let mut read = Vec::new();
     let user = match env.get("GOENV") {
         Some("off") => None,
         Some(file) => Some(PathBuf::from(file)),
@@ -110,20 +109,15 @@ fn files(env: &Env, project: &Path, fence: &mut Fence) -> (BTreeMap<String, Stri
     // Lowest first: each level replaces what the one before set.
     for path in [root, user].into_iter().flatten() {
         let Some(text) = read_text(&path, project, fence) else { continue };
-        let found = env_file(&text);
-        if !found.is_empty() {
-            read.push(shown_path(&path, project));
-        }
-        values.extend(found);
+        let shown = shown_path(&path, project);
+        values.extend(env_file(&text).into_iter().map(|(k, v)| (k, (v, shown.clone()))));
     }
     for key in SETTINGS {
         if let Some(value) = env.get(key) {
-            values.insert(key.to_string(), value.to_string());
-            read.push(format!("the environment ({key})"));
+            values.insert(key.to_string(), (value.to_string(), "the environment".to_string()));
         }
     }
-    read.dedup();
-    (values, if read.is_empty() { "nowhere".into() } else { read.join(", ") })
+    values
 }
 
 /// A `go.env` or `go env -w` file: `KEY=VALUE` lines, `#` comments; only the settings wanted.
