@@ -54,9 +54,14 @@ pub(super) fn read(folders: &[PathBuf], project: &Path, env: &Env, fence: &mut F
     if let Some(place) = sumdb.and_then(checksum_db) {
         fence.allow(&place, Why::tool("go", "checksum database", format!("GOSUMDB ({})", from("GOSUMDB"))));
     }
-    // Modules Go fetches from their own hosts: the private ones, and all of them behind `direct`.
-    for key in ["GOPRIVATE", "GONOPROXY"] {
-        for pattern in get(key).map(|v| v.split(',').collect::<Vec<_>>()).unwrap_or_default() {
+    // Modules Go fetches from their own hosts: GONOPROXY's (GOPRIVATE's where it is not set, as go
+    // defaults it; `go env` reports it so), and all of them behind `direct`.
+    let around = match get("GONOPROXY") {
+        Some(patterns) if get("GOPRIVATE") != Some(patterns) => Some(("GONOPROXY", patterns)),
+        _ => get("GOPRIVATE").map(|patterns| ("GOPRIVATE", patterns)),
+    };
+    if let Some((key, patterns)) = around {
+        for pattern in patterns.split(',') {
             match pattern_host(pattern) {
                 Some(Ok(place)) => fence.allow(&place, Why::tool("go", format!("direct fetches ({key})"), from(key))),
                 Some(Err(())) => fence.warn(format!(
@@ -172,17 +177,20 @@ pub(super) fn checksum_db(value: &str) -> Option<Place> {
 }
 
 /// The host of a module path pattern (`git.corp.example/team/*`, `*.corp.example`): `None` for an
-/// empty one, `Err` for one whose host part is a pattern no fence can hold.
+/// empty one or one whose first element has no dot and no wildcard (`none`, as `GONOPROXY=none`
+/// is spelt: go fetches no module whose path starts so), `Err` for one whose host part is a
+/// pattern no fence can hold.
 pub(super) fn pattern_host(pattern: &str) -> Option<Result<Place, ()>> {
     let host = pattern.trim().split('/').next()?.trim();
-    if host.is_empty() {
+    let wildcard = |s: &str| s.contains(['*', '?', '[', ']', '\\']);
+    if host.is_empty() || (!host.contains('.') && !wildcard(host)) {
         return None;
     }
     let (wild, name) = match host.strip_prefix("*.") {
         Some(rest) => (true, rest),
         None => (false, host),
     };
-    if name.contains(['*', '?', '[', ']', '\\']) || !name.contains('.') {
+    if wildcard(name) || !name.contains('.') {
         return Some(Err(()));
     }
     let mut place = hosts::web(&format!("https://{name}/")).map(Ok).unwrap_or(Err(()));
