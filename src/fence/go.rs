@@ -138,7 +138,8 @@ pub(super) fn env_file(text: &str) -> BTreeMap<String, String> {
 /// What a `GOPROXY` list comes to.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Proxies {
-    /// Each proxy Go may ask, in order, and where it leads (`None`: no host in it).
+    /// Each proxy Go may ask, in order (without its credentials), and where it leads (`None`: no
+    /// host in it).
     pub proxies: Vec<(String, Option<Place>)>,
     /// `direct` comes before any proxy: every module is fetched from its own host.
     pub direct_first: bool,
@@ -155,11 +156,24 @@ pub(super) fn proxies(list: &str) -> Proxies {
             url => {
                 // Go takes a proxy without a scheme for HTTPS.
                 let full = if url.contains("://") { url.to_string() } else { format!("https://{url}") };
-                plan.proxies.push((url.to_string(), hosts::web(&full).filter(|p| p.scheme != "file")));
+                plan.proxies.push((without_user(url), hosts::web(&full).filter(|p| p.scheme != "file")));
             }
         }
     }
     plan
+}
+
+/// A `GOPROXY` entry as a message may quote it: without a user or password, whether it has a
+/// scheme or not (a text without one is beyond [`hosts::redact`]).
+fn without_user(entry: &str) -> String {
+    let (scheme, rest) = entry.split_once("://").unwrap_or(("", entry));
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let rest = authority.rfind('@').map_or(rest, |at| &rest[at + 1..]);
+    if scheme.is_empty() {
+        rest.to_string()
+    } else {
+        format!("{scheme}://{rest}")
+    }
 }
 
 /// `GOSUMDB`: `off`, `name`, `name+key`, or `name+key URL`; the database is at its URL, else at
