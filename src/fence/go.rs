@@ -244,3 +244,6 @@ pub(super) fn module_hosts(text: &str) -> Vec<String> {
     }
     hosts
 }
+
+#[cfg(test)]
+mod tests;
