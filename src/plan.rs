@@ -8,6 +8,10 @@ use serde::Serialize;
 
 use crate::usage::Sample;
 
+pub mod waits;
+
+pub use waits::{Asleep, SessionWait, WaitOn};
+
 /// How far back the burn is measured.
 pub const LOOKBACK: Duration = Duration::hours(3);
 /// A burn needs readings this far apart to mean anything.
@@ -42,6 +46,9 @@ pub struct Wait {
     /// The pace parks the work, not a limit: why ([`Plan::with_pace`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked: Option<String>,
+    /// A session waits on it now, as the journal says ([`Plan::with_waiting`]): not a forecast.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_progress: bool,
 }
 
 /// The forecast for the rest of the night, of one client's plan (its windows are its own).
@@ -82,6 +89,12 @@ pub struct Plan {
     /// Cycles and tasks begun an hour over the lookback, for what a parked stretch costs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work_per_hour: Option<f64>,
+    /// Each armed session's waits in progress and ahead, as its journal says: limits, breakers, a
+    /// loop's retries and back-offs, the pace's parks, scheduled starts ([`Plan::with_waiting`]).
+    pub waiting: Vec<SessionWait>,
+    /// The sleep Nightshift allowed through a wait and the wake alarm it set, while they stand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asleep: Option<Asleep>,
 }
 
 /// What the machine is expected to do through the night's waits.
@@ -210,6 +223,7 @@ pub fn forecast(
             until: seven.resets_at.unwrap_or(until).max(until),
             resumes: false,
             parked: None,
+            in_progress: false,
         });
     }
 
@@ -222,10 +236,7 @@ pub fn forecast(
     let resumes = waits.iter().filter(|w| w.resumes).count();
 
     let cost_per_hour = cost_rate(&recent);
-    let waiting: Duration =
-        waits.iter().map(|w| w.until.min(stops_at) - w.from.max(now)).filter(|d| *d > Duration::zero()).sum();
-    let working = ((stops_at - now) - waiting).max(Duration::zero());
-    let expected_usd = cost_per_hour.map(|r| r * working.num_seconds() as f64 / 3600.0);
+    let expected_usd = expected_spend(cost_per_hour, &waits, now, stops_at);
     Plan {
         agent: crate::agent::AgentKind::Claude,
         now,
@@ -244,7 +255,27 @@ pub fn forecast(
         clients: Vec::new(),
         sleep: None,
         work_per_hour: None,
+        waiting: Vec::new(),
+        asleep: None,
     }
+}
+
+/// Dollars at `rate` an hour over the working time from `now` to `stops_at`, the waits left out.
+fn expected_spend(rate: Option<f64>, waits: &[Wait], now: DateTime<Utc>, stops_at: DateTime<Utc>) -> Option<f64> {
+    let waiting: Duration =
+        waits.iter().map(|w| w.until.min(stops_at) - w.from.max(now)).filter(|d| *d > Duration::zero()).sum();
+    let working = ((stops_at - now) - waiting).max(Duration::zero());
+    rate.map(|r| r * working.num_seconds() as f64 / 3600.0)
+}
+
+/// `waits` with the ones in progress laid over the forecast: a forecast wait of the same window
+/// that overlaps one in progress is that one, as the journal knows it.
+fn merged(mut waits: Vec<Wait>) -> Vec<Wait> {
+    let now: Vec<Wait> = waits.iter().filter(|w| w.in_progress).cloned().collect();
+    waits
+        .retain(|w| w.in_progress || !now.iter().any(|n| n.window == w.window && w.from < n.until && n.from < w.until));
+    waits.sort_by_key(|w| w.from);
+    waits
 }
 
 /// The 5-hour window's waits from `now` to `stops_at`: at `rate` points an hour from `used`, it fills
@@ -274,7 +305,8 @@ fn five_hour_waits(
             _ => {
                 let back = reset.unwrap_or(full + FIVE_HOURS);
                 let parked = park.map(|(_, why)| why);
-                waits.push(Wait { window: "5h", from: full, until: back, resumes: back < stops_at, parked });
+                let resumes = back < stops_at;
+                waits.push(Wait { window: "5h", from: full, until: back, resumes, parked, in_progress: false });
                 t = back;
                 used = 0.0;
                 reset = Some(back + FIVE_HOURS);
@@ -332,10 +364,10 @@ impl Plan {
                     Verdict::Go => None,
                 }
             };
-            let mut waits: Vec<Wait> = self.waits.iter().filter(|w| w.window != "5h").cloned().collect();
+            let mut waits: Vec<Wait> =
+                self.waits.iter().filter(|w| w.window != "5h" || w.in_progress).cloned().collect();
             waits.extend(five_hour_waits(used, rate, five.resets_at, now, stops_at, parks));
-            waits.sort_by_key(|w| w.from);
-            self.waits = waits;
+            self.waits = merged(waits);
         }
         if let (Some(_), Some(used)) = (pace.weekly_pace, self.seven_day.used_pct) {
             let week = Sample {
@@ -346,9 +378,10 @@ impl Plan {
             let weekly = PaceSettings { morning_reserve: None, weekly_pace: pace.weekly_pace };
             if let Verdict::Park { until, reason, .. } = decide(&weekly, &week, now, tz) {
                 // Nothing runs until then: the waits inside it are the pace's.
-                self.waits.retain(|w| w.from >= until);
+                self.waits.retain(|w| w.from >= until || w.in_progress);
                 let resumes = until < self.until;
-                self.waits.insert(0, Wait { window: "7d", from: now, until, resumes, parked: Some(reason) });
+                let parked = Some(reason);
+                self.waits.insert(0, Wait { window: "7d", from: now, until, resumes, parked, in_progress: false });
                 if !resumes {
                     self.stops_at = now;
                     self.stops_why = "the weekly pace parks the work until after the morning".into();
@@ -359,8 +392,43 @@ impl Plan {
         self
     }
 
+    /// The plan with the waits its sessions are in now ([`waits`]): each limit wait joins its
+    /// client's waits, over a forecast one of the same window, and the sleep Nightshift allowed
+    /// stands before the stretches the plan forecasts.
+    pub fn with_waiting(mut self, waiting: Vec<SessionWait>, asleep: Option<Asleep>) -> Plan {
+        let codex = |w: &&SessionWait| w.agent == crate::agent::AgentKind::Codex.as_str();
+        if let Some(mut plan) = self.codex.take() {
+            plan.join(waiting.iter().filter(codex));
+            self.codex = Some(plan);
+        }
+        let mine = self.agent == crate::agent::AgentKind::Codex;
+        self.join(waiting.iter().filter(|w| codex(w) == mine));
+        self.waiting = waiting;
+        self.asleep = asleep;
+        self
+    }
+
+    /// Adds the limit waits of `waiting` to the plan's own.
+    fn join<'a>(&mut self, waiting: impl Iterator<Item = &'a SessionWait>) {
+        let mut waits = std::mem::take(&mut self.waits);
+        for w in waiting.filter(|w| w.on == WaitOn::Limit) {
+            let window = w.window.unwrap_or("5h");
+            // A reset nobody knows is waited for through the morning.
+            let until = w.resets_at.or(w.until).unwrap_or(self.until).max(w.since);
+            if waits.iter().any(|o| o.in_progress && o.window == window && o.until == until) {
+                continue;
+            }
+            let resumes = w.until.is_some_and(|due| due < self.until);
+            waits.push(Wait { window, from: w.since, until, resumes, parked: None, in_progress: true });
+        }
+        self.waits = merged(waits);
+        self.resumes = self.waits.iter().filter(|w| w.resumes).count();
+        self.expected_usd = expected_spend(self.cost_per_hour, &self.waits, self.now, self.stops_at);
+    }
+
     /// The plan with what the machine does through its waits by `settings`: the stretches it
-    /// sleeps through (with Codex's plan beside, only where both clients wait).
+    /// sleeps through (with Codex's plan beside, only where both clients wait), after the sleep in
+    /// progress when Nightshift allowed one.
     pub fn with_sleep(mut self, settings: &crate::awake::SleepSettings) -> Plan {
         let waits = |p: &Plan| -> Vec<(DateTime<Utc>, DateTime<Utc>, bool)> {
             p.waits.iter().map(|w| (w.from, w.until, w.resumes)).collect()
@@ -372,10 +440,14 @@ impl Plan {
                 None => waits(codex),
             });
         }
-        let stretches = match all {
+        let mut stretches = match all {
             Some(w) if settings.can_wake => stretches(&w, self.now, self.until, settings),
             _ => Vec::new(),
         };
+        if let Some(asleep) = &self.asleep {
+            // The stretch under way is the one the journal says, not a forecast.
+            stretches.retain(|s| s.from >= asleep.wakes_at);
+        }
         self.sleep = Some(SleepPlan { can_wake: settings.can_wake, stretches });
         self
     }
@@ -421,9 +493,10 @@ impl Plan {
                 .filter(|w| w.parked.is_none())
                 .map(|w| {
                     format!(
-                        "{}–{} ({})",
+                        "{}–{} ({}{})",
                         at(w.from),
                         at(w.until),
+                        if w.in_progress { "in progress, " } else { "" },
                         if w.resumes { "then a resume" } else { "past the morning" }
                     )
                 })
@@ -445,6 +518,11 @@ impl Plan {
             let end = if w.until - w.from >= Duration::hours(20) { day(w.until) } else { at(w.until) };
             out.push(format!("Pace: parked {}–{end} {} ({work})", at(w.from), w.parked.as_deref().unwrap_or_default()));
         }
+        if !self.waiting.is_empty() {
+            let far = |t: DateTime<Utc>| (t - self.now).abs() >= Duration::hours(20);
+            let lines = waits::lines(&self.waiting, |t| if far(t) { day(t) } else { at(t) });
+            out.push(format!("Waiting now:\n  {}", lines.join("\n  ")));
+        }
         out.push(match (self.expected_usd, self.cost_per_hour) {
             (Some(usd), Some(rate)) => format!(
                 "Expected spend: about {} (at {}/h over the last 3 hours)",
@@ -455,18 +533,20 @@ impl Plan {
         });
         out.push(format!("Work is expected to stop at {}: {}", at(self.stops_at), self.stops_why));
         let any_wait = !self.waits.is_empty() || self.codex.as_ref().is_some_and(|c| !c.waits.is_empty());
+        let mut each: Vec<String> = self
+            .asleep
+            .iter()
+            .map(|a| {
+                let due = a.due.map(|d| format!(", for what is due at {}", at(d))).unwrap_or_default();
+                format!("allowed to sleep since {}; its wake alarm is set for {}{due}", at(a.since), at(a.wakes_at))
+            })
+            .collect();
+        each.extend(self.sleep.iter().flat_map(|s| &s.stretches).map(|s| match s.wakes_at {
+            Some(wake) => format!("sleeps {}–{}, wakes for the reset", at(s.from), at(wake)),
+            None => format!("sleeps from {} to the morning: nothing to wake for", at(s.from)),
+        }));
         match &self.sleep {
-            Some(sleep) if !sleep.stretches.is_empty() => {
-                let each: Vec<String> = sleep
-                    .stretches
-                    .iter()
-                    .map(|s| match s.wakes_at {
-                        Some(wake) => format!("sleeps {}–{}, wakes for the reset", at(s.from), at(wake)),
-                        None => format!("sleeps from {} to the morning: nothing to wake for", at(s.from)),
-                    })
-                    .collect();
-                out.push(format!("The machine: {}", each.join("; ")));
-            }
+            _ if !each.is_empty() => out.push(format!("The machine: {}", each.join("; "))),
             Some(sleep) if any_wait && !sleep.can_wake => out.push(
                 "The machine: kept awake through the waits, as no wake alarm can be set here (`nightshift doctor` says why)"
                     .into(),
@@ -552,11 +632,29 @@ pub fn from_store(
     // has nothing in it.
     let (claude, codex) = (of(AgentKind::Claude)?, of(AgentKind::Codex)?);
     let active = |p: &Plan| p.armed > 0 || p.samples > 0;
-    Ok(match (active(&claude), active(&codex)) {
+    let plan = match (active(&claude), active(&codex)) {
         (false, true) => codex,
         (_, true) => Plan { codex: Some(Box::new(codex)), ..claude },
         _ => claude,
-    })
+    };
+    // What the armed sessions wait on now, and the sleep allowed through it, from their journals.
+    let (mut waiting, mut sleeps) = (Vec::new(), Vec::new());
+    for s in sessions.iter().filter(|s| !s.is_final()) {
+        let events: Vec<crate::event::Event> = store
+            .events_named(&s.id, waits::EVENTS)?
+            .iter()
+            .filter_map(|e| serde_json::from_str(&e.body).ok())
+            .collect();
+        let contract = store.contract(&s.id)?;
+        let respawn = contract.as_ref().and_then(|c| c.terminal()).and_then(|t| t.respawn.as_ref());
+        let ladder = respawn.map(|r| r.breaker_retry.clone()).unwrap_or_default();
+        let unowned = matches!(s.standing(), crate::store::Standing::Lost | crate::store::Standing::Kept);
+        waiting.extend(waits::of_session(&s.id, &s.agent, &events, &ladder, unowned));
+        sleeps.extend(events.into_iter().filter(|e| matches!(e.kind, crate::event::EventKind::Sleep { .. })));
+    }
+    waiting.sort_by_key(|w| (w.until.is_none(), w.until, w.session.clone()));
+    let asleep = waits::asleep(&sleeps, now);
+    Ok(plan.with_waiting(waiting, asleep))
 }
 
 #[cfg(test)]

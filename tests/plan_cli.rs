@@ -109,3 +109,106 @@ fn the_plan_reads_the_journals_burn_and_says_when_the_window_fills() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("write it as HH:MM, e.g. 08:00"));
 }
+
+#[test]
+fn the_plan_names_a_limit_wait_in_progress_the_sleep_allowed_and_the_wake_alarm() {
+    use nightshift::event::{Event, EventKind, SessionId, SessionState, SleepAction};
+    let env = Env::new();
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    let mut store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    let now = Utc::now().duration_trunc(Duration::minutes(1)).unwrap();
+    let command = vec!["claude".to_string()];
+    store
+        .create_session(&NewSession {
+            id: "w0000001",
+            kind: nightshift::store::SessionKind::Terminal,
+            command: &command,
+            cwd: "/tmp",
+            agent: "claude",
+            preset: Some("overnight"),
+            created: now - Duration::hours(1),
+            owner_pid: std::process::id(),
+            control_socket: None,
+        })
+        .unwrap();
+    // Paused a minute ago on a limit that resets in 3 hours; the resume a minute after the reset;
+    // Nightshift let the machine sleep, its wake alarm 2 minutes before the resume.
+    let (reset, due) = (now + Duration::hours(3), now + Duration::hours(3) + Duration::minutes(1));
+    let wake = due - Duration::minutes(2);
+    let id = SessionId::from("w0000001".to_string());
+    for (ts, kind) in [
+        (now - Duration::minutes(30), EventKind::state(SessionState::Working, "the agent is in a turn")),
+        (
+            now - Duration::minutes(1),
+            EventKind::LimitDetected {
+                resets_at: Some(reset),
+                source: nightshift::limits::Source::Text,
+                kind: nightshift::limits::LimitKind::FiveHour,
+                line: "You've hit your session limit".into(),
+            },
+        ),
+        (now - Duration::minutes(1), EventKind::state(SessionState::LimitPaused, "usage limit")),
+        (
+            now - Duration::minutes(1),
+            EventKind::ResumeArmed {
+                resets_at: Some(reset),
+                due,
+                settings: nightshift::limits::resume::Settings::default(),
+                guard: nightshift::limits::WindowGuard::default(),
+            },
+        ),
+        (
+            now,
+            EventKind::Sleep {
+                action: SleepAction::Allowed,
+                at: wake,
+                due: Some(due),
+                reason: "every wait is long".into(),
+            },
+        ),
+    ] {
+        store.record(&Event { ts, session: id.clone(), kind }).unwrap();
+    }
+    drop(store);
+
+    let local = |t: chrono::DateTime<Utc>| t.with_timezone(&chrono::Local).format("%H:%M").to_string();
+    let until = (chrono::Local::now() + Duration::hours(12)).format("%H:%M").to_string();
+    let text = env.stdout(&["plan", "--until", &until]);
+    assert!(!text.contains("Limit waits: none expected"), "{text}");
+    let paused = local(now - Duration::minutes(1));
+    assert!(
+        text.contains(&format!("Limit waits: {paused}–{} (in progress, then a resume) → 1 resume(s)", local(reset))),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "w0000001 (claude): paused on the 5-hour limit since {paused}, resets {} → a resume at {}",
+            local(reset),
+            local(due)
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "The machine: allowed to sleep since {}; its wake alarm is set for {}, for what is due at {}",
+            local(now),
+            local(wake),
+            local(due)
+        )),
+        "{text}"
+    );
+
+    let out = env.output(&["plan", "--json", "--until", &until]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ts = |v: &serde_json::Value| v.as_str().unwrap().parse::<chrono::DateTime<Utc>>().unwrap();
+    let wait = &plan["waiting"][0];
+    assert_eq!(
+        (wait["session"].as_str(), wait["on"].as_str(), wait["window"].as_str()),
+        (Some("w0000001"), Some("limit"), Some("5h")),
+        "{plan}"
+    );
+    assert_eq!((ts(&wait["resets_at"]), ts(&wait["until"])), (reset, due));
+    assert_eq!((ts(&plan["asleep"]["since"]), ts(&plan["asleep"]["wakes_at"])), (now, wake), "{plan}");
+    assert_eq!(plan["waits"][0]["in_progress"], true, "{plan}");
+}

@@ -195,3 +195,93 @@ fn with_a_weekly_pace_a_week_ahead_of_it_parks_now_until_a_later_day() {
         "{text}"
     );
 }
+
+fn ev(at: &str, session: &str, kind: crate::event::EventKind) -> crate::event::Event {
+    crate::event::Event { ts: t(at), session: crate::event::SessionId::from(session.to_string()), kind }
+}
+
+/// A Claude session paused at 00:59 on a 5-hour limit that resets at 04:00, its resume due at
+/// 04:01, and Nightshift's sleep allowed at 01:00 with the wake alarm at 03:59.
+fn paused_on_a_limit() -> Vec<crate::event::Event> {
+    use crate::event::{EventKind, SessionState, SleepAction};
+    let id = "p0000001";
+    vec![
+        ev("2026-12-02T00:40:00Z", id, EventKind::state(SessionState::Working, "the agent is in a turn")),
+        ev(
+            "2026-12-02T00:59:00Z",
+            id,
+            EventKind::LimitDetected {
+                resets_at: Some(t("2026-12-02T04:00:00Z")),
+                source: crate::limits::Source::Text,
+                kind: crate::limits::LimitKind::FiveHour,
+                line: "You've hit your session limit · resets 4am".into(),
+            },
+        ),
+        ev("2026-12-02T00:59:00Z", id, EventKind::state(SessionState::LimitPaused, "usage limit")),
+        ev(
+            "2026-12-02T00:59:01Z",
+            id,
+            EventKind::ResumeArmed {
+                resets_at: Some(t("2026-12-02T04:00:00Z")),
+                due: t("2026-12-02T04:01:00Z"),
+                settings: crate::limits::resume::Settings::default(),
+                guard: crate::limits::WindowGuard::default(),
+            },
+        ),
+        ev(
+            "2026-12-02T01:00:00Z",
+            id,
+            EventKind::Sleep {
+                action: SleepAction::Allowed,
+                at: t("2026-12-02T03:59:00Z"),
+                due: Some(t("2026-12-02T04:01:00Z")),
+                reason: "every wait is long: p0000001: a resume after the usage limit is due".into(),
+            },
+        ),
+    ]
+}
+
+#[test]
+fn a_session_paused_on_a_limit_3_hours_out_is_a_wait_the_machine_sleeps_through_until_its_alarm() {
+    let now = t("2026-12-02T01:00:30Z");
+    let events = paused_on_a_limit();
+    let waiting = waits::of_session("p0000001", "claude", &events, &[], false);
+    let asleep = waits::asleep(&events, now);
+    let wakes = crate::awake::SleepSettings { can_wake: true, ..Default::default() };
+    // No usage readings: the burn alone would see no wait at all.
+    let plan = forecast(&[], 1, now, t(MORNING)).with_waiting(waiting, asleep).with_sleep(&wakes);
+    let text = plan.text(&Utc);
+    assert!(!text.contains("Limit waits: none expected"), "{text}");
+    assert!(text.contains("Limit waits: 00:59–04:00 (in progress, then a resume) → 1 resume(s)"), "{text}");
+    assert!(
+        text.contains("p0000001 (claude): paused on the 5-hour limit since 00:59, resets 04:00 → a resume at 04:01"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "The machine: allowed to sleep since 01:00; its wake alarm is set for 03:59, for what is due at 04:01\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("sleeps 01:00–03:59"), "the sleep in progress is not forecast again: {text}");
+    let json = serde_json::to_value(&plan).unwrap();
+    assert_eq!(json["waiting"][0]["on"], "limit", "{json}");
+    assert_eq!(json["waiting"][0]["window"], "5h");
+    assert_eq!(json["waiting"][0]["until"], "2026-12-02T04:01:00.000Z");
+    assert_eq!(json["waiting"][0]["resets_at"], "2026-12-02T04:00:00.000Z");
+    assert_eq!(json["asleep"]["wakes_at"], "2026-12-02T03:59:00.000Z");
+    assert_eq!(json["waits"][0]["in_progress"], true);
+    // The wake alarm gone off (or taken back): no sleep stands.
+    let mut woken = events.clone();
+    woken.push(ev(
+        "2026-12-02T03:59:00Z",
+        "p0000001",
+        crate::event::EventKind::Sleep {
+            action: crate::event::SleepAction::Woken,
+            at: t("2026-12-02T03:59:00Z"),
+            due: None,
+            reason: "the wake alarm went off".into(),
+        },
+    ));
+    assert_eq!(waits::asleep(&woken, t("2026-12-02T03:59:30Z")), None);
+}

@@ -100,11 +100,29 @@ export function drawPlan(figure, plan) {
                                       "data-to": stop }), `work until ${localTime(stop)}`));
   }
   for (const w of plan.waits) {
+    // A wait in progress began before now: it is drawn from now.
+    const from = Date.parse(w.from) > Date.parse(plan.now) ? w.from : plan.now;
     const to = Date.parse(w.until) < Date.parse(plan.until) ? w.until : plan.until;
-    root.append(tlTitle(svg("rect", { x: x(w.from), y: 0, width: Math.max(1, x(to) - x(w.from)), height: TL.lane,
+    const now = w.in_progress ? " (in progress)" : "";
+    root.append(tlTitle(svg("rect", { x: x(from), y: 0, width: Math.max(1, x(to) - x(from)), height: TL.lane,
                                       class: "band band-limit_paused", "data-plan": "wait", "data-window": w.window,
-                                      "data-from": w.from, "data-to": w.until }),
-                        `${w.window} limit ${localTime(w.from)}–${localTime(w.until)}`));
+                                      "data-from": w.from, "data-to": w.until, "data-in-progress": !!w.in_progress }),
+                        `${w.window} limit ${localTime(w.from)}–${localTime(w.until)}${now}`));
+  }
+  // What each session waits on now ends at a mark: a resume, a breaker's try, a retry, a start.
+  for (const w of plan.waiting || []) {
+    if (!w.until || Date.parse(w.until) > Date.parse(plan.until)) continue;
+    const px = Math.max(TL.left, x(w.until));
+    const mark = svg("path", { d: `M${px} ${TL.lane - 2} l4 -5 h-8 z`, class: `mark mark-${w.on}`, "data-plan": "waiting",
+                               "data-session": w.session, "data-on": w.on, "data-at": w.until });
+    root.append(tlTitle(mark, `${w.session}: ${w.then} at ${localTime(w.until)} (${w.on})`));
+  }
+  // The wake alarm Nightshift set for the sleep it allowed.
+  if (plan.asleep && Date.parse(plan.asleep.wakes_at) <= Date.parse(plan.until)) {
+    const px = x(plan.asleep.wakes_at);
+    root.append(tlTitle(svg("line", { x1: px, x2: px, y1: 0, y2: TL.lane, class: "tick wake-alarm", "data-plan": "wake",
+                                      "data-at": plan.asleep.wakes_at }),
+                        `allowed to sleep since ${localTime(plan.asleep.since)}; wake alarm ${localTime(plan.asleep.wakes_at)}`));
   }
   figure.prepend(root);
 }
