@@ -1,5 +1,6 @@
 use super::*;
 use crate::agent::{Dialog, DialogKind};
+use crate::doctor::Status;
 use crate::event::SessionId;
 
 fn step(expect: &[&str]) -> Step {
