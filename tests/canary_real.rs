@@ -144,6 +144,15 @@ fn an_adapter_file_that_breaks_the_spinner_fails_that_signal_alone_keeps_the_scr
     let failed: Vec<_> = checks(&report).into_iter().filter(|(_, status, _)| status != "pass").collect();
     let ids: Vec<&str> = failed.iter().map(|(id, _, _)| id.as_str()).collect();
     assert_eq!(ids, ["canary.claude", "canary.claude.working.spinner"], "{failed:#?}");
+    // The tally is of signals: every one but the spinner passed, and the client's own line, which
+    // sums them up, is not counted on top.
+    let signals = checks(&report).len() as u64 - 1;
+    let counts = &report["counts"];
+    assert_eq!(
+        (counts["pass"].as_u64(), counts["warn"].as_u64(), counts["fail"].as_u64()),
+        (Some(signals - 1), Some(0), Some(1)),
+        "{report:#}"
+    );
     let (_, _, detail) = &failed[1];
     assert!(detail.starts_with("working.spinner in a long answer: no working line matched"), "{detail}");
     let spinner =

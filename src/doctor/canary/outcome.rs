@@ -117,7 +117,16 @@ pub fn checks(o: &Outcome, agents_dir: Option<&Path>) -> Vec<Check> {
     out
 }
 
-/// The canary's report over its clients.
+/// The canary's report over its clients, counting signals: a client's first line sums up its
+/// signals' lines and is counted only when it has none (skipped, or it could not run). Its verdict,
+/// and `doctor --canary`'s exit code, follow the same count.
 pub fn report(outcomes: &[Outcome], agents_dir: Option<&Path>) -> Report {
-    Report::new(outcomes.iter().flat_map(|o| checks(o, agents_dir)).collect())
+    let (mut lines, mut counted) = (Vec::new(), Vec::new());
+    for o in outcomes {
+        let mine = checks(o, agents_dir);
+        let summed = usize::from(!o.signals.is_empty());
+        counted.extend(mine.iter().skip(summed).map(|c| c.status));
+        lines.extend(mine);
+    }
+    Report::tallied(lines, &counted)
 }

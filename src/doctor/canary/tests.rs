@@ -219,3 +219,50 @@ fn a_verdict_is_found_again_by_the_very_file_it_ran() {
     assert!(back.of_binary(AgentKind::Claude, &bin).is_none(), "another file: another version");
     assert_eq!(back.latest(AgentKind::Claude).map(|(v, _)| v), Some("2.1.333"));
 }
+
+#[test]
+fn the_summary_counts_signals_not_the_line_that_sums_them_up_and_the_verdict_follows_them() {
+    let signal = |i: usize, ok: bool| Signal {
+        name: format!("signal.{i}"),
+        step: "a long answer".into(),
+        result: if ok { Ok("seen".into()) } else { Err("not seen".into()) },
+    };
+    let outcome = |signals: Vec<Signal>| Outcome {
+        agent: AgentKind::Claude,
+        version: Some("2.1.332".into()),
+        skipped: None,
+        broken: None,
+        steps: 9,
+        secs: 30.0,
+        signals,
+        kept: Some(PathBuf::from("/s/canary/claude-2.1.332-x")),
+    };
+    // One of 20 signals fails: 19 passed, 1 failed (the client's own line, which sums them up, is
+    // not one more).
+    let one_failed = report(&[outcome((0..20).map(|i| signal(i, i != 7)).collect())], None);
+    assert_eq!(one_failed.checks.len(), 21, "the client's line and one per signal");
+    assert_eq!((one_failed.counts.pass, one_failed.counts.warn, one_failed.counts.fail), (19, 0, 1));
+    assert!(!one_failed.ok);
+    assert!(
+        one_failed.text().ends_with("19 passed, 0 warning(s), 1 failed: not ready: fix the FAILs\n"),
+        "{}",
+        one_failed.text()
+    );
+    let all = report(&[outcome((0..20).map(|i| signal(i, true)).collect())], None);
+    assert_eq!((all.counts.pass, all.counts.fail, all.ok), (20, 0, true));
+    assert!(all.text().ends_with("20 passed, 0 warning(s), 0 failed: ready for tonight\n"), "{}", all.text());
+    // A client that could not run has no signals: its one line is what counts, and fails.
+    let broken = Outcome { broken: Some("the stand-in could not start".into()), ..outcome(Vec::new()) };
+    let skipped = Outcome { agent: AgentKind::Codex, skipped: Some("needs a login".into()), ..outcome(Vec::new()) };
+    let both = report(&[broken, skipped], None);
+    assert_eq!((both.counts.pass, both.counts.fail, both.counts.skip, both.ok), (0, 1, 1, false));
+    // Two clients: each one's signals.
+    let two = report(
+        &[
+            outcome((0..10).map(|i| signal(i, true)).collect()),
+            Outcome { agent: AgentKind::Codex, ..outcome((0..6).map(|i| signal(i, i != 0)).collect()) },
+        ],
+        None,
+    );
+    assert_eq!((two.counts.pass, two.counts.fail, two.ok), (15, 1, false));
+}
