@@ -249,7 +249,13 @@ pub const LADDER: [Duration; 5] = [
 /// The crash-loop breaker: stops restarting an agent that keeps dying (five lives in a row that
 /// ended badly within a minute), or whose restarts achieve nothing (more restarts than the cap with
 /// the working tree unchanged). Restarts back off on a ladder ([`LADDER`] unless the settings give
-/// another); measured progress starts it again from the bottom. Only an explicit reset closes it.
+/// another); measured progress starts it again from the bottom. Open, it waits on the breaker's
+/// ladder ([`RETRY`] unless the settings give another: 15, 30, 60, then 120 minutes), goes
+/// half-open and lets one restart through ([`CrashLoop::probe`]): an agent that lives past a minute,
+/// or a restart after measured progress, closes it ([`CrashLoop::lived`],
+/// [`CrashLoop::closed_by_progress`]); anything else opens it again for the next, longer wait. Past
+/// the last wait, or with an empty ladder, only the explicit reset closes it, which it does at any
+/// time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CrashLoop {
     strikes: u32,

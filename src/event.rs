@@ -63,7 +63,7 @@ pub enum SessionState {
     LimitPaused,
     /// A respawn cycle is running its steps.
     Respawning,
-    /// A breaker is open: no more cycles, or no more restarts, until it is reset.
+    /// A breaker is open: no cycles or restarts until its next try (half-open) or the user's reset.
     BreakerOpen,
     /// The process ended (its exit code or signal is on the event).
     Exited,

@@ -1,4 +1,5 @@
-//! `nightshift breaker reset`: close a session's breakers, as only the user may.
+//! `nightshift breaker reset`: close a session's breakers now, rather than wait for their next try
+//! (an open breaker goes half-open after 15, 30, 60, then 120 minutes, and stays open after that).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
