@@ -691,11 +691,16 @@ mod tests {
         std::fs::write(tmp.path().join("config.toml"), "[presets.x]\nidle_timeout = \"soon\"\n").unwrap();
         let err = Config::load(Some(tmp.path())).unwrap_err().to_string();
         assert!(err.contains("config.toml") && err.contains("idle_timeout"), "{err}");
-        // A hand-written preset may leave settings out: they are the Overnight preset's.
+        // A hand-written preset may leave settings out: they are the Overnight preset's, but for its
+        // guard and sandbox, which stay off unless the preset turns them on.
         std::fs::write(tmp.path().join("config.toml"), "[presets.short]\nduration = 600\n").unwrap();
         let short = Config::load(Some(tmp.path())).unwrap().preset("short").unwrap().0;
         assert_eq!(short.duration, std::time::Duration::from_secs(600));
-        assert_eq!(short.idle_timeout, respawn::builtin("overnight").unwrap().idle_timeout);
+        let overnight = respawn::builtin("overnight").unwrap();
+        assert_eq!(short.idle_timeout, overnight.idle_timeout);
+        assert_eq!(short.breaker_retry, overnight.breaker_retry);
+        assert!(overnight.guard && overnight.sandbox);
+        assert!(!short.guard && !short.sandbox, "{short:?}");
         std::fs::write(tmp.path().join("config.toml"), "[presets.solo]\nidle_timeout = 1\n").unwrap();
         assert!(Config::load(Some(tmp.path())).unwrap_err().to_string().contains("built-in"));
     }

@@ -103,7 +103,10 @@ pub struct Settings {
     pub breaker_retry: Vec<Duration>,
 }
 
-/// Settings left out of a hand-written preset are the Overnight preset's.
+/// Settings left out of a hand-written preset are the Overnight preset's timings, prompts, restart
+/// ladder and breaker waits, but not its guard and sandbox: those are off unless the preset says
+/// `guard = true` or `sandbox = true` (the built-in Overnight turns both on, and Ralph the sandbox:
+/// [`builtin`]).
 impl Default for Settings {
     fn default() -> Self {
         Self::preset(10, 480)
