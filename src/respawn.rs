@@ -233,7 +233,14 @@ pub const BUILTIN_PRESETS: [(&str, &str, u64, u64, &str); 5] = [
     ("solo", "Solo", 3, 60, "one agent working alone: fast cycles with a context reset"),
     ("subagents", "Subagents", 45, 240, "a lead session running subagents; tolerates their silences"),
     ("team", "Team", 90, 480, "leading an agent team; tolerates long silences"),
-    ("ralph", "Ralph/Todo", 8, 480, "working through a task list with progress tracking"),
+    (
+        "ralph",
+        "Ralph/Todo",
+        8,
+        480,
+        "quick cycles on one goal, each picking up from PROGRESS.md; a task list to check off is a loop's \
+         (nightshift loop --tasks)",
+    ),
     ("overnight", "Overnight", 10, 480, "unattended overnight runs with a full reset between cycles"),
 ];
 
