@@ -1,7 +1,7 @@
-//! The morning run summary: at a set local time (08:00 unless configured), when anything ran since the
-//! last summary, the digest since then is made, stored and announced. A morning missed while the
-//! machine slept is made at the next check after it wakes; the journal's unique key on the morning
-//! keeps two Nightshift processes from making it twice.
+//! The morning run summary: at 08:00 local time ([`Morning::default`]; no setting changes it), when
+//! anything ran since the last summary, the digest since then is made, stored and announced. A
+//! morning missed while the machine slept is made at the next check after it wakes; the journal's
+//! unique key on the morning keeps two Nightshift processes from making it twice.
 
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 
@@ -51,7 +51,7 @@ pub enum MorningOutcome {
     MadeElsewhere,
 }
 
-/// The morning summary's schedule.
+/// The morning summary's schedule: the tray app makes it at the default, 08:00 local time.
 #[derive(Debug, Clone, Copy)]
 pub struct Morning {
     pub at: NaiveTime,
