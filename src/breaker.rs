@@ -16,8 +16,9 @@
 //! works at any time; an empty ladder keeps the old "open until I say".
 //!
 //! - The **budget** breaker stops a run that spent what the user allowed: money (the harness's or
-//!   the statusLine's own totals), tokens (input, output, cache reads and writes), or time (an outer
-//!   bound on how late a run may end). Loops and terminal sessions alike.
+//!   the statusLine's own totals), tokens (a Claude loop's input, output and cache tokens, a Codex
+//!   loop's input and output, a terminal session's input and output as its statusLine counts them),
+//!   or time (an outer bound on how late a run may end). Loops and terminal sessions alike.
 //!
 //! All are pure; the session and loop machines feed them and journal their changes.
 

@@ -65,7 +65,8 @@ struct RunArgs {
     /// Stop once the harness's own totals reach this many dollars
     #[arg(long, value_name = "USD")]
     max_cost_usd: Option<f64>,
-    /// Stop once input, output and cache tokens reach this many
+    /// Stop once the harness's tokens reach this many (Claude: input, output and cache; Codex:
+    /// input and output)
     #[arg(long, value_name = "N")]
     max_tokens: Option<u64>,
     /// An outer bound on how late the loop may end (`8h`, `90m`); the machine's sleep counts
