@@ -257,7 +257,6 @@ pub fn judge_sandbox(
     }
 }
 
-/// Free space where the journal and the iterations' streams are written.
 /// Tonight's network fence for working folder `index`: each host it lets through with why (one
 /// check), and each thing the project looks like it needs beyond it (a WARN each, with the fix).
 pub fn judge_fence(index: usize, subject: &str, view: &crate::session::FenceView, enabled: bool) -> Vec<Check> {
@@ -302,6 +301,32 @@ pub fn judge_fence(index: usize, subject: &str, view: &crate::session::FenceView
     out
 }
 
+/// What Codex's fence is, beside Claude's: its sandbox has the network on or off and nothing
+/// between, so Nightshift's proxy sees (and refuses) only what a command sends through it.
+pub fn judge_codex_fence(fence: crate::agent::Fence) -> Check {
+    use crate::agent::Fence;
+    match fence {
+        Fence::None => Check::pass(
+            "codex.fence",
+            "codex",
+            "a sandboxed Codex session has no network (--network none), as its workspace-write sandbox keeps it",
+        ),
+        Fence::Project | Fence::Open => Check::warn(
+            "codex.fence",
+            "codex",
+            format!(
+                "Codex's sandbox has the network on or off, nothing between: with the {} fence its commands go \
+                 through Nightshift's proxy (which refuses and journals what is not allowed) only when they use \
+                 HTTP_PROXY, HTTPS_PROXY or ALL_PROXY, as git over https, curl, npm, pip and cargo do; a program \
+                 that connects directly is neither fenced nor seen",
+                fence.as_str()
+            ),
+            "for a strict fence run Codex sessions with --network none, or the night with Claude Code",
+        ),
+    }
+}
+
+/// Free space where the journal and the iterations' streams are written.
 pub fn judge_disk(free: u64, dir: &str) -> Check {
     const MB: u64 = 1 << 20;
     let shown = if free >= 10 * 1024 * MB {

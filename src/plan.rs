@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::usage::Sample;
 
+pub mod fence;
 pub mod waits;
 
 pub use waits::{Asleep, SessionWait, WaitOn};
@@ -95,6 +96,9 @@ pub struct Plan {
     /// The sleep Nightshift allowed through a wait and the wake alarm it set, while they stand.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub asleep: Option<Asleep>,
+    /// Tonight's network fence for the folder the plan was asked in ([`Plan::with_fence`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fence: Option<fence::FolderFence>,
 }
 
 /// What the machine is expected to do through the night's waits.
@@ -257,6 +261,7 @@ pub fn forecast(
         work_per_hour: None,
         waiting: Vec::new(),
         asleep: None,
+        fence: None,
     }
 }
 
@@ -426,6 +431,12 @@ impl Plan {
         self.expected_usd = expected_spend(self.cost_per_hour, &self.waits, self.now, self.stops_at);
     }
 
+    /// The plan with tonight's fence for the folder it was asked in.
+    pub fn with_fence(mut self, fence: fence::FolderFence) -> Plan {
+        self.fence = Some(fence);
+        self
+    }
+
     /// The plan with what the machine does through its waits by `settings`: the stretches it
     /// sleeps through (with Codex's plan beside, only where both clients wait), after the sleep in
     /// progress when Nightshift allowed one.
@@ -557,6 +568,7 @@ impl Plan {
         if !self.clients.is_empty() {
             out.push(format!("Tonight's clients: {}", self.clients.join("; ")));
         }
+        out.extend(self.fence.iter().flat_map(fence::FolderFence::lines));
         let mut text = out.join("\n") + "\n";
         if let Some(codex) = &self.codex {
             text.push_str("\nCodex, its own plan:\n");

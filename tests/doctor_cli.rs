@@ -129,10 +129,12 @@ fn an_agent_missing_from_path_fails_with_its_remedy_and_the_json_schema_is_stabl
             "cwd.0.git",
             "cwd.0.instructions.claude",
             "cwd.0.permissions",
+            "cwd.0.fence",
             "cwd.1.git",
             "cwd.1.operation",
             "cwd.1.instructions.claude",
             "cwd.1.permissions",
+            "cwd.1.fence",
             "desktop.display",
             "desktop.tray",
             "desktop.notifications",
@@ -171,6 +173,7 @@ async fn the_pinned_clients_pass_with_their_versions_and_the_drift_probe_reads_t
     let bin = path_of(&env, &[("claude", &claude), ("codex", &codex), ("git", &which("git"))]);
     let project = &home.workdir;
     git(project, &["init", "-q"]);
+    git(project, &["remote", "add", "origin", "https://me:s3cret@git.corp.example/team/app.git"]);
     std::fs::write(project.join("CLAUDE.md"), "# Build\ncargo test\n").unwrap();
     let mut vars = home.vars.clone();
     vars.retain(|(k, _)| k != "PATH");
@@ -207,6 +210,12 @@ async fn the_pinned_clients_pass_with_their_versions_and_the_drift_probe_reads_t
     line(&text, &format!("PASS  {cwd}: has CLAUDE.md for claude"));
     line(&text, &format!("WARN  {cwd}: no AGENTS.md"));
     line(&text, &format!("PASS  {cwd}: permission mode acceptEdits with 1 allow rule(s)"));
+    // Tonight's fence here, with why; what Codex's cannot do; never a credential.
+    let fence = line(&text, &format!("PASS  {cwd}: the sandbox's network fence (project) lets through:"));
+    assert!(fence.contains("git.corp.example (the remote origin)"), "{fence}");
+    let codex = line(&text, "WARN  codex: Codex's sandbox has the network on or off");
+    assert!(codex.contains("neither fenced nor seen"), "{codex}");
+    assert!(!text.contains("s3cret"), "{text}");
     assert!(mock.messages().is_empty(), "the probe asks the model nothing");
     assert!(env.state_dir().join("doctor/probe-claude.txt").exists());
     let left: Vec<_> = std::fs::read_dir(project).unwrap().map(|e| e.unwrap().file_name()).collect();

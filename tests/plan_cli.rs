@@ -212,3 +212,29 @@ fn the_plan_names_a_limit_wait_in_progress_the_sleep_allowed_and_the_wake_alarm(
     assert_eq!((ts(&plan["asleep"]["since"]), ts(&plan["asleep"]["wakes_at"])), (now, wake), "{plan}");
     assert_eq!(plan["waits"][0]["in_progress"], true, "{plan}");
 }
+
+#[test]
+fn the_plan_run_in_a_project_prints_tonights_fence_with_why() {
+    let env = Env::new();
+    let project = env.path("project");
+    std::fs::create_dir_all(&project).unwrap();
+    common::git_in(&project, &["init", "-q"], false);
+    common::git_in(&project, &["remote", "add", "origin", "https://me:s3cret@git.corp.example/team/app.git"], false);
+    common::git_in(&project, &["remote", "add", "old", "git://legacy.example/app.git"], false);
+    std::fs::write(project.join("package.json"), "{}").unwrap();
+    std::fs::write(project.join(".npmrc"), "registry=https://npm.corp.example/\n").unwrap();
+    let out = env.cmd(&["plan"]).current_dir(&project).env("HOME", env.path("home")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.starts_with("Tonight's fence in")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("(project)"), "{line}");
+    assert!(line.contains("git.corp.example (the remote origin)"), "{line}");
+    assert!(line.contains("npm.corp.example (npm's registry, from .npmrc)"), "{line}");
+    assert!(!text.contains("s3cret"), "no credential is shown: {text}");
+    assert!(text.contains("! the remote old is reached over git://"), "{text}");
+    // Where the sandbox is off, so is the fence.
+    std::fs::create_dir_all(env.path("config")).unwrap();
+    std::fs::write(env.path("config/config.toml"), "[sandbox]\nenabled = false\n").unwrap();
+    let text = String::from_utf8(env.cmd(&["plan"]).current_dir(&project).output().unwrap().stdout).unwrap();
+    assert!(text.contains(": none, the sandbox is off ([sandbox] enabled = false)"), "{text}");
+}

@@ -30,7 +30,23 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     plan.clients = nightshift::plan::clients(&paths.state_dir);
     let config = nightshift::config::Config::load(paths.config_dir.as_deref()).unwrap_or_default();
     let can_wake = nightshift::supervisor::awake::can_wake().is_ok();
-    let plan = plan.with_pace(&config.pace, &Local).with_sleep(&config.sleep.settings(can_wake));
+    let mut plan = plan.with_pace(&config.pace, &Local).with_sleep(&config.sleep.settings(can_wake));
+    // Tonight's fence for an unattended, sandboxed start in this folder, as it would be read now.
+    if let Ok(cwd) = std::env::current_dir() {
+        let sandbox = nightshift::agent::Sandbox {
+            network: config.sandbox.network.clone(),
+            fence: config.sandbox.fence,
+            ..Default::default()
+        };
+        let view = nightshift::supervisor::fence::tonight(&sandbox, &cwd, &[]).view;
+        plan = plan.with_fence(nightshift::plan::fence::FolderFence {
+            folder: cwd.display().to_string(),
+            sandboxed: config.sandbox.enabled,
+            fence: view.fence,
+            hosts: view.hosts,
+            warnings: view.warnings,
+        });
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {

@@ -64,6 +64,7 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
     }
     if let Some(bin) = codex_bin.filter(|_| settings.enabled) {
         checks.push(judge_sandbox(AgentKind::Codex, settings, codex_sandbox(&bin)));
+        checks.push(super::judge_codex_fence(settings.fence));
     }
     checks.extend(state(paths, &cwds));
     for (i, cwd) in cwds.iter().enumerate() {

@@ -132,3 +132,16 @@ fn the_wake_check_says_whether_tonight_sleeps_through_long_waits() {
     let off = crate::config::SleepConfig { through_waits: false, ..sleep };
     assert_eq!(judge_wake(&off, &helper, None).status, Status::Pass, "the user's own choice");
 }
+
+#[test]
+fn codex_is_told_what_its_fence_cannot_do() {
+    use crate::agent::Fence;
+    let strict = judge_codex_fence(Fence::None);
+    assert_eq!(strict.status, Status::Pass);
+    for fence in [Fence::Project, Fence::Open] {
+        let loose = judge_codex_fence(fence);
+        assert_eq!(loose.status, Status::Warn);
+        assert!(loose.detail.contains("connects directly is neither fenced nor seen"), "{}", loose.detail);
+        assert!(loose.remedy.as_deref().is_some_and(|f| f.contains("--network none")), "{loose:?}");
+    }
+}
