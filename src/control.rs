@@ -81,6 +81,14 @@ pub enum Request {
         session: String,
         change: Box<crate::session::Change>,
     },
+    /// Let `host` (a name, an address, `host:port`, `*.domain`) through the session's network fence
+    /// from now on; answers with its options after the change.
+    AllowHost {
+        session: String,
+        host: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// A statusLine report from a session's exporter.
     Usage {
         session: String,
@@ -275,7 +283,7 @@ pub fn read_answer(request: &Request, line: &str, path: &Path) -> Result<Respons
     let missing = |what: &str| protocol(format!("an answer without its {what}: {line:?}"));
     Ok(match request {
         Request::Screen { .. } => Response::Screen(read.screen.ok_or_else(|| missing("screen"))?),
-        Request::Options { .. } | Request::Configure { .. } => {
+        Request::Options { .. } | Request::Configure { .. } | Request::AllowHost { .. } => {
             Response::Options(read.options.ok_or_else(|| missing("options"))?)
         }
         Request::ResetBreaker { .. } => Response::Reset(read.message.ok_or_else(|| missing("message"))?),
@@ -483,7 +491,8 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Result<Respons
         | Request::Attach { session, .. }
         | Request::ResetBreaker { session }
         | Request::Options { session }
-        | Request::Configure { session, .. } => session.clone(),
+        | Request::Configure { session, .. }
+        | Request::AllowHost { session, .. } => session.clone(),
     };
     let Some(handle) = reachable(supervisor, &session).await else {
         return Err(ErrorBody::new(
@@ -509,6 +518,13 @@ pub async fn answer(request: Request, supervisor: &Supervisor) -> Result<Respons
         Request::ResetBreaker { .. } => handle.reset_breaker().await.map(Response::Reset),
         Request::Options { .. } => Ok(Response::Options(Box::new(handle.status().options))),
         Request::Configure { change, .. } => handle.configure(*change).await.map(|o| Response::Options(Box::new(o))),
+        Request::AllowHost { host, by, .. } => {
+            match handle.allow_host(&host, by.as_deref().unwrap_or("nightshift")).await {
+                Ok(Ok(options)) => Ok(Response::Options(Box::new(options))),
+                Ok(Err(refused)) => return Err(ErrorBody::new(Code::BadRequest, refused)),
+                Err(ended) => Err(ended),
+            }
+        }
         // Only over a socket of its own (see `serve`): the window has its own way to the screen.
         Request::Attach { .. } => {
             return Err(ErrorBody::new(Code::NotHere, "attach over the session's control socket"));

@@ -79,10 +79,16 @@ async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is
     };
     for n in 1..=2 {
         run.send(&turn(n), true);
-        wait_for(&format!("turn {n}'s push"), Duration::from_secs(90), || {
-            let log = common::git_in(&bare, &["log", "--format=%s", "main"], true);
-            log.contains(&format!("step {n}")).then_some(())
-        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        while !common::git_in(&bare, &["log", "--format=%s", "main"], true).contains(&format!("step {n}")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "turn {n}'s push did not land; the command said: {:?}\n{}",
+                std::fs::read_to_string(dir.join(format!("out-{n}.txt"))),
+                run.env.stdout(&["log", &run.session()])
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
     assert_eq!(index.seen().iter().filter(|s| s.path == "/left-pad").count(), 2, "each turn fetched from the index");
     assert!(stranger.seen().is_empty(), "the stranger got a request: {:?}", stranger.seen());
@@ -112,4 +118,31 @@ async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is
     let lines: Vec<&str> = digest.lines().filter(|l| l.contains("the fence refused 127.0.0.4")).collect();
     assert_eq!(lines.len(), 1, "{digest}");
     assert!(lines[0].contains("×2") || lines[0].contains("2 times"), "{digest}");
+
+    // Allowed from the session's options (the window's button asks the same over the control
+    // socket): the next turn reaches the stranger, and the journal says who let it through.
+    let store = nightshift::store::Store::open(&run.env.state_dir().join("journal.sqlite3")).unwrap();
+    let row = store.find_session(&run.session()).unwrap();
+    let socket = nightshift::control::owner_socket(&row).unwrap();
+    let allow = |host: &str| nightshift::control::Request::AllowHost {
+        session: row.id.clone(),
+        host: host.into(),
+        by: Some("the test".into()),
+    };
+    let refused = nightshift::control::request(socket, &allow("not a host!")).await;
+    assert!(matches!(&refused, Err(e) if e.to_string().contains("is not a host")), "{refused:?}");
+    let Ok(nightshift::control::Response::Options(options)) =
+        nightshift::control::request(socket, &allow("127.0.0.4")).await
+    else {
+        panic!("the fence did not take the host")
+    };
+    let fence = options.fence.expect("a fenced session");
+    assert!(fence.hosts.iter().any(|h| h.host == "127.0.0.4" && h.why.contains("the test")), "{fence:?}");
+    assert!(fence.refused.is_empty(), "what is allowed is no longer listed as refused: {fence:?}");
+    run.send(&turn(3), true);
+    wait_for("the stranger reached", Duration::from_secs(90), || (!stranger.seen().is_empty()).then_some(()));
+    assert!(run
+        .events()
+        .iter()
+        .any(|e| e["event"] == "net_allowed" && e["host"] == "127.0.0.4" && e["by"] == "the test"));
 }

@@ -14,6 +14,8 @@ pub enum Code {
     BadCommand,
     BadCwd,
     BadForm,
+    /// Not a host the network fence can let through.
+    BadHost,
     BadLoop,
     BadPresetName,
     BadPush,

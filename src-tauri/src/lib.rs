@@ -241,6 +241,7 @@ pub fn run() {
             commands::session_handoff,
             commands::session_screen,
             commands::session_options,
+            commands::allow_host,
             commands::configure_session,
             commands::reset_breaker,
             commands::stop_session,

@@ -189,6 +189,37 @@ function renderOptions() {
         + (sw.quiet_until ? `; not before ${clock(sw.quiet_until)}` : "")]);
   }
   $("options-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  renderFence(o.fence);
+}
+
+// Tonight's network fence: the hosts it lets through and why, what the project looks like it needs
+// beyond them, and what it refused, each with a button that lets it through from now on.
+function renderFence(f) {
+  $("fence").hidden = !f;
+  if (!f) return;
+  $("fence-status").textContent = f.fence === "open"
+    ? "Every host is let through; each connection is journalled."
+    : f.hosts.length ? `The agent's commands reach these hosts only (the ${f.fence} fence):`
+      : "The agent's commands reach no host tonight.";
+  $("fence-hosts").replaceChildren(...f.hosts.map((h) =>
+    el("li", { "data-host": h.host }, el("span", { class: "mono" }, h.host), ` — ${h.why}`)));
+  $("fence-warnings").replaceChildren(...(f.warnings || []).map((w) => el("li", { class: "hint" }, w)));
+  const refused = f.refused || [];
+  $("fence-refused-heading").hidden = !refused.length;
+  $("fence-refused").replaceChildren(...refused.map(([host, n]) =>
+    el("li", { "data-refused": host },
+      el("span", { class: "mono" }, host), ` · ${plural(n, "time", "times")} `,
+      el("button", { type: "button", onclick: () => allowHost(host) }, "Allow from now on"))));
+}
+
+async function allowHost(host) {
+  clearError();
+  const got = await call("allow_host", { id: app.openId, host });
+  if (!got.ok) return;
+  app.options = got.value;
+  renderOptions();
+  notice(`${host} is let through now, and on every night after ([sandbox] network in config.toml).`);
+  loadEventsSoon();
 }
 
 function updatePresetButtons() {

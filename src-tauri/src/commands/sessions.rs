@@ -174,6 +174,30 @@ pub async fn configure_session(
     }
 }
 
+/// Lets `host` through the session's network fence now, and through every night's after it (it
+/// joins `[sandbox] network` in config.toml). Answers with the session's options.
+#[tauri::command]
+pub async fn allow_host(state: State<'_, AppState>, id: String, host: String) -> Result<SessionOptions, UiError> {
+    let Some(pattern) = nightshift::proxy::Pattern::parse(host.trim()) else {
+        return Err(UiError::new(
+            Code::BadHost,
+            format!("`{}` is not a host: give a name, an address, host:port or *.domain", host.trim()),
+        ));
+    };
+    let host = pattern.to_string();
+    Config::update(state.paths.config_dir.as_deref(), |c| {
+        if !c.sandbox.network.contains(&host) {
+            c.sandbox.network.push(host.clone());
+        }
+        Ok(())
+    })?;
+    let by = Some("the app".to_string());
+    match ask(&state, &id, |session| Request::AllowHost { session, host: host.clone(), by }).await? {
+        Response::Options(options) => Ok((*options).into()),
+        other => Err(other.unexpected("the options").into()),
+    }
+}
+
 #[tauri::command]
 pub async fn reset_breaker(state: State<'_, AppState>, id: String) -> Result<String, UiError> {
     match ask(&state, &id, |session| Request::ResetBreaker { session }).await? {
