@@ -146,3 +146,67 @@ async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is
         .iter()
         .any(|e| e["event"] == "net_allowed" && e["host"] == "127.0.0.4" && e["by"] == "the test"));
 }
+
+/// The same fence for a loop's `claude -p` iteration: the fetch and the push go through, the
+/// stranger is refused and journalled with its host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_iteration_fetches_and_pushes_inside_the_fence_and_a_stranger_is_refused() {
+    let Some(claude) = client() else { return };
+    if let Err(why) = <nightshift::platform::Os as nightshift::platform::Sandboxes>::claude_sandbox() {
+        assert!(std::env::var_os("NIGHTSHIFT_REQUIRE_CLAUDE").is_none(), "the sandbox cannot run here: {why}");
+        return;
+    }
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let env = common::Env::new();
+    let home = common::claude::ClientHome::new(&env, &mock.base_url(), common::claude::Auth::Subscriber, &[]);
+    let bare = bare_repository(&env);
+    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
+    let index = common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\"}")]).await;
+    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let dir = home.workdir.clone();
+    std::fs::write(dir.join("README"), "the project\n").unwrap();
+    std::fs::write(dir.join(".npmrc"), format!("registry={}/\n", index.url())).unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\":\"p\"}\n").unwrap();
+    let who = ["-c", "user.name=test", "-c", "user.email=test@example.com"];
+    common::git_in(&dir, &["init", "-q", "-b", "main"], false);
+    common::git_in(&dir, &["add", "-A"], false);
+    common::git_in(&dir, &[&who[..], &["commit", "-qm", "the project as it starts"]].concat(), false);
+    common::git_in(&dir, &["remote", "add", "origin", &format!("{}/remote.git", remote.url())], false);
+    common::git_in(&dir, &["push", "-q", "origin", "HEAD:main"], false);
+    let step = format!(
+        "mock:bash {{ curl -sSf {index}/left-pad -o fetched.json && git add fetched.json && \
+         git -c user.name=agent -c user.email=agent@example.com commit -qm 'loop step' && git push -q origin HEAD:main; \
+         curl -s -m 5 -o /dev/null {stranger}/ ; echo done; }} > out.txt 2>&1",
+        index = index.url(),
+        stranger = stranger.url(),
+    );
+    let events = env.path("events.jsonl");
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args(["loop", "--program", claude.to_str().unwrap(), "--events", events.to_str().unwrap()])
+        .args([
+            "--prompt",
+            &step,
+            "--max-iterations",
+            "1",
+            "--",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools=Bash",
+        ])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null());
+    home.apply(&mut cmd);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    let said = std::fs::read_to_string(dir.join("out.txt"));
+    assert!(out.status.success(), "{}\nthe command said: {said:?}", String::from_utf8_lossy(&out.stderr));
+    let log = common::git_in(&bare, &["log", "--format=%s", "main"], true);
+    assert!(log.contains("loop step"), "the push landed: {log}\nthe command said: {said:?}");
+    assert_eq!(index.seen().iter().filter(|s| s.path == "/left-pad").count(), 1, "the fetch went to the index");
+    assert!(stranger.seen().is_empty(), "the stranger got a request: {:?}", stranger.seen());
+    let events = common::read_events(&events);
+    let fence = events.iter().find(|e| e["event"] == "fence").expect("the fence journalled");
+    let hosts = fence["hosts"].to_string();
+    assert!(hosts.contains("127.0.0.2") && hosts.contains("127.0.0.3") && !hosts.contains("127.0.0.4"), "{fence}");
+    let refused: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "net_refused").collect();
+    assert!(!refused.is_empty() && refused.iter().all(|e| e["host"] == "127.0.0.4"), "{refused:?}");
+}
