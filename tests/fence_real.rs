@@ -47,13 +47,12 @@ async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is
             args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash", "Start. mock:fast"],
             project: &[("README", "the project\n"), (".npmrc", &npmrc), ("package.json", "{\"name\":\"p\"}\n")],
             config: &config,
+            // The project's origin is the git server; its first commit is there already.
+            remote: Some(&origin),
             ..Default::default()
         },
     );
     let dir = run.workdir.clone();
-    // The project's origin is the git server; its first commit is there already.
-    common::git_in(&dir, &["remote", "add", "origin", &origin], false);
-    common::git_in(&dir, &["push", "-q", "origin", "HEAD:main"], false);
     run.wait_state("idle", 0, Duration::from_secs(60));
     let fence = wait_for("the fence journalled", Duration::from_secs(30), || {
         run.events().into_iter().find(|e| e["event"] == "fence")
@@ -78,6 +77,9 @@ async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is
         )
     };
     for n in 1..=2 {
+        // Each turn is typed at a prompt that is ready: one typed while a turn runs is queued into
+        // it, and the mock answers the two as one.
+        let states = run.states().len();
         run.send(&turn(n), true);
         let deadline = std::time::Instant::now() + Duration::from_secs(90);
         while !common::git_in(&bare, &["log", "--format=%s", "main"], true).contains(&format!("step {n}")) {
@@ -89,6 +91,7 @@ async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+        run.wait_state("idle", states, Duration::from_secs(60));
     }
     assert_eq!(index.seen().iter().filter(|s| s.path == "/left-pad").count(), 2, "each turn fetched from the index");
     assert!(stranger.seen().is_empty(), "the stranger got a request: {:?}", stranger.seen());

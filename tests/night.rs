@@ -126,8 +126,9 @@ fn work_goes_on(run: &ClaudeRun, than: usize, after: &str) -> usize {
         }
         assert!(
             started.elapsed() < Duration::from_secs(90),
-            "no commit after {after}:\n{}",
-            run.env.stdout(&["journal"])
+            "no commit after {after}:\n{}\n{}",
+            run.env.stdout(&["journal"]),
+            run.env.stdout(&["log", &run.session()])
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -226,6 +227,22 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     );
     let key = nightshift::phone::Key::generate().to_hex();
     let opening = format!("{OPENING} mock:commit");
+    // The project's remote and the package index its .npmrc names, each on an address of its own:
+    // every step after the first fetches from the index and pushes, inside the default fence.
+    let scratch = common::Env::new();
+    let bare = scratch.path("srv/remote.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    common::git_in(&bare, &["init", "-q", "--bare", "-b", "main"], false);
+    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
+    let index = common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\"}")]).await;
+    let origin = format!("{}/remote.git", remote.url());
+    let npmrc = format!("registry={}/\n", index.url());
+    let work = format!(
+        "bash echo \"step $(date +%s%N)\" >> work.txt && git add work.txt && \
+         git -c user.name=agent -c user.email=agent@example.com commit -qm 'Do the next step' && \
+         curl -sSf {}/left-pad -o /dev/null && git push -q origin HEAD:main",
+        index.url()
+    );
     let mut run = ClaudeRun::start(
         &claude,
         &mock.base_url(),
@@ -244,12 +261,19 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
                 "75",
             ],
             args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash", &opening],
-            project: &[("TASKS.md", "- [ ] one\n- [ ] two\n- [ ] three\n"), ("work.txt", "")],
+            project: &[
+                ("TASKS.md", "- [ ] one\n- [ ] two\n- [ ] three\n"),
+                ("work.txt", ""),
+                (".npmrc", &npmrc),
+                ("package.json", "{\"name\":\"night\"}\n"),
+            ],
             config: &config,
             config_files: &[("phone.key", &key)],
+            remote: Some(&origin),
             ..Default::default()
         },
     );
+    mock.set_default(&work);
     let dir = run.workdir.clone();
     let id = run.session();
     let night_started = chrono::Utc::now();
@@ -259,7 +283,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     // A 5-hour limit, its reset a minute out: the resume comes seconds after it.
     let reset1 = limit_in(&mock, 60);
     run.wait_state("limit_paused", 0, Duration::from_secs(60));
-    mock.set_default("commit");
+    mock.set_default(&work);
     done = work_goes_on(&run, done, "the limit's reset");
     eprintln!("phase: a limit ({done} commits)");
     slept_through_the_wait(&journal(&run, &id));
@@ -301,7 +325,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     mock.set_default("question");
     let asked = run.states().len();
     run.wait_state("waiting_input", asked.saturating_sub(1), Duration::from_secs(60));
-    mock.set_default("commit");
+    mock.set_default(&work);
     let button = wait_for("the question's buttons", Duration::from_secs(30), || {
         let pushed = ntfy.seen().into_iter().find(|p| p.path == "/night" && p.body.starts_with("Which database"))?;
         pushed.buttons().into_iter().next().map(|(_, body)| body)
@@ -327,11 +351,11 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     wait_for("the handoff", Duration::from_secs(90), || {
         let events = run.events();
         if events.iter().any(|e| e["event"] == "handoff_asked") {
-            mock.set_default("commit");
+            mock.set_default(&work);
         }
         events.into_iter().find(|e| e["event"] == "handoff")
     });
-    mock.set_default("commit");
+    mock.set_default(&work);
     work_goes_on(&run, done, "the handoff");
     // Three more cycles after it: each starts from the progress note and the repository, not
     // from the handoff, which went to the conversation after its reset.
@@ -352,7 +376,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(run.child.id() as i32), nix::sys::signal::Signal::SIGKILL)
         .unwrap();
     run.child.wait().unwrap();
-    mock.set_default("commit");
+    mock.set_default(&work);
     let (mut restore1, events1) = restore(&run, "restore1");
     let killed = Instant::now();
     let back = std::time::Instant::now();
@@ -374,7 +398,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     wait_for("the second pause", Duration::from_secs(60), || {
         (count(&read_events(&events1), |e| e["state"] == "limit_paused") > paused_before).then_some(())
     });
-    mock.set_default("commit");
+    mock.set_default(&work);
     // Its reset to the second, from the client's data, is in the journal before Nightshift ends
     // (its notice gives only the minute).
     wait_for("the exact reset journalled", Duration::from_secs(30), || {
@@ -473,6 +497,12 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     assert_eq!(counts["questions_answered"], questions as u64, "{counts}");
     assert_eq!((counts["phone_applied"].as_u64(), counts["phone_refused"].as_u64()), (Some(1), Some(0)), "{counts}");
     assert_eq!(counts["commits"], commits(&dir) as u64, "{counts}");
+    // The remote and the index were reached through the default fence, and nothing was refused.
+    let pushed = common::git_in(&bare, &["rev-list", "--count", "main"], true).trim().parse::<usize>().unwrap_or(0);
+    assert!(pushed >= 4, "the night's steps reached the remote: {pushed} commits there of {}", commits(&dir) + 1);
+    assert!(index.seen().iter().filter(|s| s.path == "/left-pad").count() >= 3, "the index served the steps");
+    assert_eq!(count(&events, |e| e["event"] == "net_refused"), 0, "nothing of the project's was refused");
+    assert!(count(&events, |e| e["event"] == "fence") >= 1, "each start journals its fence");
     let alarms = count(&events, |e| e["event"] == "sleep" && e["action"] == "woken");
     assert_eq!(counts["wake_alarms"], alarms as u64, "{counts}");
     // The parked stretch, with its reason, in the morning's digest.

@@ -73,6 +73,8 @@ pub struct Options<'a> {
     pub config_files: &'a [(&'a str, &'a str)],
     /// A folder of the project to start in, instead of its top.
     pub subdir: Option<&'a str>,
+    /// The project's `origin` (a URL its first commit is pushed to before the start, as `main`).
+    pub remote: Option<&'a str>,
 }
 
 impl Default for Options<'_> {
@@ -90,6 +92,7 @@ impl Default for Options<'_> {
             config: "",
             config_files: &[],
             subdir: None,
+            remote: None,
         }
     }
 }
@@ -204,6 +207,10 @@ impl ClaudeRun {
                 .status()
                 .unwrap();
             assert!(made.success());
+            if let Some(url) = opts.remote {
+                super::git_in(&workdir, &["remote", "add", "origin", url], false);
+                super::git_in(&workdir, &["push", "-q", "origin", "HEAD:main"], false);
+            }
         }
         let mut client_home = client_home;
         if !opts.config.is_empty() {
