@@ -216,7 +216,11 @@ fn taken(run: &Run<'_>, session: &str, message: &str, began: Option<SystemTime>)
     }
     // What would be stored, file by file: those over the limit, and the user's own from before
     // the session, are left out by name.
-    let (mut too_big, mut users) = (Vec::new(), Vec::new());
+    // An empty file nobody tracks holds no work (Claude's sandbox leaves one at each start-up file it
+    // guards in the folder): left out without a word. A tracked file emptied is a change, and kept.
+    let (mut too_big, mut users, mut empty) = (Vec::new(), Vec::new(), Vec::new());
+    let untracked = run.git(&["ls-files", "-z", "--others", "--exclude-standard"], &env)?;
+    let untracked: std::collections::HashSet<&str> = untracked.split('\0').filter(|p| !p.is_empty()).collect();
     let listed = run.git(&["ls-files", "-z", "--others", "--modified", "--exclude-standard"], &env)?;
     let mut listed: Vec<&str> = listed.split('\0').filter(|p| !p.is_empty()).collect();
     listed.sort_unstable();
@@ -227,10 +231,12 @@ fn taken(run: &Run<'_>, session: &str, message: &str, began: Option<SystemTime>)
             users.push(path.to_string());
         } else if meta.len() > run.limits.max_file {
             too_big.push(TooBig { path: path.to_string(), bytes: meta.len() });
+        } else if meta.len() == 0 && !meta.is_dir() && untracked.contains(path) {
+            empty.push(path.to_string());
         }
     }
     let mut pathspecs = String::from(".\0");
-    for path in users.iter().chain(too_big.iter().map(|b| &b.path)) {
+    for path in users.iter().chain(too_big.iter().map(|b| &b.path)).chain(&empty) {
         pathspecs.push_str(&format!(":(exclude,literal){path}\0"));
     }
     let spec_file = scratch.path().join("pathspecs");
@@ -484,6 +490,30 @@ mod tests {
         assert_eq!(saved(snapshot(repo, "s2", "m", None)).0, "refs/nightshift/salvage/s2/1");
         let listed = git(repo, &["for-each-ref", "--format=%(refname)", REF_PREFIX]);
         assert_eq!(listed.lines().count(), 4, "{listed}");
+    }
+
+    #[test]
+    fn an_empty_untracked_file_holds_no_work_but_an_emptied_tracked_one_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q"]);
+        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-qm", "start"]);
+        // What Claude's sandbox leaves in the folder: an empty file at each start-up file it guards.
+        for name in [".bash_profile", ".bashrc", ".gitmodules"] {
+            std::fs::write(repo.join(name), "").unwrap();
+        }
+        assert_eq!(snapshot(repo, "s1", "m", None), Outcome::Clean, "nothing there is work");
+        std::fs::write(repo.join("notes.txt"), "the agent's\n").unwrap();
+        let (first, _) = saved(snapshot(repo, "s1", "m", None));
+        let stored = git(repo, &["ls-tree", "-r", "--name-only", &first]);
+        assert!(stored.contains("notes.txt") && !stored.contains(".bash_profile"), "{stored}");
+        // A tracked file emptied is a change to keep.
+        std::fs::remove_file(repo.join("notes.txt")).unwrap();
+        std::fs::write(repo.join("a.txt"), "").unwrap();
+        let (second, _) = saved(snapshot(repo, "s1", "m", None));
+        assert!(git(repo, &["ls-tree", "-r", "--name-only", &second]).contains("a.txt"));
     }
 
     /// A repository whose config and attributes name a filter, an fsmonitor and diff drivers that
