@@ -96,6 +96,7 @@ impl Actor {
             reply: None,
             answered: None,
             answer_to: None,
+            answer_first: false,
             state_dir,
             guard,
             last_tool: None,
@@ -144,6 +145,8 @@ struct Executor {
     reply: Option<String>,
     /// The client's hook waiting for the next [`Effect::Answer`].
     answer_to: Option<tokio::sync::oneshot::Sender<crate::hooks::Answer>>,
+    /// Whether that answer goes before the step's other effects (a tool call the guard judges).
+    answer_first: bool,
     /// What the last [`Effect::Answered`] said, for an answer from afar.
     answered: Option<Result<(), crate::phone::Refusal>>,
     state_dir: Option<std::path::PathBuf>,
@@ -192,11 +195,16 @@ impl Executor {
 
     fn apply(&mut self, effects: Vec<Effect>) {
         self.applying = true;
-        // A hook's answer goes first, never waiting on the journal; sent off this worker, as a task
-        // it wakes would wait in its (unstealable) LIFO slot while the step's writes block it.
-        let answer = effects.iter().find_map(|e| if let Effect::Answer(a) = e { Some(a.clone()) } else { None });
-        if let Some((answer, to)) = answer.and_then(|a| self.answer_to.take().map(|to| (a, to))) {
-            tokio::task::spawn_blocking(move || to.send(answer));
+        // The guard's answer to a tool call goes first, never waiting on the journal; sent off this
+        // worker, as a task it wakes would wait in its (unstealable) LIFO slot while the step's
+        // writes block it. Any other hook is answered once its step is carried out: a turn's end
+        // answered first lets the client go on before the step has settled what comes next, and
+        // the night rehearsal's cycles then found the agent busy at every next step.
+        let mut answer = effects.iter().find_map(|e| if let Effect::Answer(a) = e { Some(a.clone()) } else { None });
+        if self.answer_first {
+            if let Some((answer, to)) = answer.take().and_then(|a| self.answer_to.take().map(|to| (a, to))) {
+                tokio::task::spawn_blocking(move || to.send(answer));
+            }
         }
         for effect in effects {
             match effect {
@@ -247,6 +255,9 @@ impl Executor {
                     self.salvages.push(tokio::task::spawn_blocking(move || salvage(&dir, &id, &reason, &journal)));
                 }
             }
+        }
+        if let Some((answer, to)) = answer.and_then(|a| self.answer_to.take().map(|to| (a, to))) {
+            let _ = to.send(answer);
         }
         self.applying = false;
         self.publish();
@@ -631,7 +642,9 @@ impl Executor {
                 .map(|command| super::guard::facts(rules, command, cwd.as_deref(), &self.command.cwd)),
             _ => None,
         };
+        self.answer_first = matches!(hook.event, Event::PreToolUse { .. });
         self.step(Input::Hook { hook, limit, facts });
+        self.answer_first = false;
         // Journalled after the hook's answer (a command waits on the guard's).
         self.drift();
     }
