@@ -483,6 +483,19 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     // The morning summary says the same as the journal and git.
     let range =
         format!("{}..{}", night_started.to_rfc3339(), (night_ended + chrono::Duration::seconds(1)).to_rfc3339());
+    // The last step's push lands with its turn: then nothing of the night is only on this machine.
+    let head = common::git_in(&dir, &["rev-parse", "HEAD"], false);
+    // The night's steps pushed as they went; the last one may have been cut short by the phase that
+    // ended Nightshift, and a push from inside Claude's sandbox can leave the project's origin/main
+    // behind. The morning's fetch, and at most one push of what the night left, as a person's.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::git_in(&bare, &["rev-parse", "main"], true) != head && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    common::git_in(&dir, &["fetch", "-q", "origin"], false);
+    let left = common::git_in(&dir, &["rev-list", "--count", "origin/main..HEAD"], false);
+    assert!(left.trim().parse::<usize>().unwrap() <= 1, "the night left {left} commits unpushed");
+    common::git_in(&dir, &["push", "-q", "origin", "HEAD:main"], false);
     let digest: Value =
         serde_json::from_str(&run.env.stdout(&["digest", "--range", &range, "--format", "json"])).unwrap();
     let session = digest["sessions"].as_array().unwrap().iter().find(|s| s["id"] == id.as_str()).unwrap().clone();
