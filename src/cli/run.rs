@@ -3,8 +3,10 @@
 //! With a terminal on stdin the user's terminal is passed through (raw mode, the agent's screen shown
 //! as drawn, resizes forwarded); otherwise the session runs unattended. Either way every event goes
 //! to the journal and, with `--events`, to a JSON-lines stream. The exit code is the child's.
+//!
+//! Its parts: `events` (the `--events` stream), `awake` (the machine kept awake while the host's
+//! sessions need it); here, the command, the host and the user's terminal.
 
-use std::fs::OpenOptions;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +14,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use nightshift::awake::{Change, Want};
 use nightshift::clock::SystemClock;
 use nightshift::control::ControlServer;
 use nightshift::event::StopKind;
@@ -23,12 +24,17 @@ use nightshift::pty::PtySize;
 use nightshift::screen::Screen;
 use nightshift::session::SessionHandle;
 use nightshift::store::Store;
-use nightshift::supervisor::awake::NightKeeper;
 use nightshift::supervisor::build::{build, Request};
 use nightshift::supervisor::{SessionSpec, StartError, Supervisor};
 use nightshift::AgentKind;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
+
+mod awake;
+mod events;
+
+pub(super) use awake::{keep_awake, sessions_want, sleep_config};
+pub(super) use events::{open_events, EventWriter};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -230,122 +236,6 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     }
 
     super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, begin))
-}
-
-/// The `--events` stream: each event a JSON line, flushed per line, written by a thread of its own
-/// from a bounded queue, so a reader that stops reading (a stalled pipe) never holds up the journal
-/// or a session. What the queue cannot take is dropped and counted, and the stream says so where it
-/// happened: `{"event":"events_dropped","count":N}`. The journal keeps every event all the same.
-#[derive(Clone)]
-pub(super) struct EventWriter {
-    queue: std::sync::mpsc::SyncSender<Line>,
-    dropped: Arc<std::sync::atomic::AtomicU64>,
-    done: Arc<(Mutex<bool>, std::sync::Condvar)>,
-}
-
-enum Line {
-    Event(String),
-    Dropped { ts: String, count: u64 },
-    End,
-}
-
-/// Lines the stream holds for a slow reader before it drops them.
-const EVENTS_QUEUED: usize = 10_000;
-
-impl EventWriter {
-    fn new(out: Box<dyn Write + Send>) -> anyhow::Result<Self> {
-        Self::queued(out, EVENTS_QUEUED)
-    }
-
-    /// A stream that holds `queued` lines for its reader.
-    fn queued(mut out: Box<dyn Write + Send>, queued: usize) -> anyhow::Result<Self> {
-        let (queue, lines) = std::sync::mpsc::sync_channel::<Line>(queued);
-        let done = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
-        let finished = Arc::clone(&done);
-        std::thread::Builder::new()
-            .name("events".into())
-            .spawn(move || {
-                for line in lines {
-                    let text = match line {
-                        Line::Event(text) => text,
-                        Line::Dropped { ts, count } => {
-                            serde_json::json!({"ts": ts, "session": "", "event": "events_dropped", "count": count})
-                                .to_string()
-                        }
-                        Line::End => break,
-                    };
-                    if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
-                        break;
-                    }
-                }
-                let (lock, ended) = &*finished;
-                *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
-                ended.notify_all();
-            })
-            .context("cannot start the thread that writes the events")?;
-        Ok(Self { queue, dropped: Arc::default(), done })
-    }
-
-    /// Queues `event`'s line; never waits.
-    fn send(&self, event: &nightshift::Event) {
-        use std::sync::atomic::Ordering;
-        let dropped = self.dropped.load(Ordering::Relaxed);
-        if dropped > 0 {
-            let ts = nightshift::clock::format_ts(event.ts);
-            if self.queue.try_send(Line::Dropped { ts, count: dropped }).is_err() {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            self.dropped.fetch_sub(dropped, Ordering::Relaxed);
-        }
-        if self.queue.try_send(Line::Event(event.to_json())).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Writes what is queued, waiting at most `within` for a slow reader.
-    pub(super) fn finish(&self, within: Duration) {
-        use std::sync::atomic::Ordering;
-        let dropped = self.dropped.swap(0, Ordering::Relaxed);
-        if dropped > 0 {
-            let ts = nightshift::clock::format_ts(chrono::Utc::now());
-            send_within(&self.queue, Line::Dropped { ts, count: dropped }, within);
-        }
-        send_within(&self.queue, Line::End, within);
-        let (lock, ended) = &*self.done;
-        let done = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = ended.wait_timeout_while(done, within, |done| !*done);
-    }
-}
-
-/// `SyncSender::send` bounded in time (std has none): tried until `within` passes.
-fn send_within<T>(queue: &std::sync::mpsc::SyncSender<T>, mut value: T, within: Duration) -> bool {
-    let until = std::time::Instant::now() + within;
-    loop {
-        match queue.try_send(value) {
-            Ok(()) => return true,
-            Err(std::sync::mpsc::TrySendError::Full(v)) if std::time::Instant::now() < until => {
-                value = v;
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(_) => return false,
-        }
-    }
-}
-
-pub(super) fn open_events(target: Option<&str>) -> anyhow::Result<Option<EventWriter>> {
-    let writer: Box<dyn Write + Send> = match target {
-        None => return Ok(None),
-        Some("-") => Box::new(std::io::stdout()),
-        Some(path) => Box::new(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open the events file {path}"))?,
-        ),
-    };
-    EventWriter::new(writer).map(Some)
 }
 
 /// How long a run that ends waits for its last push notifications (a "finished" waits 3 s to be
@@ -609,79 +499,6 @@ impl PaceArgs {
     }
 }
 
-/// The `[sleep]` settings of `paths`' config.toml; its defaults when it cannot be read (the start
-/// says why elsewhere).
-pub(super) fn sleep_config(paths: &Paths) -> nightshift::config::SleepConfig {
-    nightshift::config::Config::load(paths.config_dir.as_deref()).map(|c| c.sleep).unwrap_or_default()
-}
-
-/// Holds logind's inhibitors while what `wants` says (asked every few seconds) needs the machine
-/// awake by the core's one policy ([`nightshift::awake`]: an agent working, a cycle or restart due,
-/// a resume or a scheduled start within reach), lets them go otherwise, and sleeps through a long
-/// wait with a wake alarm set by `sleep`, as the app does; until the returned value is dropped,
-/// which lets them go and takes the alarm back. Every release, alarm and wake is journalled in the
-/// sessions it concerns. The first look is made before this returns, so a warning that they cannot
-/// be held prints as a line before a terminal goes raw; it is said once. `on_terminal`: the user's
-/// terminal is the agent's from now on, so a later warning goes to the log, not into the agent's
-/// screen.
-pub(super) async fn keep_awake<F>(
-    supervisor: &Supervisor,
-    sleep: nightshift::config::SleepConfig,
-    why: String,
-    wants: F,
-    on_terminal: bool,
-) -> KeptAwake
-where
-    F: Fn() -> Vec<(String, Want)> + Send + 'static,
-{
-    fn said(changes: Vec<Change>, to_log: bool) {
-        for change in changes {
-            let Change::Failed(e) = change else { continue };
-            if to_log {
-                tracing::warn!("{e}; the run goes on, but the machine may sleep");
-            } else {
-                eprintln!("nightshift: warning: {e}; the run goes on, but the machine may sleep");
-            }
-        }
-    }
-    let mut keeper = NightKeeper::start(sleep).await;
-    let supervisor = supervisor.clone();
-    said(keeper.apply(&supervisor, &wants(), |_| true, &why).await, false);
-    KeptAwake(tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(AWAKE_CHECK).await;
-            said(keeper.apply(&supervisor, &wants(), |_| true, &why).await, on_terminal);
-        }
-    }))
-}
-
-/// What the live sessions of `handles` need of the machine.
-pub(super) fn sessions_want(handles: &[SessionHandle]) -> impl Fn() -> Vec<(String, Want)> + Send + 'static {
-    let handles = handles.to_vec();
-    move || {
-        handles
-            .iter()
-            .filter_map(|h| {
-                let status = h.status();
-                status.exit.is_none().then(|| (h.id().to_string(), status.options.awake))
-            })
-            .collect()
-    }
-}
-
-/// The inhibitors [`keep_awake`] holds by the policy; let go when dropped.
-pub(super) struct KeptAwake(tokio::task::JoinHandle<()>);
-
-impl Drop for KeptAwake {
-    fn drop(&mut self) {
-        // The task's end drops its keeper: that is the release.
-        self.0.abort();
-    }
-}
-
-/// How often a headless host looks at what its sessions need of the machine.
-const AWAKE_CHECK: Duration = Duration::from_secs(5);
-
 /// Stops the session when Nightshift itself is told to stop (and forwards window size changes).
 ///
 /// SIGTERM (a logout, a reboot, `kill`) and SIGHUP (the terminal went away) end Nightshift, not the
@@ -773,53 +590,5 @@ impl Passthrough {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(screen.restore_sequence().as_bytes()).and_then(|()| stdout.flush());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A reader that takes nothing until it is let go, then everything.
-    #[derive(Clone, Default)]
-    struct Stalled {
-        open: Arc<(Mutex<bool>, std::sync::Condvar)>,
-        got: Arc<Mutex<Vec<u8>>>,
-    }
-
-    impl Write for Stalled {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            let (lock, opened) = &*self.open;
-            let _open = opened.wait_while(lock.lock().unwrap(), |open| !*open).unwrap();
-            self.got.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn a_stalled_reader_costs_lines_never_a_wait_and_the_stream_says_how_many() {
-        let reader = Stalled::default();
-        let stream = EventWriter::queued(Box::new(reader.clone()), 4).unwrap();
-        let session = nightshift::event::SessionId::from("s1".to_string());
-        let began = std::time::Instant::now();
-        for i in 0..50 {
-            let kind = nightshift::EventKind::Input { source: format!("key {i}"), chars: 1, enter: false };
-            stream.send(&nightshift::Event { ts: chrono::Utc::now(), session: session.clone(), kind });
-        }
-        assert!(began.elapsed() < Duration::from_secs(1), "the sends waited for the reader");
-        *reader.open.0.lock().unwrap() = true;
-        reader.open.1.notify_all();
-        stream.finish(Duration::from_secs(5));
-        let text = String::from_utf8(reader.got.lock().unwrap().clone()).unwrap();
-        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let streamed = lines.iter().filter(|l| l["event"] == "input").count() as u64;
-        let dropped: u64 =
-            lines.iter().filter(|l| l["event"] == "events_dropped").map(|l| l["count"].as_u64().unwrap()).sum();
-        assert!(dropped > 0 && streamed >= 4, "{text}");
-        assert_eq!(streamed + dropped, 50, "{text}");
     }
 }
