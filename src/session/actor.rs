@@ -5,6 +5,9 @@
 //! exit, the user's controls and the progress measurements it started, turns each into an
 //! [`Input`], and carries out the [`Effect`]s the machine returns. All the deciding is the
 //! machine's; all the I/O is here.
+//!
+//! Its parts: `controls` (the handles' controls and the client's hooks), `afar` (an answer from
+//! afar), `salvage` (the uncommitted work kept as a life ends).
 
 use std::time::Duration;
 
@@ -14,7 +17,7 @@ use tokio::time::{sleep_until, Instant};
 use super::machine::{Effect, Input, Machine, Now, Purpose, Start};
 use super::{Control, Options, SessionHandle, Status};
 use crate::agent::{Adapter, AgentKind, DialogKind};
-use crate::detect::{DetectConfig, Transition, TurnEnd, Watcher};
+use crate::detect::{DetectConfig, Transition, Watcher};
 use crate::event::{SessionId, SessionState, StopKind};
 use crate::journal::Journal;
 use crate::limits;
@@ -534,121 +537,6 @@ impl Executor {
         self.process = None;
     }
 
-    fn control(&mut self, control: Control) {
-        match control {
-            Control::Send { text, enter, by } => self.step(Input::Typed { text, enter, by }),
-            Control::Keys(bytes) => self.step(Input::Keys(bytes)),
-            Control::Attach(reply) => {
-                let (tx, output) = super::Backlog::new();
-                let attached = super::Attached { size: self.command.size, screen: self.screen.formatted(), output };
-                if reply.send(attached).is_ok() {
-                    self.viewers.push(tx);
-                }
-            }
-            Control::Resize(size) => {
-                if size == self.command.size {
-                    return;
-                }
-                // What viewers were sent was drawn for the old size: each attaches again and is
-                // drawn afresh at the new one.
-                self.viewers.clear();
-                self.screen.resize(size);
-                if let Some(recorder) = &mut self.recorder {
-                    recorder.resize(size.cols, size.rows);
-                }
-                self.command.size = size;
-                if let Some(Err(e)) = self.process.as_ref().map(|p| p.pty.resize(size)) {
-                    tracing::warn!(session = %self.id, "resize failed: {e}");
-                }
-            }
-            Control::Snapshot(reply) => {
-                let _ = reply.send(self.screen.styled_snapshot());
-            }
-            Control::Answer { dialog, reply, by, nonce, respond } => {
-                let _ = respond.send(self.answer_from_afar(dialog, reply, by, nonce));
-            }
-            Control::ResetBreaker(reply) => {
-                self.step(Input::ResetBreakers);
-                let _ = reply.send(self.reply.take().unwrap_or_default());
-            }
-            Control::Usage(sample) => self.step(Input::Sample(sample)),
-            Control::Woke(from) => self.step(Input::Woke { from }),
-            Control::Configure(change, reply) => {
-                self.step(Input::Configure(*change));
-                let _ = reply.send(self.machine.options(self.now()));
-            }
-            Control::Stop { source, kind } => self.step(Input::Stop { source, kind }),
-            Control::AllowHost { host, by, respond } => {
-                let answer = match (crate::proxy::Pattern::parse(&host), &self.proxy) {
-                    (None, _) => Err(format!("`{host}` is not a host: give a name, an address, host:port or *.domain")),
-                    (Some(_), None) => Err("this session's network is not fenced by Nightshift's proxy".to_string()),
-                    (Some(pattern), Some(proxy)) => {
-                        proxy.allow(pattern.clone());
-                        self.step(Input::HostAllowed { host: pattern.to_string(), by });
-                        Ok(self.machine.options(self.now()))
-                    }
-                };
-                let _ = respond.send(answer);
-            }
-            Control::Hook(hook, reply) => {
-                self.answer_to = Some(reply);
-                self.hook(hook);
-                let _ = self.answer_to.take().map(|reply| reply.send(Default::default()));
-            }
-        }
-    }
-
-    /// A hook of the client: the detector hears of the turn first, then the machine decides.
-    fn hook(&mut self, hook: crate::hooks::Hook) {
-        use crate::hooks::Event;
-        let kind = match &hook.event {
-            Event::Notification { kind, .. } => kind.as_str(),
-            Event::SessionStart { source } => source.as_str(),
-            _ => "",
-        };
-        tracing::debug!(session = %self.id, hook = hook.name(), kind, "the client's hook");
-        let now = Instant::now();
-        let transition = match &hook.event {
-            Event::UserPromptSubmit => self.watcher.turn_started(now),
-            Event::Stop { .. } | Event::StopFailure { .. } => self.watcher.turn_ended(now, TurnEnd::Stop),
-            Event::TurnComplete { .. } => self.watcher.turn_ended(now, TurnEnd::Notify),
-            Event::Notification { kind: crate::hooks::NotificationKind::PermissionPrompt, message } => {
-                let text = match &self.last_tool {
-                    Some(tool) => format!("{message}: {tool}").chars().take(300).collect(),
-                    None => message.clone(),
-                };
-                let mut dialog = crate::agent::Dialog::new(DialogKind::Permission, Some(text));
-                dialog.subject = self.last_tool.clone().map(Box::new);
-                self.watcher.asked(now, dialog)
-            }
-            Event::PreToolUse { tool, input, .. } => {
-                let subject = crate::agent::Subject::of(tool, input);
-                self.watcher.tool(subject.clone());
-                self.last_tool = Some(subject);
-                None
-            }
-            _ => None,
-        };
-        self.activity(transition);
-        let limit = match &hook.event {
-            Event::StopFailure { last_message: Some(message), .. } => {
-                limits::find_limit(message, self.journal.now(), &chrono::Local)
-            }
-            _ => None,
-        };
-        let facts = match (&hook.event, &self.guard) {
-            (Event::PreToolUse { input, cwd, .. }, Some(rules)) => input["command"]
-                .as_str()
-                .map(|command| super::guard::facts(rules, command, cwd.as_deref(), &self.command.cwd)),
-            _ => None,
-        };
-        self.answer_first = matches!(hook.event, Event::PreToolUse { .. });
-        self.step(Input::Hook { hook, limit, facts });
-        self.answer_first = false;
-        // Journalled after the hook's answer (a command waits on the guard's).
-        self.drift();
-    }
-
     /// Drift between the hooks and the screen: the screen is kept for a fixture, and journalled.
     fn drift(&mut self) {
         let Some(drift) = self.watcher.take_drift() else { return };
@@ -697,67 +585,8 @@ async fn exited(exit: &mut Option<tokio::sync::oneshot::Receiver<Exit>>) -> Exit
     }
 }
 
-/// Keeps the uncommitted work of every repository of `dir` for `session`, and journals it: a new
-/// snapshot (naming the files that were there before the session began), or, when the session's
-/// latest snapshot holds that work already, that it is unchanged.
-/// Blocking (git): off the async workers, or where the end waits for it anyway.
-pub(crate) fn salvage(dir: &std::path::Path, session: &SessionId, reason: &str, journal: &Journal) {
-    use crate::event::EventKind;
-    use crate::git::salvage::{self, Outcome};
-    let repos = salvage::repos(dir);
-    if repos.is_empty() {
-        return;
-    }
-    // When the session began: files older than that, untouched since, are not the agent's work.
-    let began = journal
-        .read(|s| s.session(session.as_str()))
-        .ok()
-        .flatten()
-        .and_then(|row| chrono::DateTime::parse_from_rfc3339(&row.created).ok())
-        .map(std::time::SystemTime::from);
-    for repo in repos {
-        let message = format!("WIP salvage of session {session}: {reason} (unreviewed, may not build)");
-        let shown = repo.display().to_string();
-        let reason = reason.to_string();
-        match salvage::snapshot(&repo, session.as_str(), &message, began) {
-            Outcome::Saved { snapshot: s, users, too_big } => {
-                journal.emit(
-                    session,
-                    EventKind::Salvaged {
-                        repo: shown,
-                        reference: s.reference,
-                        commit: s.commit,
-                        files: s.files.len(),
-                        bytes: s.bytes,
-                        reason,
-                        preexisting: Vec::new(),
-                        users,
-                        too_big,
-                    },
-                );
-            }
-            Outcome::Unchanged { reference, .. } => {
-                journal.emit(session, EventKind::SalvageUnchanged { repo: shown, reference, reason });
-            }
-            Outcome::Clean => {}
-            Outcome::UsersOnly(users) => {
-                let why = format!(
-                    "nothing of the agent's is uncommitted; your own files, there before the session began and \
-                     untouched since, are left as they are: {}",
-                    users.join(", ")
-                );
-                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason, users });
-            }
-            Outcome::TooBig(files) => {
-                let big: Vec<String> = files.iter().map(ToString::to_string).collect();
-                let why = format!("only files too big to keep are uncommitted: {}", big.join(", "));
-                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason, users: Vec::new() });
-            }
-            Outcome::Refused(why) => {
-                journal.emit(session, EventKind::SalvageSkipped { repo: shown, why, reason, users: Vec::new() });
-            }
-        }
-    }
-}
-
 mod afar;
+mod controls;
+mod salvage;
+
+pub(crate) use salvage::salvage;
