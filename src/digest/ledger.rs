@@ -3,6 +3,9 @@
 //! session restored), each as one line of what happened; which are still open at the end; and
 //! the same line said again collapsed into one, with its count and first and last time. Pure: the
 //! caller brings the events, the range and each salvage commit's tree.
+//!
+//! Its parts: `dialogs` (each dialog followed until it is over), `salvage` (each snapshot followed
+//! through the salvages that found it unchanged).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -10,10 +13,17 @@ use chrono::{DateTime, Local, Utc};
 
 use super::counts::{busiest_hour, plural, Counts, Unusual, UnusualKind, MAX_AN_HOUR};
 use super::{GuardDenial, Happening, HappeningKind, IterationLine, SalvageKept};
-use crate::agent::DialogKind;
 use crate::breaker::{BreakerKind, BreakerState};
-use crate::event::{Answerer, Event, EventKind, SessionState, SwitchAction};
+use crate::event::{Event, EventKind, SessionState, SwitchAction};
 use crate::respawn;
+
+#[path = "ledger/dialogs.rs"]
+mod dialogs;
+#[path = "ledger/salvage.rs"]
+mod salvage;
+
+use dialogs::{count_ask, settle, Asked};
+use salvage::{is_cycle, salvage_line, Snapshot};
 
 /// A time of day as the digest says it (local).
 pub(crate) fn hhmm(t: DateTime<Utc>) -> String {
@@ -50,23 +60,6 @@ pub(super) struct Ledger {
     pub breakers_seen: bool,
     /// When each suspend in the range began (the night counts one shared by sessions once).
     pub suspends: Vec<DateTime<Utc>>,
-}
-
-/// A dialog the agent showed, until it is answered or the session moves on.
-struct Asked {
-    kind: Option<DialogKind>,
-    text: Option<String>,
-    at: DateTime<Utc>,
-    /// When the session left `waiting_input` (the answer's event may come just after).
-    left: Option<(DateTime<Utc>, bool)>,
-}
-
-/// A snapshot being followed through the later salvages that found it unchanged.
-struct Snapshot {
-    kept: SalvageKept,
-    tree: Option<String>,
-    /// Every later salvage was a respawn cycle's.
-    by_cycles: bool,
 }
 
 /// A line of what happened, before it is collapsed: `key` says it without times (the same key is
@@ -110,118 +103,6 @@ impl Lines {
             .collect();
         out.sort_by_key(|h| h.first);
         out
-    }
-}
-
-/// What the agent asked, for people, with and without the question itself.
-fn asked_what(kind: Option<DialogKind>, text: Option<&str>) -> String {
-    match (kind, text) {
-        (Some(DialogKind::Question) | None, Some(t)) => format!("asked \"{t}\""),
-        (Some(DialogKind::Question), None) => "asked a question".into(),
-        (None, None) => "waited for the user".into(),
-        (Some(DialogKind::Permission), Some(t)) => format!("asked permission: \"{t}\""),
-        (Some(DialogKind::Permission), None) => "asked permission for a tool call".into(),
-        (Some(DialogKind::Trust), _) => "asked whether to trust the folder".into(),
-        (Some(DialogKind::Confirmation), Some(t)) => format!("asked to confirm \"{t}\""),
-        (Some(DialogKind::Confirmation), None) => "asked for a confirmation".into(),
-        (Some(DialogKind::Menu), Some(t)) => format!("showed a menu: \"{t}\""),
-        (Some(DialogKind::Menu), None) => "showed a menu".into(),
-    }
-}
-
-fn is_cycle(reason: &str) -> bool {
-    reason.starts_with("before respawn cycle ")
-}
-
-/// The salvage line of one snapshot of session `id`.
-fn salvage_line(id: &str, s: &Snapshot) -> String {
-    let k = &s.kept;
-    let n = k.reference.rsplit('/').next().unwrap_or("1");
-    let mut kept = if k.unchanged == 0 {
-        format!("kept at {}", hhmm(k.at))
-    } else {
-        let (through, one, many) =
-            if s.by_cycles { ("through", "cycle", "cycles") } else { ("at", "salvage", "salvages") };
-        let later = if k.unchanged == 1 { one } else { many };
-        format!("kept since {}, unchanged {through} {} later {later}", hhmm(k.at), k.unchanged)
-    };
-    if !k.preexisting.is_empty() {
-        let shown: Vec<&str> = k.preexisting.iter().take(3).map(String::as_str).collect();
-        let more = if k.preexisting.len() > 3 { ", …" } else { "" };
-        let were = if k.preexisting.len() == 1 { "was" } else { "were" };
-        kept.push_str(&format!(
-            "; {} of them {were} there before the session began, untouched since: {}{more}",
-            k.preexisting.len(),
-            shown.join(", ")
-        ));
-    }
-    if !k.users.is_empty() {
-        let shown: Vec<&str> = k.users.iter().take(3).map(String::as_str).collect();
-        let more = if k.users.len() > 3 { ", …" } else { "" };
-        let (whose, left) = match k.users.len() {
-            1 => ("your own file".to_string(), "left as it is"),
-            n => (format!("your own {n} files"), "left as they are"),
-        };
-        kept.push_str(&format!("; {whose}, there before the session began, {left}: {}{more}", shown.join(", ")));
-    }
-    format!(
-        "work kept by salvage: {} ({}) of {}, {kept}; look: nightshift salvage show {id}/{n}",
-        plural(k.files as u64, "uncommitted file", "uncommitted files"),
-        crate::units::bytes(k.bytes),
-        k.repo
-    )
-}
-
-/// A dialog over: answered (by whom, when known) at `at`, or ended by the agent's exit.
-fn settle(
-    a: Asked,
-    by: Option<Answerer>,
-    at: DateTime<Utc>,
-    exited: bool,
-    from: DateTime<Utc>,
-    c: &mut Counts,
-    lines: &mut Lines,
-) {
-    if at < from {
-        return;
-    }
-    let what = asked_what(a.kind, a.text.as_deref());
-    if exited || by == Some(Answerer::Nobody) {
-        c.dialogs_unanswered += 1;
-        let (key, once) = if exited {
-            let key = format!("{what}, unanswered when the agent exited");
-            (key, format!("{what} at {}, unanswered when the agent exited at {}", hhmm(a.at), hhmm(at)))
-        } else {
-            let key = format!("{what}, gone with nothing typed");
-            (key, format!("{what} at {}, gone at {} with nothing typed", hhmm(a.at), hhmm(at)))
-        };
-        lines.note(HappeningKind::Unanswered, key, once, a.at);
-        return;
-    }
-    match a.kind {
-        Some(DialogKind::Question) => c.questions_answered += 1,
-        Some(DialogKind::Permission) => c.permissions_answered += 1,
-        _ => {}
-    }
-    if let Some(by) = by {
-        c.answered_by.add(by);
-    }
-    // Nightshift's routine answers are counted, not told.
-    let routine =
-        by == Some(Answerer::Nightshift) && !matches!(a.kind, Some(DialogKind::Question | DialogKind::Permission));
-    if !routine {
-        let who = by.map(|b| format!(" {}", b.as_str())).unwrap_or_default();
-        let key = format!("{what}, answered{who}");
-        let once = format!("{what} at {}, answered{who} at {}", hhmm(a.at), hhmm(at));
-        lines.note(HappeningKind::Answered, key, once, a.at);
-    }
-}
-
-fn count_ask(kind: Option<DialogKind>, c: &mut Counts) {
-    match kind {
-        Some(DialogKind::Question) => c.questions += 1,
-        Some(DialogKind::Permission) => c.permissions += 1,
-        _ => {}
     }
 }
 

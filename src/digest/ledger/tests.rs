@@ -1,6 +1,7 @@
 use super::super::AnsweredBy;
 use super::*;
-use crate::agent::Dialog;
+use crate::agent::{Dialog, DialogKind};
+use crate::event::Answerer;
 use chrono::TimeZone;
 
 fn at(h: u32, m: u32) -> DateTime<Utc> {
