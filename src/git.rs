@@ -163,24 +163,11 @@ fn spawn(
             return Err(format!("no thread to run git with ({})", why.unwrap_or_default()));
         }
     };
-    let mut pause = Duration::from_millis(1);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < until => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            Ok(None) | Err(_) => {
-                let group = nix::unistd::Pid::from_raw(child.id() as i32);
-                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                // Not joined: whatever it left holding a pipe must not hold this call too.
-                drop((stdout, stderr, feeder));
-                let what = args.iter().find(|a| !a.starts_with('-') && !a.contains('=')).map_or("git", |a| a.as_str());
-                return Err(format!("git {what} did not finish in time and was stopped"));
-            }
-        }
+    let Some(status) = wait_or_stop(&mut child, until) else {
+        // Not joined: whatever it left holding a pipe must not hold this call too.
+        drop((stdout, stderr, feeder));
+        let what = args.iter().find(|a| !a.starts_with('-') && !a.contains('=')).map_or("git", |a| a.as_str());
+        return Err(format!("git {what} did not finish in time and was stopped"));
     };
     if let Some(feeder) = feeder {
         let _ = feeder.join();
@@ -190,4 +177,25 @@ fn spawn(
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
     })
+}
+
+/// Waits for `child` (started in a process group of its own) until `until`, looking often at
+/// first, then every 50 ms; past it, the whole group is killed and reaped: `None`.
+pub(crate) fn wait_or_stop(child: &mut std::process::Child, until: Instant) -> Option<std::process::ExitStatus> {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < until => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Ok(None) | Err(_) => {
+                let group = nix::unistd::Pid::from_raw(child.id() as i32);
+                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
 }

@@ -162,22 +162,10 @@ impl Env {
             kill(&mut child);
             return Ran::Failed("no thread to run it with".into());
         };
-        let until = Instant::now() + self.limit;
-        let mut pause = Duration::from_millis(1);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < until => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                Ok(None) | Err(_) => {
-                    kill(&mut child);
-                    // Not joined: a grandchild that kept a pipe open must not hold the reader too.
-                    drop((stdout, stderr));
-                    return Ran::TimedOut;
-                }
-            }
+        let Some(status) = crate::git::wait_or_stop(&mut child, Instant::now() + self.limit) else {
+            // Not joined: a grandchild that kept a pipe open must not hold the reader too.
+            drop((stdout, stderr));
+            return Ran::TimedOut;
         };
         let out = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
         let err = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
