@@ -193,6 +193,8 @@ pub enum Refusal {
     DialogChanged,
     #[error("the agent's screen was being redrawn; nothing was typed")]
     Redrawing,
+    #[error("someone typed into that dialog a moment ago and the screen may not show it yet; nothing was typed")]
+    JustTyped,
     #[error("the journal could not record its use, so it was not applied")]
     Unrecorded,
     #[error("the session is no longer running")]

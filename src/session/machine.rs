@@ -182,7 +182,7 @@ impl Machine {
             Input::Typed { text, enter, by } => self.on_typed(text, enter, by, now, &mut fx),
             Input::Keys(bytes) => {
                 if self.lives.life().is_live() {
-                    self.typed_by(crate::event::Answerer::Terminal);
+                    self.typed_by(crate::event::Answerer::Terminal, now.mono);
                     fx.push(Effect::Write { after: Duration::ZERO, bytes });
                     self.drive(respawn::Input::UserInput, now, &mut fx);
                 }
@@ -340,7 +340,7 @@ impl Machine {
             // person (or a button from afar).
             let routine = matches!(dialog_kind, DialogKind::Trust | DialogKind::Confirmation);
             if auto && routine && !self.cycles.held() && self.auto_accept.contains(dialog_kind) {
-                self.typed_by(crate::event::Answerer::Nightshift);
+                self.typed_by(crate::event::Answerer::Nightshift, now.mono);
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });
                 let text = text.as_ref().map(|t| t.chars().take(200).collect());
                 self.emit(EventKind::AutoAccepted { dialog: *dialog_kind, text }, fx);
@@ -356,7 +356,7 @@ impl Machine {
             tracing::info!("input dropped: the agent is not running");
             return;
         }
-        self.typed_by(by);
+        self.typed_by(by, now.mono);
         self.emit(EventKind::Input { source: by.source().to_string(), chars: text.chars().count(), enter }, fx);
         self.type_text(text, enter, fx);
         self.drive(respawn::Input::UserInput, now, fx);

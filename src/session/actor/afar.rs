@@ -30,7 +30,7 @@ impl Executor {
             }
             self.wake();
         }
-        self.machine.answerable(&dialog)?;
+        self.machine.answerable(&dialog, self.now().mono)?;
         if let Some(nonce) = nonce {
             let at = self.journal.now();
             let claim = format!("nonce:{nonce}");

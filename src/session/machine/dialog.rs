@@ -12,13 +12,17 @@ use super::*;
 use crate::event::Answerer;
 use crate::phone::Refusal;
 
+/// How long after someone typed into a dialog a button from afar waits before it types into it:
+/// the client may not have drawn what the keys did yet (another dialog in its place).
+pub(super) const TYPED_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A dialog the agent waits on.
 #[derive(Debug, Clone, PartialEq)]
 struct Asked {
     dialog: Dialog,
     since: Instant,
-    /// Who last typed while it was shown.
-    by: Option<Answerer>,
+    /// Who last typed while it was shown, and when.
+    by: Option<(Answerer, Instant)>,
 }
 
 /// What the agent's screen shows, as the detector judged it.
@@ -84,24 +88,29 @@ impl Machine {
         }
     }
 
-    /// Someone typed into the session: if a dialog is shown, they answer it.
-    pub(super) fn typed_by(&mut self, by: Answerer) {
+    /// Someone typed into the session at `at`: if a dialog is shown, they answer it.
+    pub(super) fn typed_by(&mut self, by: Answerer, at: Instant) {
         if let Some(asked) = &mut self.screen.asked {
-            asked.by = Some(by);
+            asked.by = Some((by, at));
         }
     }
 
-    /// Whether an answer from afar to the dialog fingerprinted `dialog` would be typed now: the
-    /// agent runs and waits on that very dialog, this showing of it.
-    pub fn answerable(&self, dialog: &str) -> Result<(), Refusal> {
+    /// Whether an answer from afar to the dialog fingerprinted `dialog` would be typed at `now`:
+    /// the agent runs and waits on that very dialog, this showing of it, and nobody typed into it
+    /// so lately that the screen may not show what their keys did yet.
+    pub fn answerable(&self, dialog: &str, now: Instant) -> Result<(), Refusal> {
         if !self.lives.life().is_live() {
             return Err(Refusal::SessionEnded);
         }
         let shown = self.screen.dialog.as_ref().filter(|_| self.screen.activity == Some(Activity::WaitingInput));
-        match shown.map(Dialog::print) {
-            Some(print) if print == dialog => Ok(()),
-            _ => Err(Refusal::DialogChanged),
+        if shown.map(Dialog::print).as_deref() != Some(dialog) {
+            return Err(Refusal::DialogChanged);
         }
+        let typed = self.screen.asked.as_ref().and_then(|a| a.by).map(|(_, at)| at);
+        if typed.is_some_and(|at| now.saturating_duration_since(at) < TYPED_SETTLE) {
+            return Err(Refusal::JustTyped);
+        }
+        Ok(())
     }
 
     /// An answer from afar to the dialog fingerprinted `dialog`: typed as `by` typed it while that
@@ -114,11 +123,11 @@ impl Machine {
         now: Now,
         fx: &mut Vec<Effect>,
     ) {
-        if let Err(refused) = self.answerable(dialog) {
+        if let Err(refused) = self.answerable(dialog, now.mono) {
             fx.push(Effect::Answered(Err(refused)));
             return;
         }
-        self.typed_by(by);
+        self.typed_by(by, now.mono);
         self.emit(EventKind::Input { source: by.source().to_string(), chars: keys.len(), enter: false }, fx);
         fx.push(Effect::Write { after: std::time::Duration::ZERO, bytes: keys });
         self.drive(crate::respawn::Input::UserInput, now, fx);
@@ -134,7 +143,7 @@ impl Machine {
             EventKind::DialogAnswered {
                 dialog: asked.dialog.kind,
                 text: asked.dialog.text.map(|t| t.chars().take(200).collect()),
-                by: asked.by.unwrap_or(Answerer::Nobody),
+                by: asked.by.map_or(Answerer::Nobody, |(by, _)| by),
                 waited_secs: waited.as_secs(),
                 replaced,
             },

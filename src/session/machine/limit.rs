@@ -229,7 +229,7 @@ impl Machine {
             None => None,
         };
         if let Some((key, what)) = choice {
-            self.typed_by(crate::event::Answerer::Nightshift);
+            self.typed_by(crate::event::Answerer::Nightshift, now.mono);
             fx.push(Effect::Write { after: Duration::ZERO, bytes: vec![key as u8] });
             self.emit(
                 EventKind::Automation {

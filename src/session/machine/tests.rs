@@ -1762,6 +1762,37 @@ fn a_question_replaced_by_another_in_one_frame_is_a_new_dialog_and_the_first_one
 }
 
 #[test]
+fn a_button_pressed_a_moment_after_keys_at_the_desk_types_nothing_until_the_screen_could_show_them() {
+    // "1" typed at the terminal into the port question; the client has not redrawn yet (the
+    // second question is on its way). The port's 8080 from afar must not be typed into whatever
+    // the keys brought: refused, its token unburnt. Once the screen had time to show what the
+    // keys did, and still shows the port question, the button works.
+    use crate::event::Answerer::Phone;
+    let mut sim = Sim::new(start());
+    sim.input(idle());
+    let port = shown(
+        DialogKind::Question,
+        Some("Which port should the server listen on?"),
+        &["←  ☐ Port  ☐ Drop  ✔ Submit  →", "Which port should the server listen on?", "❯ 1. 3000", "  2. 8080"],
+    );
+    sim.input(working());
+    sim.input(waiting_on(port));
+    let eighty_eighty = print_of(&asked(&sim)[0]);
+    sim.run(5.0);
+    sim.input(Input::Keys(b"1".to_vec()));
+    let typed = sim.written().len();
+    sim.run(5.5);
+    sim.input(Input::Answer { dialog: eighty_eighty.clone(), keys: b"2".to_vec(), by: Phone });
+    assert_eq!(last_answer(&sim), Some(Err(crate::phone::Refusal::JustTyped)));
+    assert_eq!(sim.written().len(), typed, "nothing typed");
+    assert!(crate::phone::Refusal::JustTyped.to_string().contains("nothing was typed"));
+    sim.run(5.0 + super::dialog::TYPED_SETTLE.as_secs_f64());
+    sim.input(Input::Answer { dialog: eighty_eighty, keys: b"2".to_vec(), by: Phone });
+    assert_eq!(last_answer(&sim), Some(Ok(())), "the keys did nothing the screen shows: the button works");
+    assert_eq!(answered(&sim), [], "still waited on");
+}
+
+#[test]
 fn two_identical_permission_prompts_in_a_row_each_need_their_own_press() {
     use crate::event::Answerer::Phone;
     let prompt = || {
