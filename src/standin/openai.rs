@@ -7,7 +7,9 @@
 //! `mock:limit` (HTTP 429 `usage_limit_reached` with the `x-codex-*` rate-limit headers; like the
 //! real service, every turn is then refused until the reset), `mock:status:500` (that status,
 //! always), `mock:overload:2` (503 for the prompt's first two turns, then an answer), `mock:perm`
-//! (an `exec_command` call asking to leave the sandbox; its output is answered with a short text). The title
+//! (an `exec_command` call asking to leave the sandbox; its output is answered with a short text),
+//! `mock:bash CMD` (an `exec_command` call of the shell command CMD, all that follows the marker,
+//! run in the sandbox as the session's policy allows; its output answered likewise). The title
 //! request is answered at once (with the limit too, as the real API would). Every request is
 //! logged with its whole body and when its answer's last byte was sent, which is what detection
 //! latency is measured from.
@@ -155,6 +157,9 @@ pub enum Scenario {
     /// under the approval policy `on-request` (`mock:perm`); its result is answered with a short
     /// text.
     Perm,
+    /// An `exec_command` call of the shell command that follows the marker (`mock:bash CMD`), with
+    /// no escalation asked: it runs as the session's sandbox allows.
+    Bash(String),
 }
 
 impl Scenario {
@@ -166,6 +171,7 @@ impl Scenario {
             Self::Status(code) => format!("status:{code}"),
             Self::OverloadFor(k) => format!("overload:{k}"),
             Self::Perm => "perm".into(),
+            Self::Bash(_) => "bash".into(),
         }
     }
 }
@@ -173,6 +179,9 @@ impl Scenario {
 /// The scenario named by the last `mock:` marker in `text` (`None` when there is none).
 pub fn scenario_for(text: &str) -> Option<Scenario> {
     let pos = text.rfind("mock:")?;
+    if let Some(command) = text[pos..].strip_prefix("mock:bash ") {
+        return Some(Scenario::Bash(command.trim().to_string()));
+    }
     let marker: String =
         text[pos + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '.').collect();
     let mut parts = marker.split(':');
@@ -324,17 +333,24 @@ async fn handle(
                 (words, *total / n as u32)
             }
             (_, Scenario::Perm) => (vec!["I'll create a file.".to_string()], Duration::from_millis(20)),
+            (_, Scenario::Bash(_)) => (vec!["I'll run it.".to_string()], Duration::from_millis(20)),
             _ => (
                 ["Hello ", "from the ", "mock server. ", "This is a ", "short answer."].map(String::from).to_vec(),
                 Duration::from_millis(30),
             ),
         };
-        let call = (kind == Kind::Turn && scenario == Scenario::Perm).then(|| Call {
+        let arguments = match &scenario {
+            Scenario::Perm => {
+                Some(json!({"cmd": "touch mock-permission-file", "sandbox_permissions": "require_escalated",
+                                          "justification": "Create a file"}))
+            }
+            Scenario::Bash(command) => Some(json!({"cmd": command})),
+            _ => None,
+        };
+        let call = arguments.filter(|_| kind == Kind::Turn).map(|arguments| Call {
             id: format!("call_mock_{i}"),
             name: "exec_command",
-            arguments: json!({"cmd": "touch mock-permission-file", "sandbox_permissions": "require_escalated",
-                              "justification": "Create a file"})
-            .to_string(),
+            arguments: arguments.to_string(),
         });
         stream_answer(&tx, &model, i, &words, pause, call).await;
         mark_done(&shared, i);
@@ -476,6 +492,10 @@ mod tests {
     fn the_last_marker_names_the_scenario() {
         assert_eq!(scenario_for("mock:fast then mock:slow:3"), Some(Scenario::Slow(Duration::from_secs(3))));
         assert_eq!(scenario_for("mock:limit go"), Some(Scenario::Limit));
+        assert_eq!(
+            scenario_for("do it mock:bash curl -s http://h/ && echo 'a b' > out"),
+            Some(Scenario::Bash("curl -s http://h/ && echo 'a b' > out".into()))
+        );
         assert_eq!(scenario_for("nothing here"), None);
         assert_eq!(scenario_for("fail mock:status:503"), Some(Scenario::Status(503)));
     }

@@ -190,28 +190,7 @@ impl ClaudeRun {
         if let Some(settings) = opts.client_settings {
             std::fs::write(config.join("settings.json"), settings).unwrap();
         }
-        if !opts.project.is_empty() {
-            for (name, text) in opts.project {
-                let path = workdir.join(name);
-                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                std::fs::write(path, text).unwrap();
-            }
-            super::git_in(&workdir, &["init", "-q"], false);
-            super::git_in(&workdir, &["add", "-A"], false);
-            // Made the day before: the night's commits are the agent's alone.
-            let made = Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "The project as it starts"])
-                .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-                .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-                .current_dir(&workdir)
-                .status()
-                .unwrap();
-            assert!(made.success());
-            if let Some(url) = opts.remote {
-                super::git_in(&workdir, &["remote", "add", "origin", url], false);
-                super::git_in(&workdir, &["push", "-q", "origin", "HEAD:main"], false);
-            }
-        }
+        super::project(&workdir, opts.project, opts.remote);
         let mut client_home = client_home;
         if !opts.config.is_empty() {
             std::fs::create_dir_all(env.path("config")).unwrap();

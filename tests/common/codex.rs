@@ -101,6 +101,10 @@ pub struct Options<'a> {
     pub accounts: &'a [&'a str],
     /// Nightshift's own `config.toml` (after the accounts' tables).
     pub config: &'a str,
+    /// Files of the project (a git repository with them as its first commit, when any).
+    pub project: &'a [(&'a str, &'a str)],
+    /// The project's `origin` (a URL its first commit is pushed to before the start, as `main`).
+    pub remote: Option<&'a str>,
 }
 
 impl CodexRun {
@@ -113,6 +117,7 @@ impl CodexRun {
         for dir in [&user_home, &workdir] {
             std::fs::create_dir_all(dir).unwrap();
         }
+        super::project(&workdir, opts.project, opts.remote);
         let first = opts.accounts.first().copied();
         let config = format!("{}{}", opts.config_extra, account_config_toml(base_url, &workdir, first));
         std::fs::write(home.path().join("config.toml"), config).unwrap();

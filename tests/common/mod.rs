@@ -239,3 +239,31 @@ pub fn environ(pid: u64) -> Vec<String> {
     let bytes = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
     bytes.split(|b| *b == 0).filter(|v| !v.is_empty()).map(|v| String::from_utf8_lossy(v).into_owned()).collect()
 }
+
+/// Makes `workdir` a project with `files`, when any: a git repository with them as its first
+/// commit (made the day before: the night's commits are the agent's alone), pushed to `remote` as
+/// `main`, its `origin`.
+pub fn project(workdir: &Path, files: &[(&str, &str)], remote: Option<&str>) {
+    if files.is_empty() {
+        return;
+    }
+    for (name, text) in files {
+        let path = workdir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    git_in(workdir, &["init", "-q"], false);
+    git_in(workdir, &["add", "-A"], false);
+    let made = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "The project as it starts"])
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .current_dir(workdir)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    if let Some(url) = remote {
+        git_in(workdir, &["remote", "add", "origin", url], false);
+        git_in(workdir, &["push", "-q", "origin", "HEAD:main"], false);
+    }
+}
