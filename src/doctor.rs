@@ -318,7 +318,8 @@ pub fn judge_codex_fence(fence: crate::agent::Fence) -> Check {
                 "Codex's sandbox has the network on or off, nothing between: with the {} fence its commands go \
                  through Nightshift's proxy (which refuses and journals what is not allowed) only when they use \
                  HTTP_PROXY, HTTPS_PROXY or ALL_PROXY, as git over https, curl, npm, pip and cargo do; a program \
-                 that connects directly is neither fenced nor seen",
+                 that connects directly is neither fenced nor seen. Its sandbox also keeps the repository's .git \
+                 read-only: its commands can push, but not commit",
                 fence.as_str()
             ),
             "for a strict fence run Codex sessions with --network none, or the night with Claude Code",

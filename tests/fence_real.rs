@@ -213,3 +213,68 @@ async fn a_loop_iteration_fetches_and_pushes_inside_the_fence_and_a_stranger_is_
     let refused: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "net_refused").collect();
     assert!(!refused.is_empty() && refused.iter().all(|e| e["host"] == "127.0.0.4"), "{refused:?}");
 }
+
+/// Codex in the overnight preset: its `workspace-write` sandbox has the network on or off and
+/// nothing between, so Nightshift turns it on and points the commands at its proxy. The fetch from
+/// the index and the push to the remote go through with no prompt; the stranger, asked through the
+/// proxy as curl does, gets no request, and the journal and the morning name it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_turn_fetches_and_pushes_through_the_fences_proxy_and_a_stranger_is_refused() {
+    let Some(codex) = common::codex::client() else { return };
+    let mock = crate::mock_responses::MockResponses::start().await.expect("the stand-in API starts");
+    let scratch = common::Env::new();
+    let bare = bare_repository(&scratch);
+    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
+    let index = common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\"}")]).await;
+    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let origin = format!("{}/remote.git", remote.url());
+    let npmrc = format!("registry={}/\n", index.url());
+    let mut run = common::codex::CodexRun::start(
+        &codex,
+        &mock.base_url(),
+        common::codex::Options {
+            run_args: &["--preset", "overnight", "--idle-timeout", "600", "--user-quiet", "0"],
+            project: &[("README", "the project\n"), (".npmrc", &npmrc), ("package.json", "{\"name\":\"p\"}\n")],
+            remote: Some(&origin),
+            ..Default::default()
+        },
+    );
+    let dir = run.workdir.clone();
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
+    let fence = wait_for("the fence journalled", Duration::from_secs(30), || {
+        run.events().into_iter().find(|e| e["event"] == "fence")
+    });
+    let hosts = fence["hosts"].to_string();
+    assert!(hosts.contains("127.0.0.2") && hosts.contains("127.0.0.3") && !hosts.contains("127.0.0.4"), "{fence}");
+    let step = format!(
+        "mock:bash {{ curl -sSf {index}/left-pad -o fetched.json && git push origin HEAD:refs/heads/codex; \
+         curl -s -m 5 -o /dev/null {stranger}/ ; echo done; }} > out.txt 2>&1",
+        index = index.url(),
+        stranger = stranger.url(),
+    );
+    run.send(&step, true);
+    let said = || std::fs::read_to_string(dir.join("out.txt"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !said().is_ok_and(|s| s.contains("done")) {
+        assert!(std::time::Instant::now() < deadline, "the command did not finish: {:?}", said());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("the command said: {:?}", said());
+    let pushed = common::git_in(&bare, &["log", "--format=%s", "codex"], true);
+    assert!(pushed.contains("The project as it starts"), "the push landed: {pushed}\nthe command said: {:?}", said());
+    assert!(dir.join("fetched.json").exists(), "the fetch went through: {:?}", said());
+    assert_eq!(index.seen().iter().filter(|s| s.path == "/left-pad").count(), 1, "the fetch went to the index");
+    assert!(stranger.seen().is_empty(), "the stranger got a request: {:?}", stranger.seen());
+    let refused = wait_for("the refusal journalled", Duration::from_secs(20), || {
+        let r: Vec<serde_json::Value> = run.events().into_iter().filter(|e| e["event"] == "net_refused").collect();
+        (!r.is_empty()).then_some(r)
+    });
+    assert!(refused.iter().all(|e| e["host"] == "127.0.0.4"), "{refused:#?}");
+    run.wait_state("idle", i + 1, Duration::from_secs(60));
+    let states: Vec<String> = run.states().into_iter().map(|(_, s, _)| s).collect();
+    assert!(!states.iter().any(|s| s == "waiting_input"), "no prompt: {states:?}");
+    let digest = run.env.stdout(&["digest"]);
+    let lines: Vec<&str> = digest.lines().filter(|l| l.contains("the fence refused 127.0.0.4")).collect();
+    assert_eq!(lines.len(), 1, "{digest}");
+    run.stop();
+}

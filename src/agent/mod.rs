@@ -9,7 +9,7 @@ mod sandbox;
 pub use adapter::{
     Adapter, AdapterError, CycleCommands, Dialog, DialogKind, Overrides, Readings, Reply, Subject, Verdict,
 };
-pub use sandbox::{proxy_env, refused_hosts, sandbox_refused, turned_off, Fence, Proxied, Sandbox};
+pub use sandbox::{refused_hosts, sandbox_refused, turned_off, Fence, Proxied, Sandbox};
 
 use std::fmt;
 use std::path::Path;

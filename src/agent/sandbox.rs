@@ -143,17 +143,23 @@ impl Sandbox {
     /// Codex's flags for it, unless `theirs` (the user's own flags) chose a sandbox or an approval
     /// policy already (the client refuses a flag twice): `workspace-write` with no approval
     /// prompts (`exec`, `headless`, never asks and takes no such flag), its extra folders writable.
-    /// Codex's sandbox knows no list of domains: its commands have no network.
-    pub fn codex_args(&self, theirs: &[String], headless: bool, proxied: bool) -> Vec<String> {
+    /// Codex's sandbox knows no list of domains: its commands have no network, unless `proxied`:
+    /// then the network is on and the commands' environment (Codex's `shell_environment_policy`,
+    /// not the client's own, whose requests to its API and its own hosts are not the fence's)
+    /// points them at Nightshift's proxy.
+    pub fn codex_args(&self, theirs: &[String], headless: bool, proxied: Option<&Proxied>) -> Vec<String> {
         let chose = |flags: &[&str]| {
             theirs.iter().any(|a| flags.contains(&a.as_str()) || flags.iter().any(|f| a.starts_with(&format!("{f}="))))
         };
         let mut args = Vec::new();
         if !chose(&["-s", "--sandbox", "--full-auto", "--dangerously-bypass-approvals-and-sandbox", "--yolo"]) {
             args.extend(["--sandbox", "workspace-write"].map(String::from));
-            if proxied {
-                // The network on, its commands pointed at Nightshift's proxy by their environment.
+            if let Some(proxied) = proxied {
                 args.extend(["-c", "sandbox_workspace_write.network_access=true"].map(String::from));
+                for (key, value) in proxy_env(proxied) {
+                    args.push("-c".into());
+                    args.push(format!("shell_environment_policy.set.{key}={}", Value::String(value)));
+                }
             }
             for dir in &self.write {
                 args.extend(["--add-dir".to_string(), dir.display().to_string()]);
@@ -182,10 +188,13 @@ impl Sandbox {
                 more.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
             ),
         };
-        let network = match (agent, self.network.as_slice()) {
-            (AgentKind::Codex, _) => "no network".to_string(),
-            (_, []) => "no network".to_string(),
-            (_, domains) => format!("network to {}", domains.join(", ")),
+        let network = match (agent, self.fence, self.network.as_slice()) {
+            (AgentKind::Codex, Fence::None, _) | (_, Fence::None, []) => "no network".to_string(),
+            (AgentKind::Codex, _, _) => "network through Nightshift's proxy for the commands that use it".to_string(),
+            (_, Fence::None, domains) => format!("network to {}", domains.join(", ")),
+            (_, Fence::Project, []) => "network to the project's hosts".to_string(),
+            (_, Fence::Project, domains) => format!("network to the project's hosts and {}", domains.join(", ")),
+            (_, Fence::Open, _) => "any network, every connection seen".to_string(),
         };
         let reads = match agent {
             AgentKind::Codex => "read anything you can (Codex's sandbox limits writes, not reads)",
@@ -231,7 +240,7 @@ pub fn turned_off(agent: AgentKind, args: &[String]) -> Option<String> {
 
 /// The environment that points a command's HTTP and SOCKS clients at Nightshift's proxy (Codex's,
 /// whose sandbox has no proxy of its own: a command that ignores it is not held to the fence).
-pub fn proxy_env(proxy: &Proxied) -> Vec<(String, String)> {
+fn proxy_env(proxy: &Proxied) -> Vec<(String, String)> {
     let http = format!("http://127.0.0.1:{}", proxy.http_port);
     let socks = format!("socks5h://127.0.0.1:{}", proxy.socks_port);
     [
@@ -312,22 +321,30 @@ mod tests {
     fn codex_writes_its_workspace_without_prompts_unless_the_user_chose() {
         let s = Sandbox { write: vec!["/wt/top".into()], ..Sandbox::default() };
         assert_eq!(
-            s.codex_args(&[], false, false).join(" "),
+            s.codex_args(&[], false, None).join(" "),
             "--sandbox workspace-write --add-dir /wt/top --ask-for-approval never"
         );
         let theirs: Vec<String> = ["-s", "read-only"].map(String::from).to_vec();
-        assert_eq!(s.codex_args(&theirs, false, false).join(" "), "--ask-for-approval never");
+        assert_eq!(s.codex_args(&theirs, false, None).join(" "), "--ask-for-approval never");
         let bypass = vec!["--dangerously-bypass-approvals-and-sandbox".to_string()];
-        assert!(s.codex_args(&bypass, false, false).is_empty());
+        assert!(s.codex_args(&bypass, false, None).is_empty());
         assert!(s
-            .codex_args(&["--ask-for-approval=on-request".to_string()], false, false)
+            .codex_args(&["--ask-for-approval=on-request".to_string()], false, None)
             .join(" ")
             .ends_with("/wt/top"));
         assert_eq!(
-            s.codex_args(&[], true, false).join(" "),
+            s.codex_args(&[], true, None).join(" "),
             "--sandbox workspace-write --add-dir /wt/top",
             "exec never asks"
         );
+        // Fenced: the network on, and the commands' environment (not the client's) at the proxy.
+        let proxied = Proxied { http_port: 3128, socks_port: 1080, unix_sockets: Vec::new() };
+        let args = s.codex_args(&[], true, Some(&proxied));
+        let set = |kv: &str| args.windows(2).any(|w| w[0] == "-c" && w[1] == kv);
+        assert!(set("sandbox_workspace_write.network_access=true"), "{args:?}");
+        assert!(set(r#"shell_environment_policy.set.HTTPS_PROXY="http://127.0.0.1:3128""#), "{args:?}");
+        assert!(set(r#"shell_environment_policy.set.ALL_PROXY="socks5h://127.0.0.1:1080""#), "{args:?}");
+        assert!(set(r#"shell_environment_policy.set.NO_PROXY="localhost,127.0.0.1,::1""#), "{args:?}");
     }
 
     #[test]
@@ -339,5 +356,10 @@ mod tests {
         assert!(s
             .describe(AgentKind::Codex)
             .ends_with("read anything you can (Codex's sandbox limits writes, not reads), no network"));
+        let fenced = Sandbox { fence: Fence::Project, ..s.clone() };
+        assert!(fenced.describe(AgentKind::Claude).ends_with("network to the project's hosts and crates.io"));
+        assert!(fenced
+            .describe(AgentKind::Codex)
+            .ends_with("network through Nightshift's proxy for the commands that use it"));
     }
 }

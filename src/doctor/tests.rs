@@ -142,6 +142,7 @@ fn codex_is_told_what_its_fence_cannot_do() {
         let loose = judge_codex_fence(fence);
         assert_eq!(loose.status, Status::Warn);
         assert!(loose.detail.contains("connects directly is neither fenced nor seen"), "{}", loose.detail);
+        assert!(loose.detail.contains(".git read-only"), "{}", loose.detail);
         assert!(loose.remedy.as_deref().is_some_and(|f| f.contains("--network none")), "{loose:?}");
     }
 }

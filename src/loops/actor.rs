@@ -61,7 +61,9 @@ impl LoopSpec {
                     ) || a.starts_with("--sandbox=")
                 });
                 match &self.sandbox {
-                    Some(sandbox) if !run.probe => argv.extend(sandbox.codex_args(&self.args, true, proxied.is_some())),
+                    Some(sandbox) if !run.probe => {
+                        argv.extend(sandbox.codex_args(&self.args, true, proxied.map(|(p, _)| p)))
+                    }
                     _ if theirs => {}
                     _ => {
                         let mode = if run.probe { "read-only" } else { "workspace-write" };

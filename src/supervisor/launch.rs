@@ -37,7 +37,7 @@ impl Supervisor {
         let state_dir = self.journal.path().and_then(|p| p.parent());
         let own = contract.account.as_ref().map(|a| a.dir.clone());
         let hidden = crate::config::hidden_from_agents(state_dir, own.as_deref());
-        let fence = self.fence_up(&id, agent, &t, &mut env);
+        let fence = self.fence_up(&id, agent, &t, &env);
         let proxied = fence.as_ref().map(|f| (&f.proxied, f.allowed.as_slice()));
         attach_sandbox(agent, &mut t, &hidden, proxied);
         let guard = match runtime.guard {
@@ -211,7 +211,7 @@ fn attach_sandbox(
             crate::hooks::lay_settings(&mut t.args, &t.cwd, &settings);
         }
         AgentKind::Codex => {
-            let ours = sandbox.codex_args(&t.args, false, proxied.is_some());
+            let ours = sandbox.codex_args(&t.args, false, proxied.map(|(p, _)| p));
             t.args.splice(0..0, ours).for_each(drop);
         }
         AgentKind::Generic => {}
@@ -230,15 +230,15 @@ struct FenceUp {
 
 impl Supervisor {
     /// Tonight's fence for a sandboxed start that has one (`project`, `open`): read from the
-    /// project now, journalled, its proxy started. Codex's commands are pointed at the proxy by
-    /// their environment. Without a proxy (it could not listen) the client's own fence holds the
+    /// project now, journalled, its proxy started (Codex's commands are pointed at it by their
+    /// environment: [`crate::agent::Sandbox::codex_args`]). Without a proxy (it could not listen) the client's own fence holds the
     /// same hosts, and the journal says so.
     fn fence_up(
         &self,
         id: &SessionId,
         agent: AgentKind,
         t: &crate::contract::Terminal,
-        env: &mut Vec<(String, String)>,
+        env: &[(String, String)],
     ) -> Option<FenceUp> {
         let sandbox = t.sandbox.as_ref().filter(|s| s.fence != crate::agent::Fence::None)?;
         if agent == AgentKind::Generic {
@@ -264,13 +264,6 @@ impl Supervisor {
         };
         let unix_sockets = var("SSH_AUTH_SOCK").map(std::path::PathBuf::from).into_iter().collect();
         let proxied = crate::agent::Proxied { http_port: proxy.http_port, socks_port: proxy.socks_port, unix_sockets };
-        if agent == AgentKind::Codex {
-            // Codex's sandbox has the network on or off: on, its commands are pointed at the proxy.
-            for (key, value) in crate::agent::proxy_env(&proxied) {
-                env.retain(|(k, _)| *k != key);
-                env.push((key, value));
-            }
-        }
         Some(FenceUp { proxy, reports, proxied, allowed, view })
     }
 }

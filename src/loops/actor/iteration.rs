@@ -44,15 +44,6 @@ pub(super) async fn child_msg(child: &mut Option<Child>) -> Option<ChildMsg> {
 }
 
 impl Exec {
-    /// Codex's commands are pointed at the fence's proxy by their environment (its sandbox has no
-    /// proxy of its own).
-    fn codex_proxy_env(&self) -> Vec<(String, String)> {
-        match &self.fence {
-            Some((_, proxied, _)) if self.spec.agent == AgentKind::Codex => crate::agent::proxy_env(proxied),
-            _ => Vec::new(),
-        }
-    }
-
     pub(super) fn spawn(&mut self, run: &Run) -> Result<Child, String> {
         let dir = self.workdir(run)?;
         let project = &self.spec.projects[run.project];
@@ -71,7 +62,6 @@ impl Exec {
         cmd.args(&argv[1..])
             .current_dir(&dir)
             .envs(self.spec.env.iter().cloned())
-            .envs(self.codex_proxy_env())
             .env(crate::session::SESSION_ENV, self.id.as_str())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
