@@ -278,3 +278,45 @@ async fn a_codex_turn_fetches_and_pushes_through_the_fences_proxy_and_a_stranger
     assert_eq!(lines.len(), 1, "{digest}");
     run.stop();
 }
+
+/// The same fence for a loop's `codex exec` iteration: the fetch and the push go through the
+/// proxy, the stranger is refused and journalled with its host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_loop_iteration_fetches_and_pushes_through_the_fence_and_a_stranger_is_refused() {
+    let Some(codex) = common::codex::client() else { return };
+    let mock = crate::mock_responses::MockResponses::start().await.expect("the stand-in API starts");
+    let env = common::Env::new();
+    let bare = bare_repository(&env);
+    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
+    let index = common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\"}")]).await;
+    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let home = tempfile::Builder::new().prefix("codex-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = env.path("project");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(env.path("home")).unwrap();
+    let npmrc = format!("registry={}/\n", index.url());
+    let origin = format!("{}/remote.git", remote.url());
+    common::project(&dir, &[("README", "the project\n"), (".npmrc", &npmrc)], Some(&origin));
+    std::fs::write(home.path().join("config.toml"), common::codex::config_toml(&mock.base_url(), &dir)).unwrap();
+    let step = format!(
+        "mock:bash {{ curl -sSf {index}/left-pad -o fetched.json && git push origin HEAD:refs/heads/from-loop; \
+         curl -s -m 5 -o /dev/null {stranger}/ ; echo done; }} > out.txt 2>&1",
+        index = index.url(),
+        stranger = stranger.url(),
+    );
+    let events = env.path("events.jsonl");
+    let mut cmd = common::codex::nightshift(&env, home.path());
+    cmd.args(["loop", "--agent", "codex", "--program", codex.to_str().unwrap()])
+        .args(["--events", events.to_str().unwrap(), "--prompt", &step, "--max-iterations", "1"])
+        .current_dir(&dir);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    let said = std::fs::read_to_string(dir.join("out.txt"));
+    assert!(out.status.success(), "{}\nthe command said: {said:?}", String::from_utf8_lossy(&out.stderr));
+    let pushed = common::git_in(&bare, &["log", "--format=%s", "from-loop"], true);
+    assert!(pushed.contains("The project as it starts"), "the push landed: {pushed}\nthe command said: {said:?}");
+    assert_eq!(index.seen().iter().filter(|s| s.path == "/left-pad").count(), 1, "the fetch went to the index");
+    assert!(stranger.seen().is_empty(), "the stranger got a request: {:?}", stranger.seen());
+    let events = common::read_events(&events);
+    let refused: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "net_refused").collect();
+    assert!(!refused.is_empty() && refused.iter().all(|e| e["host"] == "127.0.0.4"), "{refused:?}");
+}

@@ -8,7 +8,7 @@
 //! real service, every turn is then refused until the reset), `mock:status:500` (that status,
 //! always), `mock:overload:2` (503 for the prompt's first two turns, then an answer), `mock:perm`
 //! (an `exec_command` call asking to leave the sandbox; its output is answered with a short text),
-//! `mock:bash CMD` (an `exec_command` call of the shell command CMD, all that follows the marker,
+//! `mock:bash CMD` (an `exec_command` call of the shell command CMD, the rest of the marker's line,
 //! run in the sandbox as the session's policy allows; its output answered likewise). The title
 //! request is answered at once (with the limit too, as the real API would). Every request is
 //! logged with its whole body and when its answer's last byte was sent, which is what detection
@@ -157,8 +157,8 @@ pub enum Scenario {
     /// under the approval policy `on-request` (`mock:perm`); its result is answered with a short
     /// text.
     Perm,
-    /// An `exec_command` call of the shell command that follows the marker (`mock:bash CMD`), with
-    /// no escalation asked: it runs as the session's sandbox allows.
+    /// An `exec_command` call of the shell command on the rest of the marker's line (`mock:bash
+    /// CMD`), with no escalation asked: it runs as the session's sandbox allows.
     Bash(String),
 }
 
@@ -179,8 +179,9 @@ impl Scenario {
 /// The scenario named by the last `mock:` marker in `text` (`None` when there is none).
 pub fn scenario_for(text: &str) -> Option<Scenario> {
     let pos = text.rfind("mock:")?;
-    if let Some(command) = text[pos..].strip_prefix("mock:bash ") {
-        return Some(Scenario::Bash(command.trim().to_string()));
+    if let Some(rest) = text[pos..].strip_prefix("mock:bash ") {
+        let line = rest.lines().next().unwrap_or_default();
+        return Some(Scenario::Bash(line.trim().to_string()));
     }
     let marker: String =
         text[pos + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '.').collect();
@@ -493,7 +494,7 @@ mod tests {
         assert_eq!(scenario_for("mock:fast then mock:slow:3"), Some(Scenario::Slow(Duration::from_secs(3))));
         assert_eq!(scenario_for("mock:limit go"), Some(Scenario::Limit));
         assert_eq!(
-            scenario_for("do it mock:bash curl -s http://h/ && echo 'a b' > out"),
+            scenario_for("do it mock:bash curl -s http://h/ && echo 'a b' > out\nWhen you are done, say so."),
             Some(Scenario::Bash("curl -s http://h/ && echo 'a b' > out".into()))
         );
         assert_eq!(scenario_for("nothing here"), None);
