@@ -265,7 +265,11 @@ impl Detector {
                 return Some(quiet_ends)
             }
             Some(Turn::Open { .. }) if self.verdict.working.is_none() => return Some(quiet_ends + DRIFT),
-            Some(Turn::Ended { at, .. }) if self.verdict.working.is_some() => return Some(at + DRIFT),
+            Some(Turn::Ended { at, .. }) if self.verdict.working.is_some() => {
+                // A run begun since the Stop is the client's own once held for a streak.
+                let held = self.working_since.filter(|t| *t > at).map(|t| t + self.cfg.turn_streak);
+                return Some(held.map_or(at + DRIFT, |h| h.min(at + DRIFT)));
+            }
             _ => {}
         }
         if self.state == Some(Activity::Idle) || self.verdict.dialog.is_some() || self.verdict.working.is_some() {
@@ -320,8 +324,14 @@ impl Detector {
             Turn::Ended { at, by } => match &self.verdict.working {
                 None => Some(Some((Activity::Idle, format!("{}, and the screen shows no working signal", by.said())))),
                 // A new run of work since the Stop that no prompt started (the client continuing by
-                // itself): the screen's rules decide from here.
-                Some(_) if self.working_since.is_some_and(|t| t > at) => {
+                // itself), held on every frame for a streak: the screen's rules decide from here.
+                // One frame is not enough: the client's last redraw of the turn that ended can come
+                // after its Stop, a working signal not yet wiped (the footer's "esc to interrupt").
+                Some(_)
+                    if self
+                        .working_since
+                        .is_some_and(|t| t > at && now.saturating_duration_since(t) >= self.cfg.turn_streak) =>
+                {
                     self.turn = None;
                     None
                 }

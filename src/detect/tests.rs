@@ -428,3 +428,30 @@ fn a_short_quiet_window_judges_a_worked_turn_before_it_ends() {
     let during = watch(&mut w, &screen, t0 + MS(1200), MS(4000), MS(120));
     assert!(during.windows(2).all(|p| p[1] - p[0] <= MS(400) + FRAME_SETTLE), "{during:?}");
 }
+
+#[test]
+fn a_working_signal_left_on_the_screen_as_a_turn_ends_is_not_new_work() {
+    // A quick turn, its frames held back while it ran; the Stop comes, and the next frame is the
+    // client's last redraw of it, the footer's "esc to interrupt" not yet wiped. That is the turn
+    // that ended, not one the client started by itself.
+    let t0 = Instant::now();
+    let mut d = Detector::new(DetectConfig::default(), true, t0);
+    d.on_frame(t0, at_prompt());
+    d.on_turn_started(t0 + MS(10)).expect("working on the hook");
+    let mut at = MS(20);
+    while at <= MS(700) {
+        d.on_output(t0 + at);
+        at += MS(50);
+    }
+    let idle = d.on_turn_ended(t0 + MS(700), TurnEnd::Stop).expect("idle on the Stop");
+    assert_eq!(idle.to, Activity::Idle);
+    d.on_output(t0 + MS(720));
+    assert_eq!(d.on_frame(t0 + MS(730), working()), None, "a leftover of the turn that ended");
+    d.on_output(t0 + MS(735));
+    assert_eq!(d.on_frame(t0 + MS(765), at_prompt()), None);
+    assert_eq!(d.state(), Some(Activity::Idle));
+    // The client going on by itself shows work frame after frame: that is a turn.
+    let on = run(&mut d, t0, MS(3000), MS(1000), MS(100), &working());
+    assert_eq!(on.first().map(|(_, t)| t.to), Some(Activity::Working), "{on:?}");
+    assert!(on[0].0 >= MS(3000) + DetectConfig::default().turn_streak, "held for a streak first: {on:?}");
+}

@@ -379,7 +379,12 @@ pub fn judge(agent: AgentKind, signal: &str, step: &Step, seen: &Observed) -> Re
             .ok_or_else(|| format!("never waiting on the user{timed_out}; {}", seen.last_state())),
         "session.steady" => {
             let Some((first, _, _)) = seen.states().find(|(_, s, _)| *s == SessionState::Working) else {
-                return Err(format!("never working; {}", seen.last_state()));
+                let states: Vec<String> = seen
+                    .states()
+                    .map(|(e, s, why)| format!("{} at {} ({why})", s.as_str(), e.ts.format("%H:%M:%S%.3f")))
+                    .collect();
+                let said = if states.is_empty() { "no change of state".into() } else { states.join(", then ") };
+                return Err(format!("never working; in the step: {said}"));
             };
             let Some(done) = seen.requests.iter().filter_map(|r| r.done_at).max() else {
                 return Err("the stand-in answered nothing".into());
