@@ -23,8 +23,8 @@
 //! What cannot be read makes [`Parsed::unreadable`] say why: a line over [`MAX_LEN`] bytes,
 //! nesting deeper than [`MAX_DEPTH`] (what lies past it is not read), an unterminated quote or
 //! `$(`, a shell given a script only a run can tell (`sh -c "$X"`, `eval "$X"`, `curl … | sh`),
-//! more than 256 programs in one command (`MAX_PROGRAMS`), more than 2 MiB of scripts or 65,536
-//! words in all (`MAX_READ`, `MAX_KEPT_WORDS`). A program is given at most 4096 words
+//! more than 256 programs in one command (`MAX_PROGRAMS`), more than 2 MiB of scripts, 65,536
+//! words or 4 MiB of words in all (`MAX_READ`, `MAX_KEPT_WORDS`, `MAX_KEPT_BYTES`). A program is given at most 4096 words
 //! (`MAX_WORDS`; an unknown one stands for the rest), a word's braces at most 256.
 //! Not read at all: the scripts and files a command names (`bash x.sh`, `source x`, `make`), the
 //! functions and aliases defined before this line, `$CDPATH`.
@@ -56,6 +56,8 @@ const MAX_PROGRAMS: usize = 256;
 /// costs the session's actor, which judges it before it answers.
 const MAX_READ: usize = 2 * MAX_LEN;
 const MAX_KEPT_WORDS: usize = 1 << 16;
+/// The most text the words kept hold in all (braces can make each word of a line long).
+const MAX_KEPT_BYTES: usize = 4 * MAX_LEN;
 
 /// A word as the shell would hand it to a program.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +106,8 @@ pub struct Parsed {
 
 /// Reads `line` as a shell started in `cwd` with `home` as `$HOME` would run it.
 pub fn parse(line: &str, cwd: &Path, home: Option<&Path>) -> Parsed {
-    let mut out = Out { parsed: Parsed::default(), home: home.map(normalize), read: line.len(), kept: 0 };
+    let mut out =
+        Out { parsed: Parsed::default(), home: home.map(normalize), read: line.len(), kept: 0, kept_bytes: 0 };
     if line.len() > MAX_LEN {
         out.parsed.unreadable = Some(format!("the command is longer than {} KiB", MAX_LEN / 1024));
         return out.parsed;
@@ -120,9 +123,11 @@ struct Out {
     parsed: Parsed,
     /// `$HOME`, until the line assigns it.
     home: Option<PathBuf>,
-    /// The text read so far ([`MAX_READ`]) and the words kept ([`MAX_KEPT_WORDS`]).
+    /// The text read so far ([`MAX_READ`]) and the words kept ([`MAX_KEPT_WORDS`], holding
+    /// [`MAX_KEPT_BYTES`]).
     read: usize,
     kept: usize,
+    kept_bytes: usize,
 }
 
 impl Out {
@@ -132,25 +137,29 @@ impl Out {
         self.within()
     }
 
-    /// Whether keeping `words` more stays within [`MAX_KEPT_WORDS`].
-    fn may_keep(&mut self, words: usize) -> bool {
-        self.kept = self.kept.saturating_add(words);
+    /// Whether keeping `words` more stays within [`MAX_KEPT_WORDS`] and [`MAX_KEPT_BYTES`].
+    fn may_keep(&mut self, words: &[Word]) -> bool {
+        self.kept = self.kept.saturating_add(words.len());
+        let bytes: usize = words.iter().map(|w| w.lit().map_or(0, str::len)).sum();
+        self.kept_bytes = self.kept_bytes.saturating_add(bytes);
         self.within()
     }
 
     fn within(&mut self) -> bool {
-        let within = self.read <= MAX_READ && self.kept <= MAX_KEPT_WORDS;
-        if !within {
-            self.unreadable(&format!(
-                "a command too large to read whole (over {} MiB of scripts or {MAX_KEPT_WORDS} words in all)",
-                MAX_READ >> 20
-            ));
+        if !self.exhausted() {
+            return true;
         }
-        within
+        self.unreadable(&format!(
+            "a command too large to read whole (over {} MiB of scripts, {MAX_KEPT_WORDS} words or {} MiB of \
+             words in all)",
+            MAX_READ >> 20,
+            MAX_KEPT_BYTES >> 20
+        ));
+        false
     }
 
     fn exhausted(&self) -> bool {
-        self.read > MAX_READ || self.kept > MAX_KEPT_WORDS
+        self.read > MAX_READ || self.kept > MAX_KEPT_WORDS || self.kept_bytes > MAX_KEPT_BYTES
     }
 
     fn unreadable(&mut self, why: &str) {

@@ -49,7 +49,7 @@ impl Parser<'_, '_> {
                     self.out.unreadable(&format!("a command that starts more than {MAX_PROGRAMS} programs"));
                     return output;
                 }
-                if !self.out.may_keep(job.words.len()) {
+                if !self.out.may_keep(&job.words) {
                     return output;
                 }
                 let name = first.lit().map(|p| basename(p).to_string());

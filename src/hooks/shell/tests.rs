@@ -175,3 +175,16 @@ fn what_the_fuzzer_found_slow_is_read_in_bounded_time() {
     assert!(unreadable(&multiplied).contains("too large"), "{multiplied}");
     assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
 }
+
+#[test]
+fn braces_that_make_words_long_are_read_to_four_mebibytes_of_words_in_all() {
+    // Each command is 4 KB of text whose braces make 256 words of 4 KB: 1 MB kept. Without a
+    // bound on the bytes, 65,536 such words are 256 MB in the session's actor.
+    let cwd = Path::new("/home/u/project");
+    let command = format!("echo {}{{1..256}}; ", "a".repeat(4000));
+    let within = parse(&command.repeat(4), cwd, None);
+    assert_eq!(within.unreadable, None);
+    assert_eq!(within.invocations.iter().map(|i| i.args.len()).sum::<usize>(), 4 * 256);
+    let past = parse(&command.repeat(5), cwd, None);
+    assert!(past.unreadable.is_some_and(|why| why.contains("4 MiB of words")), "fails closed");
+}
