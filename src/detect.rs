@@ -142,6 +142,8 @@ pub struct Detector {
     /// Drift to report, and whether this turn's was reported.
     drift: Option<Drift>,
     drift_reported: bool,
+    /// When keys were last typed into the session (a prompt, an answer).
+    typed: Option<Instant>,
 }
 
 fn secs(d: Duration) -> String {
@@ -167,6 +169,7 @@ impl Detector {
             reported: None,
             drift: None,
             drift_reported: false,
+            typed: None,
         }
     }
 
@@ -192,6 +195,11 @@ impl Detector {
     pub fn on_asked(&mut self, now: Instant, dialog: crate::agent::Dialog) -> Option<Transition> {
         self.asked = Some((dialog, now));
         self.evaluate(now)
+    }
+
+    /// Keys were typed into the session at `now` (a prompt, an answer, a key at the terminal).
+    pub fn on_typed(&mut self, now: Instant) {
+        self.typed = Some(now);
     }
 
     /// The client's hook says which tool it is about to run, and with what (`Bash`, `touch x`).
@@ -266,8 +274,9 @@ impl Detector {
             }
             Some(Turn::Open { .. }) if self.verdict.working.is_none() => return Some(quiet_ends + DRIFT),
             Some(Turn::Ended { at, .. }) if self.verdict.working.is_some() => {
-                // A run begun since the Stop is the client's own once held for a streak.
-                let held = self.working_since.filter(|t| *t > at).map(|t| t + self.cfg.turn_streak);
+                // A run begun since the Stop with nothing typed is new work once held for a streak.
+                let typed = self.typed.is_some_and(|k| k > at);
+                let held = self.working_since.filter(|t| *t > at && !typed).map(|t| t + self.cfg.turn_streak);
                 return Some(held.map_or(at + DRIFT, |h| h.min(at + DRIFT)));
             }
             _ => {}
@@ -276,6 +285,12 @@ impl Detector {
             return None;
         }
         Some(quiet_ends)
+    }
+
+    /// Whether a run of work begun at `t`, after a turn's end at `at`, is new work by `now`: at
+    /// once when keys were typed since the end (a prompt), else once it held for a streak.
+    fn new_run_holds(&self, t: Instant, at: Instant, now: Instant) -> bool {
+        self.typed.is_some_and(|k| k > at) || now.saturating_duration_since(t) >= self.cfg.turn_streak
     }
 
     fn streak(&self, now: Instant) -> Option<Duration> {
@@ -323,15 +338,12 @@ impl Detector {
             }
             Turn::Ended { at, by } => match &self.verdict.working {
                 None => Some(Some((Activity::Idle, format!("{}, and the screen shows no working signal", by.said())))),
-                // A new run of work since the Stop that no prompt started (the client continuing by
-                // itself), held on every frame for a streak: the screen's rules decide from here.
-                // One frame is not enough: the client's last redraw of the turn that ended can come
-                // after its Stop, a working signal not yet wiped (the footer's "esc to interrupt").
-                Some(_)
-                    if self
-                        .working_since
-                        .is_some_and(|t| t > at && now.saturating_duration_since(t) >= self.cfg.turn_streak) =>
-                {
+                // A new run of work since the Stop that no hook started (Codex's next turn, the
+                // client continuing by itself): the screen's rules decide from here. With nothing
+                // typed since the Stop it must hold on every frame for a streak first: the client's
+                // last redraw of the turn that ended can come after its Stop, a working signal not
+                // yet wiped (the footer's "esc to interrupt").
+                Some(_) if self.working_since.is_some_and(|t| t > at && self.new_run_holds(t, at, now)) => {
                     self.turn = None;
                     None
                 }
@@ -496,6 +508,11 @@ impl Watcher {
     /// The client's hook: it waits for the user.
     pub fn asked(&mut self, now: Instant, dialog: crate::agent::Dialog) -> Option<Transition> {
         self.detector.on_asked(now, dialog)
+    }
+
+    /// Keys were typed into the session at `now`.
+    pub fn typed(&mut self, now: Instant) {
+        self.detector.on_typed(now);
     }
 
     /// The client's hook: the tool it is about to run.

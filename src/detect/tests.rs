@@ -450,8 +450,25 @@ fn a_working_signal_left_on_the_screen_as_a_turn_ends_is_not_new_work() {
     d.on_output(t0 + MS(735));
     assert_eq!(d.on_frame(t0 + MS(765), at_prompt()), None);
     assert_eq!(d.state(), Some(Activity::Idle));
-    // The client going on by itself shows work frame after frame: that is a turn.
-    let on = run(&mut d, t0, MS(3000), MS(1000), MS(100), &working());
-    assert_eq!(on.first().map(|(_, t)| t.to), Some(Activity::Working), "{on:?}");
-    assert!(on[0].0 >= MS(3000) + DetectConfig::default().turn_streak, "held for a streak first: {on:?}");
+    // A prompt typed: work on the screen is a turn at once (Codex's next, which no hook opens).
+    d.on_typed(t0 + MS(800));
+    let next = run(&mut d, t0, MS(800), MS(1000), MS(100), &working());
+    assert_eq!(next.first().map(|(at, t)| (*at, t.to)), Some((MS(800), Activity::Working)), "{next:?}");
+}
+
+#[test]
+fn work_that_goes_on_right_after_a_stop_is_a_turn_once_it_holds_for_a_streak() {
+    let t0 = Instant::now();
+    let mut d = Detector::new(DetectConfig::default(), true, t0);
+    d.on_frame(t0, at_prompt());
+    d.on_turn_started(t0 + MS(10)).expect("working on the hook");
+    d.on_output(t0 + MS(500));
+    d.on_turn_ended(t0 + MS(700), TurnEnd::Stop).expect("idle on the Stop");
+    // The client goes on by itself at once, frame after frame.
+    let streak = DetectConfig::default().turn_streak;
+    let on = run(&mut d, t0, MS(720), MS(1000), MS(100), &working());
+    let (at, t) = on.first().expect("a turn");
+    assert_eq!(t.to, Activity::Working);
+    assert!(*at + MS(30) >= MS(750) + streak, "held for a streak first: {on:?}");
+    assert_eq!(d.take_drift(), None);
 }

@@ -215,7 +215,10 @@ impl Executor {
                     self.journal.emit(&self.id, kind);
                 }
                 Effect::Write { after, bytes } => match &self.process {
-                    Some(p) if p.exited.is_none() => p.pty.write_after(after, bytes),
+                    Some(p) if p.exited.is_none() => {
+                        self.watcher.typed(Instant::now() + after);
+                        p.pty.write_after(after, bytes);
+                    }
                     _ => tracing::debug!(session = %self.id, "input dropped: the agent is not running"),
                 },
                 Effect::Signal(signal) => {
