@@ -40,6 +40,7 @@ mod session_options;
 mod usage_chip;
 mod version;
 mod wake_helper;
+mod window_modules;
 mod worktree;
 
 /// `autotests` is off (the files are modules of two binaries), so a new file of `tests/` that no

@@ -1,5 +1,6 @@
 // The window's groundwork, imported by the other modules: the command and event bridges, the state
-// the views share, DOM and time helpers, and the #error and #notice banners. Everything the core says
+// the views share, DOM and time helpers, the #error and #notice banners, and the routing between
+// views, which the entry wires. Everything the core says
 // arrives through `invoke` (commands) and events (`listen`). Every command error has one shape,
 // { code, message }, and is shown in the #error banner.
 
@@ -131,3 +132,37 @@ export function debounce(fn, ms) {
   let t = null;
   return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };
 }
+
+// ---------------------------------------------------------------- routing, wired in by the entry
+
+// The modules import downward only: main.js (the entry) down to the views, then this core. What a
+// view does as it is shown, and the list's refresh, are wired in by the entry, so a view below it
+// can route or ask for a fresh list without importing upward.
+export const VIEWS = ["list", "new", "detail", "options", "digest", "morning", "ready", "settings"];
+const wired = { entered: {}, leftDetail: () => {}, refresh: async () => {} };
+
+export function wire(parts) {
+  Object.assign(wired, parts);
+}
+
+export function show(name) {
+  if (name !== app.view) $("notice").hidden = true;  // a notice is about the view it was shown in
+  app.view = name;
+  for (const v of VIEWS) $(`${v}-view`).hidden = v !== name;
+  for (const b of document.querySelectorAll("nav [data-view]")) {
+    const current = b.dataset.view === name || (b.dataset.view === "list" && (name === "detail" || name === "options"));
+    if (current) b.setAttribute("aria-current", "page");
+    else b.removeAttribute("aria-current");
+  }
+  if (name !== "detail") wired.leftDetail();
+  wired.entered[name]?.();
+}
+
+export function focusHeading(section) {
+  const h = $(section).querySelector("h2");
+  if (h) { h.tabIndex = -1; h.focus({ preventScroll: true }); }
+}
+
+// The session list, fetched again now or after a burst of changes settles.
+export const refresh = () => wired.refresh();
+export const refreshSoon = debounce(refresh, 150);

@@ -3,8 +3,7 @@
 // (resume, answer, show or restore the kept work, reset the breaker, look at the commits) and
 // Dismiss. What needs you comes first; what happened that needed nothing is folded away.
 
-import { call, clearError, el, notice, plural, span } from "./core.js";
-import { refreshSoon } from "./list.js";
+import { call, clearError, el, notice, plural, refreshSoon, span } from "./core.js";
 import { openSession } from "./session.js";
 import { focusTerminal } from "./terminal.js";
 

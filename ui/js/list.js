@@ -1,6 +1,6 @@
 // The sessions list: every session in the journal with its state, and Pause all / Resume all.
 
-import { $, ago, app, call, clearError, debounce, el, isLive, localTime, notice, plural, stateClass } from "./core.js";
+import { $, ago, app, call, clearError, el, isLive, localTime, notice, plural, refreshSoon, stateClass } from "./core.js";
 import { openSession, renderFacts } from "./session.js";
 import { loadWorktrees } from "./worktrees.js";
 
@@ -32,7 +32,7 @@ function renderList() {
   $("counts").textContent = app.sessions.length ? `${live} running · ${app.sessions.length} in the journal` : "";
 }
 
-export async function refresh() {
+export async function loadList() {
   const got = await call("list_sessions");
   if (!got.ok) return;
   app.sessions = got.value;
@@ -40,7 +40,6 @@ export async function refresh() {
   if (app.view === "detail" && app.openId) renderFacts();
   if (app.view === "list") loadWorktrees();
 }
-export const refreshSoon = debounce(refresh, 150);
 
 export async function pauseAll() {
   clearError();

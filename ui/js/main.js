@@ -1,10 +1,13 @@
 // Nightshift's window: the sessions in the journal, live; one session's screen, journal and options;
 // new sessions; the usage chip; the away digest, the morning run summary and the app's settings.
-// This module, the window's entry (index.html), routes between the views, wires the controls and the
-// core's events to the other modules, and starts the window.
+// This module, the window's entry (index.html), wires what each view does as it is shown, the controls
+// and the core's events to the other modules, and starts the window. Modules import downward only:
+// from here to the views, then the core (tests/window_modules.rs keeps it so).
 
-import { $, app, call, clearError, debounce, el, listen, notice } from "./core.js";
-import { pauseAll, refresh, refreshSoon, resumeAll } from "./list.js";
+import {
+  $, app, call, clearError, debounce, el, focusHeading, listen, notice, refresh, refreshSoon, show, wire,
+} from "./core.js";
+import { loadList, pauseAll, resumeAll } from "./list.js";
 import { loadWorktrees } from "./worktrees.js";
 import {
   SETTING_FIELDS, applyResume, deleteSelectedPreset, disableRespawn, enableRespawn, loadOptions, openOptions,
@@ -24,30 +27,19 @@ import {
 
 // ---------------------------------------------------------------- views
 
-const VIEWS = ["list", "new", "detail", "options", "digest", "morning", "ready", "settings"];
-
-export function show(name) {
-  if (name !== app.view) $("notice").hidden = true;  // a notice is about the view it was shown in
-  app.view = name;
-  for (const v of VIEWS) $(`${v}-view`).hidden = v !== name;
-  for (const b of document.querySelectorAll("nav [data-view]")) {
-    const current = b.dataset.view === name || (b.dataset.view === "list" && (name === "detail" || name === "options"));
-    if (current) b.setAttribute("aria-current", "page");
-    else b.removeAttribute("aria-current");
-  }
-  if (name !== "detail") { stopScreen(); closeTerminal(); stopReplay(); }
-  if (name === "list") { refresh(); loadWorktrees(true); }
-  if (name === "new") prepareNewForm();
-  if (name === "digest") loadDigest();
-  if (name === "morning") loadMorning();
-  if (name === "settings") loadSettings();
-  if (name === "ready") prepareReady();
-}
-
-export function focusHeading(section) {
-  const h = $(section).querySelector("h2");
-  if (h) { h.tabIndex = -1; h.focus({ preventScroll: true }); }
-}
+// What each view does as it is shown (the routing itself is the core's `show`).
+wire({
+  refresh: loadList,
+  leftDetail: () => { stopScreen(); closeTerminal(); stopReplay(); },
+  entered: {
+    list: () => { refresh(); loadWorktrees(true); },
+    new: () => prepareNewForm(),
+    digest: () => loadDigest(),
+    morning: () => loadMorning(),
+    settings: () => loadSettings(),
+    ready: () => prepareReady(),
+  },
+});
 
 // ---------------------------------------------------------------- wiring
 

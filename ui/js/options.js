@@ -1,9 +1,9 @@
 // Session options: respawn with its presets (pick, edit, save, delete), auto-resume after usage limits,
 // the breakers, and holding the session.
 
-import { $, app, call, clearError, clock, el, notice, plural, showError, span } from "./core.js";
-import { refreshSoon } from "./list.js";
-import { focusHeading, show } from "./main.js";
+import {
+  $, app, call, clearError, clock, el, focusHeading, notice, plural, refreshSoon, show, showError, span,
+} from "./core.js";
 import { loadEventsSoon } from "./session.js";
 
 export const SETTING_FIELDS = () => [...document.querySelectorAll("#respawn-form [data-setting]")];

@@ -1,9 +1,9 @@
 // One session's page: its facts, the live terminal (terminal.js) or a loop's running iteration, the
 // journal, typing to the agent and Stop.
 
-import { $, app, call, clearError, debounce, el, isLive, localTime, notice, stateClass } from "./core.js";
-import { refresh, refreshSoon } from "./list.js";
-import { focusHeading, show } from "./main.js";
+import {
+  $, app, call, clearError, debounce, el, focusHeading, isLive, localTime, notice, refresh, refreshSoon, show, stateClass,
+} from "./core.js";
 import { loadReplay, stopReplay } from "./replay.js";
 import { closeTerminal, openTerminal, terminalSession } from "./terminal.js";
 

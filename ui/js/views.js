@@ -1,8 +1,9 @@
 // The other views: New session, the usage chip and its panel, the away digest, the morning run
 // summary and Settings.
 
-import { $, ago, app, call, clearError, clock, el, localTime, notice, plural, showError, span, svg } from "./core.js";
-import { refresh } from "./list.js";
+import {
+  $, ago, app, call, clearError, clock, el, localTime, notice, plural, refresh, showError, span, svg,
+} from "./core.js";
 import { deletePreset, fillPresetSelect, loadPresets } from "./options.js";
 import { checkNewSession } from "./ready.js";
 import { openSession } from "./session.js";
