@@ -246,7 +246,7 @@ async fn supervise(
     let guard = nightshift::hooks::guard::Rules::builtin();
     let host = host(&paths, store, events, guard);
     let _suspends = host.supervisor.watch_suspends();
-    let sleep = super::run::sleep_config(&paths);
+    let sleep = super::awake::sleep_config(&paths);
     let handle = match begin {
         super::schedule::Begin::Now => host.supervisor.start_loop(spec)?,
         super::schedule::Begin::Adopt(id) => host.supervisor.start_scheduled_loop(id, spec)?,
@@ -268,11 +268,11 @@ async fn supervise(
     // A loop keeps the machine awake while it runs, and sleeps through its long waits as the app
     // does for its own.
     let why = format!("Nightshift loop {} is running", handle.id());
-    let awake = super::run::keep_awake(
+    let awake = super::awake::keep_awake(
         &host.supervisor,
         sleep,
         why,
-        super::run::sessions_want(std::slice::from_ref(&handle)),
+        super::awake::sessions_want(std::slice::from_ref(&handle)),
         false,
     )
     .await;

@@ -1,6 +1,7 @@
 //! The command line: one file per verb.
 
 mod attach;
+mod awake;
 mod breaker;
 mod digest;
 mod doctor;

@@ -87,9 +87,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         }
         super::run::stop_on_signals(&restored, true)?;
         // Awake while a restored session or a schedule this process starts needs it, as in the app.
-        let sessions = super::run::sessions_want(&restored);
+        let sessions = super::awake::sessions_want(&restored);
         let supervisor = host.supervisor.clone();
-        let awake = super::run::keep_awake(
+        let awake = super::awake::keep_awake(
             &host.supervisor,
             sleep,
             "Nightshift restored sessions are armed".into(),

@@ -30,10 +30,9 @@ use nightshift::AgentKind;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 
-mod awake;
 mod events;
 
-pub(super) use awake::{keep_awake, sessions_want, sleep_config};
+use super::awake::{keep_awake, sessions_want, sleep_config};
 pub(super) use events::{open_events, EventWriter};
 
 #[derive(Debug, clap::Args)]

@@ -119,7 +119,7 @@ pub async fn wait(
     );
     // Awake until then, when it is near (a machine asleep at its time starts it only on waking).
     let (session, at) = (id.to_string(), due.at);
-    let _awake = super::run::keep_awake(
+    let _awake = super::awake::keep_awake(
         supervisor,
         sleep,
         format!("Nightshift session {id} starts {when}"),

@@ -30,6 +30,16 @@ pub(crate) fn hhmm(t: DateTime<Utc>) -> String {
     t.with_timezone(&Local).format("%H:%M").to_string()
 }
 
+/// A duration as the digest says it: `45s`, `30m`, `2h 05m`.
+pub(super) fn hm(secs: i64) -> String {
+    let (h, m) = (secs / 3600, (secs % 3600) / 60);
+    match (h, m) {
+        (0, 0) if secs > 0 => format!("{secs}s"),
+        (0, m) => format!("{m}m"),
+        (h, m) => format!("{h}h {m:02}m"),
+    }
+}
+
 /// What one session's events say.
 #[derive(Debug, Default)]
 pub(super) struct Ledger {
@@ -223,7 +233,7 @@ impl Ledger {
                 }
                 EventKind::Restored { reason, down_secs } if in_range => {
                     c.restores += 1;
-                    let down = super::render::hm(i64::try_from(*down_secs).unwrap_or(i64::MAX));
+                    let down = hm(i64::try_from(*down_secs).unwrap_or(i64::MAX));
                     let once = format!("restored at {} after {down} without Nightshift ({reason})", hhmm(ev.ts));
                     lines.note(HappeningKind::Restored, "restored after Nightshift ended".into(), once, ev.ts);
                 }

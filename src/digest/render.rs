@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use chrono::Local;
 
+use super::ledger::hm;
 use super::{Digest, Section, SessionDigest};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,16 +20,6 @@ const SECTIONS: [(Section, &str); 4] = [
     (Section::StillRunning, "Still running"),
     (Section::Idle, "Idle"),
 ];
-
-/// A duration as the digest says it: `45s`, `30m`, `2h 05m`.
-pub(super) fn hm(secs: i64) -> String {
-    let (h, m) = (secs / 3600, (secs % 3600) / 60);
-    match (h, m) {
-        (0, 0) if secs > 0 => format!("{secs}s"),
-        (0, m) => format!("{m}m"),
-        (h, m) => format!("{h}h {m:02}m"),
-    }
-}
 
 fn clock(t: chrono::DateTime<chrono::Utc>) -> String {
     super::ledger::hhmm(t)
