@@ -376,3 +376,35 @@ fn a_circle_is_found_and_told_by_its_edges() {
     edges.get_mut("c").unwrap().remove("a");
     assert_eq!(circle(&edges), None);
 }
+
+/// The production files (test modules of their own aside) of the core and the app's shell, with
+/// their line counts, longest first.
+fn production_lengths() -> Vec<(usize, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [root.join("src"), root.join("src-tauri/src")] {
+        rust_files(&dir, &mut files);
+    }
+    let tests: BTreeSet<PathBuf> =
+        files.iter().flat_map(|f| test_files(f, &std::fs::read_to_string(f).unwrap_or_default())).collect();
+    let mut lengths: Vec<(usize, PathBuf)> = files
+        .into_iter()
+        .filter(|f| !tests.contains(f))
+        .map(|f| (std::fs::read_to_string(&f).unwrap().lines().count(), f))
+        .collect();
+    lengths.sort_by(|a, b| b.cmp(a));
+    lengths
+}
+
+/// Past this a file holds more than one concern: split it by concern.
+const MOST_LINES: usize = 700;
+
+#[test]
+fn no_production_file_is_past_700_lines() {
+    let lengths = production_lengths();
+    assert!(lengths.len() > 100 && lengths.iter().any(|(_, f)| f.ends_with("src-tauri/src/main.rs")), "{lengths:?}");
+    assert!(!lengths.iter().any(|(_, f)| f.ends_with("detect/tests.rs")), "test modules are not counted");
+    let long: Vec<String> =
+        lengths.iter().filter(|(n, _)| *n > MOST_LINES).map(|(n, f)| format!("{} ({n})", f.display())).collect();
+    assert!(long.is_empty(), "production files past {MOST_LINES} lines, to split by concern: {long:?}");
+}
