@@ -21,6 +21,35 @@ fn modules(lib: &str) -> BTreeSet<String> {
     lib.lines().filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';').map(str::to_string)).collect()
 }
 
+/// The names `lib.rs` re-exports at the crate root (`pub use supervisor::{Supervisor, …};`), each
+/// with the module it comes from: a use of `crate::Supervisor` is a use of `supervisor`.
+fn reexports(lib: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for line in lib.lines() {
+        let Some((module, rest)) = line.trim().strip_prefix("pub use ").and_then(|r| r.split_once("::")) else {
+            continue;
+        };
+        if !modules.contains(module) {
+            continue;
+        }
+        let list = rest.trim_end_matches(';').trim_start_matches('{').trim_end_matches('}');
+        for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let name = item.rsplit_once(" as ").map_or(item, |(_, alias)| alias).trim();
+            names.insert(name.to_string(), module.to_string());
+        }
+    }
+    names
+}
+
+/// Every name a path from the crate root may start with, and the module it stands for: the
+/// modules themselves and the crate root's re-exports.
+fn names(lib: &str) -> BTreeMap<String, String> {
+    let modules = modules(lib);
+    let mut names = reexports(lib, &modules);
+    names.extend(modules.into_iter().map(|m| (m.clone(), m)));
+    names
+}
+
 /// The layer table of `lib.rs`'s doc: each `//! | N. name | `a`, `b` | … |` row, by number.
 fn table(lib: &str) -> Vec<(u32, String, Vec<String>)> {
     lib.lines()
@@ -158,8 +187,9 @@ fn item_end(code: &str, from: usize) -> usize {
     code.len()
 }
 
-/// The top-level modules a file's code names from the crate root, each with the line it is on.
-fn uses(code: &str, known: &BTreeSet<String>) -> Vec<(String, usize)> {
+/// The top-level modules a file's code names from the crate root (by their names or the names
+/// they re-export there, `known`), each with the line it is on.
+fn uses(code: &str, known: &BTreeMap<String, String>) -> Vec<(String, usize)> {
     let root = ["crate", "::"].concat();
     let line_of = |at: usize| code[..at].matches('\n').count() + 1;
     let mut found = Vec::new();
@@ -179,8 +209,8 @@ fn uses(code: &str, known: &BTreeSet<String>) -> Vec<(String, usize)> {
                     c if branch_start && (c.is_alphanumeric() || c == '_') => {
                         let name: String =
                             group[i..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                        if known.contains(&name) {
-                            found.push((name, line_of(offset + i)));
+                        if let Some(module) = known.get(&name) {
+                            found.push((module.clone(), line_of(offset + i)));
                         }
                         branch_start = false;
                     }
@@ -189,8 +219,8 @@ fn uses(code: &str, known: &BTreeSet<String>) -> Vec<(String, usize)> {
             }
         } else {
             let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            if known.contains(&name) {
-                found.push((name, line_of(at)));
+            if let Some(module) = known.get(&name) {
+                found.push((module.clone(), line_of(at)));
             }
         }
     }
@@ -239,9 +269,9 @@ fn test_files(file: &Path, text: &str) -> Vec<PathBuf> {
 }
 
 /// Every edge between the crate's top-level modules, with where it is.
-fn edges(src: &Path, known: &BTreeSet<String>) -> Edges {
+fn edges(src: &Path, modules: &BTreeSet<String>, known: &BTreeMap<String, String>) -> Edges {
     let mut edges = Edges::new();
-    for module in known {
+    for module in modules {
         let mut files = Vec::new();
         let file = src.join(format!("{module}.rs"));
         if file.is_file() {
@@ -319,7 +349,7 @@ fn the_modules_keep_their_layers() {
     let unplaced: Vec<_> = known.iter().filter(|m| !layer.contains_key(*m)).collect();
     assert!(unplaced.is_empty(), "{unplaced:?} in no layer: add each to lib.rs's layer table");
 
-    let edges = edges(&src, &known);
+    let edges = edges(&src, &known, &names(&lib));
     let mut up = Vec::new();
     for (from, tos) in &edges {
         for (to, at) in tos {
@@ -339,7 +369,8 @@ fn the_modules_keep_their_layers() {
 
 #[test]
 fn uses_are_read_from_code_only() {
-    let known: BTreeSet<String> = ["event", "store", "agent", "session"].map(String::from).into();
+    let known: BTreeMap<String, String> =
+        ["event", "store", "agent", "session"].map(|m| (m.to_string(), m.to_string())).into();
     let root = ["crate", "::"].concat();
     let text = format!(
         "use {root}{{\n    event::Event,\n    store::{{Store, Row}},\n}};\n\
@@ -407,4 +438,17 @@ fn no_production_file_is_past_700_lines() {
     let long: Vec<String> =
         lengths.iter().filter(|(n, _)| *n > MOST_LINES).map(|(n, f)| format!("{} ({n})", f.display())).collect();
     assert!(long.is_empty(), "production files past {MOST_LINES} lines, to split by concern: {long:?}");
+}
+
+#[test]
+fn a_use_through_the_crate_roots_reexports_is_a_use_of_its_module() {
+    let lib = "pub mod event;\npub mod push;\npub mod supervisor;\n\
+               pub use event::{Event, EventKind as Kind};\npub use supervisor::Supervisor;\n";
+    let known = names(lib);
+    assert_eq!(known.get("Supervisor").map(String::as_str), Some("supervisor"));
+    assert_eq!(known.get("Kind").map(String::as_str), Some("event"));
+    let root = ["crate", "::"].concat();
+    let text = format!("pub fn follow(s: &{root}Supervisor, e: {root}Kind) {{}}\nuse {root}{{Event, push}};\n");
+    let found = uses(&code(&text), &known);
+    assert_eq!(found, [("supervisor".into(), 1), ("event".into(), 1), ("event".into(), 2), ("push".into(), 2)]);
 }

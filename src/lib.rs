@@ -19,10 +19,10 @@
 //! | 3. the contract | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | 4. events | `event` | the vocabulary of the journal: everything that happens, typed |
 //! | 5. the journal | `journal`, `store` | where events are kept, written once, read by all |
-//! | 6. settings and what the journal tells | `config`, `digest`, `notice`, `overview`, `plan`, `push`, `schedule` | the user's settings, and what the journal says to the user: notices, the tray's glance, the plan, the morning |
+//! | 6. settings and what the journal tells | `config`, `digest`, `notice`, `overview`, `plan`, `schedule` | the user's settings, and what the journal says to the user: notices, the tray's glance, the plan, the morning |
 //! | 7. executors | `loops`, `session` | the actors that own a child and apply their machines' effects |
 //! | 8. the supervisor | `restore`, `supervisor` | the sessions of one process, and bringing a night back after any end |
-//! | 9. surfaces | `control`, `doctor`, `remote` | what other processes and the user reach: the control socket, the checks before a night |
+//! | 9. surfaces | `control`, `doctor`, `push`, `remote` | what other processes and the user reach: the control socket, the checks before a night, the phone's pushes and its answers |
 //!
 //! The CLI (`src/cli`, `src/main.rs`) and the tray app (`src-tauri`) stand on top of all of them.
 
