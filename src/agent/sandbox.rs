@@ -143,10 +143,10 @@ impl Sandbox {
     /// Codex's flags for it, unless `theirs` (the user's own flags) chose a sandbox or an approval
     /// policy already (the client refuses a flag twice): `workspace-write` with no approval
     /// prompts (`exec`, `headless`, never asks and takes no such flag), its extra folders writable.
-    /// Codex's sandbox knows no list of domains: its commands have no network, unless `proxied`:
-    /// then the network is on and the commands' environment (Codex's `shell_environment_policy`,
-    /// not the client's own, whose requests to its API and its own hosts are not the fence's)
-    /// points them at Nightshift's proxy.
+    /// `workspace-write` has the network on or off, no list of domains: its commands have no
+    /// network, unless `proxied`: then the network is on and the commands' environment (Codex's
+    /// `shell_environment_policy`, not the client's own, whose requests to its API and its own
+    /// hosts are not the fence's) points them at Nightshift's proxy.
     pub fn codex_args(&self, theirs: &[String], headless: bool, proxied: Option<&Proxied>) -> Vec<String> {
         let chose = |flags: &[&str]| {
             theirs.iter().any(|a| flags.contains(&a.as_str()) || flags.iter().any(|f| a.starts_with(&format!("{f}="))))
