@@ -12,12 +12,25 @@ use common::claude::{client, ClaudeRun, Options};
 use common::wait_for;
 use mock_api::MockApi;
 
-/// An empty bare repository for the git server.
-fn bare_repository(env: &common::Env) -> std::path::PathBuf {
+/// The world outside a night, on loopback addresses of its own: the project's git server on
+/// 127.0.0.2 (an empty bare repository, `bare`), a package index on 127.0.0.3 and a stranger on
+/// 127.0.0.4.
+struct World {
+    bare: std::path::PathBuf,
+    remote: common::hosts::Host,
+    index: common::hosts::Host,
+    stranger: common::hosts::Host,
+}
+
+async fn world(env: &common::Env) -> World {
     let bare = env.path("srv/remote.git");
     std::fs::create_dir_all(&bare).unwrap();
     common::git_in(&bare, &["init", "-q", "--bare", "-b", "main"], false);
-    bare
+    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
+    let index =
+        common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\",\"version\":\"1.3.0\"}")]).await;
+    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    World { bare, remote, index, stranger }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,11 +44,7 @@ async fn an_overnight_turn_fetches_and_pushes_inside_the_fence_and_a_stranger_is
     let mock = MockApi::start().await.expect("the stand-in API starts");
     let ntfy = common::ntfy::Fake::start();
     let scratch = common::Env::new();
-    let bare = bare_repository(&scratch);
-    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
-    let index =
-        common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\",\"version\":\"1.3.0\"}")]).await;
-    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let World { bare, remote, index, stranger } = world(&scratch).await;
     let origin = format!("{}/remote.git", remote.url());
     let npmrc = format!("registry={}/\n", index.url());
     let config = format!("[push]\nntfy = \"{}\"\n", ntfy.url("night"));
@@ -162,10 +171,7 @@ async fn a_loop_iteration_fetches_and_pushes_inside_the_fence_and_a_stranger_is_
     let mock = MockApi::start().await.expect("the stand-in API starts");
     let env = common::Env::new();
     let home = common::claude::ClientHome::new(&env, &mock.base_url(), common::claude::Auth::Subscriber, &[]);
-    let bare = bare_repository(&env);
-    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
-    let index = common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\"}")]).await;
-    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let World { bare, remote, index, stranger } = world(&env).await;
     let dir = home.workdir.clone();
     std::fs::write(dir.join("README"), "the project\n").unwrap();
     std::fs::write(dir.join(".npmrc"), format!("registry={}/\n", index.url())).unwrap();
@@ -223,10 +229,7 @@ async fn a_codex_turn_fetches_and_pushes_through_the_fences_proxy_and_a_stranger
     let Some(codex) = common::codex::client() else { return };
     let mock = crate::mock_responses::MockResponses::start().await.expect("the stand-in API starts");
     let scratch = common::Env::new();
-    let bare = bare_repository(&scratch);
-    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
-    let index = common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\"}")]).await;
-    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let World { bare, remote, index, stranger } = world(&scratch).await;
     let origin = format!("{}/remote.git", remote.url());
     let npmrc = format!("registry={}/\n", index.url());
     let mut run = common::codex::CodexRun::start(
@@ -286,10 +289,7 @@ async fn a_codex_loop_iteration_fetches_and_pushes_through_the_fence_and_a_stran
     let Some(codex) = common::codex::client() else { return };
     let mock = crate::mock_responses::MockResponses::start().await.expect("the stand-in API starts");
     let env = common::Env::new();
-    let bare = bare_repository(&env);
-    let remote = common::hosts::git_server("127.0.0.2", &bare).await;
-    let index = common::hosts::index("127.0.0.3", &[("/left-pad", "{\"name\":\"left-pad\"}")]).await;
-    let stranger = common::hosts::index("127.0.0.4", &[("/", "you should not be here")]).await;
+    let World { bare, remote, index, stranger } = world(&env).await;
     let home = tempfile::Builder::new().prefix("codex-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let dir = env.path("project");
     std::fs::create_dir_all(&dir).unwrap();

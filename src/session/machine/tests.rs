@@ -1724,6 +1724,15 @@ fn last_answer(sim: &Sim) -> Option<Result<(), crate::phone::Refusal>> {
     sim.log.iter().rev().find_map(|(_, e)| if let Effect::Answered(r) = e { Some(r.clone()) } else { None })
 }
 
+/// The first of two questions of one call, as the screen shows it.
+fn port_question() -> Dialog {
+    shown(
+        DialogKind::Question,
+        Some("Which port should the server listen on?"),
+        &["←  ☐ Port  ☐ Drop  ✔ Submit  →", "Which port should the server listen on?", "❯ 1. 3000", "  2. 8080"],
+    )
+}
+
 #[test]
 fn a_question_replaced_by_another_in_one_frame_is_a_new_dialog_and_the_first_ones_buttons_are_refused() {
     // Two questions of one call: answered at the terminal, the first gives way to the second in the
@@ -1731,11 +1740,7 @@ fn a_question_replaced_by_another_in_one_frame_is_a_new_dialog_and_the_first_one
     use crate::event::Answerer::{Phone, Terminal};
     let mut sim = Sim::new(start());
     sim.input(idle());
-    let port = shown(
-        DialogKind::Question,
-        Some("Which port should the server listen on?"),
-        &["←  ☐ Port  ☐ Drop  ✔ Submit  →", "Which port should the server listen on?", "❯ 1. 3000", "  2. 8080"],
-    );
+    let port = port_question();
     let drop = shown(
         DialogKind::Question,
         Some("Drop the production database now?"),
@@ -1770,11 +1775,7 @@ fn a_button_pressed_a_moment_after_keys_at_the_desk_types_nothing_until_the_scre
     use crate::event::Answerer::Phone;
     let mut sim = Sim::new(start());
     sim.input(idle());
-    let port = shown(
-        DialogKind::Question,
-        Some("Which port should the server listen on?"),
-        &["←  ☐ Port  ☐ Drop  ✔ Submit  →", "Which port should the server listen on?", "❯ 1. 3000", "  2. 8080"],
-    );
+    let port = port_question();
     sim.input(working());
     sim.input(waiting_on(port));
     let eighty_eighty = print_of(&asked(&sim)[0]);
