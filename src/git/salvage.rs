@@ -458,6 +458,17 @@ mod tests {
         String::from_utf8(out.stdout).unwrap()
     }
 
+    /// A repository whose one commit holds `a.txt`.
+    fn committed() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        git(repo, &["init", "-q"]);
+        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+        git(repo, &["add", "."]);
+        git(repo, &["commit", "-qm", "start"]);
+        tmp
+    }
+
     fn saved(outcome: Outcome) -> (String, Vec<String>) {
         match outcome {
             Outcome::Saved { snapshot, users, .. } => (snapshot.reference, users),
@@ -467,12 +478,8 @@ mod tests {
 
     #[test]
     fn only_a_tree_unlike_the_latest_snapshot_makes_a_ref() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = committed();
         let repo = tmp.path();
-        git(repo, &["init", "-q"]);
-        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-        git(repo, &["add", "."]);
-        git(repo, &["commit", "-qm", "start"]);
         assert_eq!(snapshot(repo, "s1", "m", None), Outcome::Clean);
 
         std::fs::write(repo.join("a.txt"), "one\n").unwrap();
@@ -494,12 +501,8 @@ mod tests {
 
     #[test]
     fn an_empty_untracked_file_holds_no_work_but_an_emptied_tracked_one_does() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = committed();
         let repo = tmp.path();
-        git(repo, &["init", "-q"]);
-        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-        git(repo, &["add", "."]);
-        git(repo, &["commit", "-qm", "start"]);
         // What Claude's sandbox leaves in the folder: an empty file at each start-up file it guards.
         for name in [".bash_profile", ".bashrc", ".gitmodules"] {
             std::fs::write(repo.join(name), "").unwrap();
