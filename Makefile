@@ -64,10 +64,12 @@ release: deps ui-vendor
 
 test: deps deps-test claude-client codex-client test-core test-app test-install
 
-# The core and the CLI: real PTYs, the real binary. Builds no GUI library, and checks it stays so.
+# The model, the core and the CLI: real PTYs, the real binary. Builds no GUI library, and checks
+# it stays so, and that the model crate stays free of I/O crates.
 test-core:
 	@if $(CARGO) tree --locked -p nightshift -e normal,build --prefix none | grep -qiE '^(tauri|wry|gtk|webkit)'; then \
 	  echo "the core package depends on a GUI library; it must stay GUI-free" >&2; exit 1; fi
+	scripts/check-model '$(CARGO)'
 	NIGHTSHIFT_REQUIRE_CLAUDE=1 NIGHTSHIFT_REQUIRE_CODEX=1 NIGHTSHIFT_REQUIRE_ASCIINEMA=1 NIGHTSHIFT_REQUIRE_DBUS=1 $(CARGO) test --locked
 
 # The tray app: its unit tests, then the real window under Xvfb through WebKitWebDriver.

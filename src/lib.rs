@@ -8,13 +8,17 @@
 //!
 //! # Layers
 //!
+//! Under every layer is the model crate, `nightshift-model` (`crates/nightshift-model`): the
+//! vocabulary and the decisions, with no I/O. Its modules are re-exported here under their own
+//! names (`crate::units`, …), so the runtime's paths do not say which crate a module lives in.
+//!
 //! Each top-level module uses modules of its own layer or below, never above, and no two modules
 //! use each other, even by a detour. The table is the rule: `layers::the_modules_keep_their_layers`
 //! reads it and fails naming the edge that breaks it, so a new module finds its place here first.
 //!
 //! | Layer | Modules | What they are |
 //! |-------|---------|---------------|
-//! | 1. foundations | `awake`, `clock`, `fence`, `git`, `limits`, `logging`, `paths`, `phone`, `platform`, `power`, `proxy`, `pty`, `record`, `screen`, `standin`, `token`, `toml_error`, `units`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
+//! | 1. foundations | `awake`, `clock`, `fence`, `git`, `limits`, `logging`, `paths`, `phone`, `platform`, `power`, `proxy`, `pty`, `record`, `screen`, `standin`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
 //! | 2. agents and decisions | `agent`, `breaker`, `detect`, `hooks`, `respawn` | what each client is and how its screen and hooks read; the pure decisions over them |
 //! | 3. the contract | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | 4. events | `event` | the vocabulary of the journal: everything that happens, typed |
@@ -64,10 +68,9 @@ pub mod session;
 pub mod standin;
 pub mod store;
 pub mod supervisor;
-pub mod token;
-pub mod toml_error;
-pub mod units;
 pub mod usage;
+
+pub use nightshift_model::{token, toml_error, units};
 
 pub use agent::AgentKind;
 pub use event::{Event, EventKind, SessionId, SessionState};

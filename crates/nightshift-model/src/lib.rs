@@ -1,0 +1,20 @@
+//! Nightshift's model: the vocabulary every part speaks and the decisions taken over it, with no
+//! I/O. Nothing here opens a file, a terminal, a socket or a process, or reads the time: the
+//! runtime crate (`nightshift`) does those and hands what it found in as inputs, so every decision
+//! here is a function of its inputs, testable in virtual time.
+//!
+//! The compiler keeps it so: this crate's dependencies have no SQLite, PTY, process, HTTP, D-Bus
+//! or tokio runtime, and `chrono` comes without its clock (`scripts/check-model`, run by
+//! `make test`, fails when one appears in the tree).
+//!
+//! # Modules, bottom up
+//!
+//! | Module | What it is |
+//! |--------|------------|
+//! | `units`, `token`, `toml_error` | leaves: how money and sizes are written, a session's secret, a TOML error in one line |
+//! | `clock` | the [`clock::Clock`] decisions are given, the test clock, timestamp formats |
+
+pub mod clock;
+pub mod token;
+pub mod toml_error;
+pub mod units;
