@@ -18,8 +18,8 @@
 //!
 //! | Layer | Modules | What they are |
 //! |-------|---------|---------------|
-//! | 1. foundations | `awake`, `clock`, `fence`, `git`, `limits`, `logging`, `paths`, `phone`, `platform`, `power`, `proxy`, `pty`, `record`, `screen`, `standin`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
-//! | 2. agents and decisions | `agent`, `breaker`, `detect`, `hooks`, `respawn` | what each client is and how its screen and hooks read; the pure decisions over them |
+//! | 1. foundations | `awake`, `clock`, `fence`, `git`, `logging`, `paths`, `phone`, `platform`, `power`, `proxy`, `pty`, `record`, `screen`, `standin`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
+//! | 2. agents and decisions | `agent`, `detect`, `hooks`, `respawn` | what each client is and how its screen and hooks read; the pure decisions over them |
 //! | 3. the contract | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | 4. events | `event` | the vocabulary of the journal: everything that happens, typed |
 //! | 5. the journal | `journal`, `store` | where events are kept, written once, read by all |
@@ -32,7 +32,6 @@
 
 pub mod agent;
 pub mod awake;
-pub mod breaker;
 pub mod clock;
 pub mod config;
 pub mod contract;
@@ -45,7 +44,6 @@ pub mod fence;
 pub mod git;
 pub mod hooks;
 pub mod journal;
-pub mod limits;
 pub mod logging;
 pub mod loops;
 pub mod notice;
@@ -70,7 +68,7 @@ pub mod store;
 pub mod supervisor;
 pub mod usage;
 
-pub use nightshift_model::{token, toml_error, units};
+pub use nightshift_model::{breaker, limits, token, toml_error, units};
 
 pub use agent::AgentKind;
 pub use event::{Event, EventKind, SessionId, SessionState};

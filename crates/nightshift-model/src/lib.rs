@@ -13,8 +13,13 @@
 //! |--------|------------|
 //! | `units`, `token`, `toml_error` | leaves: how money and sizes are written, a session's secret, a TOML error in one line |
 //! | `clock` | the [`clock::Clock`] decisions are given, the test clock, timestamp formats |
+//! | `usage` | the plan's windows and usage as the clients report them, the chip |
+//! | `limits`, `breaker` | a usage limit read from the screen and when to resume; budgets, back-off and the crash-loop breaker |
 
+pub mod breaker;
 pub mod clock;
+pub mod limits;
 pub mod token;
 pub mod toml_error;
 pub mod units;
+pub mod usage;

@@ -59,17 +59,6 @@ pub fn from_rollout(tail: &str) -> Option<Sample> {
     known.then_some(sample)
 }
 
-/// The latest figures of the rollout file at `path`: its end only, read, never written.
-pub fn read_latest(path: &std::path::Path) -> Option<Sample> {
-    use std::io::{Read as _, Seek as _};
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    file.seek(std::io::SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
-    let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
-    from_rollout(&String::from_utf8_lossy(&tail))
-}
-
 /// When the window that Codex's data says is used up resets (the longer one first: it holds).
 pub fn limit_reset(sample: &Sample) -> Option<DateTime<Utc>> {
     match (sample.five_hour_pct, sample.seven_day_pct) {
@@ -86,7 +75,7 @@ mod tests {
     fn fixture() -> String {
         std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/codex/0.171.0/rollout/one-turn.jsonl"),
+                .join("../../tests/fixtures/codex/0.171.0/rollout/one-turn.jsonl"),
         )
         .unwrap()
     }

@@ -263,7 +263,7 @@ fn the_last_message_on_screen_wins() {
 
 #[test]
 fn the_real_clients_limit_screen() {
-    let screen = include_str!("../../../tests/fixtures/claude-code/2.1.332/limit/02-limit-t3s.txt");
+    let screen = include_str!("../../../../../tests/fixtures/claude-code/2.1.332/limit/02-limit-t3s.txt");
     let got = find_limit(screen, utc("2026-11-30T10:00:00Z"), &Utc).unwrap();
     assert_eq!(got.resets_at, Some(utc("2026-11-30T14:33:00Z")));
 }

@@ -55,7 +55,7 @@ mod tests {
     use super::*;
 
     fn capture(name: &str) -> Vec<String> {
-        let path = format!("{}/tests/fixtures/claude-code/2.1.332/nightshift/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/../../tests/fixtures/claude-code/2.1.332/nightshift/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(path).unwrap().lines().map(String::from).collect()
     }
 
