@@ -14,3 +14,10 @@ impl Clock for SystemClock {
         Utc::now()
     }
 }
+
+/// The monotonic now the machines are given: tokio's clock, so a test that pauses time moves it,
+/// as a `std` instant (the model knows no runtime). Sleep until one with
+/// `tokio::time::sleep_until(at.into())`.
+pub fn mono_now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}

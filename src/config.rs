@@ -335,17 +335,13 @@ pub struct AccountDirs {
     pub codex: Option<PathBuf>,
 }
 
-/// Reading accounts from the command line and the config file (the type is the agent's: a client's
-/// config directory).
-impl Account {
-    /// `dir` given on the command line (`--config-dir`), named by itself; a relative one is taken
-    /// from the current directory, not the session's.
-    pub fn from_dir(agent: crate::agent::AgentKind, dir: &Path) -> Result<Self, ConfigError> {
-        let dir = expand_home(dir);
-        let dir = std::path::absolute(&dir).unwrap_or(dir);
-        check_account_dir(agent, &dir.display().to_string(), &dir)?;
-        Ok(Self { name: dir.display().to_string(), dir })
-    }
+/// An account of `agent` from `dir` given on the command line (`--config-dir`), named by itself; a
+/// relative one is taken from the current directory, not the session's. The directory is checked.
+pub fn account_from_dir(agent: crate::agent::AgentKind, dir: &Path) -> Result<Account, ConfigError> {
+    let dir = expand_home(dir);
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    check_account_dir(agent, &dir.display().to_string(), &dir)?;
+    Ok(Account { name: dir.display().to_string(), dir })
 }
 
 fn expand_home(dir: &Path) -> PathBuf {

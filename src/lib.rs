@@ -18,8 +18,8 @@
 //!
 //! | Layer | Modules | What they are |
 //! |-------|---------|---------------|
-//! | 1. foundations | `awake`, `clock`, `fence`, `git`, `logging`, `paths`, `phone`, `platform`, `power`, `proxy`, `pty`, `record`, `screen`, `standin`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
-//! | 2. agents and decisions | `agent`, `detect`, `hooks`, `respawn` | what each client is and how its screen and hooks read; the pure decisions over them |
+//! | 1. foundations | `awake`, `clock`, `fence`, `git`, `logging`, `paths`, `platform`, `power`, `proxy`, `pty`, `record`, `standin`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
+//! | 2. agents and decisions | `agent`, `hooks` | what each client is and how its screen and hooks read; the pure decisions over them |
 //! | 3. the contract | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | 4. events | `event` | the vocabulary of the journal: everything that happens, typed |
 //! | 5. the journal | `journal`, `store` | where events are kept, written once, read by all |
@@ -36,7 +36,6 @@ pub mod clock;
 pub mod config;
 pub mod contract;
 pub mod control;
-pub mod detect;
 pub mod digest;
 pub mod doctor;
 pub mod event;
@@ -49,7 +48,6 @@ pub mod loops;
 pub mod notice;
 pub mod overview;
 pub mod paths;
-pub mod phone;
 pub mod plan;
 pub mod platform;
 pub mod power;
@@ -58,17 +56,15 @@ pub mod pty;
 pub mod push;
 pub mod record;
 pub mod remote;
-pub mod respawn;
 pub mod restore;
 pub mod schedule;
-pub mod screen;
 pub mod session;
 pub mod standin;
 pub mod store;
 pub mod supervisor;
 pub mod usage;
 
-pub use nightshift_model::{breaker, limits, token, toml_error, units};
+pub use nightshift_model::{breaker, detect, limits, phone, respawn, screen, token, toml_error, units};
 
 pub use agent::AgentKind;
 pub use event::{Event, EventKind, SessionId, SessionState};

@@ -12,7 +12,6 @@
 //! for the rest of the night).
 
 mod http;
-mod policy;
 mod socks;
 
 use std::net::SocketAddr;
@@ -22,7 +21,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-pub use policy::{Pattern, Policy};
+pub use nightshift_model::hosts::{Pattern, Policy};
 
 /// How long a client has to say where it goes.
 const HEAD_WITHIN: Duration = Duration::from_secs(30);

@@ -29,27 +29,11 @@ use portable_pty::{CommandBuilder, MasterPty};
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
 
-/// The size of a terminal in character cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PtySize {
-    pub cols: u16,
-    pub rows: u16,
-}
+pub use nightshift_model::screen::PtySize;
 
-impl PtySize {
-    pub const fn new(cols: u16, rows: u16) -> Self {
-        Self { cols, rows }
-    }
-
-    fn to_portable(self) -> portable_pty::PtySize {
-        portable_pty::PtySize { rows: self.rows.max(1), cols: self.cols.max(1), pixel_width: 0, pixel_height: 0 }
-    }
-}
-
-impl Default for PtySize {
-    fn default() -> Self {
-        Self::new(120, 40)
-    }
+/// portable-pty's size for ours (a zero side is one cell).
+fn to_portable(size: PtySize) -> portable_pty::PtySize {
+    portable_pty::PtySize { rows: size.rows.max(1), cols: size.cols.max(1), pixel_width: 0, pixel_height: 0 }
 }
 
 /// What to run. The child inherits this process's environment plus `env`.
@@ -206,7 +190,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<Spawned, SpawnError> {
     let program = resolve_program(&spec.program, &spec.cwd, path_var.as_deref())?;
 
     let pair = portable_pty::native_pty_system()
-        .openpty(spec.size.to_portable())
+        .openpty(to_portable(spec.size))
         .map_err(|e| SpawnError::Pty(format!("{e:#}")))?;
 
     let mut cmd = CommandBuilder::new(&program);
@@ -278,7 +262,7 @@ impl Pty {
 
     /// Resizes the terminal; the kernel tells the child with SIGWINCH.
     pub fn resize(&self, size: PtySize) -> io::Result<()> {
-        self.master.resize(size.to_portable()).map_err(io::Error::other)
+        self.master.resize(to_portable(size)).map_err(io::Error::other)
     }
 
     /// Sends a signal to the child's whole process group.

@@ -10,7 +10,7 @@ use nightshift::detect::{Activity, DetectConfig, Watcher};
 use nightshift::pty::PtySize;
 use nightshift::screen::Screen;
 use nightshift::AgentKind;
-use tokio::time::Instant;
+use std::time::Instant;
 
 struct Replay {
     /// (seconds since the first chunk, activity, reason)

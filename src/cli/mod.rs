@@ -241,7 +241,7 @@ impl AccountArgs {
             AccountChoice::Named(name) => {
                 Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(&name, agent)?)
             }
-            AccountChoice::Dir(dir) => Some(nightshift::agent::Account::from_dir(agent, &dir)?),
+            AccountChoice::Dir(dir) => Some(nightshift::config::account_from_dir(agent, &dir)?),
             AccountChoice::Default => None,
         })
     }

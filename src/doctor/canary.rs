@@ -513,7 +513,7 @@ pub fn run(paths: &crate::paths::Paths, setup: &drive::Setup, agents: &[AgentKin
                 continue;
             }
         };
-        let adapter = match crate::agent::Adapter::load(kind, agents_dir.as_deref()) {
+        let adapter = match crate::agent::load_adapter(kind, agents_dir.as_deref()) {
             Ok(adapter) => adapter,
             Err(e) => {
                 outcomes.push(outcome(None, None, Some(e.to_string())));

@@ -47,7 +47,8 @@ pub fn run(paths: &Paths, here: &Path, opts: &Options) -> Report {
         if kind == AgentKind::Generic {
             continue;
         }
-        let adapter = Adapter::load(kind, agents_dir.as_deref()).unwrap_or_else(|_| Adapter::builtin(kind));
+        let adapter =
+            crate::agent::load_adapter(kind, agents_dir.as_deref()).unwrap_or_else(|_| Adapter::builtin(kind));
         let required = explicit || kind == AgentKind::Claude;
         let bin = harness(kind, &adapter, paths, opts, required, &mut checks);
         if kind == AgentKind::Codex {
@@ -119,7 +120,7 @@ fn config(config_dir: Option<&Path>, agents_dir: Option<&Path>) -> Vec<Check> {
             continue;
         }
         let id = format!("config.agents.{kind}");
-        out.push(match Adapter::load(kind, agents_dir) {
+        out.push(match crate::agent::load_adapter(kind, agents_dir) {
             Ok(_) => Check::pass(id, "config", format!("{} overrides the built-in {kind} signals", file.display())),
             Err(e) => Check::fail(
                 id,

@@ -18,8 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// The `type` of the notification Codex sends at the end of a turn.
-pub const TURN_COMPLETE: &str = "agent-turn-complete";
+pub use nightshift_model::agent::codex::{is_thread_id, TURN_COMPLETE};
 
 /// The Nightshift verb Codex runs as its notify program.
 pub const VERB: &str = "notify";
@@ -63,11 +62,6 @@ impl Notification {
     pub fn into_hook(self) -> super::Hook {
         super::Hook { conversation: self.thread, event: super::Event::TurnComplete { last_message: self.last_message } }
     }
-}
-
-/// Thread ids are UUIDs; nothing else is looked up in the file system or put on a command line.
-pub fn is_thread_id(id: &str) -> bool {
-    (8..=64).contains(&id.len()) && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
 }
 
 /// Codex's home: `$CODEX_HOME`, else `~/.codex`.

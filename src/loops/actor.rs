@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
 
 use super::machine::{Effect, Input, Machine, Marker, Project, Run};
 use super::tasks::{self, Source};
@@ -265,7 +264,7 @@ fn loop_want(state: SessionState, parked: Option<(chrono::DateTime<chrono::Utc>,
 
 impl Exec {
     fn now(&self) -> Now {
-        Now { mono: Instant::now(), wall: self.journal.now() }
+        Now { mono: crate::clock::mono_now(), wall: self.journal.now() }
     }
 
     fn step(&mut self, input: Input) {

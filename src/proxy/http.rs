@@ -133,6 +133,6 @@ fn authority(text: &str) -> Option<(String, Option<u16>)> {
         Some(p) => Some(p.parse::<u16>().ok()?),
         None => None,
     };
-    let host = super::policy::normal(host);
+    let host = nightshift_model::hosts::normal(host);
     (!host.is_empty()).then_some((host, port))
 }

@@ -11,8 +11,10 @@
 
 use std::time::Duration;
 
+use std::time::Instant;
 use tokio::sync::{mpsc, watch};
-use tokio::time::{sleep_until, Instant};
+
+use tokio::time::sleep_until;
 
 use super::machine::{Effect, Input, Machine, Now, Purpose, Start};
 use super::{Control, Options, SessionHandle, Status};
@@ -76,7 +78,7 @@ impl Actor {
             watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
         let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Terminal);
         let agent = start.agent;
-        let now = Now { mono: Instant::now(), wall: journal.now() };
+        let now = Now { mono: crate::clock::mono_now(), wall: journal.now() };
         let (machine, fx) = Machine::new(start, now);
         let (measured_tx, measured) = mpsc::unbounded_channel();
         let mut exec = Executor {
@@ -175,7 +177,7 @@ struct Executor {
 
 impl Executor {
     fn now(&self) -> Now {
-        Now { mono: Instant::now(), wall: self.journal.now() }
+        Now { mono: crate::clock::mono_now(), wall: self.journal.now() }
     }
 
     /// One input through the machine, its effects carried out, then any replies they made.
@@ -216,7 +218,7 @@ impl Executor {
                 }
                 Effect::Write { after, bytes } => match &self.process {
                     Some(p) if p.exited.is_none() => {
-                        self.watcher.typed(Instant::now() + after);
+                        self.watcher.typed(crate::clock::mono_now() + after);
                         p.pty.write_after(after, bytes);
                     }
                     _ => tracing::debug!(session = %self.id, "input dropped: the agent is not running"),
@@ -312,7 +314,7 @@ impl Executor {
             Ok(spawned) => {
                 let pid = spawned.pty.pid();
                 self.screen = Screen::new(self.command.size);
-                self.watcher = Watcher::new(self.adapter.clone(), self.detect, Instant::now());
+                self.watcher = Watcher::new(self.adapter.clone(), self.detect, crate::clock::mono_now());
                 self.process = Some(Process { pty: spawned.pty, output_open: true, exited: None });
                 self.streams = Some(Streams { output: spawned.output, exit: spawned.exit });
                 self.record_life();
@@ -336,8 +338,9 @@ impl Executor {
         let mut exit_rx: Option<tokio::sync::oneshot::Receiver<Exit>> = None;
         // The three timers live across turns of the loop and are moved only when their time
         // changes: a chunk of output usually leaves them where they were.
-        let far = || Instant::now() + Duration::from_secs(86_400 * 365);
-        let (wake_at, tick_at, drain_at) = (sleep_until(far()), sleep_until(far()), sleep_until(far()));
+        let far = || crate::clock::mono_now() + Duration::from_secs(86_400 * 365);
+        let (wake_at, tick_at, drain_at) =
+            (sleep_until(far().into()), sleep_until(far().into()), sleep_until(far().into()));
         tokio::pin!(wake_at, tick_at, drain_at);
         while self.machine.ended().is_none() {
             if let Some(streams) = self.streams.take() {
@@ -352,8 +355,8 @@ impl Executor {
             for (timer, at) in
                 [(wake_at.as_mut(), wakeup), (tick_at.as_mut(), deadline), (drain_at.as_mut(), drain_until)]
             {
-                if let Some(at) = at.filter(|at| *at != timer.deadline()) {
-                    timer.reset(at);
+                if let Some(at) = at.filter(|at| *at != timer.deadline().into_std()) {
+                    timer.reset(at.into());
                 }
             }
             tokio::select! {
@@ -370,7 +373,7 @@ impl Executor {
                 () = &mut tick_at, if deadline.is_some() => self.step(Input::Tick),
                 exit = exited(&mut exit_rx), if judging => {
                     if let Some(p) = &mut self.process {
-                        p.exited = Some((exit, Instant::now() + DRAIN_AFTER_EXIT));
+                        p.exited = Some((exit, crate::clock::mono_now() + DRAIN_AFTER_EXIT));
                     }
                     self.finish_life_if_drained();
                 }
@@ -434,7 +437,7 @@ impl Executor {
             let _ = tap.send(bytes);
         }
         if self.process.as_ref().is_some_and(|p| p.exited.is_none()) {
-            let t = self.watcher.output(Instant::now());
+            let t = self.watcher.output(crate::clock::mono_now());
             self.activity(t);
         }
     }
@@ -471,7 +474,7 @@ impl Executor {
     }
 
     fn wake(&mut self) {
-        let t = self.watcher.wake(Instant::now(), &self.screen);
+        let t = self.watcher.wake(crate::clock::mono_now(), &self.screen);
         self.drift();
         if let Some(region) = self.watcher.take_limit_region() {
             // The client's word that it works on past a full window, on the plan's extra usage.
@@ -526,7 +529,7 @@ impl Executor {
     fn finish_life_if_drained(&mut self) {
         let Some(p) = &self.process else { return };
         let Some((exit, drain_until)) = &p.exited else { return };
-        if p.output_open && Instant::now() < *drain_until {
+        if p.output_open && crate::clock::mono_now() < *drain_until {
             return;
         }
         let exit = exit.clone();

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use nix::sys::signal::Signal;
-use tokio::time::Instant;
+use std::time::Instant;
 
 use super::{Change, Options};
 use crate::agent::{AgentKind, Dialog, DialogKind};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::SessionSpec;
-use crate::agent::{Account, Adapter, AdapterError, AgentKind};
+use crate::agent::{AdapterError, AgentKind};
 use crate::breaker::Budget;
 use crate::config::{Config, ConfigError};
 use crate::hooks::guard::{GuardError, Rules};
@@ -152,7 +152,7 @@ pub fn build(
     }
     let agent =
         request.agent.or_else(|| request.command.first().map(|p| AgentKind::infer(p))).unwrap_or(AgentKind::Generic);
-    let adapter = Adapter::load(agent, paths.agents_dir().as_deref())?;
+    let adapter = crate::agent::load_adapter(agent, paths.agents_dir().as_deref())?;
     let mut argv = request.command.into_iter();
     let (program, args) = match argv.next() {
         Some(program) => (program, argv.collect()),
@@ -179,7 +179,7 @@ pub fn build(
     spec.account = match request.account {
         AccountChoice::Default => None,
         AccountChoice::Named(name) => Some(config()?.account(&name, agent)?),
-        AccountChoice::Dir(dir) => Some(Account::from_dir(agent, &dir)?),
+        AccountChoice::Dir(dir) => Some(crate::config::account_from_dir(agent, &dir)?),
     };
     if let Some(at) = request.switch_accounts {
         if agent == AgentKind::Codex && !request.hooks {

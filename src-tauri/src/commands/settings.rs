@@ -19,7 +19,7 @@ pub fn problems(state: State<'_, AppState>) -> Vec<String> {
     }
     let agents = state.paths.agents_dir();
     for kind in AgentKind::ALL {
-        if let Err(e) = nightshift::agent::Adapter::load(kind, agents.as_deref()) {
+        if let Err(e) = nightshift::agent::load_adapter(kind, agents.as_deref()) {
             say(e.to_string(), &format!("until it is fixed, the built-in {kind} signals apply"));
         }
     }

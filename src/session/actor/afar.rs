@@ -23,7 +23,7 @@ impl Executor {
         nonce: Option<String>,
     ) -> Result<(), Refusal> {
         let keys = self.adapter.keys(reply).ok_or(Refusal::Unanswerable)?;
-        let now = tokio::time::Instant::now();
+        let now = crate::clock::mono_now();
         if self.process.as_ref().is_some_and(|p| p.exited.is_none()) {
             if !self.watcher.judge_now(now, &self.screen) {
                 return Err(Refusal::Redrawing);

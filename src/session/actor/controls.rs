@@ -2,8 +2,6 @@
 //! (keys, attach, resize, answers, configuration, stop, a host let through the fence) and the
 //! client's hooks, which the detector hears of before the machine decides.
 
-use tokio::time::Instant;
-
 use super::Executor;
 use crate::agent::DialogKind;
 use crate::detect::TurnEnd;
@@ -86,7 +84,7 @@ impl Executor {
             _ => "",
         };
         tracing::debug!(session = %self.id, hook = hook.name(), kind, "the client's hook");
-        let now = Instant::now();
+        let now = crate::clock::mono_now();
         let transition = match &hook.event {
             Event::UserPromptSubmit => self.watcher.turn_started(now),
             Event::Stop { .. } | Event::StopFailure { .. } => self.watcher.turn_ended(now, TurnEnd::Stop),

@@ -5,7 +5,7 @@
 //! any of its keys, so a client that draws differently after an update is a data change. The adapter
 //! turns one settled screen into a [`Verdict`]; timing is the detector's business.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -334,20 +334,6 @@ impl Adapter {
                 Self::compile(kind, file, "built-in").expect("built-in adapters compile")
             })
             .clone()
-    }
-
-    /// The signals of `kind`, with `dir/<kind>.toml` laid over the built-in ones when it exists.
-    pub fn load(kind: AgentKind, dir: Option<&Path>) -> Result<Self, AdapterError> {
-        let Some(path) = dir.map(|d| d.join(format!("{kind}.toml"))) else { return Ok(Self::builtin(kind)) };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::builtin(kind)),
-            Err(source) => return Err(AdapterError::Read { path, source }),
-        };
-        let shown = path.display().to_string();
-        let adapter = Self::with_overrides(kind, &shown, &text)?;
-        tracing::info!(agent = %kind, file = %shown, "agent signals overridden by a user file");
-        Ok(adapter)
     }
 
     /// The signals of `kind` with the user file `text` (named `file` in errors) laid over them.

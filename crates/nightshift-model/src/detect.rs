@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use std::time::Instant;
 
 use crate::agent::{Adapter, Verdict};
 use crate::screen::Screen;
@@ -91,7 +91,7 @@ impl TurnEnd {
     fn name(self) -> &'static str {
         match self {
             Self::Stop => "Stop",
-            Self::Notify => crate::hooks::codex::TURN_COMPLETE,
+            Self::Notify => crate::agent::codex::TURN_COMPLETE,
         }
     }
 

@@ -9,28 +9,24 @@ fn built_in_adapters_compile() {
 
 #[test]
 fn a_user_file_overrides_keys_and_bad_patterns_are_named() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("claude.toml"), "[working]\nfooter = 'press esc'\n").unwrap();
-    let a = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap();
+    let load =
+        |text: &str| Adapter::with_overrides(AgentKind::Claude, "/home/u/.config/nightshift/agents/claude.toml", text);
+    let a = load("[working]\nfooter = 'press esc'\n").unwrap();
     assert_eq!(a.footer.as_ref().unwrap().as_str(), "press esc");
     assert!(a.prompt.is_some(), "keys the user did not give stay built-in");
 
-    std::fs::write(dir.path().join("claude.toml"), "[working]\nfooter = '(unclosed'\n").unwrap();
-    let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+    let err = load("[working]\nfooter = '(unclosed'\n").unwrap_err().to_string();
     assert!(err.contains("claude.toml") && err.contains("working.footer"), "{err}");
     assert!(!err.contains('\n') && err.contains("unclosed group") && err.contains("fix it"), "{err}");
 
-    std::fs::write(dir.path().join("claude.toml"), "[[dialog]]\nkind = 'quiz'\npattern = 'x'\n").unwrap();
-    let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+    let err = load("[[dialog]]\nkind = 'quiz'\npattern = 'x'\n").unwrap_err().to_string();
     assert!(err.contains("quiz") && err.contains("question"), "a dialog kind Nightshift does not know: {err}");
 
-    std::fs::write(dir.path().join("claude.toml"), "[working]\nfootre = 'x'\n").unwrap();
-    let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+    let err = load("[working]\nfootre = 'x'\n").unwrap_err().to_string();
     assert!(err.contains("line 2, column 1, key `working.footre`: unknown field"), "{err}");
     assert!(!err.contains('\n') && err.ends_with("remove the file to use the built-in signals"), "{err}");
 
-    std::fs::write(dir.path().join("claude.toml"), "screen = 'yes'\n").unwrap();
-    let err = Adapter::load(AgentKind::Claude, Some(dir.path())).unwrap_err().to_string();
+    let err = load("screen = 'yes'\n").unwrap_err().to_string();
     assert!(err.contains("line 1, column 10, key `screen`: invalid type"), "a wrong type: {err}");
 }
 
@@ -55,8 +51,8 @@ fn sessions_keep_their_model_and_their_client_version_unless_the_users_file_says
 fn a_dialog_drawn_from_the_top_of_a_tall_screen_is_read_whole() {
     // Claude Code's first-start trust question in a 120x40 terminal: drawn from the top, its
     // rows above the blank bottom half (the capture the doctor's probe kept).
-    let text = include_str!("../../../tests/fixtures/claude-code/2.1.332/nightshift/trust-first-start.txt");
-    let mut screen = crate::screen::Screen::new(crate::pty::PtySize::new(120, 40));
+    let text = include_str!("../../../../../tests/fixtures/claude-code/2.1.332/nightshift/trust-first-start.txt");
+    let mut screen = crate::screen::Screen::new(crate::screen::PtySize::new(120, 40));
     let mut bytes = b"\x1b[2J".to_vec();
     for (i, row) in text.lines().enumerate() {
         bytes.extend(format!("\x1b[{};1H{row}", i + 1).into_bytes());
@@ -68,7 +64,7 @@ fn a_dialog_drawn_from_the_top_of_a_tall_screen_is_read_whole() {
 }
 
 fn read(text: &str) -> Verdict {
-    let mut screen = crate::screen::Screen::new(crate::pty::PtySize::new(120, 40));
+    let mut screen = crate::screen::Screen::new(crate::screen::PtySize::new(120, 40));
     let mut bytes = b"\x1b[2J".to_vec();
     for (i, row) in text.lines().enumerate() {
         bytes.extend(format!("\x1b[{};1H{row}", i + 1).into_bytes());
@@ -79,7 +75,7 @@ fn read(text: &str) -> Verdict {
 
 #[test]
 fn a_question_lists_the_options_a_button_can_give_and_the_keys_that_pick_them() {
-    let text = include_str!("../../../tests/fixtures/claude-code/2.1.332/question/01-question.txt");
+    let text = include_str!("../../../../../tests/fixtures/claude-code/2.1.332/question/01-question.txt");
     let dialog = read(text).dialog.expect("a dialog");
     assert_eq!(dialog.kind, DialogKind::Question);
     let options: Vec<(u8, &str)> = dialog.options.iter().map(|(n, l)| (*n, l.as_str())).collect();
@@ -100,7 +96,8 @@ fn a_question_lists_the_options_a_button_can_give_and_the_keys_that_pick_them() 
 #[test]
 fn several_questions_in_one_call_are_read_in_turn_then_their_review() {
     let fixture = |name: &str| {
-        let path = format!("{}/tests/fixtures/claude-code/2.1.332/nightshift/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+        let path =
+            format!("{}/../../tests/fixtures/claude-code/2.1.332/nightshift/{name}.txt", env!("CARGO_MANIFEST_DIR"));
         read(&std::fs::read_to_string(path).unwrap()).dialog.expect("a dialog")
     };
     let labels = |d: &Dialog| d.options.iter().map(|(n, l)| (*n, l.clone())).collect::<Vec<_>>();
@@ -126,7 +123,8 @@ fn print_of(dialog: &Dialog) -> String {
 #[test]
 fn a_prompt_is_bound_to_its_whole_region_and_a_redraw_to_the_same() {
     let fixture = |name: &str| {
-        let path = format!("{}/tests/fixtures/claude-code/2.1.332/nightshift/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+        let path =
+            format!("{}/../../tests/fixtures/claude-code/2.1.332/nightshift/{name}.txt", env!("CARGO_MANIFEST_DIR"));
         read(&std::fs::read_to_string(path).unwrap()).dialog.expect("a dialog")
     };
     // `--no-hooks`: the same question row, another command.
@@ -142,7 +140,7 @@ fn a_prompt_is_bound_to_its_whole_region_and_a_redraw_to_the_same() {
 
 #[test]
 fn a_permission_prompt_carries_no_options() {
-    let text = include_str!("../../../tests/fixtures/claude-code/2.1.332/nightshift/permission.txt");
+    let text = include_str!("../../../../../tests/fixtures/claude-code/2.1.332/nightshift/permission.txt");
     let dialog = read(text).dialog.expect("a dialog");
     assert_eq!((dialog.kind, dialog.options.len()), (DialogKind::Permission, 0), "{dialog:?}");
 }

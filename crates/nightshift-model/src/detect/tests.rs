@@ -396,8 +396,8 @@ fn watch(w: &mut Watcher, screen: &Screen, t0: Instant, len: Duration, every: Du
 
 #[test]
 fn a_worked_turn_is_judged_once_a_second_and_its_end_at_once() {
-    let mut screen = Screen::new(crate::pty::PtySize::new(120, 40));
-    screen.feed(include_bytes!("../../tests/fixtures/claude-code/2.1.332/working/02-working-t2s.ansi.txt"));
+    let mut screen = Screen::new(crate::screen::PtySize::new(120, 40));
+    screen.feed(include_bytes!("../../../../tests/fixtures/claude-code/2.1.332/working/02-working-t2s.ansi.txt"));
     let t0 = Instant::now();
     let mut w = Watcher::new(Adapter::builtin(crate::AgentKind::Claude), DetectConfig::default(), t0);
     // Before the turn is seen, each repaint (every 120 ms, as the client's spinner) is judged.
@@ -418,8 +418,8 @@ fn a_worked_turn_is_judged_once_a_second_and_its_end_at_once() {
 
 #[test]
 fn a_short_quiet_window_judges_a_worked_turn_before_it_ends() {
-    let mut screen = Screen::new(crate::pty::PtySize::new(120, 40));
-    screen.feed(include_bytes!("../../tests/fixtures/claude-code/2.1.332/working/02-working-t2s.ansi.txt"));
+    let mut screen = Screen::new(crate::screen::PtySize::new(120, 40));
+    screen.feed(include_bytes!("../../../../tests/fixtures/claude-code/2.1.332/working/02-working-t2s.ansi.txt"));
     let t0 = Instant::now();
     let cfg = DetectConfig { quiet: MS(800), ..DetectConfig::default() };
     let mut w = Watcher::new(Adapter::builtin(crate::AgentKind::Claude), cfg, t0);

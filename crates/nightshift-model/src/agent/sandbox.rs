@@ -87,7 +87,7 @@ impl Sandbox {
                 self.network.push(host.clone());
             }
         }
-        match self.network.iter().find(|h| crate::proxy::Pattern::parse(h).is_none()) {
+        match self.network.iter().find(|h| crate::hosts::Pattern::parse(h).is_none()) {
             Some(bad) => Err(format!(
                 "`{bad}` is not a host the fence takes: give a name, an address, host:port or *.domain \
                  ([sandbox] network in config.toml, or --allow-host)"

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
+use std::time::Instant;
 
 use crate::detect::Activity;
 

@@ -6,7 +6,24 @@ use std::num::NonZeroU16;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pty::PtySize;
+/// The size of a terminal in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PtySize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+impl PtySize {
+    pub const fn new(cols: u16, rows: u16) -> Self {
+        Self { cols, rows }
+    }
+}
+
+impl Default for PtySize {
+    fn default() -> Self {
+        Self::new(120, 40)
+    }
+}
 
 /// Rows of history kept above the visible screen: none. Nothing reads a live session's history
 /// (a viewer is drawn the visible screen; a life's recording has all of it), and a thousand rows
@@ -479,7 +496,7 @@ mod tests {
     /// judges the two alike.
     #[test]
     fn a_frame_reads_each_row_as_the_snapshot_does() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         let mut files = Vec::new();
         let mut dirs = vec![root];
         while let Some(dir) = dirs.pop() {
