@@ -2,7 +2,7 @@
 //!
 //! - The **no-progress** breaker stops respawn cycles that achieve nothing. Progress is measured,
 //!   not self-reported: the content of the session's working tree changed between two cycles
-//!   ([`crate::git::fingerprint`]; the cycle's own notes do not count). Two cycles without progress
+//!   (the runtime's `git::fingerprint`; the cycle's own notes do not count). Two cycles without progress
 //!   half-open it, three open it; progress while half-open closes it.
 //! - The **crash-loop** breaker stops restarting an agent that keeps dying: five lives in a row that
 //!   ended non-zero within a minute of starting open it, and so do more restarts in a row than the

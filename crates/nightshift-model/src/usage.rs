@@ -8,7 +8,7 @@
 //!
 //! The user's statusLine is a command the exporter runs outside any sandbox, so it is never taken
 //! from a file the agent can write: it is read once per start, by the supervisor, from the scopes
-//! the client itself reads for that start ([`launch_statusline`]), and handed to the exporter in
+//! the client itself reads for that start (the runtime's `usage::launch_statusline`), and handed to the exporter in
 //! the session's environment ([`USER_STATUSLINE_ENV`]). A sandboxed session takes the user's own
 //! settings alone: its project's files are the agent's to write.
 
