@@ -21,7 +21,6 @@
 //! | 1. foundations | `awake`, `clock`, `fence`, `git`, `logging`, `paths`, `platform`, `power`, `proxy`, `pty`, `record`, `standin`, `usage` | the world as Nightshift meets it: time, terminals, repositories and the hosts a project reaches, the machine's power, the plan's windows and usage; each knows nothing of sessions |
 //! | 2. agents and decisions | `agent`, `hooks` | what each client is and how its screen and hooks read; the pure decisions over them |
 //! | 3. the contract | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
-//! | 4. events | `event` | the vocabulary of the journal: everything that happens, typed |
 //! | 5. the journal | `journal`, `store` | where events are kept, written once, read by all |
 //! | 6. settings and what the journal tells | `config`, `digest`, `notice`, `overview`, `plan`, `schedule` | the user's settings, and what the journal says to the user: notices, the tray's glance, the plan, the morning |
 //! | 7. executors | `loops`, `session` | the actors that own a child and apply their machines' effects |
@@ -38,7 +37,6 @@ pub mod contract;
 pub mod control;
 pub mod digest;
 pub mod doctor;
-pub mod event;
 pub mod fence;
 pub mod git;
 pub mod hooks;
@@ -64,7 +62,7 @@ pub mod store;
 pub mod supervisor;
 pub mod usage;
 
-pub use nightshift_model::{breaker, detect, limits, phone, respawn, screen, token, toml_error, units};
+pub use nightshift_model::{breaker, detect, event, limits, phone, respawn, screen, token, toml_error, units};
 
 pub use agent::AgentKind;
 pub use event::{Event, EventKind, SessionId, SessionState};

@@ -1,6 +1,7 @@
 //! `nightshift loop`: a fresh headless session per task until the tasks, the budget or the night
 //! run out; `nightshift loop stop|halt [LOOP]` leaves it a marker.
 
+use nightshift::loops::Prepare as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

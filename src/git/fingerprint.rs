@@ -13,26 +13,9 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::run;
 
-/// Where a working tree's content stands.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Fingerprint(String);
-
-impl Fingerprint {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// A fingerprint standing for a working tree in the session machine's specs.
-    #[cfg(test)]
-    pub(crate) fn from_test(tree: &str) -> Self {
-        Self(tree.to_string())
-    }
-}
+pub use nightshift_model::repo::Fingerprint;
 
 /// Entries looked at outside git, at most: a home directory must not take minutes.
 const WALK_LIMIT: usize = 20_000;
@@ -45,7 +28,7 @@ pub fn fingerprint(dir: &Path, exclude: &[String]) -> Option<Fingerprint> {
         return None;
     }
     match git_tree(dir, exclude) {
-        Some(tree) => Some(Fingerprint(format!("git:{tree}"))),
+        Some(tree) => Some(Fingerprint::new(format!("git:{tree}"))),
         None if run(dir, &["rev-parse", "--is-inside-work-tree"], &[]).is_some() => None,
         None => Some(walk(dir, exclude)),
     }
@@ -122,7 +105,7 @@ fn walk(dir: &Path, exclude: &[String]) -> Fingerprint {
             }
         }
     }
-    Fingerprint(format!("walk:{:016x}:{seen}", hasher.finish()))
+    Fingerprint::new(format!("walk:{:016x}:{seen}", hasher.finish()))
 }
 
 #[cfg(test)]

@@ -65,18 +65,7 @@ pub struct Snapshot {
     pub bytes: u64,
 }
 
-/// A file left out of a snapshot for its size.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TooBig {
-    pub path: String,
-    pub bytes: u64,
-}
-
-impl std::fmt::Display for TooBig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.path, crate::units::bytes(self.bytes))
-    }
-}
+pub use nightshift_model::repo::TooBig;
 
 /// What a salvage attempt did in one repository.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,30 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// A worktree a session works in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Worktree {
-    /// The user's checkout it was made from (its top level).
-    pub repo: PathBuf,
-    /// Where it is.
-    pub path: PathBuf,
-    /// `nightshift/<name>`.
-    pub branch: String,
-    /// The commit it started from.
-    pub base: String,
-}
-
-impl Worktree {
-    /// The command that shows its work.
-    pub fn look(&self) -> String {
-        format!("git -C {} log --stat {}..{}", self.repo.display(), &self.base[..self.base.len().min(12)], self.branch)
-    }
-
-    /// The command that merges it into the user's checkout.
-    pub fn merge(&self) -> String {
-        format!("git -C {} merge {}", self.repo.display(), self.branch)
-    }
-}
+pub use nightshift_model::repo::Worktree;
 
 /// Why a worktree could not be made, each with its fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

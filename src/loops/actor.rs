@@ -31,16 +31,31 @@ const POLL: Duration = Duration::from_millis(250);
 
 pub use crate::contract::{LoopSpec, ProjectSpec};
 
-/// The harness's command for each iteration (the spec is the contract's; running it is the loop's).
-impl LoopSpec {
+/// The harness's command for each iteration (the spec is the contract's, the model's; running it
+/// is the loop's).
+pub trait Harness {
     /// The harness's arguments for `run`: a fresh headless session that streams its events.
-    pub fn argv(&self, run: &Run) -> Vec<String> {
+    fn argv(&self, run: &Run) -> Vec<String>;
+
+    /// [`Harness::argv`], its sandbox (Claude's) kept from reading `hidden`, and its network
+    /// through Nightshift's proxy (`proxied`, with the hosts the client is told) when it is fenced.
+    fn argv_hiding(
+        &self,
+        run: &Run,
+        hidden: &[std::path::PathBuf],
+        proxied: Option<(&crate::agent::Proxied, &[String])>,
+    ) -> Vec<String>;
+
+    /// The command as the journal shows it (the task's place marked).
+    fn command_line(&self) -> Vec<String>;
+}
+
+impl Harness for LoopSpec {
+    fn argv(&self, run: &Run) -> Vec<String> {
         self.argv_hiding(run, &[], None)
     }
 
-    /// [`LoopSpec::argv`], its sandbox (Claude's) kept from reading `hidden`, and its network
-    /// through Nightshift's proxy (`proxied`, with the hosts the client is told) when it is fenced.
-    pub fn argv_hiding(
+    fn argv_hiding(
         &self,
         run: &Run,
         hidden: &[std::path::PathBuf],
@@ -93,8 +108,7 @@ impl LoopSpec {
         argv
     }
 
-    /// The command as the journal shows it (the task's place marked).
-    pub fn command_line(&self) -> Vec<String> {
+    fn command_line(&self) -> Vec<String> {
         let run = Run { project: 0, prompt: "<task>".into(), task: None, probe: false, iteration: 0, attempt: 0 };
         self.argv(&run)
     }

@@ -17,5 +17,5 @@ pub mod stream;
 pub mod tasks;
 
 pub use crate::event::WaitKind;
-pub use actor::{global_marker, loop_dir, marker_name, stream_file, LoopSpec, ProjectSpec};
-pub use request::{leftover_marker, LoopError, LoopRequest};
+pub use actor::{global_marker, loop_dir, marker_name, stream_file, Harness, LoopSpec, ProjectSpec};
+pub use request::{leftover_marker, LoopError, LoopRequest, Prepare};

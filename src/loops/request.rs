@@ -145,12 +145,29 @@ impl LoopRequest {
     }
 }
 
-impl LoopSpec {
+/// What a loop's spec is given before it starts, from the settings, the canary and git (the spec is
+/// the model's; these read the world).
+pub trait Prepare {
+    /// Runs the loop's iterations in the agent's own sandbox, as `asked` or else `settings` say.
+    fn sandboxed(
+        &mut self,
+        settings: &crate::config::SandboxSettings,
+        asked: Option<bool>,
+    ) -> Result<Option<String>, String>;
+
+    /// Refuses the loop when `[canary] required` is set and the canary has not passed.
+    fn canary_checked(&self, settings: &crate::config::CanarySettings, state_dir: &Path) -> Result<(), String>;
+
+    /// Makes the loop's iterations work apart from the user's checkouts, under `root`.
+    fn isolate(&mut self, root: &Path, name: &str, per_task: bool) -> Result<(), String>;
+}
+
+impl Prepare for LoopSpec {
     /// Runs the loop's iterations in the agent's own sandbox, as `asked` (`--sandbox`,
     /// `--no-sandbox`) or else `settings` say: a loop is unattended work. Returns what to tell when
     /// it goes on without the sandbox it would have had; an error (one line, with the fix) when it
     /// must not start.
-    pub fn sandboxed(
+    fn sandboxed(
         &mut self,
         settings: &crate::config::SandboxSettings,
         asked: Option<bool>,
@@ -162,7 +179,7 @@ impl LoopSpec {
 
     /// Refuses the loop, in one line with the fix, when `[canary] required` is set and the
     /// canary has not passed on the client its iterations would run.
-    pub fn canary_checked(&self, settings: &crate::config::CanarySettings, state_dir: &Path) -> Result<(), String> {
+    fn canary_checked(&self, settings: &crate::config::CanarySettings, state_dir: &Path) -> Result<(), String> {
         if !settings.required {
             return Ok(());
         }
@@ -176,7 +193,7 @@ impl LoopSpec {
     /// `per_task`, in a new one for each task, made when the task starts (`nightshift/<name>-<n>-<task
     /// words>`). Done last before the start, once nothing else can refuse it; a refusal leaves
     /// nothing behind. An empty `name` is a random one.
-    pub fn isolate(&mut self, root: &Path, name: &str, per_task: bool) -> Result<(), String> {
+    fn isolate(&mut self, root: &Path, name: &str, per_task: bool) -> Result<(), String> {
         use crate::contract::Isolation;
         use crate::git::worktree;
         let name = if name.is_empty() { format!("{:08x}", rand::random::<u32>()) } else { name.to_string() };

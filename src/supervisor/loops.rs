@@ -1,6 +1,7 @@
 //! Loops in the supervisor: started now, at a scheduled time, or brought back.
 
 use super::*;
+use crate::loops::Harness as _;
 
 impl Supervisor {
     /// Starts scheduled loop `id` (its schedule claimed by this process).
@@ -24,7 +25,7 @@ impl Supervisor {
             started: chrono::SubsecRound::trunc_subsecs(self.journal.now(), 3),
             agent: spec.agent,
             account: spec.account.clone(),
-            env: Contract::kept_env(),
+            env: crate::contract::kept_env(),
             kind: Kind::Loop(Box::new(crate::contract::Looping { spec: spec.clone() })),
         };
         self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract) });

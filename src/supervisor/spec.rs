@@ -2,6 +2,7 @@
 //! build, and what a scheduled start keeps of it.
 
 use super::*;
+use crate::loops::Harness as _;
 
 /// What the journal's row of a scheduled session says (see [`Supervisor::schedule`]): what a
 /// session or loop spec will record when it starts.
@@ -120,7 +121,7 @@ impl SessionSpec {
         let guard = self.guard.is_some() || self.respawn.as_ref().is_some_and(|r| r.guard);
         // The places the command's own environment names (its client's config directory) are
         // kept over this process's: a later start finds them too. Nothing else of it is journalled.
-        let mut env = Contract::kept_env();
+        let mut env = crate::contract::kept_env();
         for (k, v) in self.command.env.iter().filter(|(k, _)| crate::contract::KEPT_ENV.contains(&k.as_str())) {
             env.retain(|(key, _)| key != k);
             env.push((k.clone(), v.clone()));

@@ -13,12 +13,15 @@
 //! |--------|------------|
 //! | `units`, `token`, `toml_error` | leaves: how money and sizes are written, a session's secret, a TOML error in one line |
 //! | `clock` | the [`clock::Clock`] decisions are given, the test clock, timestamp formats |
+//! | `child`, `repo` | a child process's end or failed start; a repository's state, worktree and left-out files |
 //! | `hosts`, `phone` | what the network fence lets through; the phone's signed one-time actions |
 //! | `usage` | the plan's windows and usage as the clients report them, the chip |
 //! | `limits`, `breaker` | a usage limit read from the screen and when to resume; budgets, back-off and the crash-loop breaker |
 //! | `screen` | the terminal grid the agent drew, as rows and frames |
 //! | `agent` | what each client is: its signals (adapters), dialogs, sandbox and fence settings |
 //! | `detect`, `respawn` | what the screen and the hooks say the agent is doing; when a respawn cycle is due |
+//! | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
+//! | `event` | the journal's vocabulary: everything that happens, typed, and how it is said |
 //!
 //! Time inside: wall-clock instants come from a [`clock::Clock`], monotonic ones are
 //! `std::time::Instant`s the runtime reads from tokio's clock (`clock::mono_now` there), so a test
@@ -26,11 +29,15 @@
 
 pub mod agent;
 pub mod breaker;
+pub mod child;
 pub mod clock;
+pub mod contract;
 pub mod detect;
+pub mod event;
 pub mod hosts;
 pub mod limits;
 pub mod phone;
+pub mod repo;
 pub mod respawn;
 pub mod screen;
 pub mod token;

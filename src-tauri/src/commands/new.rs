@@ -1,6 +1,7 @@
 //! The New session page: a terminal session or a loop, now or at a time, checked by the core.
 
 use super::*;
+use nightshift::loops::Prepare as _;
 
 /// The New session form.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -174,7 +174,7 @@ impl Sim {
                 }
                 Effect::Meters => follow.push(Input::Meters(self.meters.clone())),
                 Effect::Measure { purpose, .. } => {
-                    let fingerprint = Some(Fingerprint::from_test(&self.tree));
+                    let fingerprint = Some(Fingerprint::new(self.tree.as_str()));
                     follow.push(Input::Measured { purpose: *purpose, fingerprint });
                 }
                 _ => {}

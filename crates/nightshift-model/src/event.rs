@@ -320,7 +320,7 @@ pub enum EventKind {
     GuardUnreachable { command: String, why: String },
     /// A loop made a worktree for `task` (`--worktree-per-task`): the task's iterations work in it.
     WorktreeMade {
-        worktree: crate::git::worktree::Worktree,
+        worktree: crate::repo::Worktree,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         task: Option<String>,
     },
@@ -341,7 +341,7 @@ pub enum EventKind {
         users: Vec<String>,
         /// Files left out of the snapshot for their size (listed, not stored).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        too_big: Vec<crate::git::salvage::TooBig>,
+        too_big: Vec<crate::repo::TooBig>,
     },
     /// Salvage found the uncommitted work of `repo` as the session's latest snapshot, `reference`,
     /// holds it: no new ref was made.
@@ -471,7 +471,7 @@ impl EventKind {
     }
 
     /// The command could not be started (`what`: "failed to start", "failed to restart").
-    pub fn failed(what: &str, error: &crate::pty::SpawnError) -> Self {
+    pub fn failed(what: &str, error: &crate::child::SpawnError) -> Self {
         Self::State {
             state: SessionState::Failed,
             reason: format!("{what}: {error}"),
