@@ -176,7 +176,7 @@ pub fn run() {
         }
     };
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
-    match nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref()) {
+    match nightshift::hooks::guard::load_rules(paths.config_dir.as_deref()) {
         Ok(rules) => supervisor.set_guard_rules(rules),
         Err(e) => {
             tracing::warn!("{e}; the guard uses its built-in rules until it is fixed");

@@ -218,7 +218,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut spec = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
     // The supervisor's own rules, for the sessions whose preset turns the guard on.
-    let guard = nightshift::hooks::guard::Rules::load(paths.config_dir.as_deref())?;
+    let guard = nightshift::hooks::guard::load_rules(paths.config_dir.as_deref())?;
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)?;
     // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
     if let Some(name) = &args.worktree {

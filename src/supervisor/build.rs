@@ -12,7 +12,7 @@ use super::SessionSpec;
 use crate::agent::{AdapterError, AgentKind};
 use crate::breaker::Budget;
 use crate::config::{Config, ConfigError};
-use crate::hooks::guard::{GuardError, Rules};
+use crate::hooks::guard::GuardError;
 use crate::limits::{resume, WindowGuard};
 use crate::paths::Paths;
 use crate::pty::{CommandSpec, PtySize};
@@ -206,7 +206,7 @@ pub fn build(
         None => crate::limits::pace::PaceSettings::default(),
     };
     if request.guard && spec.respawn.is_none() {
-        spec.guard = Some(Arc::new(Rules::load(paths.config_dir.as_deref())?));
+        spec.guard = Some(Arc::new(crate::hooks::guard::load_rules(paths.config_dir.as_deref())?));
     }
     let guarded = spec.guard.is_some() || spec.respawn.as_ref().is_some_and(|r| r.guard);
     if !request.hooks && guarded {

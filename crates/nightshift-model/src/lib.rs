@@ -19,6 +19,7 @@
 //! | `limits`, `breaker` | a usage limit read from the screen and when to resume; budgets, back-off and the crash-loop breaker |
 //! | `screen` | the terminal grid the agent drew, as rows and frames |
 //! | `agent` | what each client is: its signals (adapters), dialogs, sandbox and fence settings |
+//! | `hooks` | what a client's hook says and how it is answered; the guard and the shell parser it reads a command with |
 //! | `detect`, `respawn` | what the screen and the hooks say the agent is doing; when a respawn cycle is due |
 //! | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | `event` | the journal's vocabulary: everything that happens, typed, and how it is said |
@@ -34,6 +35,7 @@ pub mod clock;
 pub mod contract;
 pub mod detect;
 pub mod event;
+pub mod hooks;
 pub mod hosts;
 pub mod limits;
 pub mod phone;

@@ -23,7 +23,7 @@ pub fn problems(state: State<'_, AppState>) -> Vec<String> {
             say(e.to_string(), &format!("until it is fixed, the built-in {kind} signals apply"));
         }
     }
-    if let Err(e) = nightshift::hooks::guard::Rules::load(dir) {
+    if let Err(e) = nightshift::hooks::guard::load_rules(dir) {
         say(e.to_string(), "until it is fixed, the guard uses its built-in rules");
     }
     if let Some(f) = state.supervisor.journal_failing() {

@@ -304,7 +304,7 @@ fn a_user_file_adds_rules_and_switches_built_in_ones_off() {
          command = \"make deploy\"\nwhen = \"always\"\n",
     )
     .unwrap();
-    let rules = Rules::load(Some(dir.path())).unwrap();
+    let rules = user_rules(dir.path()).unwrap();
     let check = |command: &str| rules.check(command, &facts_of(&rules, command, "x", TREE)).map(|d| d.kind);
     assert_eq!(check("make deploy").as_deref(), Some("deploy"));
     assert_eq!(check("env FOO=1 make -j4 deploy"), None, "its words are the command's, in order");
@@ -312,12 +312,12 @@ fn a_user_file_adds_rules_and_switches_built_in_ones_off() {
     assert_eq!(check("gh pr merge 3"), None);
     assert_eq!(check("git push -f origin release/1.2").as_deref(), Some("force_push"));
     std::fs::write(&file, "[[rule]]\nkind = \"k\"\nwhat = \"w\"\npattern = '('\nwhen = \"always\"\n").unwrap();
-    let err = Rules::load(Some(dir.path())).unwrap_err().to_string();
+    let err = user_rules(dir.path()).unwrap_err().to_string();
     assert!(err.contains("guard.toml") && err.contains("rule[0].pattern") && err.contains("fix it"), "{err}");
     std::fs::write(&file, "[[rule]]\nkind = \"k\"\nwhat = \"w\"\npattern = 'x'\nwhen = \"sometimes\"\n").unwrap();
-    assert!(Rules::load(Some(dir.path())).unwrap_err().to_string().contains("sometimes"));
+    assert!(user_rules(dir.path()).unwrap_err().to_string().contains("sometimes"));
     std::fs::write(&file, "[[rule]]\nkind = \"k\"\nwhat = \"w\"\nwhen = \"always\"\n").unwrap();
-    let err = Rules::load(Some(dir.path())).unwrap_err().to_string();
+    let err = user_rules(dir.path()).unwrap_err().to_string();
     assert!(err.contains("guard.toml") && err.contains("rule[0]") && err.contains("`command`"), "{err}");
 }
 
@@ -331,7 +331,7 @@ fn a_file_written_for_the_old_guard_still_works_over_the_words_it_reads() {
          [[rule]]\nkind = \"push_main\"\nwhat = \"any push to main\"\npattern = '^git .*push'\nwhen = \"default_branch\"\n",
     )
     .unwrap();
-    let rules = Rules::load(Some(dir.path())).unwrap();
+    let rules = user_rules(dir.path()).unwrap();
     let check = |command: &str| rules.check(command, &facts_of(&rules, command, "feature", TREE)).map(|d| d.kind);
     assert_eq!(check("nohup make deploy &").as_deref(), Some("deploy"), "wrapped, yet read");
     assert_eq!(check("echo make deploy"), None, "no longer a match inside another command's words");
@@ -339,4 +339,10 @@ fn a_file_written_for_the_old_guard_still_works_over_the_words_it_reads() {
     assert_eq!(check("shred -u notes.txt"), None);
     assert_eq!(check("git push origin main").as_deref(), Some("push_main"));
     assert_eq!(check("git push origin feature"), None);
+}
+
+/// The rules with the guard file in `dir` laid over them, as the runtime reads it.
+fn user_rules(dir: &Path) -> Result<Rules, GuardError> {
+    let path = dir.join("guard.toml");
+    Rules::with_user(&path.display().to_string(), &std::fs::read_to_string(&path).unwrap())
 }

@@ -163,20 +163,13 @@ impl Rules {
         Self { rules, protected: file.protected }
     }
 
-    /// The built-in rules with `dir/guard.toml` added (its rules and protected branches, and its
-    /// `disable`d kinds left out).
-    pub fn load(dir: Option<&Path>) -> Result<Self, GuardError> {
+    /// The built-in rules with the user's guard file added (`text`, named `file` in errors): its
+    /// rules and protected branches, and its `disable`d kinds left out.
+    pub fn with_user(file: &str, text: &str) -> Result<Self, GuardError> {
         let mut rules = Self::builtin();
-        let Some(path) = dir.map(|d| d.join("guard.toml")) else { return Ok(rules) };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rules),
-            Err(source) => return Err(GuardError::Read { path, source }),
-        };
-        let shown = path.display().to_string();
-        let user = parse(&shown, &text)?;
+        let user = parse(file, text)?;
         rules.rules.retain(|r| !user.disable.contains(&r.kind));
-        rules.rules.extend(compile(user.rule, &shown)?);
+        rules.rules.extend(compile(user.rule, file)?);
         rules.protected.extend(user.protected);
         Ok(rules)
     }

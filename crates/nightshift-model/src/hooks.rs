@@ -13,9 +13,7 @@
 //! [`GUARD_TIMEOUT`], an answer it does not understand, a command too long to send: it refuses
 //! the command, saying why, and journals `guard_unreachable`.
 
-pub mod codex;
 pub mod guard;
-pub mod handoff;
 pub mod shell;
 
 use serde::{Deserialize, Serialize};
@@ -213,7 +211,7 @@ impl Hook {
             Event::ToolEnded { error: Some(_), .. } => "PostToolUseFailure",
             Event::PreCompact { .. } => "PreCompact",
             Event::SessionEnd { .. } => "SessionEnd",
-            Event::TurnComplete { .. } => codex::TURN_COMPLETE,
+            Event::TurnComplete { .. } => crate::agent::codex::TURN_COMPLETE,
             Event::Other { name } => name,
         }
     }
@@ -275,25 +273,6 @@ pub fn settings(command: &str, sandboxed: bool, guarded: Option<&str>) -> Value 
         }
     }
     Value::Object(hooks)
-}
-
-/// Lays `ours` over the `--settings` of a Claude command line `args` (inline JSON, or a file
-/// relative to `cwd`: the user's, or ones laid before), or gives it as its first arguments.
-pub fn lay_settings(args: &mut Vec<String>, cwd: &std::path::Path, ours: &Value) {
-    match args.iter().position(|a| a == "--settings").filter(|i| *i + 1 < args.len()) {
-        Some(i) => {
-            let theirs = &args[i + 1];
-            let theirs: Value = serde_json::from_str(theirs)
-                .or_else(|_| {
-                    std::fs::read_to_string(cwd.join(theirs))
-                        .map_err(|_| ())
-                        .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
-                })
-                .unwrap_or_else(|()| json!({}));
-            args[i + 1] = merge_settings(&theirs, ours).to_string();
-        }
-        None => args.splice(0..0, ["--settings".to_string(), ours.to_string()]).for_each(drop),
-    }
 }
 
 /// Lays `ours` (a `--settings` JSON) over settings the user gave the client themselves with
