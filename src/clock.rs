@@ -21,3 +21,8 @@ impl Clock for SystemClock {
 pub fn mono_now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
+
+/// The system's time zone, as the decisions take it (`chrono::Local`: `TZ`, else /etc/localtime).
+pub fn local_zone() -> Zone {
+    Zone::new(chrono::Local)
+}

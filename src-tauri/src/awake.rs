@@ -126,7 +126,9 @@ async fn apply(app: &AppHandle) {
         inner.holding = k.holding();
         inner.warning = k.warning().map(capitalised);
         inner.reason = match k.alarm() {
-            Some(wake_at) => nightshift::awake::sleeping(wake_at, wake_at + k.settings(false).lead),
+            Some(wake_at) => {
+                nightshift::awake::sleeping(wake_at, wake_at + k.settings(false).lead, &nightshift::clock::local_zone())
+            }
             None => verdict.reason(k.holding()),
         };
     }

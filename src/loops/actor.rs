@@ -208,7 +208,7 @@ impl LoopActor {
             .iter()
             .map(|p| Project { label: p.cwd.display().to_string(), tasks_file: matches!(p.tasks, Source::File(_)) })
             .collect();
-        let machine = Machine::new(spec.settings.clone(), projects);
+        let machine = Machine::new(spec.settings.clone(), projects, crate::clock::local_zone());
         let dir = state_dir.as_deref().map(|s| loop_dir(s, id.as_str()));
         if let Some(dir) = &dir {
             if let Err(e) = crate::paths::private_dirs(dir) {

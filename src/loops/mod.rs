@@ -11,9 +11,8 @@
 //! - [`request`]: a loop as asked for (the CLI's flags, the window's form), checked.
 
 pub(crate) mod actor;
-pub mod machine;
 pub mod request;
-pub mod stream;
+pub use nightshift_model::loops::{machine, stream};
 pub mod tasks;
 
 pub use crate::event::WaitKind;

@@ -225,7 +225,10 @@ impl Executor {
                 },
                 Effect::Signal(signal) => {
                     if let Some(p) = &self.process {
-                        p.pty.signal_group(signal);
+                        p.pty.signal_group(match signal {
+                            crate::child::Signal::Hangup => nix::sys::signal::Signal::SIGHUP,
+                            crate::child::Signal::Kill => nix::sys::signal::Signal::SIGKILL,
+                        });
                     }
                 }
                 Effect::Spawn { conversation, prompt } => self.respawn(conversation, prompt),

@@ -82,6 +82,7 @@ impl Supervisor {
             preset: t.preset.clone(),
             auto_resume: t.auto_resume.clone(),
             window_guard: t.window_guard,
+            zone: crate::clock::local_zone(),
             pace: t.pace,
             stop_grace: t.stop_grace,
             paused_on: from.paused_on,

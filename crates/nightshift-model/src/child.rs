@@ -69,3 +69,12 @@ impl SpawnError {
         }
     }
 }
+
+/// A signal the decisions send the agent's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// The terminal hung up: a client saves and ends.
+    Hangup,
+    /// Ended at once, for a child that did not end when asked.
+    Kill,
+}

@@ -7,11 +7,99 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Utc};
 
 /// A source of wall-clock time.
 pub trait Clock: Send + Sync + fmt::Debug {
     fn now(&self) -> DateTime<Utc>;
+}
+
+/// Offsets of a time zone, as a [`Zone`] asks them: any `chrono` zone is one (the runtime's
+/// `chrono::Local`, a `chrono_tz` zone, a fixed offset).
+pub trait Offsets: Send + Sync + fmt::Debug {
+    /// The zone's offset at `utc`.
+    fn of_utc(&self, utc: &NaiveDateTime) -> FixedOffset;
+    /// The zone's offsets at the local time `local` (none in a gap, two in a fold).
+    fn of_local(&self, local: &NaiveDateTime) -> LocalResult<FixedOffset>;
+}
+
+impl<Z> Offsets for Z
+where
+    Z: TimeZone + Send + Sync + fmt::Debug,
+{
+    fn of_utc(&self, utc: &NaiveDateTime) -> FixedOffset {
+        self.offset_from_utc_datetime(utc).fix()
+    }
+
+    fn of_local(&self, local: &NaiveDateTime) -> LocalResult<FixedOffset> {
+        self.offset_from_local_datetime(local).map(|o| o.fix())
+    }
+}
+
+/// The user's time zone, given to the decisions that read or say a local time ("resets 3pm", a
+/// morning reserve at 07:00) as an input, like the time: the runtime gives the system's, a test a
+/// zone of its own. A `chrono` [`TimeZone`], with its daylight saving.
+#[derive(Clone)]
+pub struct Zone(Arc<dyn Offsets>);
+
+impl Zone {
+    pub fn new(zone: impl Offsets + 'static) -> Self {
+        Self(Arc::new(zone))
+    }
+
+    /// UTC, for tests and for a machine with no zone of its own.
+    pub fn utc() -> Self {
+        Self::new(Utc)
+    }
+}
+
+impl fmt::Debug for Zone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A [`Zone`]'s offset at one instant (it carries the zone, so a local time formats as the zone's).
+#[derive(Clone, Debug)]
+pub struct ZoneOffset {
+    fixed: FixedOffset,
+    zone: Zone,
+}
+
+impl Offset for ZoneOffset {
+    fn fix(&self) -> FixedOffset {
+        self.fixed
+    }
+}
+
+impl fmt::Display for ZoneOffset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fixed.fmt(f)
+    }
+}
+
+impl TimeZone for Zone {
+    type Offset = ZoneOffset;
+
+    fn from_offset(offset: &ZoneOffset) -> Self {
+        offset.zone.clone()
+    }
+
+    fn offset_from_local_date(&self, local: &NaiveDate) -> LocalResult<ZoneOffset> {
+        self.offset_from_local_datetime(&local.and_time(NaiveTime::MIN))
+    }
+
+    fn offset_from_local_datetime(&self, local: &NaiveDateTime) -> LocalResult<ZoneOffset> {
+        self.0.of_local(local).map(|fixed| ZoneOffset { fixed, zone: self.clone() })
+    }
+
+    fn offset_from_utc_date(&self, utc: &NaiveDate) -> ZoneOffset {
+        self.offset_from_utc_datetime(&utc.and_time(NaiveTime::MIN))
+    }
+
+    fn offset_from_utc_datetime(&self, utc: &NaiveDateTime) -> ZoneOffset {
+        ZoneOffset { fixed: self.0.of_utc(utc), zone: self.clone() }
+    }
 }
 
 /// A clock that only moves when told to; for tests of wall-clock behaviour.
@@ -78,6 +166,23 @@ mod tests {
         assert_eq!(format_ts(t), "2026-11-30T03:04:05.000Z");
         let t = t + chrono::Duration::milliseconds(7);
         assert_eq!(format_ts(t), "2026-11-30T03:04:05.007Z");
+    }
+
+    #[test]
+    fn a_zone_keeps_its_daylight_saving_and_says_its_local_times() {
+        let berlin = Zone::new(chrono_tz::Europe::Berlin);
+        let winter = Utc.with_ymd_and_hms(2026, 1, 15, 12, 0, 0).unwrap();
+        let summer = Utc.with_ymd_and_hms(2026, 7, 15, 12, 0, 0).unwrap();
+        assert_eq!(winter.with_timezone(&berlin).format("%H:%M %z").to_string(), "13:00 +0100");
+        assert_eq!(summer.with_timezone(&berlin).format("%H:%M %z").to_string(), "14:00 +0200");
+        let seven = berlin.with_ymd_and_hms(2026, 7, 16, 7, 0, 0).single().unwrap();
+        assert_eq!(seven.with_timezone(&Utc), Utc.with_ymd_and_hms(2026, 7, 16, 5, 0, 0).unwrap());
+        // 02:30 on the spring-forward night does not exist there.
+        assert!(berlin.with_ymd_and_hms(2026, 3, 29, 2, 30, 0).single().is_none());
+        assert_eq!(
+            Zone::utc().with_ymd_and_hms(2026, 7, 16, 7, 0, 0).unwrap().to_rfc3339(),
+            "2026-07-16T07:00:00+00:00"
+        );
     }
 
     #[test]

@@ -20,15 +20,19 @@
 //! | `screen` | the terminal grid the agent drew, as rows and frames |
 //! | `agent` | what each client is: its signals (adapters), dialogs, sandbox and fence settings |
 //! | `hooks` | what a client's hook says and how it is answered; the guard and the shell parser it reads a command with |
+//! | `awake` | when the machine must stay awake, and when it may sleep through a wait |
 //! | `detect`, `respawn` | what the screen and the hooks say the agent is doing; when a respawn cycle is due |
+//! | `session`, `loops` | the two machines: a terminal session's, with its options as the user sees them, and a loop's, with what an iteration's stream said |
 //! | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | `event` | the journal's vocabulary: everything that happens, typed, and how it is said |
 //!
 //! Time inside: wall-clock instants come from a [`clock::Clock`], monotonic ones are
 //! `std::time::Instant`s the runtime reads from tokio's clock (`clock::mono_now` there), so a test
-//! that pauses tokio's time moves them.
+//! that pauses tokio's time moves them; local times are read in the [`clock::Zone`] a machine is
+//! started with (the runtime's `clock::local_zone`, a named zone in the specs).
 
 pub mod agent;
+pub mod awake;
 pub mod breaker;
 pub mod child;
 pub mod clock;
@@ -38,10 +42,12 @@ pub mod event;
 pub mod hooks;
 pub mod hosts;
 pub mod limits;
+pub mod loops;
 pub mod phone;
 pub mod repo;
 pub mod respawn;
 pub mod screen;
+pub mod session;
 pub mod token;
 pub mod toml_error;
 pub mod units;

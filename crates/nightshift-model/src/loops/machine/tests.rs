@@ -22,6 +22,9 @@ struct Sim {
     windows: Option<crate::usage::Sample>,
 }
 
+/// The zone the specs' user lives in: not UTC, so a local time read as UTC would show.
+const ZONE: chrono_tz::Tz = chrono_tz::Europe::Berlin;
+
 fn now_of(t0: Instant, wall0: DateTime<Utc>, mono: f64, wall: f64) -> Now {
     Now {
         mono: t0 + Duration::from_secs_f64(mono),
@@ -33,7 +36,7 @@ impl Sim {
     fn new(settings: Settings, projects: &[(&str, bool)]) -> Self {
         let projects = projects.iter().map(|(l, f)| Project { label: l.to_string(), tasks_file: *f }).collect();
         let mut sim = Self {
-            m: Machine::new(settings, projects),
+            m: Machine::new(settings, projects, crate::clock::Zone::new(ZONE)),
             t0: Instant::now(),
             wall0: "2026-11-30T22:00:00Z".parse().unwrap(),
             mono: 0.0,
@@ -482,7 +485,7 @@ fn pause_all_holds_a_loop_after_its_running_iteration_and_release_goes_on() {
 fn a_morning_reserve_parks_the_next_iteration_never_the_running_one_until_the_window_resets() {
     let wall0: DateTime<Utc> = "2026-11-30T22:00:00Z".parse().unwrap();
     // 20 % kept for the morning two hours from now; the window resets an hour after it.
-    let at = (wall0 + chrono::Duration::hours(2)).with_timezone(&chrono::Local).time();
+    let at = (wall0 + chrono::Duration::hours(2)).with_timezone(&ZONE).time();
     let pace = crate::limits::pace::PaceSettings {
         morning_reserve: Some(crate::limits::pace::MorningReserve { pct: 20.0, at }),
         weekly_pace: None,

@@ -483,7 +483,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> String {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-code/2.1.332/headless");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/claude-code/2.1.332/headless");
         std::fs::read_to_string(format!("{dir}/{name}")).unwrap()
     }
 
@@ -585,7 +585,7 @@ mod tests {
     }
 
     fn codex(name: &str) -> String {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/codex/0.171.0/exec");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/codex/0.171.0/exec");
         std::fs::read_to_string(format!("{dir}/exec-json-{name}.jsonl")).unwrap()
     }
 

@@ -46,9 +46,13 @@ fn quick_respawn() -> respawn::Settings {
     respawn::Settings { idle_timeout: S(3), duration: S(8 * 3600), user_quiet: S(0), ..respawn::Settings::default() }
 }
 
+/// The zone the specs' user lives in: not UTC, so a local time read as UTC would show.
+const ZONE: chrono_tz::Tz = chrono_tz::Europe::Berlin;
+
 fn start() -> Start {
     Start {
         agent: AgentKind::Claude,
+        zone: crate::clock::Zone::new(ZONE),
         auto_accept: vec![DialogKind::Trust, DialogKind::Confirmation],
         respawn: None,
         respawn_until: None,
@@ -1187,7 +1191,7 @@ fn a_terminal_session_over_its_budget_is_stopped_and_not_restarted() {
     sim.input(spent(0.45, 800));
     let (_, breaker, reason) = sim.opened().expect("the budget breaker");
     assert_eq!((breaker, reason.as_str()), (BreakerKind::Budget, "spent $1.05 of its $1.00"));
-    assert!(sim.log.iter().any(|(_, e)| *e == Effect::Signal(Signal::SIGHUP)), "the agent is stopped");
+    assert!(sim.log.iter().any(|(_, e)| *e == Effect::Signal(Signal::Hangup)), "the agent is stopped");
     sim.input(Input::Exited { exit: Exit::Code(129), last_screen: vec![] });
     sim.run(600.0);
     assert!(sim.spawns().is_empty(), "a budget stop is the user's stop: no restart");
@@ -1309,7 +1313,7 @@ impl Sim {
     }
 
     fn signalled(&self) -> bool {
-        self.log.iter().any(|(_, e)| matches!(e, Effect::Signal(Signal::SIGHUP)))
+        self.log.iter().any(|(_, e)| matches!(e, Effect::Signal(Signal::Hangup)))
     }
 }
 
@@ -2210,7 +2214,7 @@ fn a_client_killed_in_the_turn_that_resumed_it_goes_on_with_the_kickstart() {
 #[test]
 fn a_morning_reserve_parks_the_cycles_until_the_window_resets_and_the_night_may_sleep_through_it() {
     // 20 % kept for the morning, three hours from the start; the 5-hour window resets an hour later.
-    let morning = (wall0() + hours(3)).with_timezone(&chrono::Local).time();
+    let morning = (wall0() + hours(3)).with_timezone(&ZONE).time();
     let pace = crate::limits::pace::PaceSettings {
         morning_reserve: Some(crate::limits::pace::MorningReserve { pct: 20.0, at: morning }),
         weekly_pace: None,

@@ -108,7 +108,7 @@ impl Machine {
         match &mut self.lives.life {
             Life::Live { stopping: stopping @ None, .. } => {
                 fx.push(Effect::Emit(EventKind::StopRequested { source: source.clone(), kind }));
-                fx.push(Effect::Signal(Signal::SIGHUP));
+                fx.push(Effect::Signal(Signal::Hangup));
                 *stopping = Some(Stopping { source, kind, kill_at: Some(now.mono + self.stop_grace) });
             }
             Life::Between { last, .. } => {
@@ -151,7 +151,7 @@ impl Machine {
             {
                 tracing::info!("grace period over; killing the process group");
                 *kill_at = None;
-                fx.push(Effect::Signal(Signal::SIGKILL));
+                fx.push(Effect::Signal(Signal::Kill));
             }
             Life::Between { next, .. } if matches!(*next, Next::RestartAt(at) if at <= now.mono) => {
                 if self.cycles.held() {
@@ -221,7 +221,7 @@ impl Machine {
         let (pid, lived, stopping) = (*pid, now.mono.saturating_duration_since(*since), stopping.clone());
         if stopping.is_some() {
             // Whatever the group left behind after a requested stop goes with it.
-            fx.push(Effect::Signal(Signal::SIGKILL));
+            fx.push(Effect::Signal(Signal::Kill));
         }
         self.cycles.life_ended();
         if let Some(account) = self.switch_restarting() {
@@ -347,7 +347,7 @@ impl Machine {
                 kill_at: Some(now.mono + self.stop_grace),
             });
         }
-        fx.push(Effect::Signal(Signal::SIGHUP));
+        fx.push(Effect::Signal(Signal::Hangup));
     }
 
     /// A hold was released: a restart it kept back happens now.

@@ -100,6 +100,8 @@ pub(super) struct Watch {
     pace: crate::limits::pace::PaceSettings,
     parked: Option<crate::limits::pace::Parking>,
     pace_check: Option<Instant>,
+    /// The user's time zone, which the pace's morning reserve is said in.
+    zone: crate::clock::Zone,
     /// The client works on the plan's extra usage past a full window, until a window resets.
     pub(super) extra: Option<super::extra::Extra>,
 }
@@ -112,8 +114,10 @@ impl Watch {
         auto_resume: Option<resume::Settings>,
         guard: limits::WindowGuard,
         pace: crate::limits::pace::PaceSettings,
+        zone: crate::clock::Zone,
     ) -> Self {
         Self {
+            zone,
             limit: Limit::Clear,
             auto_resume,
             guard: Guard::new(guard),
@@ -360,7 +364,7 @@ impl Machine {
     pub(super) fn pace_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         use crate::limits::pace::{self, Parking, Turn, Verdict};
         let verdict = match &self.limits.last_sample {
-            Some(s) if !self.limits.pace.is_off() => pace::decide(&self.limits.pace, s, now.wall, &chrono::Local),
+            Some(s) if !self.limits.pace.is_off() => pace::decide(&self.limits.pace, s, now.wall, &self.limits.zone),
             _ => Verdict::Go,
         };
         let turn = Parking::follow(&mut self.limits.parked, verdict);

@@ -24,6 +24,8 @@ pub struct Start {
     pub window_guard: limits::WindowGuard,
     /// The pace cycles keep: they park when it says so.
     pub pace: limits::pace::PaceSettings,
+    /// The user's time zone: local times (a morning reserve at 07:00) are read in it.
+    pub zone: crate::clock::Zone,
     pub stop_grace: Duration,
     /// Paused on this limit from the start (a session restored with its pending resume).
     pub paused_on: Option<LimitText>,

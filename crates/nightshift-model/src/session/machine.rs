@@ -30,17 +30,16 @@ mod switch;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use nix::sys::signal::Signal;
 use std::time::Instant;
 
 use super::{Change, Options};
 use crate::agent::{AgentKind, Dialog, DialogKind};
 use crate::breaker::{BreakerState, CrashLoop, NoProgress};
+use crate::child::{Exit, Signal};
 use crate::detect::{Activity, Transition};
 use crate::event::{EventKind, SessionState, StopKind};
-use crate::git::Fingerprint;
 use crate::limits::{self, menu::LimitMenu, resume, LimitText};
-use crate::pty::Exit;
+use crate::repo::Fingerprint;
 use crate::respawn;
 
 pub use crate::contract::SwitchSettings;
@@ -50,7 +49,7 @@ pub use life::Life;
 pub use limit::Limit;
 pub use switch::{Meter, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
 
-/// The gap between typed text and the Enter that submits it (see [`crate::pty::Pty::write_after`]).
+/// The gap between typed text and the Enter that submits it (see the runtime's `Pty::write_after`).
 const ENTER_DELAY: Duration = Duration::from_millis(120);
 /// How long after a typed handoff request its turn should have begun.
 const ASK_CHECK: Duration = Duration::from_secs(3);
@@ -124,7 +123,7 @@ impl Machine {
             lives: life::Lives::new(start.pid, now),
             screen: dialog::Screen::default(),
             cycles: cycles::Cycles::new(armed, start.held),
-            limits: limit::Watch::new(start.auto_resume, start.window_guard, start.pace),
+            limits: limit::Watch::new(start.auto_resume, start.window_guard, start.pace, start.zone),
             breakers: breakers::Breakers::default(),
             state: SessionState::Running,
             why: None,

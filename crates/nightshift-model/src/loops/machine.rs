@@ -51,6 +51,8 @@ struct ProjectState {
 #[derive(Debug)]
 pub struct Machine {
     settings: Settings,
+    /// The user's time zone: the pace's morning reserve is read in it.
+    zone: crate::clock::Zone,
     projects: Vec<Project>,
     state: Vec<ProjectState>,
     /// The next project to look at (round robin).
@@ -82,10 +84,11 @@ pub struct Machine {
 }
 
 impl Machine {
-    pub fn new(settings: Settings, projects: Vec<Project>) -> Self {
+    pub fn new(settings: Settings, projects: Vec<Project>, zone: crate::clock::Zone) -> Self {
         let state = vec![ProjectState::default(); projects.len()];
         Self {
             settings,
+            zone,
             projects,
             state,
             cursor: 0,
@@ -617,7 +620,7 @@ impl Machine {
     fn parked_by_pace(&mut self, now: Now, fx: &mut Vec<Effect>) -> bool {
         use crate::limits::pace::{decide, Parking, Turn, Verdict};
         let verdict = match &self.windows {
-            Some(w) if !self.settings.pace.is_off() => decide(&self.settings.pace, w, now.wall, &chrono::Local),
+            Some(w) if !self.settings.pace.is_off() => decide(&self.settings.pace, w, now.wall, &self.zone),
             _ => Verdict::Go,
         };
         if let Some(turn) = Parking::follow(&mut self.paced, verdict) {
