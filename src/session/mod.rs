@@ -7,11 +7,12 @@
 mod actor;
 mod guard;
 pub(crate) use actor::salvage;
-pub use nightshift_model::session::{machine, Change, FenceView, Options, Paused, RespawnArm, Switch, SwitchView};
+pub use nightshift_model::session::{
+    machine, Change, FenceView, Options, Paused, RespawnArm, Switch, SwitchView, DEFAULT_STOP_GRACE,
+};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -24,9 +25,6 @@ pub(crate) use actor::Actor;
 /// Environment variable that tells a child (a session's client, a loop's iteration, their hooks)
 /// which Nightshift session it runs in.
 pub const SESSION_ENV: &str = "NIGHTSHIFT_SESSION";
-
-/// How long a stopped child gets between SIGHUP and SIGKILL, unless the session says otherwise.
-pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// What the outside world can ask of a session.
 #[derive(Debug)]

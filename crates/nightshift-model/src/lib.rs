@@ -23,6 +23,7 @@
 //! | `awake` | when the machine must stay awake, and when it may sleep through a wait |
 //! | `detect`, `respawn` | what the screen and the hooks say the agent is doing; when a respawn cycle is due |
 //! | `session`, `loops` | the two machines: a terminal session's, with its options as the user sees them, and a loop's, with what an iteration's stream said |
+//! | `notice`, `plan`, `restore` | what is told the user and when; the night's forecast and waits; what a session's journal says after Nightshift's end, and whether it comes back |
 //! | `contract` | what the user armed for a session or a loop, as every start rebuilds it |
 //! | `event` | the journal's vocabulary: everything that happens, typed, and how it is said |
 //!
@@ -43,9 +44,12 @@ pub mod hooks;
 pub mod hosts;
 pub mod limits;
 pub mod loops;
+pub mod notice;
 pub mod phone;
+pub mod plan;
 pub mod repo;
 pub mod respawn;
+pub mod restore;
 pub mod screen;
 pub mod session;
 pub mod token;
