@@ -162,6 +162,8 @@ struct Exec {
     id: SessionId,
     spec: Arc<LoopSpec>,
     journal: Journal,
+    /// The user's time zone, the machine's too: limit texts and the day a task is done are read in it.
+    zone: crate::clock::Zone,
     dir: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     status: watch::Sender<Status>,
@@ -208,7 +210,8 @@ impl LoopActor {
             .iter()
             .map(|p| Project { label: p.cwd.display().to_string(), tasks_file: matches!(p.tasks, Source::File(_)) })
             .collect();
-        let machine = Machine::new(spec.settings.clone(), projects, crate::clock::local_zone());
+        let zone = crate::clock::local_zone();
+        let machine = Machine::new(spec.settings.clone(), projects, zone.clone());
         let dir = state_dir.as_deref().map(|s| loop_dir(s, id.as_str()));
         if let Some(dir) = &dir {
             if let Err(e) = crate::paths::private_dirs(dir) {
@@ -220,6 +223,7 @@ impl LoopActor {
         let sandbox = spec.sandbox.as_ref().map(|s| s.describe(spec.agent));
         status.send_modify(|s| s.options.sandbox = sandbox);
         let mut exec = Exec {
+            zone,
             fence,
             id,
             spec: Arc::new(spec),
@@ -463,7 +467,7 @@ impl Exec {
             self.refresh_tasks();
             return;
         }
-        let today = self.journal.now().with_timezone(&chrono::Local).date_naive();
+        let today = self.journal.now().with_timezone(&self.zone).date_naive();
         match tasks::check_off(path, task, today) {
             Ok(true) => {}
             Ok(false) => {

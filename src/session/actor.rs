@@ -77,13 +77,14 @@ impl Actor {
         let (status, status_rx) =
             watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
         let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Terminal);
-        let agent = start.agent;
+        let (agent, zone) = (start.agent, start.zone.clone());
         let now = Now { mono: crate::clock::mono_now(), wall: journal.now() };
         let (machine, fx) = Machine::new(start, now);
         let (measured_tx, measured) = mpsc::unbounded_channel();
         let mut exec = Executor {
             id,
             agent,
+            zone,
             screen: Screen::new(command.size),
             watcher: Watcher::new(adapter.clone(), detect, now.mono),
             terminal,
@@ -131,6 +132,8 @@ struct Executor {
     started: std::time::SystemTime,
     id: SessionId,
     agent: AgentKind,
+    /// The user's time zone, as the machine was started with: limit texts are read in it.
+    zone: crate::clock::Zone,
     terminal: crate::contract::Terminal,
     command: CommandSpec,
     screen: Screen,
@@ -234,16 +237,16 @@ impl Executor {
                 Effect::Spawn { conversation, prompt } => self.respawn(conversation, prompt),
                 Effect::SwitchAccount { account, prompt } => self.switch_account(&account, prompt),
                 Effect::Meters => {
-                    let meters = match self.journal.read(|s| s.latest_limits_by_account(self.agent)) {
-                        Ok(rows) => rows
-                            .into_iter()
-                            .map(|r| super::machine::Meter { account: r.account, sample: r.sample })
-                            .collect(),
-                        Err(e) => {
-                            tracing::warn!(session = %self.id, "cannot read the accounts' usage: {e}");
-                            Vec::new()
-                        }
-                    };
+                    // What could not be read is said to the machine as such, never as no meters.
+                    let meters = self
+                        .journal
+                        .read(|s| s.latest_limits_by_account(self.agent))
+                        .map(|rows| {
+                            rows.into_iter()
+                                .map(|r| super::machine::Meter { account: r.account, sample: r.sample })
+                                .collect()
+                        })
+                        .map_err(|e| e.to_string());
                     self.replies.push_back(Input::Meters(meters));
                 }
                 Effect::ReadUsage => {
@@ -487,7 +490,7 @@ impl Executor {
             let found = if self.no_limit_in.as_ref() == Some(&region) {
                 None
             } else {
-                limits::find_limit(&region, self.journal.now(), &chrono::Local)
+                limits::find_limit(&region, self.journal.now(), &self.zone)
             };
             self.no_limit_in = found.is_none().then_some(region);
             if found.is_some() && self.agent == AgentKind::Codex {
@@ -507,7 +510,15 @@ impl Executor {
     }
 
     fn activity(&mut self, transition: Option<Transition>) {
-        let Some(transition) = transition else { return };
+        if let Some(seen) = self.seen(transition) {
+            self.step(Input::Activity { transition: seen.transition, menu: seen.menu, menu_limit: seen.menu_limit });
+        }
+    }
+
+    /// What the machine is told of an activity change: the transition, and the usage-limit menu
+    /// on screen when its dialog is one. What the agent wrote up to a rest goes to disk first.
+    fn seen(&mut self, transition: Option<Transition>) -> Option<super::machine::Seen> {
+        let transition = transition?;
         tracing::debug!(session = %self.id, to = ?transition.to, reason = %transition.reason, "activity changed");
         // The agent stopped to rest or to ask: what it wrote up to now goes to disk, not only after
         // its next output.
@@ -519,12 +530,12 @@ impl Executor {
         let (menu, menu_limit) = if transition.verdict.dialog.as_ref().is_some_and(|d| d.kind == DialogKind::Menu) {
             let menu = limits::menu::read(&self.screen.snapshot().rows);
             let notice = menu.as_ref().and_then(|m| m.notice.clone());
-            let limit = notice.and_then(|n| limits::find_limit(&n, self.journal.now(), &chrono::Local));
+            let limit = notice.and_then(|n| limits::find_limit(&n, self.journal.now(), &self.zone));
             (menu, limit)
         } else {
             (None, None)
         };
-        self.step(Input::Activity { transition, menu, menu_limit });
+        Some(super::machine::Seen { transition, menu, menu_limit })
     }
 
     /// The process exited and its last output has been read (or the time for it is up): the life

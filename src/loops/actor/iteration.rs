@@ -72,7 +72,7 @@ impl Exec {
         let pid = child.id().map_or(0, |p| p as i32);
         let (tx, msgs) = mpsc::unbounded_channel();
         let log = self.dir.as_deref().map(|d| stream_file(d, run.iteration, run.attempt, run.probe));
-        let clock = self.journal.clock().clone();
+        let (clock, zone) = (self.journal.clock().clone(), self.zone.clone());
         let agent = self.spec.agent;
         self.shown.clear();
         tokio::spawn(async move {
@@ -91,7 +91,7 @@ impl Exec {
                 Ok(s) => s.code(),
                 Err(_) => None,
             };
-            let report = reader.finish(code, &stderr, clock.now(), &chrono::Local);
+            let report = reader.finish(code, &stderr, clock.now(), &zone);
             let _ = tx.send(ChildMsg::Ended(Box::new(report)));
         });
         tracing::info!(session = %self.id, iteration = run.iteration, attempt = run.attempt, probe = run.probe, pid, "iteration started");
@@ -149,7 +149,7 @@ impl Exec {
             None => {
                 // The reader task went away without a word (it panicked): the iteration is lost.
                 if self.child.take().is_some() {
-                    let report = Reader::new(self.spec.agent).finish(None, "", self.journal.now(), &chrono::Local);
+                    let report = Reader::new(self.spec.agent).finish(None, "", self.journal.now(), &self.zone);
                     self.step(Input::Ended { report: Box::new(report), progress: false });
                 }
             }

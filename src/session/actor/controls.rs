@@ -68,9 +68,15 @@ impl Executor {
                 let _ = respond.send(answer);
             }
             Control::Hook(hook, reply) => {
+                let name = hook.name().to_string();
                 self.answer_to = Some(reply);
                 self.hook(hook);
-                let _ = self.answer_to.take().map(|reply| reply.send(Default::default()));
+                // The machine answers every hook; one it left unanswered is a fault to see, and the
+                // client is let go rather than kept waiting for its own time limit.
+                if let Some(reply) = self.answer_to.take() {
+                    tracing::error!(session = %self.id, hook = %name, "the machine gave the hook no answer; it passes");
+                    let _ = reply.send(Default::default());
+                }
             }
         }
     }
@@ -106,10 +112,11 @@ impl Executor {
             }
             _ => None,
         };
-        self.activity(transition);
+        // The hook carries the activity change it made: one input, the machine's own order.
+        let seen = self.seen(transition).map(Box::new);
         let limit = match &hook.event {
             Event::StopFailure { last_message: Some(message), .. } => {
-                limits::find_limit(message, self.journal.now(), &chrono::Local)
+                limits::find_limit(message, self.journal.now(), &self.zone)
             }
             _ => None,
         };
@@ -120,7 +127,7 @@ impl Executor {
             _ => None,
         };
         self.answer_first = matches!(hook.event, Event::PreToolUse { .. });
-        self.step(Input::Hook { hook, limit, facts });
+        self.step(Input::Hook { hook, limit, facts, seen });
         self.answer_first = false;
         // Journalled after the hook's answer (a command waits on the guard's).
         self.drift();

@@ -553,7 +553,7 @@ mod tests {
             r.line(l);
         }
         r.dropped_line();
-        let report = r.finish(None, "", Utc::now(), &Utc);
+        let report = r.finish(None, "", "2026-12-01T23:00:00Z".parse().unwrap(), &Utc);
         assert_eq!(report.spend, Spend { cost_usd: None, tokens: None });
         assert!(!report.complete);
         let Outcome::Transient { reason } = &report.outcome else { panic!("{report:?}") };

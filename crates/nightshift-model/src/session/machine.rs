@@ -44,7 +44,7 @@ use crate::respawn;
 
 pub use crate::contract::SwitchSettings;
 pub use hooks::continuation;
-pub use io::{Effect, Input, Now, Purpose, Start};
+pub use io::{Effect, Input, Now, Purpose, Seen, Start};
 pub use life::Life;
 pub use limit::Limit;
 pub use switch::{Meter, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
@@ -101,11 +101,6 @@ pub struct Machine {
     /// The session lets the machine sleep because its next action is out of reach, as journalled
     /// (`options.rs`).
     far: bool,
-    /// A handoff request to type once the screen is back at the prompt (its asking), for a client
-    /// that asks it by typing (`hooks.rs`).
-    typed_ask: Option<u32>,
-    /// When a typed handoff request's turn should have begun (`hooks.rs`).
-    ask_check: Option<Instant>,
 }
 
 impl Machine {
@@ -128,8 +123,6 @@ impl Machine {
             state: SessionState::Running,
             why: None,
             far: false,
-            typed_ask: None,
-            ask_check: None,
             client: hooks::Client::new(start.conversation, start.guard, start.handoff, start.handoff_given),
             budget: budget::Budget::new(start.budget, start.spent, start.since, now),
             switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
@@ -194,7 +187,19 @@ impl Machine {
             Input::Started { pid } => self.on_started(pid, now, &mut fx),
             Input::SpawnFailed { error, exit_code } => self.on_spawn_failed(error, exit_code, now, &mut fx),
             Input::Measured { purpose, fingerprint } => self.on_measured(purpose, fingerprint, now, &mut fx),
-            Input::Hook { hook, limit, facts } => self.on_hook(hook, limit, facts, now, &mut fx),
+            Input::Hook { hook, limit, facts, seen } => {
+                if let Some(seen) = seen {
+                    self.on_activity(seen.transition, seen.menu, seen.menu_limit, now, &mut fx);
+                    // The turn's end is journalled before what the hook decides after it.
+                    self.settle_state(&mut fx);
+                }
+                self.on_hook(hook, limit, facts, now, &mut fx);
+                // Every hook is answered by the machine, a pass included: the executor never
+                // answers for it.
+                if !fx.iter().any(|e| matches!(e, Effect::Answer(_))) {
+                    fx.push(Effect::Answer(crate::hooks::Answer::Pass));
+                }
+            }
             Input::Drift { drift, capture } => {
                 self.emit(EventKind::Drift { hook: drift.hook, screen: drift.screen, capture }, &mut fx)
             }
@@ -217,10 +222,20 @@ impl Machine {
         let budget = self.budget.deadline().filter(|_| self.lives.life().is_live());
         let breakers = self.breaker_deadline();
         let pace = self.limits.pace_deadline();
-        [cycle, life, resume, self.limits.guard().next_deadline(), notice, budget, breakers, self.ask_check, pace]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            cycle,
+            life,
+            resume,
+            self.limits.guard().next_deadline(),
+            notice,
+            budget,
+            breakers,
+            self.client.ask_check(),
+            pace,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The state last journalled.
@@ -329,7 +344,7 @@ impl Machine {
             self.prompt_back(now, fx);
         }
         if t.to == Activity::Working {
-            self.ask_check = None;
+            self.client.turn_began();
         }
         self.because(t.reason);
         let dialog = self.screen.dialog().cloned();

@@ -72,6 +72,11 @@ pub(super) struct Client {
     context_pct: Option<f64>,
     /// Where the fresh conversation after the last handoff started.
     context_floor: Floor,
+    /// A handoff request to type once the screen is back at the prompt (its asking), for a client
+    /// that asks it by typing.
+    typed_ask: Option<u32>,
+    /// When a typed handoff request's turn should have begun.
+    ask_check: Option<Instant>,
 }
 
 impl Client {
@@ -92,7 +97,19 @@ impl Client {
             kick_with_handoff: false,
             context_pct: None,
             context_floor: Floor::None,
+            typed_ask: None,
+            ask_check: None,
         }
+    }
+
+    /// When a typed handoff request is checked for its turn, while one is.
+    pub(super) fn ask_check(&self) -> Option<Instant> {
+        self.ask_check
+    }
+
+    /// A turn began: a typed request's Enter was not lost.
+    pub(super) fn turn_began(&mut self) {
+        self.ask_check = None;
     }
 
     /// Whether the client's hooks reach the session (Claude's; Codex's notify does not count).
@@ -426,14 +443,14 @@ impl Machine {
         if self.screen.activity() == Some(Activity::Idle) {
             self.type_ask(times, now, fx);
         } else {
-            self.typed_ask = Some(times);
+            self.client.typed_ask = Some(times);
         }
     }
 
     /// The screen is at the prompt again: a handoff request held for it is typed now.
     pub(super) fn prompt_back(&mut self, now: Now, fx: &mut Vec<Effect>) {
         // Asked only for a switch: one that went meanwhile (the client ended) asks nothing.
-        if let Some(times) = self.typed_ask.take().filter(|_| self.switch_due()) {
+        if let Some(times) = self.client.typed_ask.take().filter(|_| self.switch_due()) {
             self.type_ask(times, now, fx);
         }
     }
@@ -442,14 +459,14 @@ impl Machine {
         self.client.handoff = Handoff::Asked { times };
         self.emit(EventKind::HandoffAsked { times }, fx);
         self.type_text(handoff_request(self.client.context_pct), true, fx);
-        self.ask_check = Some(now.mono + ASK_CHECK);
+        self.client.ask_check = Some(now.mono + ASK_CHECK);
     }
 
     /// A typed request whose turn has not begun by its check had its Enter lost (a client busy
     /// drawing takes the text and drops the key): Enter is pressed once more.
     pub(super) fn ask_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        if self.ask_check.is_some_and(|t| t <= now.mono) {
-            self.ask_check = None;
+        if self.client.ask_check.is_some_and(|t| t <= now.mono) {
+            self.client.ask_check = None;
             let asked = matches!(self.client.handoff, Handoff::Asked { .. });
             if asked && self.switch_due() && self.screen.activity() != Some(Activity::Working) {
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });

@@ -67,6 +67,15 @@ pub struct Start {
 }
 
 /// What happened to the session.
+/// What the detector saw change: the agent's activity, with the usage-limit menu on screen when
+/// the dialog is a menu (`menu_limit`: the limit its notice says).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub transition: Transition,
+    pub menu: Option<LimitMenu>,
+    pub menu_limit: Option<LimitText>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
     /// The detector changed the agent's activity; `menu` is the usage-limit menu on screen when the
@@ -138,10 +147,15 @@ pub enum Input {
     },
     /// A hook of the client, answered with [`Effect::Answer`]; `limit` is what a `StopFailure`'s
     /// message says of a usage limit, `facts` what the repository says for the guard.
+    ///
+    /// A hook that moved the detector (a turn's end, a prompt submitted) carries what it `seen`:
+    /// the machine takes that activity first and the hook after it, in this one step, whatever
+    /// order the executor heard them in.
     Hook {
         hook: crate::hooks::Hook,
         limit: Option<LimitText>,
         facts: Option<crate::hooks::guard::Facts>,
+        seen: Option<Box<Seen>>,
     },
     /// The client's hooks and its screen disagreed (see [`crate::detect::Drift`]); the screen as it
     /// was is kept at `capture`.
@@ -149,8 +163,9 @@ pub enum Input {
         drift: crate::detect::Drift,
         capture: Option<String>,
     },
-    /// What the journal knows of each account's plan windows ([`Effect::Meters`]).
-    Meters(Vec<Meter>),
+    /// What the journal knows of each account's plan windows ([`Effect::Meters`]), or why it
+    /// could not be read.
+    Meters(Result<Vec<Meter>, String>),
     /// The machine woke from a suspend (asleep from `from`): a pending resume reads the usage again
     /// ([`Effect::ReadUsage`]) before it goes out.
     Woke {

@@ -116,10 +116,33 @@ impl Machine {
 
     /// The other accounts' meters: the one with the most headroom becomes the switch's target, or
     /// the switch holds until the window resets.
-    pub(super) fn on_meters(&mut self, meters: Vec<Meter>, now: Now, fx: &mut Vec<Effect>) {
+    pub(super) fn on_meters(&mut self, meters: Result<Vec<Meter>, String>, now: Now, fx: &mut Vec<Effect>) {
         let hooks = self.client.heard() || self.asks_by_typing();
         let Some(sw) = &mut self.switching else { return };
         let Phase::Looking { used, window, resets } = sw.phase.clone() else { return };
+        let meters = match meters {
+            Ok(meters) => meters,
+            Err(why) => {
+                // Not knowing the others' windows is not knowing they are full: it says so.
+                let until = resets.filter(|r| *r > now.wall).unwrap_or(now.wall + HOLD_WITHOUT_RESET);
+                sw.quiet_until = Some(until);
+                sw.phase = Phase::Watching;
+                let from = sw.account.as_ref().map(|a| a.name.clone());
+                let reason = format!(
+                    "{} is at {}% of its {window} window, and the other accounts' usage could not be read from \
+                     the journal ({why}); it stays until {} (the usage-limit wait handles a limit)",
+                    sw.name(),
+                    used.round(),
+                    crate::clock::format_ts(until)
+                );
+                tracing::warn!("{reason}");
+                self.emit(
+                    EventKind::AccountSwitch { action: SwitchAction::Held, from, to: None, until: Some(until), reason },
+                    fx,
+                );
+                return;
+            }
+        };
         let least = 100.0 - sw.settings.threshold;
         let current_dir = sw.account.as_ref().map(|a| a.dir.clone());
         let current_name = sw.account.as_ref().map(|a| a.name.clone());

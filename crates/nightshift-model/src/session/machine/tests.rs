@@ -40,6 +40,8 @@ struct Sim {
     tree: String,
     /// What the journal knows of the accounts' plan windows.
     meters: Vec<Meter>,
+    /// Why the journal could not give the meters, when it cannot.
+    meters_unread: Option<String>,
 }
 
 fn quick_respawn() -> respawn::Settings {
@@ -142,6 +144,7 @@ impl Sim {
             lives: 1,
             tree: "tree-0".into(),
             meters: vec![],
+            meters_unread: None,
         };
         sim.record(fx);
         sim
@@ -176,7 +179,10 @@ impl Sim {
                 Effect::Spawn { .. } | Effect::SwitchAccount { .. } => {
                     follow.push(Input::Started { pid: 100 + self.lives })
                 }
-                Effect::Meters => follow.push(Input::Meters(self.meters.clone())),
+                Effect::Meters => follow.push(Input::Meters(match &self.meters_unread {
+                    Some(why) => Err(why.clone()),
+                    None => Ok(self.meters.clone()),
+                })),
                 Effect::Measure { purpose, .. } => {
                     let fingerprint = Some(Fingerprint::new(self.tree.as_str()));
                     follow.push(Input::Measured { purpose: *purpose, fingerprint });
@@ -772,7 +778,12 @@ fn a_kept_resume_is_the_last_word() {
 // ---- The client's hooks ------------------------------------------------------------------------
 
 fn hook(event: crate::hooks::Event) -> Input {
-    Input::Hook { hook: crate::hooks::Hook { conversation: Some("conv-1".into()), event }, limit: None, facts: None }
+    Input::Hook {
+        hook: crate::hooks::Hook { conversation: Some("conv-1".into()), event },
+        limit: None,
+        facts: None,
+        seen: None,
+    }
 }
 
 fn stop(continued: bool, message: &str) -> Input {
@@ -861,6 +872,7 @@ fn a_rate_limit_the_client_reports_through_its_hook_pauses_the_session() {
         },
         limit: Some(limit),
         facts: None,
+        seen: None,
     });
     assert!(sim.has(
         |k| matches!(k, EventKind::LimitDetected { source: Source::Hook, resets_at: Some(r), .. } if *r == reset)
@@ -887,6 +899,7 @@ fn with_hooks_the_screens_notice_waits_a_moment_for_the_clients_own_word() {
         },
         limit: Some(limit),
         facts: None,
+        seen: None,
     });
     let sources: Vec<Source> = sim
         .events()
@@ -919,6 +932,7 @@ fn the_guard_refuses_what_an_unattended_session_must_not_run() {
         },
         limit: None,
         facts: Some(facts.clone()),
+        seen: None,
     };
     sim.input(tool("git push --force origin main"));
     assert!(
@@ -1565,6 +1579,7 @@ fn a_late_hook_of_the_old_client_never_brings_back_its_conversation() {
         },
         limit: None,
         facts: None,
+        seen: None,
     };
     sim.input(b);
     assert_eq!(sim.m.client.conversation().as_deref(), Some("conv-b"));
@@ -2154,7 +2169,7 @@ fn hook_said(name: &str) -> Input {
         _ => serde_json::json!({"hook_event_name": "StopFailure", "session_id": "c1", "error": "rate_limit",
             "last_assistant_message": "You've hit your 5-hour limit · resets 11:00pm (UTC)"}),
     };
-    Input::Hook { hook: crate::hooks::Hook::from_payload(&payload).unwrap(), limit: None, facts: None }
+    Input::Hook { hook: crate::hooks::Hook::from_payload(&payload).unwrap(), limit: None, facts: None, seen: None }
 }
 
 #[test]
@@ -2372,4 +2387,87 @@ fn extra_usage_moves_no_account() {
     let mut sim = switching(s);
     sim.input(sample(100.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
     assert_eq!(meters_asked(&sim), 1, "at the plan's limit, the other accounts are looked at");
+}
+
+// ---- One input per happening ---------------------------------------------------------------------
+
+/// `hook` carrying the activity change it came with.
+fn hook_seen(event: crate::hooks::Event, to: Activity) -> Input {
+    let Input::Activity { transition, menu, menu_limit } = transition(to, None) else { unreachable!() };
+    let Input::Hook { hook, limit, facts, .. } = hook(event) else { unreachable!() };
+    Input::Hook { hook, limit, facts, seen: Some(Box::new(Seen { transition, menu, menu_limit })) }
+}
+
+#[test]
+fn a_turns_end_enters_once_its_activity_first_then_its_hook() {
+    let effects = |sim: &Sim| sim.log.iter().map(|(_, e)| e.clone()).collect::<Vec<_>>();
+    let stop = || crate::hooks::Event::Stop { continued: false, last_message: Some("Done.".into()) };
+    // The executor heard the screen go idle, then the Stop: two inputs, in its order.
+    let mut apart = switching(start());
+    apart.meters = vec![meter("b", 20.0, 20.0)];
+    apart.input(working());
+    apart.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    apart.input(idle());
+    apart.input(hook(stop()));
+    // The Stop carrying its turn's end: one input, the order the machine's own.
+    let mut once = switching(start());
+    once.meters = vec![meter("b", 20.0, 20.0)];
+    once.input(working());
+    once.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    let before = once.log.len();
+    once.input(hook_seen(stop(), Activity::Idle));
+    assert_eq!(effects(&once), effects(&apart));
+    let step: Vec<&Effect> = once.log[before..].iter().map(|(_, e)| e).collect();
+    assert!(
+        step.iter().any(|e| matches!(e, Effect::Emit(k) if k.new_state() == Some(SessionState::Idle))),
+        "the turn's end is journalled in the same step: {step:?}"
+    );
+    assert!(
+        matches!(step.last(), Some(Effect::Answer(crate::hooks::Answer::Block { reason })) if reason.contains("handoff")),
+        "the hook is answered last, after what its turn's end decided: {step:?}"
+    );
+}
+
+#[test]
+fn every_hook_is_answered_by_the_machine_a_pass_included() {
+    use crate::hooks::{EndReason, Event};
+    let mut sim = Sim::new(start());
+    let events = [
+        Event::SessionStart { source: "startup".into() },
+        Event::UserPromptSubmit,
+        Event::PreToolUse { tool: "Bash".into(), input: serde_json::json!({"command": "ls"}), cwd: None },
+        Event::ToolEnded { tool: "Bash".into(), input: serde_json::json!({"command": "ls"}), error: None },
+        Event::Stop { continued: false, last_message: Some("Done.".into()) },
+        Event::Other { name: "SubagentStop".into() },
+        Event::SessionEnd { reason: EndReason::from("other") },
+    ];
+    for event in events {
+        let before = sim.log.len();
+        sim.input(hook(event.clone()));
+        let answers = sim.log[before..].iter().filter(|(_, e)| matches!(e, Effect::Answer(_))).count();
+        assert_eq!(answers, 1, "{event:?} is answered once, by the machine");
+    }
+}
+
+#[test]
+fn meters_the_journal_cannot_give_hold_the_switch_and_say_why() {
+    use crate::event::SwitchAction::*;
+    let mut sim = switching(start());
+    sim.meters = vec![meter("b", 10.0, 10.0)];
+    sim.meters_unread = Some("database is locked".into());
+    let reset = wall0() + hours(2);
+    sim.input(sample(91.0, reset, 40.0, wall0() + hours(72)));
+    let held: Vec<_> = sim
+        .events()
+        .filter_map(|(_, k)| match k {
+            EventKind::AccountSwitch { action: Held, until, reason, .. } => Some((*until, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held.len(), 1, "{:?}", sim.switches());
+    assert_eq!(held[0].0, Some(reset), "held until the window resets");
+    assert!(held[0].1.contains("could not be read") && held[0].1.contains("database is locked"), "{}", held[0].1);
+    assert!(!held[0].1.contains("no other account"), "not read is not full: {}", held[0].1);
+    sim.input(stop(false, "Done."));
+    assert!(!sim.signalled(), "it stays");
 }
