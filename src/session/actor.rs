@@ -77,7 +77,7 @@ impl Actor {
         let (status, status_rx) =
             watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
         let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Terminal);
-        let (agent, zone) = (start.agent, start.zone.clone());
+        let (agent, zone) = (start.armed.contract().agent, start.zone.clone());
         let now = Now { mono: crate::clock::mono_now(), wall: journal.now() };
         let (machine, fx) = Machine::new(start, now);
         let (measured_tx, measured) = mpsc::unbounded_channel();

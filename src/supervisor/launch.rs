@@ -14,7 +14,6 @@ impl Supervisor {
             return Err(StartError::NotTerminal(id));
         };
         let agent = contract.agent;
-        let now = self.journal.now();
         let mut t = (**armed).clone();
         let mut env = contract.env.clone();
         env.extend(runtime.env);
@@ -68,36 +67,15 @@ impl Supervisor {
         };
         let pid = spawned.pty.pid();
         self.journal.emit(&id, EventKind::running(pid, format!("process {pid} started")));
-        // Respawn is armed for what is left of its hours (all of them at the first start).
-        let respawn = t.respawn.clone().zip(t.respawn_until).and_then(|(mut settings, until)| {
-            settings.duration = (until - now).to_std().ok()?;
-            Some(settings)
-        });
-        let from = runtime.from.unwrap_or_default();
+        let armed = crate::contract::Armed::new(contract.clone()).ok_or_else(|| StartError::NotTerminal(id.clone()))?;
         let start = Start {
-            agent,
-            auto_accept: adapter.auto_accepted(),
-            respawn_until: respawn.as_ref().and(t.respawn_until),
-            respawn,
-            preset: t.preset.clone(),
-            auto_resume: t.auto_resume.clone(),
-            window_guard: t.window_guard,
+            armed,
             zone: crate::clock::local_zone(),
-            pace: t.pace,
-            stop_grace: t.stop_grace,
-            paused_on: from.paused_on,
-            paused_exact: from.paused_exact,
-            held: from.held,
             pid,
+            auto_accept: adapter.auto_accepted(),
+            commands: adapter.cycle_commands().clone(),
             guard,
-            conversation: from.conversation,
-            budget: t.budget,
-            account: contract.account.clone(),
-            switch: t.switch.clone(),
-            spent: from.spent,
-            since: Some(contract.started),
-            handoff: from.handoff,
-            handoff_given: from.handoff_given,
+            from: runtime.from.unwrap_or_default(),
             // From the final command line: a flag that turns the sandbox off is said as such.
             sandbox: match (&t.sandbox, crate::agent::turned_off(agent, &t.args)) {
                 (Some(_), Some(flag)) => Some(format!("not sandboxed: `{flag}` turns Codex's sandbox off")),
@@ -108,7 +86,6 @@ impl Supervisor {
             canary: self.journal.path().and_then(|p| p.parent()).and_then(|state| {
                 crate::agent::canary::Standing::of(agent, &t.program, &t.cwd, state).map(|s| s.describe())
             }),
-            commands: adapter.cycle_commands().clone(),
         };
         let detect = DetectConfig { quiet: t.quiet, ..DetectConfig::default() };
         let actor = Actor {

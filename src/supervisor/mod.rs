@@ -16,7 +16,7 @@ use crate::contract::{Contract, Conversation, Kind};
 use crate::detect::DetectConfig;
 use crate::event::{Event, EventKind, SessionId, SessionState, StopKind};
 use crate::pty::{self, shell_words, CommandSpec, PtySize, SpawnError};
-use crate::session::machine::Start;
+use crate::session::machine::{Resumed, Start};
 use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
 use crate::store::{NewSession, Standing, Store, StoreError};
 use crate::usage::{self, Sample};
@@ -39,27 +39,11 @@ const HOOK_ANSWER: Duration = Duration::from_millis(1000);
 /// (inside the hook's own [`crate::hooks::GUARD_TIMEOUT`], so the refusal says why).
 const GUARD_ANSWER: Duration = Duration::from_millis(3000);
 
-/// Where a restored session carries on from: what its journal and the state directory say.
-#[derive(Debug, Default)]
-struct Resumption {
-    conversation: Option<String>,
-    /// What its client starts with (the kickstart), never the opening prompt.
-    prompt: Option<String>,
-    paused_on: Option<crate::limits::LimitText>,
-    /// That limit's reset is known to the second.
-    paused_exact: bool,
-    held: bool,
-    spent: crate::usage::Tally,
-    handoff: Option<(String, chrono::DateTime<chrono::Utc>)>,
-    /// A conversation received that handoff already: none after it is given it.
-    handoff_given: bool,
-}
-
 /// What a launch takes beside the contract: where the session carries on from (`None`: its
 /// first start), and this process's own plumbing.
 #[derive(Default)]
 struct Runtime {
-    from: Option<Resumption>,
+    from: Option<Resumed>,
     /// The first start's own environment for the command (what of it names places is in the
     /// contract too).
     env: Vec<(String, String)>,

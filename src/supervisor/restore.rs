@@ -80,7 +80,7 @@ impl Supervisor {
         let reason = format!("carrying on session {}'s conversation: {}", row.id, shell_words(&argv));
         self.journal.emit(&id, EventKind::state(SessionState::Starting, reason));
         self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract.clone()) });
-        let from = Resumption { conversation: Some(conversation), ..Resumption::default() };
+        let from = Resumed { conversation: Some(conversation), ..Resumed::default() };
         Ok(self.launch(id, &contract, Runtime { from: Some(from), ..Runtime::default() })?)
     }
 
@@ -168,7 +168,7 @@ impl Supervisor {
         let what = if paused { "to resume after the limit" } else { "on its conversation" };
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("restarting {line} {what}")));
         let paused_exact = replay.pending.as_ref().is_some_and(|p| p.exact);
-        let from = Resumption {
+        let from = Resumed {
             conversation: replay.conversation,
             prompt,
             paused_on,

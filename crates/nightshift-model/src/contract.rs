@@ -284,6 +284,37 @@ impl Terminal {
     }
 }
 
+/// A terminal session's contract: what a session machine starts from (a loop's is not one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Armed(Contract);
+
+impl Armed {
+    /// `contract`, when it is a terminal session's.
+    pub fn new(contract: Contract) -> Option<Self> {
+        matches!(contract.kind, Kind::Terminal(_)).then_some(Self(contract))
+    }
+
+    pub fn contract(&self) -> &Contract {
+        &self.0
+    }
+
+    /// What it arms.
+    pub fn terminal(&self) -> &Terminal {
+        match &self.0.kind {
+            Kind::Terminal(t) => t,
+            Kind::Loop(_) => unreachable!("an Armed contract is a terminal session's (Armed::new)"),
+        }
+    }
+
+    /// What it arms, to change (a spec's session, a test's).
+    pub fn terminal_mut(&mut self) -> &mut Terminal {
+        match &mut self.0.kind {
+            Kind::Terminal(t) => t,
+            Kind::Loop(_) => unreachable!("an Armed contract is a terminal session's (Armed::new)"),
+        }
+    }
+}
+
 impl Contract {
     pub fn terminal(&self) -> Option<&Terminal> {
         match &self.kind {

@@ -44,7 +44,7 @@ use crate::respawn;
 
 pub use crate::contract::SwitchSettings;
 pub use hooks::continuation;
-pub use io::{Effect, Input, Now, Purpose, Seen, Start};
+pub use io::{Effect, Input, Now, Purpose, Resumed, Seen, Start};
 pub use life::Life;
 pub use limit::Limit;
 pub use switch::{Meter, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
@@ -106,30 +106,38 @@ pub struct Machine {
 impl Machine {
     /// A session whose process `start.pid` has just started.
     pub fn new(start: Start, now: Now) -> (Self, Vec<Effect>) {
-        let armed = start.respawn.map(|settings| cycles::Respawn {
-            until: start.respawn_until.unwrap_or(now.wall + settings.duration),
-            cycle: respawn::State::new(settings, now.mono),
-            preset: start.preset,
+        let Start { armed, zone, pid, auto_accept, commands, guard, from, sandbox, fence, canary } = start;
+        let (contract, t) = (armed.contract(), armed.terminal());
+        // Respawn is armed for what is left of its hours: none when they are over.
+        let respawn = t.respawn.clone().and_then(|mut settings| {
+            let until = match t.respawn_until {
+                Some(until) => {
+                    settings.duration = (until - now.wall).to_std().ok()?;
+                    until
+                }
+                None => now.wall + settings.duration,
+            };
+            Some(cycles::Respawn { until, cycle: respawn::State::new(settings, now.mono), preset: t.preset.clone() })
         });
         let mut m = Self {
-            agent: start.agent,
-            auto_accept: start.auto_accept,
-            stop_grace: start.stop_grace,
-            lives: life::Lives::new(start.pid, now),
+            agent: contract.agent,
+            auto_accept,
+            stop_grace: t.stop_grace,
+            lives: life::Lives::new(pid, now),
             screen: dialog::Screen::default(),
-            cycles: cycles::Cycles::new(armed, start.held),
-            limits: limit::Watch::new(start.auto_resume, start.window_guard, start.pace, start.zone),
+            cycles: cycles::Cycles::new(respawn, from.held),
+            limits: limit::Watch::new(t.auto_resume.clone(), t.window_guard, t.pace, zone),
             breakers: breakers::Breakers::default(),
             state: SessionState::Running,
             why: None,
             far: false,
-            client: hooks::Client::new(start.conversation, start.guard, start.handoff, start.handoff_given),
-            budget: budget::Budget::new(start.budget, start.spent, start.since, now),
-            switching: start.switch.map(|s| switch::Switching::new(s, start.account)),
-            sandbox: start.sandbox,
-            fence: start.fence.map(fence::Fenced::new),
-            canary: start.canary,
-            commands: start.commands,
+            client: hooks::Client::new(from.conversation, guard, from.handoff, from.handoff_given),
+            budget: budget::Budget::new(t.budget, from.spent, Some(contract.started), now),
+            switching: t.switch.clone().map(|s| switch::Switching::new(s, contract.account.clone())),
+            sandbox,
+            fence: fence.map(fence::Fenced::new),
+            canary,
+            commands,
         };
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {
@@ -148,9 +156,9 @@ impl Machine {
             }));
             fx.push(Effect::Emit(r.settings_event()));
         }
-        if let Some(limit) = start.paused_on {
+        if let Some(limit) = from.paused_on {
             // Started again on its conversation: the client has no continuation of its own armed.
-            let exact = start.paused_exact;
+            let exact = from.paused_exact;
             m.pause(limit, limits::Source::Journal, exact, limit::Timer::None, now, &mut fx);
         }
         m.refresh_blocker(now, &mut fx);

@@ -10,63 +10,57 @@ pub struct Now {
     pub wall: DateTime<Utc>,
 }
 
-/// What a session starts with.
+/// What a session starts with: its contract (what the user armed, as journalled), and what this
+/// start adds to it. Everything armed is read from the contract here, in the model; nothing of it
+/// is copied on the way.
 #[derive(Debug, Clone)]
 pub struct Start {
-    pub agent: AgentKind,
-    /// The dialogs the agent's adapter calls routine confirmations.
-    pub auto_accept: Vec<DialogKind>,
-    pub respawn: Option<respawn::Settings>,
-    /// When the armed respawn ends, as the contract says (its duration from now when not given).
-    pub respawn_until: Option<DateTime<Utc>>,
-    pub preset: Option<String>,
-    pub auto_resume: Option<resume::Settings>,
-    pub window_guard: limits::WindowGuard,
-    /// The pace cycles keep: they park when it says so.
-    pub pace: limits::pace::PaceSettings,
+    /// What the user armed. Respawn is armed until the contract's `respawn_until` (its duration
+    /// from now when it has none); the budget's time counts from its `started`.
+    pub armed: crate::contract::Armed,
     /// The user's time zone: local times (a morning reserve at 07:00) are read in it.
     pub zone: crate::clock::Zone,
-    pub stop_grace: Duration,
-    /// Paused on this limit from the start (a session restored with its pending resume).
-    pub paused_on: Option<LimitText>,
-    /// That limit's reset is known to the second (the client's data, as journalled).
-    pub paused_exact: bool,
-    /// Every automatic action held from the start (a restored session the user had paused).
-    pub held: bool,
     /// The process that runs now.
     pub pid: u32,
+    /// The dialogs the agent's adapter calls routine confirmations.
+    pub auto_accept: Vec<DialogKind>,
+    /// What its respawn cycles type for the context reset and the instructions file.
+    pub commands: crate::agent::CycleCommands,
     /// The guard's rules, when the session is guarded (commands refused while nobody watches).
     pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
-    /// The client's conversation, when known (a restored session): restarts resume it.
-    pub conversation: Option<String>,
-    /// What the session may spend (the statusLine's cost and tokens, and time): crossing it stops
-    /// the agent.
-    pub budget: crate::breaker::Budget,
-    /// The client account it runs under; `None`: the client's default.
-    pub account: Option<crate::agent::Account>,
-    /// Move to another account before this one's limit, when set.
-    pub switch: Option<SwitchSettings>,
-    /// What the session spent before this start (a restored session's, from the journal).
-    pub spent: crate::usage::Tally,
-    /// When the session first started, when before now (a restored one): its budget's time
-    /// counts from then.
-    pub since: Option<DateTime<Utc>>,
-    /// The latest handoff the agent wrote, and when (a restored session's, from the state
-    /// directory): a client started again soon after it is given it back.
-    pub handoff: Option<(String, DateTime<Utc>)>,
-    /// A conversation received that handoff already (a restore, from the journal).
-    pub handoff_given: bool,
+    /// Where it carries on from (a restored session's journal and state directory); the default
+    /// for a first start.
+    pub from: Resumed,
     /// Whether the agent runs in its own sandbox, in words (`sandboxed: …`, `not sandboxed: …`).
     pub sandbox: Option<String>,
     /// Its network fence as the start set it (Nightshift's proxy: what it refuses comes in).
     pub fence: Option<crate::session::FenceView>,
     /// What the canary said of the client it runs, in words (`nightshift doctor --canary`).
     pub canary: Option<String>,
-    /// What its respawn cycles type for the context reset and the instructions file.
-    pub commands: crate::agent::CycleCommands,
 }
 
-/// What happened to the session.
+/// Where a restored session carries on from: what its journal and the state directory say.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resumed {
+    /// The client's conversation: restarts resume it.
+    pub conversation: Option<String>,
+    /// What its client starts with (the kickstart), never the opening prompt.
+    pub prompt: Option<String>,
+    /// Paused on this limit from the start (its pending resume).
+    pub paused_on: Option<LimitText>,
+    /// That limit's reset is known to the second (the client's data, as journalled).
+    pub paused_exact: bool,
+    /// Every automatic action held from the start (the user had paused it).
+    pub held: bool,
+    /// What the session spent before this start.
+    pub spent: crate::usage::Tally,
+    /// The latest handoff the agent wrote, and when: a client started again soon after it is
+    /// given it back.
+    pub handoff: Option<(String, DateTime<Utc>)>,
+    /// A conversation received that handoff already: none after it is given it.
+    pub handoff_given: bool,
+}
+
 /// What the detector saw change: the agent's activity, with the usage-limit menu on screen when
 /// the dialog is a menu (`menu_limit`: the limit its notice says).
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +70,7 @@ pub struct Seen {
     pub menu_limit: Option<LimitText>,
 }
 
+/// What happened to the session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
     /// The detector changed the agent's activity; `menu` is the usage-limit menu on screen when the

@@ -52,44 +52,71 @@ fn quick_respawn() -> respawn::Settings {
 const ZONE: chrono_tz::Tz = chrono_tz::Europe::Berlin;
 
 fn start() -> Start {
-    Start {
-        agent: AgentKind::Claude,
-        zone: crate::clock::Zone::new(ZONE),
-        auto_accept: vec![DialogKind::Trust, DialogKind::Confirmation],
+    let terminal = crate::contract::Terminal {
+        program: "claude".into(),
+        args: vec![],
+        prompt: None,
+        cwd: "/work/p".into(),
+        cols: 120,
+        rows: 40,
+        preset: None,
         respawn: None,
         respawn_until: None,
-        preset: None,
         auto_resume: None,
         window_guard: WindowGuard::default(),
         pace: crate::limits::pace::PaceSettings::default(),
-        stop_grace: S(3),
-        paused_on: None,
-        paused_exact: false,
-        held: false,
-        pid: 100,
-        guard: None,
-        conversation: None,
         budget: crate::breaker::Budget::default(),
-        account: None,
         switch: None,
-        spent: crate::usage::Tally::default(),
-        since: None,
-        handoff: None,
-        handoff_given: false,
+        guard: false,
+        hooks: true,
+        adapter: None,
+        quiet: S(2),
+        stop_grace: S(3),
+        worktree: None,
+        sandbox: None,
+        unsandboxed: None,
+    };
+    let contract = crate::contract::Contract {
+        version: crate::contract::VERSION,
+        started: wall0(),
+        agent: AgentKind::Claude,
+        account: None,
+        env: vec![],
+        kind: crate::contract::Kind::Terminal(Box::new(terminal)),
+    };
+    Start {
+        armed: crate::contract::Armed::new(contract).unwrap(),
+        zone: crate::clock::Zone::new(ZONE),
+        pid: 100,
+        auto_accept: vec![DialogKind::Trust, DialogKind::Confirmation],
+        commands: crate::agent::CycleCommands::default(),
+        guard: None,
+        from: Resumed::default(),
         sandbox: None,
         fence: None,
         canary: None,
-        commands: crate::agent::CycleCommands::default(),
     }
 }
 
+/// What the start's contract arms, to change.
+fn armed(s: &mut Start) -> &mut crate::contract::Terminal {
+    s.armed.terminal_mut()
+}
+
+/// The start's contract with `change` made to it (its agent, its account).
+fn contract(s: &mut Start, change: impl FnOnce(&mut crate::contract::Contract)) {
+    let mut c = s.armed.contract().clone();
+    change(&mut c);
+    s.armed = crate::contract::Armed::new(c).unwrap();
+}
+
 fn with_respawn(mut s: Start, settings: respawn::Settings) -> Start {
-    s.respawn = Some(settings);
+    armed(&mut s).respawn = Some(settings);
     s
 }
 
 fn with_auto_resume(mut s: Start, policy: resume::Policy) -> Start {
-    s.auto_resume = Some(resume::Settings { policy, ..resume::Settings::default() });
+    armed(&mut s).auto_resume = Some(resume::Settings { policy, ..resume::Settings::default() });
     s
 }
 
@@ -438,18 +465,18 @@ fn the_weekly_menu_per_policy() {
     assert_eq!(answered(with_auto_resume(start(), resume::Policy::Watch)), Some('2'), "watch waits with the client");
     assert_eq!(answered(with_auto_resume(start(), resume::Policy::Own)), Some('1'), "own stops and resumes itself");
     let mut not_tonight = with_auto_resume(start(), resume::Policy::Watch);
-    not_tonight.window_guard.not_tonight = true;
+    armed(&mut not_tonight).window_guard.not_tonight = true;
     assert_eq!(answered(not_tonight), Some('1'), "not tonight stops and waits");
     assert_eq!(answered(start()), None, "no auto-resume: the user answers");
     let mut held = with_auto_resume(start(), resume::Policy::Watch);
-    held.held = true;
+    held.from.held = true;
     assert_eq!(answered(held), None, "held: the user answers");
 }
 
 #[test]
 fn not_tonight() {
     let mut s = with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn());
-    s.window_guard.not_tonight = true;
+    armed(&mut s).window_guard.not_tonight = true;
     let mut sim = Sim::new(s);
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
@@ -468,7 +495,7 @@ fn not_tonight() {
 #[test]
 fn reserve_guard() {
     let mut s = with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn());
-    s.window_guard.reserve_pct = Some(30.0);
+    armed(&mut s).window_guard.reserve_pct = Some(30.0);
     let mut sim = Sim::new(s);
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
@@ -712,7 +739,7 @@ fn an_open_crash_loop_breaker_lets_the_machine_sleep() {
 #[test]
 fn cycles_come_back_once_the_fresh_window_resets() {
     let mut s = with_respawn(with_auto_resume(start(), resume::Policy::Watch), quick_respawn());
-    s.window_guard.reserve_pct = Some(30.0);
+    armed(&mut s).window_guard.reserve_pct = Some(30.0);
     let mut sim = Sim::new(s);
     let reset = wall0() + hours(1);
     sim.input(notice(reset));
@@ -828,7 +855,7 @@ fn the_options_say_the_guard_cannot_refuse_codexs_commands() {
     s.guard = Some(std::sync::Arc::new(crate::hooks::guard::Rules::builtin()));
     let claude = Sim::new(s.clone()).m.options_at(Sim::new(start()).now()).guard.unwrap_or_default();
     assert!(claude.starts_with("on: refuses"), "{claude}");
-    s.agent = AgentKind::Codex;
+    contract(&mut s, |c| c.agent = AgentKind::Codex);
     s.sandbox = Some("sandboxed".into());
     let codex = Sim::new(s).m.options_at(Sim::new(start()).now()).guard.unwrap_or_default();
     assert!(codex.contains("cannot refuse Codex's commands") && codex.contains("its sandbox"), "{codex}");
@@ -838,7 +865,7 @@ fn the_options_say_the_guard_cannot_refuse_codexs_commands() {
 #[test]
 fn codex_notify_names_the_conversation_and_a_limit_on_its_screen_pauses_at_once() {
     let mut s = with_auto_resume(with_respawn(start(), quick_respawn()), resume::Policy::Watch);
-    s.agent = AgentKind::Codex;
+    contract(&mut s, |c| c.agent = AgentKind::Codex);
     let mut sim = Sim::new(s);
     sim.input(working());
     sim.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Done.".into()) }));
@@ -1088,7 +1115,7 @@ fn a_cycle_types_the_agents_own_reset_and_init_commands() {
 #[test]
 fn a_codex_handoff_is_asked_by_the_cycle_and_its_kickstart_carries_it_whole_each_time() {
     let mut s = with_respawn(start(), quick_respawn());
-    s.agent = AgentKind::Codex;
+    contract(&mut s, |c| c.agent = AgentKind::Codex);
     let mut sim = Sim::new(s);
     let turn_end = |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()) });
     for round in 0..2 {
@@ -1196,7 +1223,7 @@ fn spent(cost: f64, tokens: u64) -> Input {
 #[test]
 fn a_terminal_session_over_its_budget_is_stopped_and_not_restarted() {
     let mut s = with_respawn(start(), quick_respawn());
-    s.budget = crate::breaker::Budget { max_cost_usd: Some(1.0), ..crate::breaker::Budget::default() };
+    armed(&mut s).budget = crate::breaker::Budget { max_cost_usd: Some(1.0), ..crate::breaker::Budget::default() };
     let mut sim = Sim::new(s);
     sim.input(spent(0.6, 1000));
     // /clear starts the statusLine's count again: the money spent before still counts.
@@ -1215,7 +1242,7 @@ fn a_terminal_session_over_its_budget_is_stopped_and_not_restarted() {
 #[test]
 fn the_token_and_time_ceilings_of_a_terminal_session() {
     let mut s = start();
-    s.budget = crate::breaker::Budget { max_tokens: Some(10_000), ..crate::breaker::Budget::default() };
+    armed(&mut s).budget = crate::breaker::Budget { max_tokens: Some(10_000), ..crate::breaker::Budget::default() };
     let mut sim = Sim::new(s);
     sim.input(spent(0.1, 9_000));
     assert!(sim.opened().is_none());
@@ -1223,7 +1250,8 @@ fn the_token_and_time_ceilings_of_a_terminal_session() {
     assert_eq!(sim.opened().unwrap().2, "used 10001 tokens of its 10000");
 
     let mut s = start();
-    s.budget = crate::breaker::Budget { max_wall_clock: Some(S(3600)), ..crate::breaker::Budget::default() };
+    armed(&mut s).budget =
+        crate::breaker::Budget { max_wall_clock: Some(S(3600)), ..crate::breaker::Budget::default() };
     let mut sim = Sim::new(s);
     sim.run(1800.0);
     assert!(sim.opened().is_none());
@@ -1279,8 +1307,9 @@ fn account(name: &str) -> crate::agent::Account {
 /// A session on account `a` that may move to `b` or `c` at 90 %, its client's hooks heard.
 fn switching(s: Start) -> Sim {
     let mut s = s;
-    s.account = Some(account("a"));
-    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b"), account("c")] });
+    contract(&mut s, |c| c.account = Some(account("a")));
+    armed(&mut s).switch =
+        Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b"), account("c")] });
     let mut sim = Sim::new(s);
     sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
     sim
@@ -1374,9 +1403,9 @@ fn an_account_at_the_threshold_moves_after_the_turn_and_its_handoff_to_the_most_
 /// A Codex session on account a, at 91 %, that may move to b (at 20 %) at 90 %.
 fn codex_switching() -> Sim {
     let mut s = start();
-    s.agent = AgentKind::Codex;
-    s.account = Some(account("a"));
-    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b")] });
+    contract(&mut s, |c| c.agent = AgentKind::Codex);
+    contract(&mut s, |c| c.account = Some(account("a")));
+    armed(&mut s).switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b")] });
     let mut sim = Sim::new(s);
     sim.meters = vec![meter("b", 20.0, 20.0), meter("a", 91.0, 40.0)];
     sim
@@ -1514,8 +1543,8 @@ fn a_switch_past_the_restart_cap_is_held() {
 #[test]
 fn without_hooks_the_switch_goes_at_the_prompt_and_a_stop_during_it_is_a_stop() {
     let mut s = start();
-    s.account = Some(account("a"));
-    s.switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("b")] });
+    contract(&mut s, |c| c.account = Some(account("a")));
+    armed(&mut s).switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("b")] });
     let mut sim = Sim::new(s);
     sim.meters = vec![meter("b", 20.0, 20.0)];
     sim.input(working());
@@ -1534,7 +1563,7 @@ fn without_hooks_the_switch_goes_at_the_prompt_and_a_stop_during_it_is_a_stop() 
 #[test]
 fn a_held_session_does_not_switch() {
     let mut s = start();
-    s.held = true;
+    s.from.held = true;
     let mut sim = switching(s);
     sim.meters = vec![meter("b", 20.0, 20.0)];
     sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
@@ -2235,7 +2264,9 @@ fn a_morning_reserve_parks_the_cycles_until_the_window_resets_and_the_night_may_
         weekly_pace: None,
     };
     let settings = respawn::Settings { update_prompt: String::new(), clear_and_init: false, ..quick_respawn() };
-    let mut sim = Sim::new(Start { pace, ..with_respawn(start(), settings) });
+    let mut s = with_respawn(start(), settings);
+    armed(&mut s).pace = pace;
+    let mut sim = Sim::new(s);
     sim.input(idle());
     let reset = wall0() + hours(4);
     let five = |pct: f64| {
@@ -2363,7 +2394,7 @@ fn extra_usage_past_a_full_window_is_no_limit_unless_the_user_stops_at_the_plan(
 
     // Stop at the plan's limit: the extra usage's notice pauses the session until the reset.
     let mut s = with_auto_resume(start(), resume::Policy::Own);
-    s.window_guard.plan_only = true;
+    armed(&mut s).window_guard.plan_only = true;
     let mut sim = Sim::new(s);
     sim.input(working());
     sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
@@ -2383,7 +2414,7 @@ fn extra_usage_moves_no_account() {
     sim.input(stop(false, "Done."));
     assert_eq!(meters_asked(&sim), 0, "no switch looked for on extra usage");
     let mut s = start();
-    s.window_guard.plan_only = true;
+    armed(&mut s).window_guard.plan_only = true;
     let mut sim = switching(s);
     sim.input(sample(100.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
     assert_eq!(meters_asked(&sim), 1, "at the plan's limit, the other accounts are looked at");
@@ -2470,4 +2501,21 @@ fn meters_the_journal_cannot_give_hold_the_switch_and_say_why() {
     assert!(!held[0].1.contains("no other account"), "not read is not full: {}", held[0].1);
     sim.input(stop(false, "Done."));
     assert!(!sim.signalled(), "it stays");
+}
+
+#[test]
+fn a_start_arms_what_is_left_of_its_contracts_hours_and_nothing_once_they_are_over() {
+    let mut s = with_respawn(start(), quick_respawn());
+    armed(&mut s).respawn_until = Some(wall0() + hours(2));
+    let sim = Sim::new(s);
+    let o = sim.m.options_at(sim.now());
+    assert!(o.respawn_active, "{o:?}");
+    assert_eq!(o.respawn_until, Some(wall0() + hours(2)));
+    assert_eq!(o.respawn.map(|r| r.duration), Some(S(2 * 3600)), "what is left of its 8 hours");
+    let mut over = with_respawn(start(), quick_respawn());
+    armed(&mut over).respawn_until = Some(wall0() - hours(1));
+    let sim = Sim::new(over);
+    let o = sim.m.options_at(sim.now());
+    assert!(!o.respawn_active && o.respawn.is_none(), "its hours are over: {o:?}");
+    assert!(!sim.log.iter().any(|(_, e)| matches!(e, Effect::Emit(EventKind::Respawn { .. }))));
 }
