@@ -261,8 +261,9 @@ class Desktop(unittest.TestCase):
         harness.chmod(0o755)
         work = Path(self.tmp.name) / "loop-project"
         work.mkdir(exist_ok=True)
+        # A stand-in harness has no place for the client's sandbox: it runs without one, as said.
         loop = subprocess.Popen([str(CLI), "loop", "--program", str(harness), "--prompt", "tidy up",
-                                 "--max-iterations", "2", "--cwd", str(work), "--events", "-"],
+                                 "--max-iterations", "2", "--cwd", str(work), "--no-sandbox", "--events", "-"],
                                 env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         self.runs.append(loop)
