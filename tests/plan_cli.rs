@@ -232,6 +232,12 @@ fn the_plan_run_in_a_project_prints_tonights_fence_with_why() {
     assert!(line.contains("npm.corp.example (npm's registry, from .npmrc)"), "{line}");
     assert!(!text.contains("s3cret"), "no credential is shown: {text}");
     assert!(text.contains("! the remote old is reached over git://"), "{text}");
+    // Asking npm leaves nothing in the user's home (npm keeps a debug log of every run, and the
+    // day it last looked for an update, unless told not to).
+    let home = env.path("home");
+    let left: Vec<_> =
+        std::fs::read_dir(&home).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "asking npm left {left:?} in {}", home.display());
     // Where the sandbox is off, so is the fence.
     std::fs::create_dir_all(env.path("config")).unwrap();
     std::fs::write(env.path("config/config.toml"), "[sandbox]\nenabled = false\n").unwrap();

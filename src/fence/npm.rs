@@ -170,15 +170,24 @@ fn config_files(root: &Path, env: &Env) -> Vec<PathBuf> {
 }
 
 /// npm's own answer for `folder`: `Ok(None)` when npm is not installed.
+///
+/// npm is only asked, so it is told to write nothing of the user's: no debug log of the run
+/// (`~/.npm/_logs`), no look for a newer npm (a file of the day it looked), and a cache of its own
+/// for the question (npm makes `~/.npm` at start otherwise), removed after. Given on the command
+/// line: the registries' sources stay what the user set.
 fn asked(folder: &Path, project: &Path, env: &Env) -> Result<Option<Vec<Registry>>, String> {
-    let json = match env.run(folder, "npm", &["config", "list", "--json"]) {
+    let scratch = tempfile::Builder::new().prefix("nightshift-npm-").tempdir().ok();
+    let cache = scratch.as_ref().map(|d| format!("--cache={}", d.path().display()));
+    let quiet: Vec<&str> = ["--logs-max=0", "--update-notifier=false"].into_iter().chain(cache.as_deref()).collect();
+    let ask = |args: &[&str]| env.run(folder, "npm", &[args, &quiet].concat());
+    let json = match ask(&["config", "list", "--json"]) {
         Ran::Said(json) => json,
         Ran::Missing => return Ok(None),
         Ran::Failed(said) => return Err(said),
         Ran::TimedOut => return Err(format!("npm config did not answer within {:?}", env.limit())),
     };
     // Which file each value came from: best told, never needed. `None` when it could not be read.
-    let sources = match env.run(folder, "npm", &["config", "list"]) {
+    let sources = match ask(&["config", "list"]) {
         Ran::Said(text) => Some(sources(&text)),
         _ => None,
     };

@@ -9,7 +9,8 @@ use crate::fence::tests::kit::{env, link_real, script, shown, write};
 use crate::fence::{project, Found};
 
 /// A fake npm in `bin` that answers `config list --json` with `json` and `config list` with
-/// `text`, and fails on anything else.
+/// `text`, asked as Nightshift asks (no log, no update check, a cache of its own), and fails on
+/// anything else.
 fn fake_npm(bin: &Path, json: &str, text: &str) {
     write(bin, "answers/json", json);
     write(bin, "answers/text", text);
@@ -18,7 +19,8 @@ fn fake_npm(bin: &Path, json: &str, text: &str) {
         bin,
         "npm",
         &format!(
-            "case \"$*\" in\n  'config list --json') /bin/cat '{0}/json' ;;\n  'config list') /bin/cat '{0}/text' ;;\n  \
+            "case \"$*\" in\n  'config list --json --logs-max=0 --update-notifier=false --cache='/*) /bin/cat '{0}/json' ;;\n  \
+             'config list --logs-max=0 --update-notifier=false --cache='/*) /bin/cat '{0}/text' ;;\n  \
              *) echo \"unexpected: npm $*\" >&2; exit 2 ;;\nesac",
             answers.display()
         ),
