@@ -69,3 +69,22 @@ fn bad_config_and_agent_files_are_told_with_line_column_key_and_fix() {
     let err = one_line_error(&env, &["run", "--agent", "claude", "--", "true"]);
     assert!(err.contains("`composer.prompt` is not a valid regular expression") && err.contains("fix it"), "{err}");
 }
+
+#[test]
+fn a_bad_guard_file_refuses_only_what_the_guard_would_judge() {
+    let env = Env::new();
+    let config = env.dir.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("guard.toml"), "[[rule]]\nkind = 3\n").unwrap();
+    // Nothing guarded: the file is not the start's business.
+    let out = env.output(&["run", "--", "true"]);
+    assert!(out.status.success(), "an unguarded start: {}", String::from_utf8_lossy(&out.stderr));
+    let restore = env.output(&["restore"]);
+    assert!(restore.status.success(), "restore: {}", String::from_utf8_lossy(&restore.stderr));
+    // Guarded, by --guard or by its preset: refused in one line naming the file, never run on the
+    // built-in rules instead of the ones the user wrote.
+    let err = one_line_error(&env, &["run", "--guard", "true", "--", "true"]);
+    assert!(err.contains("guard.toml: line 2, column 8, key `rule.kind`") && err.contains("fix it"), "{err}");
+    let err = one_line_error(&env, &["run", "--preset", "overnight", "--no-sandbox", "--", "true"]);
+    assert!(err.contains("guard.toml: line 2, column 8, key `rule.kind`"), "{err}");
+}

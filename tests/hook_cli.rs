@@ -67,7 +67,6 @@ async fn the_session_answers_through_the_hook_and_only_with_its_token() {
     let _server = ControlServer::bind(&socket, sup.clone()).unwrap();
     sup.set_control_socket(socket.clone());
     sup.set_cli(&common::bin());
-    sup.set_guard_rules(nightshift::hooks::guard::Rules::builtin());
     // A program named `claude` gets the hooks, with its session's token in its environment.
     let fake = env.path("claude");
     std::fs::write(

@@ -176,13 +176,6 @@ pub fn run() {
         }
     };
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
-    match nightshift::hooks::guard::load_rules(paths.config_dir.as_deref()) {
-        Ok(rules) => supervisor.set_guard_rules(rules),
-        Err(e) => {
-            tracing::warn!("{e}; the guard uses its built-in rules until it is fixed");
-            supervisor.set_guard_rules(nightshift::hooks::guard::Rules::builtin());
-        }
-    }
     let socket = paths.control_socket(std::process::id());
     let control = tauri::async_runtime::block_on(async { ControlServer::bind(&socket, supervisor.clone()) });
     let control = match control {

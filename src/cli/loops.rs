@@ -244,8 +244,7 @@ async fn supervise(
     events: Option<super::run::EventWriter>,
     begin: super::schedule::Begin,
 ) -> anyhow::Result<ExitCode> {
-    let guard = nightshift::hooks::guard::Rules::builtin();
-    let host = host(&paths, store, events, guard);
+    let host = host(&paths, store, events);
     let _suspends = host.supervisor.watch_suspends();
     let sleep = super::awake::sleep_config(&paths);
     let handle = match begin {

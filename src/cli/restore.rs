@@ -37,12 +37,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let store = Store::open(&paths.journal())?;
     let row = args.session.as_deref().map(|prefix| store.find_session(prefix)).transpose()?;
     let events = super::run::open_events(args.events.as_deref())?;
-    let guard = nightshift::hooks::guard::load_rules(paths.config_dir.as_deref())?;
     let config = nightshift::config::Config::load(paths.config_dir.as_deref())?;
     let (missed, sleep) = (config.schedule.missed, config.sleep);
     let cli = std::env::current_exe().context("cannot find the nightshift binary to start scheduled sessions with")?;
     super::runtime()?.block_on(async move {
-        let host = super::run::host(&paths, store, events, guard);
+        let host = super::run::host(&paths, store, events);
         let _suspends = host.supervisor.watch_suspends();
         let me = std::process::id();
         let restored: Vec<SessionHandle> = match &row {

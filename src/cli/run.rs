@@ -217,8 +217,6 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let mut spec = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
-    // The supervisor's own rules, for the sessions whose preset turns the guard on.
-    let guard = nightshift::hooks::guard::load_rules(paths.config_dir.as_deref())?;
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)?;
     // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
     if let Some(name) = &args.worktree {
@@ -234,7 +232,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => {}
     }
 
-    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, guard, begin))
+    super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, begin))
 }
 
 /// How long a run that ends waits for its last push notifications (a "finished" waits 3 s to be
@@ -274,14 +272,8 @@ impl Host {
 /// app reach them), the statusLine exporter for Claude sessions, the `--events` stream, and the
 /// phone's notifications when `[push]` is configured, with its answers when they are set up (a
 /// bad `[push]` is said and left off: the session matters more than the phone).
-pub(super) fn host(
-    paths: &Paths,
-    store: Store,
-    events: Option<EventWriter>,
-    guard: nightshift::hooks::guard::Rules,
-) -> Host {
+pub(super) fn host(paths: &Paths, store: Store, events: Option<EventWriter>) -> Host {
     let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
-    supervisor.set_guard_rules(guard);
     let socket = paths.control_socket(std::process::id());
     let control = match ControlServer::bind(&socket, supervisor.clone()) {
         Ok(server) => {
@@ -313,17 +305,15 @@ pub(super) fn host(
     Host { supervisor, control, push, answers, events }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn supervise(
     paths: Paths,
     store: Store,
     mut spec: SessionSpec,
     events: Option<EventWriter>,
     passthrough: bool,
-    guard: nightshift::hooks::guard::Rules,
     begin: super::schedule::Begin,
 ) -> anyhow::Result<ExitCode> {
-    let host = host(&paths, store, events, guard);
+    let host = host(&paths, store, events);
     let supervisor = host.supervisor.clone();
     // The machine's sleeps go to the journal in a headless night too (the app does so for its own).
     let _suspends = supervisor.watch_suspends();

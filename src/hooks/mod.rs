@@ -37,13 +37,21 @@ pub mod guard {
     /// The built-in rules with `dir/guard.toml` added (its rules and protected branches, and its
     /// `disable`d kinds left out).
     pub fn load_rules(dir: Option<&Path>) -> Result<Rules, GuardError> {
-        let Some(path) = dir.map(|d| d.join("guard.toml")) else { return Ok(Rules::builtin()) };
+        load_kept(dir).map(|(rules, _)| rules)
+    }
+
+    /// [`load_rules`], with the user's file as read (for the contract: a later start judges by
+    /// the same rules, whatever the file says by then); `None` when there is none.
+    pub fn load_kept(dir: Option<&Path>) -> Result<(Rules, Option<crate::agent::Overrides>), GuardError> {
+        let Some(path) = dir.map(|d| d.join("guard.toml")) else { return Ok((Rules::builtin(), None)) };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Rules::builtin()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Rules::builtin(), None)),
             Err(source) => return Err(GuardError::Read { path, source }),
         };
-        Rules::with_user(&path.display().to_string(), &text)
+        let file = path.display().to_string();
+        let rules = Rules::with_user(&file, &text)?;
+        Ok((rules, Some(crate::agent::Overrides { file, text })))
     }
 
     #[cfg(test)]

@@ -205,10 +205,14 @@ pub fn build(
         None if spec.respawn.is_some() => config()?.pace,
         None => crate::limits::pace::PaceSettings::default(),
     };
-    if request.guard && spec.respawn.is_none() {
-        spec.guard = Some(Arc::new(crate::hooks::guard::load_rules(paths.config_dir.as_deref())?));
+    // The guard's rules are read for a guarded session alone, and a file that does not read
+    // refuses it: never the built-in rules in place of the ones the user wrote.
+    let guarded = (request.guard && spec.respawn.is_none()) || spec.respawn.as_ref().is_some_and(|r| r.guard);
+    if guarded {
+        let (rules, file) = crate::hooks::guard::load_kept(paths.config_dir.as_deref())?;
+        spec.guard = Some(Arc::new(rules));
+        spec.guard_file = file;
     }
-    let guarded = spec.guard.is_some() || spec.respawn.as_ref().is_some_and(|r| r.guard);
     if !request.hooks && guarded {
         return Err(BuildError::Setting(
             "the guard works through the client's hooks, which --no-hooks turns off; add --guard false".into(),

@@ -41,7 +41,7 @@ impl Supervisor {
         attach_sandbox(agent, &mut t, &hidden, proxied);
         let guard = match runtime.guard {
             Some(rules) => Some(rules),
-            None if t.guard => self.guard_rules.clone(),
+            None if t.guard => Some(Arc::new(armed_rules(&id, t.guard_file.as_ref()))),
             None => None,
         };
         self.attach_exporter(&id, agent, (t.hooks, guard.is_some()), &mut t, &mut env);
@@ -243,5 +243,39 @@ impl Supervisor {
         let unix_sockets = var("SSH_AUTH_SOCK").map(std::path::PathBuf::from).into_iter().collect();
         let proxied = crate::agent::Proxied { http_port: proxy.http_port, socks_port: proxy.socks_port, unix_sockets };
         Some(FenceUp { proxy, reports, proxied, allowed, view })
+    }
+}
+
+/// The guard's rules a session was armed with: the built-in ones with the user's file of its
+/// contract laid over them. A file that no longer reads (a newer Nightshift's stricter reading)
+/// leaves the built-in rules, said in the log.
+fn armed_rules(id: &SessionId, file: Option<&crate::agent::Overrides>) -> crate::hooks::guard::Rules {
+    let Some(file) = file else { return crate::hooks::guard::Rules::builtin() };
+    crate::hooks::guard::Rules::with_user(&file.file, &file.text).unwrap_or_else(|e| {
+        tracing::warn!(session = %id, "the guard file it was armed with no longer reads ({e}); the built-in rules judge");
+        crate::hooks::guard::Rules::builtin()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::guard::Facts;
+
+    #[test]
+    fn a_guarded_start_judges_by_the_file_it_was_armed_with() {
+        let id = SessionId::from("0123abcd".to_string());
+        let facts = Facts { cwd: "/work/p".into(), ..Facts::default() };
+        let deploy = crate::agent::Overrides {
+            file: "/home/u/.config/nightshift/guard.toml".into(),
+            text: "[[rule]]\nkind = \"deploy\"\nwhat = \"a deploy\"\ncommand = \"make deploy\"\nwhen = \"always\"\n"
+                .into(),
+        };
+        let kind = |rules: &crate::hooks::guard::Rules| rules.check("make deploy", &facts).map(|d| d.kind);
+        assert_eq!(kind(&armed_rules(&id, Some(&deploy))).as_deref(), Some("deploy"), "the user's rule judges");
+        assert_eq!(kind(&armed_rules(&id, None)), None, "no file: the built-in rules");
+        let unread = crate::agent::Overrides { text: "[[rule]]\nkind = 3\n".into(), ..deploy };
+        assert_eq!(kind(&armed_rules(&id, Some(&unread))), None, "a file that no longer reads: the built-in rules");
+        assert!(armed_rules(&id, Some(&unread)).check("git push --force origin main", &facts).is_some());
     }
 }

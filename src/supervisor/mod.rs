@@ -133,8 +133,6 @@ pub struct Supervisor {
     /// The `nightshift` CLI that Claude sessions run as their statusLine and hooks, and Codex
     /// sessions as their notify.
     cli: Option<PathBuf>,
-    /// The guard's rules, for sessions whose settings guard them.
-    guard_rules: Option<Arc<crate::hooks::guard::Rules>>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -151,7 +149,6 @@ impl Supervisor {
             reporters: Arc::new(Mutex::new(HashMap::new())),
             control_socket: None,
             cli: None,
-            guard_rules: None,
         }
     }
 
@@ -159,11 +156,6 @@ impl Supervisor {
     /// exporter and their hooks, and Codex sessions as their notify.
     pub fn set_cli(&mut self, path: &std::path::Path) {
         self.cli = Some(path.to_path_buf());
-    }
-
-    /// The guard's rules, for the sessions whose settings (or spec) guard them.
-    pub fn set_guard_rules(&mut self, rules: crate::hooks::guard::Rules) {
-        self.guard_rules = Some(Arc::new(rules));
     }
 }
 

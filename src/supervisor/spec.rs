@@ -64,6 +64,8 @@ pub struct SessionSpec {
     /// Refuse, through the client's hooks, commands an unattended session must not run (with
     /// these rules; the supervisor's when respawn's settings ask for the guard).
     pub guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
+    /// The user's guard file those rules were read with, kept in the contract.
+    pub guard_file: Option<crate::agent::Overrides>,
     /// Give a Claude client Nightshift's hooks (exact turns, the guard, handoffs); without them the
     /// session is read from its screen alone. The statusLine exporter is passed either way.
     pub hooks: bool,
@@ -98,6 +100,7 @@ impl SessionSpec {
             window_guard: crate::limits::WindowGuard::default(),
             pace: crate::limits::pace::PaceSettings::default(),
             guard: None,
+            guard_file: None,
             hooks: true,
             budget: crate::breaker::Budget::default(),
             account: None,
@@ -148,6 +151,7 @@ impl SessionSpec {
                 budget: self.budget,
                 switch: self.switch.clone(),
                 guard,
+                guard_file: self.guard_file.clone(),
                 hooks: self.hooks,
                 adapter: self.adapter.as_ref().and_then(|a| a.overrides().cloned()),
                 quiet: self.detect.quiet,

@@ -89,6 +89,10 @@ pub struct Terminal {
     /// Commands an unattended session must not run are refused through the client's hooks.
     #[serde(default)]
     pub guard: bool,
+    /// The user's guard file (`guard.toml`) laid over the built-in rules, as read when it was
+    /// armed: a restart and a restore judge by the rules the session started with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_file: Option<Overrides>,
     /// The client is given Nightshift's hooks (Claude) or notify (Codex).
     #[serde(default = "yes")]
     pub hooks: bool,
@@ -390,6 +394,7 @@ mod tests {
                 accounts: vec![Account { name: "work".into(), dir: "/home/u/.claude-work".into() }],
             }),
             guard: true,
+            guard_file: Some(Overrides { file: "guard.toml".into(), text: "protected = [\"release/*\"]\n".into() }),
             hooks: true,
             adapter: Some(Overrides { file: "claude.toml".into(), text: "verified = \"2.1.332\"\n".into() }),
             quiet: Duration::from_secs(2),

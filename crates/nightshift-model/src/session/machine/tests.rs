@@ -68,6 +68,7 @@ fn start() -> Start {
         budget: crate::breaker::Budget::default(),
         switch: None,
         guard: false,
+        guard_file: None,
         hooks: true,
         adapter: None,
         quiet: S(2),
