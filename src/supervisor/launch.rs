@@ -10,11 +10,12 @@ impl Supervisor {
         contract: &Contract,
         runtime: Runtime,
     ) -> Result<SessionHandle, StartError> {
-        let Kind::Terminal(armed) = &contract.kind else {
+        // What the machine starts from; the command line below is laid over a copy of it.
+        let Some(armed) = crate::contract::Armed::new(contract.clone()) else {
             return Err(StartError::NotTerminal(id));
         };
         let agent = contract.agent;
-        let mut t = (**armed).clone();
+        let mut t = armed.terminal().clone();
         let mut env = contract.env.clone();
         env.extend(runtime.env);
         env.push((crate::session::SESSION_ENV.to_string(), id.to_string()));
@@ -67,7 +68,6 @@ impl Supervisor {
         };
         let pid = spawned.pty.pid();
         self.journal.emit(&id, EventKind::running(pid, format!("process {pid} started")));
-        let armed = crate::contract::Armed::new(contract.clone()).ok_or_else(|| StartError::NotTerminal(id.clone()))?;
         let start = Start {
             armed,
             zone: crate::clock::local_zone(),
