@@ -500,9 +500,14 @@ fn forward_signals(handle: &SessionHandle, passthrough: bool) -> anyhow::Result<
         let mut winch = signal(SignalKind::window_change()).context("cannot listen for SIGWINCH")?;
         let handle = handle.clone();
         tokio::spawn(async move {
-            while winch.recv().await.is_some() {
+            // Once now, then at every change: a resize between the agent's start and this listener
+            // sent its SIGWINCH to nobody. (The same size again changes nothing for the agent.)
+            loop {
                 if let Ok((cols, rows)) = crossterm::terminal::size() {
                     let _ = handle.resize(PtySize::new(cols, rows)).await;
+                }
+                if winch.recv().await.is_none() {
+                    break;
                 }
             }
         });
