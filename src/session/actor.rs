@@ -9,11 +9,9 @@
 //! Its parts: `controls` (the handles' controls and the client's hooks), `afar` (an answer from
 //! afar), `salvage` (the uncommitted work kept as a life ends).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use std::time::Instant;
 use tokio::sync::{mpsc, watch};
-
 use tokio::time::sleep_until;
 
 use super::machine::{Effect, Input, Machine, Now, Purpose, Start};
