@@ -176,8 +176,14 @@ impl Machine {
             Input::TurnSeen => self.turn_seen(now, &mut fx),
             Input::LimitNotice(found) => self.on_limit_notice(found, now, &mut fx),
             Input::ExtraUsage => self.on_extra_usage(now, &mut fx),
-            Input::NetRefused { host, port, command } => self.net_refused(host, port, command, &mut fx),
-            Input::HostAllowed { host, by } => self.host_allowed(host, by, &mut fx),
+            Input::NetRefused { host, port, command } => {
+                let refused = fence::Fenced::refused(&mut self.fence, host, port, command);
+                self.emit(refused, &mut fx);
+            }
+            Input::HostAllowed { host, by } => {
+                let allowed = fence::Fenced::allowed(&mut self.fence, host, by);
+                self.emit(allowed, &mut fx);
+            }
             Input::Sample(sample) => self.on_sample(sample, now, &mut fx),
             Input::Typed { text, enter, by } => self.on_typed(text, enter, by, now, &mut fx),
             Input::Keys(bytes) => {

@@ -16,12 +16,10 @@ impl Fenced {
     pub(super) fn new(view: FenceView) -> Self {
         Self { view, refused_now: false }
     }
-}
 
-impl Machine {
-    /// The fence refused `host:port` to `command`.
-    pub(super) fn net_refused(&mut self, host: String, port: u16, command: Option<String>, fx: &mut Vec<Effect>) {
-        if let Some(Fenced { view, refused_now }) = &mut self.fence {
+    /// The fence refused `host:port` to `command`: counted, and the event that says so.
+    pub(super) fn refused(fence: &mut Option<Self>, host: String, port: u16, command: Option<String>) -> EventKind {
+        if let Some(Fenced { view, refused_now }) = fence {
             *refused_now |= command.is_some();
             match view.refused.iter_mut().find(|(h, _)| *h == host) {
                 Some((_, n)) => *n += 1,
@@ -29,26 +27,27 @@ impl Machine {
             }
         }
         let command = command.map(|c| c.chars().take(300).collect());
-        self.emit(EventKind::NetRefused { host, port, command }, fx);
+        EventKind::NetRefused { host, port, command }
     }
 
-    /// `host` is let through from now on.
-    pub(super) fn host_allowed(&mut self, host: String, by: String, fx: &mut Vec<Effect>) {
-        if let Some(Fenced { view, .. }) = &mut self.fence {
+    /// `host` is let through from now on: the event that says so.
+    pub(super) fn allowed(fence: &mut Option<Self>, host: String, by: String) -> EventKind {
+        if let Some(Fenced { view, .. }) = fence {
             view.refused.retain(|(h, _)| *h != host);
             if !view.hosts.iter().any(|h| h.host == host) {
                 view.hosts.push(crate::event::FencedHost { host: host.clone(), why: format!("allowed by {by}") });
             }
         }
-        self.emit(EventKind::NetAllowed { host, by }, fx);
+        EventKind::NetAllowed { host, by }
     }
 
-    pub(super) fn fence_view(&self) -> Option<FenceView> {
-        self.fence.as_ref().map(|f| f.view.clone())
+    /// What the options show of it.
+    pub(super) fn view(fence: &Option<Self>) -> Option<FenceView> {
+        fence.as_ref().map(|f| f.view.clone())
     }
 
     /// Whether the fence refused a connection of the command that just ended; the next starts anew.
-    pub(super) fn command_refused(&mut self) -> bool {
-        self.fence.as_mut().is_some_and(|f| std::mem::take(&mut f.refused_now))
+    pub(super) fn take_refused(fence: &mut Option<Self>) -> bool {
+        fence.as_mut().is_some_and(|f| std::mem::take(&mut f.refused_now))
     }
 }

@@ -265,9 +265,10 @@ impl Machine {
                     // The client's own fence names the hosts it refused in the failed result;
                     // Nightshift's proxy told of its refusals while the command ran.
                     for (host, port) in error.as_deref().map(crate::agent::refused_hosts).unwrap_or_default() {
-                        self.net_refused(host, port, Some(command.clone()), fx);
+                        let refused = fence::Fenced::refused(&mut self.fence, host, port, Some(command.clone()));
+                        self.emit(refused, fx);
                     }
-                    let refused = self.command_refused();
+                    let refused = fence::Fenced::take_refused(&mut self.fence);
                     let blocked = refused || error.as_deref().is_some_and(crate::agent::sandbox_refused);
                     let failed = error.as_deref().map(clip);
                     self.emit(EventKind::SandboxCommand { command: command.clone(), failed, blocked }, fx);

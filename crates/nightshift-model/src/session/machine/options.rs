@@ -28,7 +28,7 @@ impl Machine {
             spent_usd: self.budget.spent().spent,
             spent_tokens: self.budget.spent().tokens_spent,
             sandbox: self.sandbox.clone(),
-            fence: self.fence_view(),
+            fence: fence::Fenced::view(&self.fence),
             guard: self.guard_view(),
             canary: self.canary.clone(),
         }
