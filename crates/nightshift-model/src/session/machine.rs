@@ -390,6 +390,14 @@ impl Machine {
         self.drive(respawn::Input::UserInput, now, fx);
     }
 
+    /// The budget: a crossing opens the budget breaker and stops the agent (no restart follows).
+    fn check_budget(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        let Some(why) = self.budget.crossed(now) else { return };
+        let (breaker, state) = (crate::breaker::BreakerKind::Budget, crate::breaker::BreakerState::Open);
+        self.emit(EventKind::Breaker { breaker, state, reason: why.clone() }, fx);
+        self.on_stop(format!("its budget: {why}"), StopKind::User, now, fx);
+    }
+
     fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         self.ask_tick(now, fx);
         self.check_budget(now, fx);

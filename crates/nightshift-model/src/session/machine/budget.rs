@@ -57,8 +57,9 @@ impl Budget {
         self.limits.max_wall_clock.filter(|_| !self.tripped).map(|max| self.from.mono + max)
     }
 
-    /// Why the budget is crossed now, the first time it is.
-    fn crossed(&mut self, now: Now) -> Option<String> {
+    /// Why the budget is crossed now, the first time it is: the machine then opens the budget
+    /// breaker and stops the agent (no restart follows).
+    pub(super) fn crossed(&mut self, now: Now) -> Option<String> {
         if self.tripped {
             return None;
         }
@@ -69,21 +70,5 @@ impl Budget {
         let why = self.limits.crossed(cost, self.tally.tokens_spent, elapsed)?;
         self.tripped = true;
         Some(why)
-    }
-}
-
-impl Machine {
-    /// The budget: a crossing opens the budget breaker and stops the agent (no restart follows).
-    pub(super) fn check_budget(&mut self, now: Now, fx: &mut Vec<Effect>) {
-        let Some(why) = self.budget.crossed(now) else { return };
-        self.emit(
-            EventKind::Breaker {
-                breaker: crate::breaker::BreakerKind::Budget,
-                state: crate::breaker::BreakerState::Open,
-                reason: why.clone(),
-            },
-            fx,
-        );
-        self.on_stop(format!("its budget: {why}"), StopKind::User, now, fx);
     }
 }
