@@ -84,6 +84,25 @@ impl Switching {
         Self { settings, account, phase: Phase::Watching, quiet_until: None, left: Vec::new() }
     }
 
+    /// No move for now, because `why`: the switch holds until the window resets (or a while, when
+    /// no reset is known). The reason in full, and the event that journals it.
+    fn hold(&mut self, resets: Option<DateTime<Utc>>, now: Now, why: &str) -> (String, EventKind) {
+        let until = resets.filter(|r| *r > now.wall).unwrap_or(now.wall + HOLD_WITHOUT_RESET);
+        self.quiet_until = Some(until);
+        self.phase = Phase::Watching;
+        let reason =
+            format!("{why}; it stays until {} (the usage-limit wait handles a limit)", crate::clock::format_ts(until));
+        let from = self.account.as_ref().map(|a| a.name.clone());
+        let held = EventKind::AccountSwitch {
+            action: SwitchAction::Held,
+            from,
+            to: None,
+            until: Some(until),
+            reason: reason.clone(),
+        };
+        (reason, held)
+    }
+
     fn name(&self) -> String {
         self.account.as_ref().map_or_else(|| "the default account".to_string(), |a| format!("account {}", a.name))
     }
@@ -120,26 +139,15 @@ impl Machine {
         let hooks = self.client.heard() || self.asks_by_typing();
         let Some(sw) = &mut self.switching else { return };
         let Phase::Looking { used, window, resets } = sw.phase.clone() else { return };
+        let here = format!("{} is at {}% of its {window} window", sw.name(), used.round());
         let meters = match meters {
             Ok(meters) => meters,
             Err(why) => {
                 // Not knowing the others' windows is not knowing they are full: it says so.
-                let until = resets.filter(|r| *r > now.wall).unwrap_or(now.wall + HOLD_WITHOUT_RESET);
-                sw.quiet_until = Some(until);
-                sw.phase = Phase::Watching;
-                let from = sw.account.as_ref().map(|a| a.name.clone());
-                let reason = format!(
-                    "{} is at {}% of its {window} window, and the other accounts' usage could not be read from \
-                     the journal ({why}); it stays until {} (the usage-limit wait handles a limit)",
-                    sw.name(),
-                    used.round(),
-                    crate::clock::format_ts(until)
-                );
+                let why = format!("{here}, and the other accounts' usage could not be read from the journal ({why})");
+                let (reason, held) = sw.hold(resets, now, &why);
                 tracing::warn!("{reason}");
-                self.emit(
-                    EventKind::AccountSwitch { action: SwitchAction::Held, from, to: None, until: Some(until), reason },
-                    fx,
-                );
+                self.emit(held, fx);
                 return;
             }
         };
@@ -158,7 +166,6 @@ impl Machine {
             .filter(|(_, left)| *left > least)
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let from = sw.account.as_ref().map(|a| a.name.clone());
-        let here = format!("{} is at {}% of its {window} window", sw.name(), used.round());
         match best {
             Some((to, left)) => {
                 let reason = format!(
@@ -184,20 +191,10 @@ impl Machine {
                 }
             }
             None => {
-                let until = resets.filter(|r| *r > now.wall).unwrap_or(now.wall + HOLD_WITHOUT_RESET);
-                sw.quiet_until = Some(until);
-                sw.phase = Phase::Watching;
-                let reason = format!(
-                    "{here} and no other account has more than {}% left on a known meter; it stays until {} \
-                     (the usage-limit wait handles a limit)",
-                    least.round(),
-                    crate::clock::format_ts(until)
-                );
+                let why = format!("{here} and no other account has more than {}% left on a known meter", least.round());
+                let (reason, held) = sw.hold(resets, now, &why);
                 tracing::info!("{reason}");
-                self.emit(
-                    EventKind::AccountSwitch { action: SwitchAction::Held, from, to: None, until: Some(until), reason },
-                    fx,
-                );
+                self.emit(held, fx);
             }
         }
     }
