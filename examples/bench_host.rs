@@ -46,9 +46,8 @@ fn main() {
                 env: Vec::new(),
                 size: PtySize::new(120, 40),
             };
-            let mut spec = SessionSpec::new(command);
-            spec.agent = AgentKind::Claude;
-            spec.hooks = false;
+            let mut spec = SessionSpec::of(AgentKind::Claude, command);
+            spec.terminal_mut().hooks = false;
             handles.push(supervisor.start(spec).expect("a session starts"));
         }
         let mut out = std::io::stdout().lock();

@@ -2,8 +2,9 @@
 //! account's current 5-hour window resets, so the night begins with a fresh one), and the same from
 //! the window's New session page.
 //!
-//! A schedule is a session recorded as `scheduled`, with its due time and how to start it (the
-//! command line, or the window's form) in the journal, so it outlives the process that made it.
+//! A schedule is a session recorded as `scheduled`, with its due time and its contract (what the
+//! user armed, its worktree already made) in the journal, so it outlives the process that made it
+//! and any Nightshift process starts it alike.
 //! That process waits for the time on the wall clock, looking every few seconds (a monotonic sleep
 //! stops while the machine is suspended: one due at 23:30 starts right after a wake at 23:50). If
 //! the process is gone, the next Nightshift process — the app, or `nightshift restore` — takes the
@@ -114,6 +115,10 @@ pub fn after_reset(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum Launch {
+    /// From its contract, as built when it was scheduled, begun at its time: in whichever
+    /// Nightshift process starts it (the one that scheduled it, the app, `nightshift restore`).
+    Contract { contract: Box<crate::contract::Contract> },
+    /// (From a journal older than scheduled contracts, started as it was then.)
     /// `nightshift ARGS` (a `run` or `loop` command line without its schedule) in `cwd`, with
     /// `env` (the variables that say where things are: `PATH`, the client's config directory;
     /// never a token) over the starting process's own.
@@ -123,7 +128,7 @@ pub enum Launch {
         #[serde(default)]
         env: Vec<(String, String)>,
     },
-    /// The window's New session form (the app starts it).
+    /// (From a journal older than scheduled contracts.) The window's New session form: the app starts it.
     App { form: serde_json::Value },
 }
 
@@ -309,7 +314,9 @@ pub fn watched(store: &Store, pid: u32, app: bool) -> Result<Vec<crate::store::S
                 row.owner_pid == me || row.orphaned()
             }
         })
-        .filter(|row| app || serde_json::from_str::<Launch>(&row.launch).is_ok_and(|l| matches!(l, Launch::Cli { .. })))
+        .filter(|row| {
+            app || serde_json::from_str::<Launch>(&row.launch).is_ok_and(|l| !matches!(l, Launch::App { .. }))
+        })
         .collect())
 }
 
@@ -621,6 +628,28 @@ mod tests {
         let taken = due_now(&mut store, &clock, me, Missed::Start, true).unwrap();
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].1, launch);
+    }
+
+    #[test]
+    fn a_contract_is_started_by_any_nightshift_and_reads_back_whole() {
+        let mut store = Store::open_in_memory().unwrap();
+        let clock = FakeClock::new(ts("2026-12-01T23:31:00Z"));
+        let due = Due { at: ts("2026-12-01T23:30:00Z"), why: "at 23:30".into() };
+        let t = crate::contract::Terminal::new(
+            crate::agent::AgentKind::Claude,
+            "claude".into(),
+            &["Work through TASKS.md".to_string()],
+            "/w".into(),
+            (120, 40),
+        );
+        let contract = crate::contract::Contract::session(crate::agent::AgentKind::Claude, t).into_contract();
+        let launch = Launch::Contract { contract: Box::new(contract) };
+        record(&mut store, &new_session("armed"), &due, &launch).unwrap();
+        let me = std::process::id();
+        assert_eq!(watched(&store, me, false).unwrap().len(), 1, "restore looks after it, not the app alone");
+        let taken = due_now(&mut store, &clock, me, Missed::Start, false).unwrap();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].1, launch, "the contract as it was scheduled");
     }
 
     #[test]

@@ -82,7 +82,7 @@ async fn the_session_answers_through_the_hook_and_only_with_its_token() {
         env: vec![],
         size: PtySize::default(),
     });
-    spec.guard = Some(std::sync::Arc::new(nightshift::hooks::guard::Rules::builtin()));
+    spec.terminal_mut().guard = true;
     let handle = sup.start(spec).unwrap();
     let token = common::wait_for("the token", Duration::from_secs(10), || {
         std::fs::read_to_string(env.path("claude.token")).ok().filter(|t| !t.is_empty())
@@ -169,7 +169,7 @@ impl Guarded {
             env: vec![],
             size: PtySize::default(),
         });
-        spec.guard = Some(std::sync::Arc::new(nightshift::hooks::guard::Rules::builtin()));
+        spec.terminal_mut().guard = true;
         let handle = sup.start(spec).unwrap();
         let token = common::wait_for("the token", Duration::from_secs(10), || {
             std::fs::read_to_string(env.path("claude.token")).ok().filter(|t| !t.is_empty())

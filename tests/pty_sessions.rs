@@ -72,7 +72,7 @@ async fn a_child_that_ignores_sighup_is_killed_after_the_grace_period() {
     let env = common::Env::new();
     let sup = env.supervisor();
     let mut spec = bash("trap '' HUP; echo ready; while :; do sleep 0.05; done", PtySize::default());
-    spec.stop_grace = Duration::from_millis(700);
+    spec.terminal_mut().stop_grace = Duration::from_millis(700);
     let handle = sup.start(spec).unwrap();
     screen_until(&handle, "ready", |s| has_line(s, "ready")).await;
     let asked = Instant::now();
@@ -92,7 +92,7 @@ async fn a_child_that_honours_sighup_ends_at_once() {
     let env = common::Env::new();
     let sup = env.supervisor();
     let mut spec = bash("echo ready; sleep 100", PtySize::default());
-    spec.stop_grace = Duration::from_secs(30);
+    spec.terminal_mut().stop_grace = Duration::from_secs(30);
     let handle = sup.start(spec).unwrap();
     screen_until(&handle, "ready", |s| has_line(s, "ready")).await;
     handle.stop("test").await.unwrap();

@@ -31,15 +31,16 @@ fn utc() {
 }
 
 fn spec(args: &[&str], cwd: &Path) -> SessionSpec {
-    let mut spec = SessionSpec::new(CommandSpec {
-        program: replay_agent().display().to_string(),
-        args: args.iter().map(|a| a.to_string()).collect(),
-        cwd: cwd.to_path_buf(),
-        env: vec![("TZ".into(), "UTC".into())],
-        size: PtySize::new(120, 40),
-    });
-    spec.agent = AgentKind::Claude;
-    spec
+    SessionSpec::of(
+        AgentKind::Claude,
+        CommandSpec {
+            program: replay_agent().display().to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: cwd.to_path_buf(),
+            env: vec![("TZ".into(), "UTC".into())],
+            size: PtySize::new(120, 40),
+        },
+    )
 }
 
 async fn next(
@@ -76,7 +77,8 @@ async fn a_usage_limit_is_waited_out_resumed_and_retried_until_a_turn_starts() {
     let log = env.path("agent.log");
     let dir = capture("limit").display().to_string();
     let mut spec = spec(&["stream", &dir, "--speed", "4", "--log", log.to_str().unwrap()], env.dir.path());
-    spec.auto_resume = Some(resume::Settings { margin: Duration::from_secs(5), ..resume::Settings::default() });
+    spec.terminal_mut().auto_resume =
+        Some(resume::Settings { margin: Duration::from_secs(5), ..resume::Settings::default() });
     let handle = sup.start(spec).unwrap();
 
     next(&mut events, "idle", 15, |k| k.new_state() == Some(SessionState::Idle)).await;
@@ -127,7 +129,7 @@ async fn the_limit_menu_is_answered_per_policy() {
         let stop = format!("1:{}", capture("nightshift/weekly-menu-stop.ansi.txt").display());
         let args = ["screens", &menu, "--then", &wait, "--then", &stop, "--log", log.to_str().unwrap()];
         let mut spec = spec(&args, env.dir.path());
-        spec.auto_resume = Some(resume::Settings { policy, ..resume::Settings::default() });
+        spec.terminal_mut().auto_resume = Some(resume::Settings { policy, ..resume::Settings::default() });
         let handle = sup.start(spec).unwrap();
         let mut states = sup.subscribe();
         let answered = next(&mut events, "the menu answered", 15, |k| {

@@ -9,7 +9,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, SystemTime};
 
 use common::{wait_for, Env};
-use nightshift::schedule::{self, Due, Launch};
+use nightshift::schedule::{self, Due};
 use nightshift::store::{NewSession, Store};
 
 /// The local time `secs` from now, as `--at` takes it (with seconds).
@@ -82,6 +82,13 @@ fn a_schedule_whose_process_was_killed_is_started_by_restore() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(row(&env, &id)["state"], "scheduled", "it stays in the journal");
+    // What the journal keeps to start it by is its contract, not a command line to run again.
+    let store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
+    let launch: serde_json::Value =
+        serde_json::from_str(&store.schedule_of(&id).unwrap().expect("its schedule").launch).unwrap();
+    drop(store);
+    assert_eq!((launch["by"].as_str(), launch["contract"]["kind"].as_str()), (Some("contract"), Some("terminal")));
+    assert_eq!(launch["contract"]["program"], "bash", "{launch}");
     let out = env.cmd(&["restore"]).stdin(Stdio::null()).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
@@ -89,11 +96,17 @@ fn a_schedule_whose_process_was_killed_is_started_by_restore() {
         said.contains(&format!("Scheduled session {id}")) && said.contains(&format!("Started scheduled session {id}")),
         "{said}"
     );
-    wait_for("the command to run", Duration::from_secs(20), || marker.exists().then_some(()));
-    wait_for("the session to end", Duration::from_secs(20), || (row(&env, &id)["state"] == "exited").then_some(()));
+    // Restore started it from that contract and supervised it to its end before it returned.
+    assert!(marker.exists(), "the command ran");
+    assert_eq!(row(&env, &id)["state"], "exited");
     let journal: Vec<_> = env.journal().into_iter().filter(|e| e["session"] == id.as_str()).collect();
     assert!(journal.iter().any(|e| e["reason"].as_str().is_some_and(|r| r.ends_with("as scheduled"))), "{journal:?}");
     assert_eq!(journal.iter().filter(|e| e["state"] == "running").count(), 1, "started once");
+    // Its time counts from when it began, not from when it was scheduled.
+    let begun = journal.iter().find(|e| e["event"] == "contract").expect("its contract, journalled as it began");
+    let ts = |v: &serde_json::Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+    let scheduled = journal.iter().find(|e| e["event"] == "scheduled").expect("scheduled");
+    assert!(ts(&begun["contract"]["started"]) > ts(&scheduled["ts"]), "{begun}");
 }
 
 #[test]
@@ -120,7 +133,8 @@ fn a_cancelled_schedule_never_starts() {
 }
 
 /// A schedule due `ago` in the past, of a process that is gone, recorded straight in the journal
-/// (as a Nightshift that died before its time would have left it).
+/// (as a Nightshift from before scheduled contracts that died before its time would have left it:
+/// old journals still start).
 fn left_behind(env: &Env, id: &str, ago: chrono::Duration, marker: &std::path::Path) {
     std::fs::create_dir_all(env.state_dir()).unwrap();
     let mut store = Store::open(&env.state_dir().join("journal.sqlite3")).unwrap();
@@ -139,9 +153,9 @@ fn left_behind(env: &Env, id: &str, ago: chrono::Duration, marker: &std::path::P
         control_socket: None,
     };
     let due = Due { at: chrono::Utc::now() - ago, why: "at 23:30".into() };
-    let mut args = vec!["run".to_string(), "--".to_string()];
-    args.extend(command.iter().cloned());
-    schedule::record(&mut store, &new, &due, &Launch::Cli { args, cwd: cwd.clone(), env: vec![] }).unwrap();
+    // As a Nightshift before scheduled contracts journalled it: its command line, to run again.
+    let launch = serde_json::json!({"by": "cli", "args": ["run", "--", "bash", "-c", script], "cwd": cwd});
+    store.create_scheduled(&new, due.at, &due.why, &launch.to_string()).unwrap();
     for kind in schedule::events(&due) {
         let event =
             nightshift::Event { ts: chrono::Utc::now(), session: nightshift::SessionId::from(id.to_string()), kind };

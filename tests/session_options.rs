@@ -64,8 +64,8 @@ async fn next_matching(events: &mut broadcast::Receiver<Event>, what: &str, ok: 
 /// session), with quick respawn cycles armed.
 fn short_lived(script: &str) -> SessionSpec {
     let mut spec = echo_agent();
-    spec.command.args = vec!["--norc".into(), "-c".into(), script.into()];
-    spec.respawn = Some(quick());
+    spec.terminal_mut().args = vec!["--norc".into(), "-c".into(), script.into()];
+    spec.terminal_mut().respawn = Some(quick());
     spec
 }
 
@@ -270,15 +270,16 @@ async fn a_session_on_a_client_whose_canary_failed_says_so_in_its_options() {
     std::fs::write(&bin, "#!/bin/sh\necho ready\nexec cat\n").unwrap();
     std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let spec_of = |bin: &std::path::Path| {
-        let mut spec = SessionSpec::new(CommandSpec {
-            program: bin.display().to_string(),
-            args: vec![],
-            cwd: std::env::temp_dir(),
-            env: vec![],
-            size: PtySize::default(),
-        });
-        spec.agent = nightshift::AgentKind::Claude;
-        spec
+        SessionSpec::of(
+            nightshift::AgentKind::Claude,
+            CommandSpec {
+                program: bin.display().to_string(),
+                args: vec![],
+                cwd: std::env::temp_dir(),
+                env: vec![],
+                size: PtySize::default(),
+            },
+        )
     };
     let unchecked = sup.start(spec_of(&bin)).unwrap();
     let said = unchecked.status().options.canary.expect("said");

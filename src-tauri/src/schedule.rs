@@ -1,7 +1,8 @@
 //! The app's scheduled starts: every few seconds it looks at the journal's pending schedules, takes
 //! over those whose own process is gone (a killed `nightshift run --at`, an app that quit or a
-//! reboot), and starts each one whose time has come — a window's form here, a command line in a
-//! detached `nightshift` of its own — or skips it per `[schedule] missed`. See
+//! reboot), and starts each one whose time has come — here from its contract (or an older
+//! journal's form), an older journal's command line in a detached `nightshift` of its own — or
+//! skips it per `[schedule] missed`. See
 //! [`nightshift::schedule`].
 
 use nightshift::schedule::{self, Launch, Verdict};
@@ -52,23 +53,30 @@ fn look(app: &AppHandle) {
     }
 }
 
-/// Starts a claimed schedule.
+/// Starts a claimed schedule: from its contract, here; one an older Nightshift journalled as the
+/// window's form, built again from it; one journalled as a command line, in a `nightshift` of its
+/// own.
 fn fire(state: &AppState, id: &SessionId, launch: &Launch) -> Result<(), String> {
     match launch {
+        Launch::Contract { .. } => {
+            state.supervisor.start_scheduled(id.clone(), None).map(drop).map_err(|e| e.to_string())
+        }
         Launch::App { form } => {
             let form: Form =
                 serde_json::from_value(form.clone()).map_err(|e| format!("its form cannot be read: {e}"))?;
             match form {
                 Form::Session(form) => {
                     let worktree = form.worktree;
-                    let spec = crate::commands::session_spec(state, form).map_err(|e| e.to_string())?;
-                    let spec = crate::commands::in_worktree(state, spec, worktree).map_err(|e| e.to_string())?;
-                    state.supervisor.start_scheduled(id.clone(), spec).map(drop).map_err(|e| e.to_string())
+                    let contract = crate::commands::session_contract(state, form).map_err(|e| e.to_string())?;
+                    let contract =
+                        crate::commands::in_worktree(state, contract, worktree).map_err(|e| e.to_string())?;
+                    let spec = nightshift::SessionSpec::from(contract);
+                    state.supervisor.start_rebuilt(id.clone(), spec).map(drop).map_err(|e| e.to_string())
                 }
                 Form::Loop(form) => {
                     let spec = crate::commands::loop_spec(state, form.clone()).map_err(|e| e.to_string())?;
                     let spec = crate::commands::loop_in_worktrees(state, spec, &form).map_err(|e| e.to_string())?;
-                    state.supervisor.start_scheduled_loop(id.clone(), spec).map(drop).map_err(|e| e.to_string())
+                    state.supervisor.start_rebuilt_loop(id.clone(), spec).map(drop).map_err(|e| e.to_string())
                 }
             }
         }

@@ -249,15 +249,15 @@ async fn supervise(
     let sleep = super::awake::sleep_config(&paths);
     let handle = match begin {
         super::schedule::Begin::Now => host.supervisor.start_loop(spec)?,
-        super::schedule::Begin::Adopt(id) => host.supervisor.start_scheduled_loop(id, spec)?,
-        super::schedule::Begin::At { due, launch } => {
-            let id = host.supervisor.schedule(nightshift::supervisor::Scheduled::looping(&spec), &due, &launch)?;
+        super::schedule::Begin::Adopt(id) => host.supervisor.start_rebuilt_loop(id, spec)?,
+        super::schedule::Begin::At(due) => {
+            let id = host.supervisor.schedule(nightshift::contract::Contract::looping(spec), &due)?;
             let (start, code) = super::schedule::wait(&host.supervisor, sleep.clone(), &id, &due).await?;
             if !start {
                 host.finish().await;
                 return Ok(code);
             }
-            host.supervisor.start_scheduled_loop(id, spec)?
+            host.supervisor.start_scheduled(id, None)?
         }
     };
     eprintln!(
@@ -276,7 +276,8 @@ async fn supervise(
         false,
     )
     .await;
-    stop_on_signals(std::slice::from_ref(&handle), true)?;
+    let one = handle.clone();
+    stop_on_signals(move || vec![one.clone()], true)?;
     let exit = handle.wait().await;
     drop(awake);
     host.finish().await;

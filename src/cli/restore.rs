@@ -5,8 +5,10 @@
 //! ends: Claude on its conversation (`--resume <id>`) with the kickstart, a session that waited for
 //! a limit's reset paused on it with its resume re-armed, a loop on its interrupted task. An
 //! attended session is listed, not resumed: `nightshift restore ID` resumes it. Scheduled starts
-//! whose own process is gone are waited for here too, and started at their time (each in a
-//! detached `nightshift run` or `loop` of its own). The app does the same when it starts.
+//! whose own process is gone are waited for here too, and started at their time from their
+//! contracts, supervised here like the restored ones (one an older Nightshift journalled as its
+//! command line, in a detached `nightshift run` or `loop` of its own). The app does the same when
+//! it starts.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,9 +86,12 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             let at = row.due.with_timezone(&chrono::Local).format("%a %H:%M:%S");
             println!("Scheduled session {}: it starts {at} ({}).", row.session, row.why);
         }
-        super::run::stop_on_signals(&restored, true)?;
+        // What this process runs: the restored sessions, and the scheduled ones it starts later.
+        let supervisor = host.supervisor.clone();
+        super::run::stop_on_signals(move || supervisor.sessions(), true)?;
         // Awake while a restored session or a schedule this process starts needs it, as in the app.
-        let sessions = super::awake::sessions_want(&restored);
+        let supervisor = host.supervisor.clone();
+        let sessions = move || super::awake::sessions_want(&supervisor.sessions())();
         let supervisor = host.supervisor.clone();
         let awake = super::awake::keep_awake(
             &host.supervisor,
@@ -122,18 +127,18 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                     _ => start(&host.supervisor, &paths, &cli, &row.session, &launch),
                 }
             }
-            let live = restored.iter().any(|h| h.status().exit.is_none());
+            let live = host.supervisor.sessions().iter().any(|h| h.status().exit.is_none());
             let watched = host.supervisor.with_store(|s| schedule::watched(s, me, false))?;
             if !live && watched.is_empty() {
                 break;
             }
             tokio::select! {
                 () = tokio::time::sleep(schedule::CHECK) => {}
-                _ = interrupt.recv(), if restored.is_empty() => break,
-                _ = terminate.recv(), if restored.is_empty() => break,
+                _ = interrupt.recv(), if !live => break,
+                _ = terminate.recv(), if !live => break,
             }
         }
-        for handle in &restored {
+        for handle in host.supervisor.sessions() {
             handle.wait().await;
         }
         drop(awake);
@@ -142,8 +147,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Starts a scheduled session claimed by this process: its command line again, in a process of
-/// its own; a start that fails is journalled as such.
+/// Starts a scheduled session claimed by this process: here, from its contract; one an older
+/// Nightshift journalled as its command line, in a process of its own. A start that fails is
+/// journalled as such.
 fn start(
     supervisor: &nightshift::Supervisor,
     paths: &Paths,
@@ -152,6 +158,13 @@ fn start(
     launch: &schedule::Launch,
 ) {
     let id = nightshift::SessionId::from(session.to_string());
+    if let schedule::Launch::Contract { .. } = launch {
+        match supervisor.start_scheduled(id.clone(), None) {
+            Ok(_) => println!("Started scheduled session {session}."),
+            Err(e) => failure(supervisor, &id, &e.to_string()),
+        }
+        return;
+    }
     let (me, failing) = (supervisor.clone(), id.clone());
     let failed = move |why: String| failure(&me, &failing, &why);
     let log = paths.log_dir().join("scheduled.log");

@@ -216,21 +216,24 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         (true, _) => Some(true),
         _ => None,
     };
-    let mut spec = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
-    let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)?;
+    let mut contract = build(&paths, request, |s| args.respawn_settings.apply(s).map_err(|e| e.to_string()))?;
+    let account = contract.contract().account.as_ref().map(|a| a.name.clone());
+    let begin = args.schedule.begin(&store, account.as_deref(), contract.contract().agent)?;
     // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
     if let Some(name) = &args.worktree {
-        nightshift::supervisor::build::in_worktree(&mut spec, paths.config_dir.as_deref(), name)
+        nightshift::supervisor::build::in_worktree(&mut contract, paths.config_dir.as_deref(), name)
             .map_err(anyhow::Error::msg)?;
-        if let Some(made) = &spec.worktree {
+        if let Some(made) = &contract.terminal().worktree {
             eprintln!("nightshift: the session works in {} on {}", made.path.display(), made.branch);
         }
     }
-    match (&spec.sandbox, &spec.unsandboxed) {
-        (Some(sandbox), _) => eprintln!("nightshift: the agent is {}", sandbox.describe(spec.agent)),
+    let t = contract.terminal();
+    match (&t.sandbox, &t.unsandboxed) {
+        (Some(sandbox), _) => eprintln!("nightshift: the agent is {}", sandbox.describe(contract.contract().agent)),
         (None, Some(why)) => eprintln!("nightshift: warning: the agent is {why}"),
         (None, None) => {}
     }
+    let spec = SessionSpec::from(contract);
 
     super::runtime()?.block_on(supervise(paths, store, spec, events, passthrough, begin))
 }
@@ -330,8 +333,8 @@ async fn supervise(
     if passthrough {
         spec.output_tap = Some(tap_tx);
     }
-    let size = spec.command.size;
-    let cwd = spec.command.cwd.clone();
+    let t = spec.contract.terminal();
+    let (size, cwd) = (PtySize::new(t.cols, t.rows), t.cwd.clone());
     // What the run kept by salvage, said at its end.
     let kept: Arc<Mutex<Vec<String>>> = Arc::default();
     let keep = Arc::clone(&kept);
@@ -342,15 +345,16 @@ async fn supervise(
     }));
     let launched = match begin {
         super::schedule::Begin::Now => supervisor.start(spec),
-        super::schedule::Begin::Adopt(id) => supervisor.start_scheduled(id, spec),
-        super::schedule::Begin::At { due, launch } => {
-            let id = supervisor.schedule(nightshift::supervisor::Scheduled::session(&spec), &due, &launch)?;
+        super::schedule::Begin::Adopt(id) => supervisor.start_rebuilt(id, spec),
+        super::schedule::Begin::At(due) => {
+            let id = supervisor.schedule(spec.contract.into_contract(), &due)?;
             let (start, code) = super::schedule::wait(&supervisor, sleep_config(&paths), &id, &due).await?;
             if !start {
                 host.finish().await;
                 return Ok(code);
             }
-            supervisor.start_scheduled(id, spec)
+            // From the contract as the journal keeps it, as any other process would.
+            supervisor.start_scheduled(id, spec.output_tap)
         }
     };
     let started = chrono::Utc::now();
@@ -494,7 +498,8 @@ impl PaceArgs {
 /// user's night: a resume the session waits for is kept for the next Nightshift process. Ctrl-C in an
 /// unattended run is the user stopping it. In passthrough, Ctrl-C is a byte for the agent.
 fn forward_signals(handle: &SessionHandle, passthrough: bool) -> anyhow::Result<()> {
-    stop_on_signals(std::slice::from_ref(handle), !passthrough)?;
+    let one = handle.clone();
+    stop_on_signals(move || vec![one.clone()], !passthrough)?;
 
     if passthrough {
         let mut winch = signal(SignalKind::window_change()).context("cannot listen for SIGWINCH")?;
@@ -515,9 +520,13 @@ fn forward_signals(handle: &SessionHandle, passthrough: bool) -> anyhow::Result<
     Ok(())
 }
 
-/// Stops `handles` when Nightshift is told to stop: SIGTERM and SIGHUP as Nightshift's own end (a
-/// pending resume is kept), SIGINT (`interrupt`: an unattended run's Ctrl-C) as the user's stop.
-pub(super) fn stop_on_signals(handles: &[SessionHandle], interrupt: bool) -> anyhow::Result<()> {
+/// Stops the sessions `handles` gives when Nightshift is told to stop: SIGTERM and SIGHUP as
+/// Nightshift's own end (a pending resume is kept), SIGINT (`interrupt`: an unattended run's
+/// Ctrl-C) as the user's stop.
+pub(super) fn stop_on_signals(
+    handles: impl Fn() -> Vec<SessionHandle> + Clone + Send + 'static,
+    interrupt: bool,
+) -> anyhow::Result<()> {
     let mut kinds = vec![
         (SignalKind::terminate(), "SIGTERM", StopKind::Shutdown),
         (SignalKind::hangup(), "SIGHUP", StopKind::Shutdown),
@@ -527,11 +536,11 @@ pub(super) fn stop_on_signals(handles: &[SessionHandle], interrupt: bool) -> any
     }
     for (kind, name, stop) in kinds {
         let mut stream = signal(kind).context("cannot listen for signals")?;
-        let handles = handles.to_vec();
+        let handles = handles.clone();
         tokio::spawn(async move {
             let source = format!("{name} to nightshift");
             while stream.recv().await.is_some() {
-                for handle in &handles {
+                for handle in &handles() {
                     let _ = match stop {
                         StopKind::User => handle.stop(&source).await,
                         StopKind::Shutdown => handle.shut_down(&source).await,

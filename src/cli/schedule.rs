@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use nightshift::event::{EventKind, SessionId, SessionState, StopKind};
-use nightshift::schedule::{self, Due, Launch, TimeOfDay, Waited};
+use nightshift::schedule::{self, Due, TimeOfDay, Waited};
 use nightshift::store::Store;
 use nightshift::supervisor::Supervisor;
 use tokio::signal::unix::{signal, SignalKind};
@@ -21,7 +21,7 @@ pub struct When {
     #[arg(long)]
     pub after_reset: bool,
     /// Start the scheduled session ID now (how the app and `nightshift restore` start a schedule
-    /// whose own process is gone)
+    /// an older Nightshift journalled as its command line, once its own process is gone)
     #[arg(long, value_name = "ID", hide = true, conflicts_with_all = ["at", "after_reset"])]
     pub scheduled: Option<String>,
 }
@@ -30,12 +30,11 @@ pub struct When {
 #[derive(Debug)]
 pub enum Begin {
     Now,
-    /// At `due`: recorded, waited for here, started by `launch` elsewhere if this process is gone.
-    At {
-        due: Due,
-        launch: Launch,
-    },
-    /// The scheduled session this is, whose time has come.
+    /// At `due`: recorded with its contract, waited for here, started by another Nightshift
+    /// process if this one is gone.
+    At(Due),
+    /// The scheduled session this is, whose time has come (one an older Nightshift journalled as
+    /// its command line: `--scheduled ID`).
     Adopt(SessionId),
 }
 
@@ -67,39 +66,8 @@ impl When {
             }
             (None, false) => return Ok(Begin::Now),
         };
-        let cwd = std::env::current_dir().context("the current directory is gone; pass --cwd DIR")?;
-        let env =
-            schedule::KEPT_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_string(), v))).collect();
-        let launch =
-            Launch::Cli { args: without_schedule(std::env::args().skip(1)), cwd: cwd.display().to_string(), env };
-        Ok(Begin::At { due, launch })
+        Ok(Begin::At(due))
     }
-}
-
-/// The command line from its subcommand on, without what schedules it (and without `--detach`,
-/// `--events -` and `--state-dir`, which the process that starts it decides): how the session is
-/// started when its time comes.
-fn without_schedule(args: impl Iterator<Item = String>) -> Vec<String> {
-    let mut kept = Vec::new();
-    let mut args = args.skip_while(|a| a != "run" && a != "loop").peekable();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--" => {
-                kept.push(arg);
-                kept.extend(args.by_ref());
-            }
-            "--after-reset" | "--detach" => {}
-            "--at" | "--state-dir" => {
-                args.next();
-            }
-            "--events" if args.peek().map(String::as_str) == Some("-") => {
-                args.next();
-            }
-            a if a.starts_with("--at=") || a.starts_with("--state-dir=") || a == "--events=-" => {}
-            _ => kept.push(arg),
-        }
-    }
-    kept
 }
 
 /// Waits here for scheduled session `id`'s time, telling the user what happens; true when it is to
@@ -167,28 +135,4 @@ pub async fn wait(
 fn left(id: &SessionId) -> ExitCode {
     eprintln!("nightshift: session {id} stays scheduled; the app or `nightshift restore` starts it at its time");
     ExitCode::SUCCESS
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_schedule;
-
-    #[test]
-    fn the_launch_is_the_command_line_without_its_schedule() {
-        let args = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
-        assert_eq!(
-            without_schedule(
-                args(
-                    "--state-dir /s run --at 23:30 --events - --detach --state-dir=/t --agent claude -- claude --at 1"
-                )
-                .into_iter()
-            ),
-            args("run --agent claude -- claude --at 1"),
-            "the command's own arguments after -- are kept"
-        );
-        assert_eq!(
-            without_schedule(args("loop --after-reset --at=23:30 --events=- --events f.jsonl --prompt go").into_iter()),
-            args("loop --events f.jsonl --prompt go")
-        );
-    }
 }

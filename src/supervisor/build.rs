@@ -1,21 +1,20 @@
 //! One way in: what a user asks for, at the command line (`nightshift run`) or in the window (New
-//! session), made into the [`SessionSpec`] the supervisor starts. Both ask here, so both infer the
-//! agent, find its command, arm a preset, pick an account and refuse a bad request alike. (A
-//! restore, a schedule firing and an account switch start from the journalled contract instead;
-//! see [`super::Supervisor::launch`].)
+//! session), made into the [`Contract`] the supervisor starts, now or at a scheduled time. Both ask
+//! here, so both infer the agent, find its command, arm a preset, pick an account and refuse a bad
+//! request alike. (A restore and an account switch start from the journalled contract; see
+//! [`super::Supervisor::launch`].)
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::SessionSpec;
 use crate::agent::{AdapterError, AgentKind};
 use crate::breaker::Budget;
 use crate::config::{Config, ConfigError};
+use crate::contract::{Armed, Contract, Terminal};
 use crate::hooks::guard::GuardError;
 use crate::limits::{resume, WindowGuard};
 use crate::paths::Paths;
-use crate::pty::{CommandSpec, PtySize};
+use crate::pty::PtySize;
 
 /// Which account a session runs under.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -120,29 +119,31 @@ pub fn worktree_root(config_dir: Option<&Path>) -> Result<PathBuf, String> {
     config.worktree.root().ok_or_else(|| "no folder for worktrees: set [worktree] dir in config.toml".to_string())
 }
 
-/// Makes `spec` work in a new worktree `name` (a random one when empty) of the repository its
-/// folder is in, where `config.toml`'s `[worktree] dir` says, in the same subfolder: done last
-/// before a start, once nothing else can refuse it, so a refused start leaves no worktree.
-pub fn in_worktree(spec: &mut SessionSpec, config_dir: Option<&Path>, name: &str) -> Result<(), String> {
+/// Makes `contract`'s session work in a new worktree `name` (a random one when empty) of the
+/// repository its folder is in, where `config.toml`'s `[worktree] dir` says, in the same subfolder:
+/// done last before a start (or a schedule), once nothing else can refuse it, so a refused start
+/// leaves no worktree.
+pub fn in_worktree(contract: &mut Armed, config_dir: Option<&Path>, name: &str) -> Result<(), String> {
     let root = worktree_root(config_dir)?;
     let name = if name.is_empty() { format!("{:08x}", rand::random::<u32>()) } else { name.to_string() };
-    let made = crate::git::worktree::make(&spec.command.cwd, &name, &root).map_err(|e| e.to_string())?;
+    let t = contract.terminal_mut();
+    let made = crate::git::worktree::make(&t.cwd, &name, &root).map_err(|e| e.to_string())?;
     // The same subfolder of it; a sandboxed agent may write all of it.
-    spec.command.cwd = crate::git::worktree::inside(&made, &spec.command.cwd);
-    if let Some(sandbox) = spec.sandbox.as_mut().filter(|_| spec.command.cwd != made.path) {
+    t.cwd = crate::git::worktree::inside(&made, &t.cwd);
+    if let Some(sandbox) = t.sandbox.as_mut().filter(|_| t.cwd != made.path) {
         sandbox.write.push(made.path.clone());
     }
-    spec.worktree = Some(made);
+    t.worktree = Some(made);
     Ok(())
 }
 
-/// The spec `request` asks for; `tweak` changes the preset's respawn settings first (the CLI's
-/// `--idle-timeout` and the like).
+/// The contract `request` asks for; `tweak` changes the preset's respawn settings first (the
+/// CLI's `--idle-timeout` and the like). Its time counts from when it begins.
 pub fn build(
     paths: &Paths,
     request: Request,
     tweak: impl FnOnce(&mut crate::respawn::Settings) -> Result<(), String>,
-) -> Result<SessionSpec, BuildError> {
+) -> Result<Armed, BuildError> {
     let cwd = request.cwd;
     if !cwd.is_absolute() {
         return Err(BuildError::Cwd(format!("{}: give the full path of the directory", cwd.display())));
@@ -155,7 +156,7 @@ pub fn build(
     let adapter = crate::agent::load_adapter(agent, paths.agents_dir().as_deref())?;
     let mut argv = request.command.into_iter();
     let (program, args) = match argv.next() {
-        Some(program) => (program, argv.collect()),
+        Some(program) => (program, argv.collect::<Vec<_>>()),
         None => match adapter.launch() {
             Some((program, args)) => (program.to_string(), args.to_vec()),
             None => {
@@ -165,9 +166,8 @@ pub fn build(
             }
         },
     };
-    let mut spec = SessionSpec::new(CommandSpec { program, args, cwd, env: Vec::new(), size: request.size });
-    spec.agent = agent;
-    spec.adapter = Some(adapter);
+    let mut t = Terminal::new(agent, program, &args, cwd, (request.size.cols, request.size.rows));
+    t.adapter = adapter.overrides().cloned();
     // Read once, when the request needs it: a broken config.toml refuses only what uses it.
     let mut loaded: Option<Config> = None;
     let mut config = || -> Result<Config, ConfigError> {
@@ -176,7 +176,7 @@ pub fn build(
         }
         Ok(loaded.clone().expect("loaded just now"))
     };
-    spec.account = match request.account {
+    let account = match request.account {
         AccountChoice::Default => None,
         AccountChoice::Named(name) => Some(config()?.account(&name, agent)?),
         AccountChoice::Dir(dir) => Some(crate::config::account_from_dir(agent, &dir)?),
@@ -189,36 +189,36 @@ pub fn build(
                     .into(),
             )));
         }
-        spec.switch = Some(config()?.switch_settings(agent, spec.account.as_ref(), at).map_err(BuildError::Switch)?);
+        t.switch = Some(config()?.switch_settings(agent, account.as_ref(), at).map_err(BuildError::Switch)?);
     }
     if let Some(name) = request.preset {
         let (mut settings, _) = config()?.preset(&name)?;
         tweak(&mut settings).map_err(BuildError::Setting)?;
-        spec.preset = Some(name);
-        spec.respawn = Some(settings);
+        t.preset = Some(name);
+        t.respawn = Some(settings);
     }
-    spec.auto_resume = request.auto_resume;
-    spec.window_guard = request.window_guard;
+    t.auto_resume = request.auto_resume;
+    t.window_guard = request.window_guard;
     // The pace parks respawn cycles: config.toml's is read only for a session that has them.
-    spec.pace = match request.pace {
+    t.pace = match request.pace {
         Some(pace) => pace,
-        None if spec.respawn.is_some() => config()?.pace,
+        None if t.respawn.is_some() => config()?.pace,
         None => crate::limits::pace::PaceSettings::default(),
     };
     // The guard's rules are read for a guarded session alone, and a file that does not read
     // refuses it: never the built-in rules in place of the ones the user wrote.
-    let guarded = (request.guard && spec.respawn.is_none()) || spec.respawn.as_ref().is_some_and(|r| r.guard);
+    let guarded = (request.guard && t.respawn.is_none()) || t.respawn.as_ref().is_some_and(|r| r.guard);
     if guarded {
-        let (rules, file) = crate::hooks::guard::load_kept(paths.config_dir.as_deref())?;
-        spec.guard = Some(Arc::new(rules));
-        spec.guard_file = file;
+        let (_, file) = crate::hooks::guard::load_kept(paths.config_dir.as_deref())?;
+        t.guard = true;
+        t.guard_file = file;
     }
     if !request.hooks && guarded {
         return Err(BuildError::Setting(
             "the guard works through the client's hooks, which --no-hooks turns off; add --guard false".into(),
         ));
     }
-    spec.hooks = request.hooks;
+    t.hooks = request.hooks;
     if let Some(cost) = request.budget.max_cost_usd.filter(|c| !(c.is_finite() && *c > 0.0)) {
         return Err(BuildError::Setting(format!("--max-cost-usd must be a positive number of dollars, not {cost}")));
     }
@@ -228,33 +228,36 @@ pub fn build(
                 .into(),
         ));
     }
-    spec.budget = request.budget;
+    t.budget = request.budget;
     if let Some(grace) = request.stop_grace {
-        spec.stop_grace = grace;
+        t.stop_grace = grace;
     }
     if let Some(quiet) = request.quiet {
-        spec.detect.quiet = quiet;
+        t.quiet = quiet;
     }
     // A broken config.toml refuses what reads it; it does not stop every start here.
     let required = config().is_ok_and(|c| c.canary.required);
     if required {
-        let standing =
-            crate::agent::canary::Standing::of(agent, &spec.command.program, &spec.command.cwd, &paths.state_dir);
+        let standing = crate::agent::canary::Standing::of(agent, &t.program, &t.cwd, &paths.state_dir);
         if let Some(why) = standing.and_then(|s| s.refusal(agent)) {
             return Err(BuildError::Setting(why));
         }
     }
-    let unattended = spec.respawn.as_ref().is_some_and(|r| r.sandbox);
+    let unattended = t.respawn.as_ref().is_some_and(|r| r.sandbox);
     if request.sandbox.is_some() || unattended {
-        (spec.sandbox, spec.unsandboxed) = config()?
+        // As the command line has it, its opening prompt included.
+        let line = t.command(agent, &crate::contract::Conversation::Opening);
+        (t.sandbox, t.unsandboxed) = config()?
             .sandbox
-            .sandbox_for_command(agent, &spec.command.program, &spec.command.args, request.sandbox, unattended)
+            .sandbox_for_command(agent, &t.program, &line, request.sandbox, unattended)
             .map_err(BuildError::Sandbox)?;
     }
-    if let Some(sandbox) = &mut spec.sandbox {
+    if let Some(sandbox) = &mut t.sandbox {
         sandbox.fenced(request.fence, &request.allow_hosts).map_err(BuildError::Sandbox)?;
     }
-    Ok(spec)
+    let mut contract = Contract::session(agent, t);
+    *contract.account_mut() = account;
+    Ok(contract)
 }
 
 #[cfg(test)]
@@ -291,13 +294,15 @@ mod tests {
     #[test]
     fn the_agent_is_inferred_and_its_own_cli_starts_without_a_command() {
         let d = dirs("");
-        let spec = build(&d.paths, request(&d, &["claude", "--model", "opus"]), |_| Ok(())).unwrap();
-        assert_eq!((spec.agent, spec.command.program.as_str()), (AgentKind::Claude, "claude"));
-        assert_eq!(spec.command.args, ["--model", "opus"]);
+        let built = build(&d.paths, request(&d, &["claude", "--model", "opus", "Tidy the docs"]), |_| Ok(())).unwrap();
+        let t = built.terminal();
+        assert_eq!((built.contract().agent, t.program.as_str()), (AgentKind::Claude, "claude"));
+        assert_eq!(t.args, ["--model", "opus"]);
+        assert_eq!(t.prompt.as_deref(), Some("Tidy the docs"), "the opening prompt kept apart");
         let mut bare = request(&d, &[]);
         bare.agent = Some(AgentKind::Codex);
-        let spec = build(&d.paths, bare, |_| Ok(())).unwrap();
-        assert_eq!((spec.agent, spec.command.program.as_str()), (AgentKind::Codex, "codex"));
+        let built = build(&d.paths, bare, |_| Ok(())).unwrap();
+        assert_eq!((built.contract().agent, built.terminal().program.as_str()), (AgentKind::Codex, "codex"));
         let e = refused(&d, request(&d, &[]));
         assert!(matches!(e, BuildError::Command(_)) && e.to_string().contains("give the command"), "{e}");
     }
@@ -318,13 +323,16 @@ mod tests {
         let d = dirs("");
         let mut r = request(&d, &["claude"]);
         r.preset = Some("overnight".into());
-        let spec = build(&d.paths, r.clone(), |s| {
+        let built = build(&d.paths, r.clone(), |s| {
             s.idle_timeout = Duration::from_secs(7);
             Ok(())
         })
         .unwrap();
-        let armed = spec.respawn.expect("armed");
-        assert_eq!((spec.preset.as_deref(), armed.idle_timeout), (Some("overnight"), Duration::from_secs(7)));
+        let t = built.terminal();
+        let armed = t.respawn.as_ref().expect("armed");
+        assert_eq!((t.preset.as_deref(), armed.idle_timeout), (Some("overnight"), Duration::from_secs(7)));
+        assert!(t.guard, "the overnight preset arms the guard");
+        assert_eq!(built.contract().started, chrono::DateTime::UNIX_EPOCH, "its time counts from its start");
         let e = build(&d.paths, r.clone(), |_| Err("--idle-timeout must be positive".into())).unwrap_err();
         assert!(matches!(e, BuildError::Setting(_)), "{e}");
         r.hooks = false;

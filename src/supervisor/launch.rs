@@ -40,11 +40,7 @@ impl Supervisor {
         let fence = self.fence_up(&id, agent, &t, &env);
         let proxied = fence.as_ref().map(|f| (&f.proxied, f.allowed.as_slice()));
         attach_sandbox(agent, &mut t, &hidden, proxied);
-        let guard = match runtime.guard {
-            Some(rules) => Some(rules),
-            None if t.guard => Some(Arc::new(armed_rules(&id, t.guard_file.as_ref()))),
-            None => None,
-        };
+        let guard = t.guard.then(|| Arc::new(armed_rules(&id, t.guard_file.as_ref())));
         self.attach_exporter(&id, agent, (t.hooks, guard.is_some()), &mut t, &mut env);
         let conversation = match &runtime.from {
             None => Conversation::Opening,

@@ -4,12 +4,9 @@ use super::*;
 use crate::loops::Harness as _;
 
 impl Supervisor {
-    /// Starts scheduled loop `id` (its schedule claimed by this process).
-    pub fn start_scheduled_loop(
-        &self,
-        id: SessionId,
-        spec: crate::loops::LoopSpec,
-    ) -> Result<SessionHandle, StartError> {
+    /// Starts scheduled loop `id` (its schedule claimed by this process) from `spec`: its
+    /// journalled contract's, or one built again from what an older Nightshift journalled.
+    pub fn start_rebuilt_loop(&self, id: SessionId, spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
         self.adopt_scheduled(&id, spec.account.as_ref())?;
         let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
         tracing::info!(session = %id, ?projects, "starting a scheduled loop");
@@ -20,14 +17,8 @@ impl Supervisor {
 
     /// Journals the loop's contract and runs it from that.
     fn open_loop(&self, id: SessionId, spec: crate::loops::LoopSpec) -> SessionHandle {
-        let contract = Contract {
-            version: crate::contract::VERSION,
-            started: chrono::SubsecRound::trunc_subsecs(self.journal.now(), 3),
-            agent: spec.agent,
-            account: spec.account.clone(),
-            env: crate::contract::kept_env(),
-            kind: Kind::Loop(Box::new(crate::contract::Looping { spec: spec.clone() })),
-        };
+        let mut contract = Contract::looping(spec.clone()).begun(self.journal.now());
+        keep_env(&mut contract, &[]);
         self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract) });
         self.run_loop(id, spec)
     }
@@ -59,30 +50,15 @@ impl Supervisor {
     /// Records and starts a loop of headless iterations (see [`crate::loops`]).
     pub fn start_loop(&self, spec: crate::loops::LoopSpec) -> Result<SessionHandle, StartError> {
         let id = SessionId::generate();
-        let argv = spec.command_line();
-        let cwd = spec.projects.first().map(|p| p.cwd.display().to_string()).unwrap_or_default();
-        let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
-        self.journal.write(|s| {
-            s.create_session(&NewSession {
-                id: id.as_str(),
-                kind: crate::store::SessionKind::Loop,
-                command: &argv,
-                cwd: &cwd,
-                agent: spec.agent.as_str(),
-                preset: None,
-                created: self.journal.now(),
-                owner_pid: std::process::id(),
-                control_socket: socket.as_deref(),
-            })?;
-            record_account(s, &id, spec.account.as_ref())
-        })?;
+        let row = Row::of(&Contract::looping(spec.clone()));
+        self.record(&id, &row)?;
         let projects: Vec<String> = spec.projects.iter().map(|p| p.cwd.display().to_string()).collect();
         tracing::info!(session = %id, ?projects, "starting loop");
         self.journal.emit(
             &id,
             EventKind::state(
                 SessionState::Starting,
-                format!("starting a loop of {} in {}", argv[0], projects.join(", ")),
+                format!("starting a loop of {} in {}", row.command[0], projects.join(", ")),
             ),
         );
         Ok(self.open_loop(id, spec))

@@ -17,7 +17,7 @@ use crate::detect::DetectConfig;
 use crate::event::{Event, EventKind, SessionId, SessionState, StopKind};
 use crate::pty::{self, shell_words, CommandSpec, PtySize, SpawnError};
 use crate::session::machine::{Resumed, Start};
-use crate::session::{Actor, SessionHandle, DEFAULT_STOP_GRACE};
+use crate::session::{Actor, SessionHandle};
 use crate::store::{NewSession, Standing, Store, StoreError};
 use crate::usage::{self, Sample};
 
@@ -31,7 +31,8 @@ mod restore;
 mod spec;
 
 pub use restore::end_orphan;
-pub use spec::{Scheduled, SessionSpec};
+pub use spec::SessionSpec;
+use spec::{keep_env, Row};
 
 /// The longest a session may take to answer its client's hook (the hook itself gives up later).
 const HOOK_ANSWER: Duration = Duration::from_millis(1000);
@@ -48,7 +49,6 @@ struct Runtime {
     /// contract too).
     env: Vec<(String, String)>,
     output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    guard: Option<std::sync::Arc<crate::hooks::guard::Rules>>,
 }
 
 /// What [`Supervisor::restore_all`] did.
@@ -95,6 +95,9 @@ pub enum StartError {
     /// A loop's contract was given to start a terminal session.
     #[error("session {0} is a loop, not a terminal session")]
     NotTerminal(SessionId),
+    /// A scheduled session's journal holds no contract to start it from.
+    #[error("scheduled session {0} has no contract in the journal to start from")]
+    NoContract(SessionId),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -205,32 +208,33 @@ impl Supervisor {
     /// returned as [`StartError::Spawn`].
     pub fn start(&self, spec: SessionSpec) -> Result<SessionHandle, StartError> {
         let id = SessionId::generate();
-        let argv = spec.command.argv();
-        self.record_terminal(&id, &argv, &spec.command.cwd, spec.agent, spec.preset.as_deref(), spec.account.as_ref())?;
-        tracing::info!(session = %id, command = ?spec.command, "starting session");
-        self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&argv))));
+        let row = Row::of(spec.contract.contract());
+        self.record(&id, &row)?;
+        tracing::info!(session = %id, command = ?row.command, cwd = %row.cwd, "starting session");
+        self.journal
+            .emit(&id, EventKind::state(SessionState::Starting, format!("starting {}", shell_words(&row.command))));
         self.open(id, spec)
     }
 
-    /// Journals what `spec` arms as the session's contract and starts it from that: the first
+    /// Journals the contract `spec` arms, begun now, and starts the session from that: the first
     /// start builds from the record every later start builds from.
     fn open(&self, id: SessionId, spec: SessionSpec) -> Result<SessionHandle, StartError> {
-        let contract = spec.contract(self.journal.now());
+        let SessionSpec { contract, env, output_tap } = spec;
+        let mut contract = contract.into_contract().begun(self.journal.now());
+        keep_env(&mut contract, &env);
         self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract.clone()) });
-        let env = spec.command.env;
-        self.launch(id, &contract, Runtime { from: None, env, output_tap: spec.output_tap, guard: spec.guard })
+        self.launch(id, &contract, Runtime { from: None, env, output_tap })
     }
 
-    /// Records a session to start at `due` rather than now (see [`crate::schedule`]): its row in
-    /// state `scheduled`, owned by this process, with `launch` for another process to start it by
-    /// should this one be gone by then.
-    pub fn schedule(
-        &self,
-        row: Scheduled,
-        due: &crate::schedule::Due,
-        launch: &crate::schedule::Launch,
-    ) -> Result<SessionId, StoreError> {
+    /// Records `contract` to start at `due` rather than now (see [`crate::schedule`]): its row in
+    /// state `scheduled`, owned by this process, and the contract with this process's places
+    /// ([`crate::contract::KEPT_ENV`]) for whichever Nightshift process starts it then
+    /// ([`Self::start_scheduled`]).
+    pub fn schedule(&self, mut contract: Contract, due: &crate::schedule::Due) -> Result<SessionId, StoreError> {
         let id = SessionId::generate();
+        keep_env(&mut contract, &[]);
+        let row = Row::of(&contract);
+        let launch = crate::schedule::Launch::Contract { contract: Box::new(contract) };
         self.journal.write(|s| {
             let new = NewSession {
                 id: id.as_str(),
@@ -243,7 +247,7 @@ impl Supervisor {
                 owner_pid: std::process::id(),
                 control_socket: None,
             };
-            crate::schedule::record(s, &new, due, launch)?;
+            crate::schedule::record(s, &new, due, &launch)?;
             record_account(s, &id, row.account.as_ref())
         })?;
         tracing::info!(session = %id, due = %due.at, "scheduled a session");
@@ -253,12 +257,40 @@ impl Supervisor {
         Ok(id)
     }
 
-    /// Starts scheduled session `id` (its schedule claimed by this process) as [`Self::start`]
-    /// would a new one.
-    pub fn start_scheduled(&self, id: SessionId, spec: SessionSpec) -> Result<SessionHandle, StartError> {
-        self.adopt_scheduled(&id, spec.account.as_ref())?;
-        let line = shell_words(&spec.command.argv());
-        tracing::info!(session = %id, command = ?spec.command, "starting a scheduled session");
+    /// Starts scheduled session `id` (its schedule claimed by this process) from the contract its
+    /// schedule journalled, a terminal session's or a loop's; `output_tap` hears a terminal
+    /// session's bytes.
+    pub fn start_scheduled(
+        &self,
+        id: SessionId,
+        output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    ) -> Result<SessionHandle, StartError> {
+        let launch = self.with_store(|s| s.schedule_of(id.as_str()))?.map(|s| s.launch);
+        let contract = match launch.as_deref().map(serde_json::from_str::<crate::schedule::Launch>) {
+            Some(Ok(crate::schedule::Launch::Contract { contract })) => *contract,
+            _ => return Err(StartError::NoContract(id)),
+        };
+        match contract.kind {
+            Kind::Terminal(_) => {
+                let contract = crate::contract::Armed::new(contract).expect("a terminal session's");
+                self.start_rebuilt(id, SessionSpec { contract, env: Vec::new(), output_tap })
+            }
+            Kind::Loop(looping) => {
+                let mut spec = looping.spec;
+                spec.account = contract.account;
+                self.start_rebuilt_loop(id, spec)
+            }
+        }
+    }
+
+    /// Starts scheduled session `id` (its schedule claimed by this process) from `spec`: a
+    /// schedule's journalled contract, or one built again from what an older Nightshift
+    /// journalled instead (its command line, the window's form).
+    pub fn start_rebuilt(&self, id: SessionId, spec: SessionSpec) -> Result<SessionHandle, StartError> {
+        let row = Row::of(spec.contract.contract());
+        self.adopt_scheduled(&id, row.account.as_ref())?;
+        let line = shell_words(&row.command);
+        tracing::info!(session = %id, command = ?row.command, "starting a scheduled session");
         self.journal.emit(&id, EventKind::state(SessionState::Starting, format!("starting {line}, as scheduled")));
         self.open(id, spec)
     }
@@ -321,29 +353,21 @@ impl Supervisor {
     }
 
     /// Journals a new terminal session owned by this process, with its account.
-    fn record_terminal(
-        &self,
-        id: &SessionId,
-        argv: &[String],
-        cwd: &std::path::Path,
-        agent: AgentKind,
-        preset: Option<&str>,
-        account: Option<&crate::agent::Account>,
-    ) -> Result<(), StoreError> {
+    fn record(&self, id: &SessionId, row: &Row) -> Result<(), StoreError> {
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
         self.journal.write(|s| {
             s.create_session(&NewSession {
                 id: id.as_str(),
-                kind: crate::store::SessionKind::Terminal,
-                command: argv,
-                cwd: &cwd.display().to_string(),
-                agent: agent.as_str(),
-                preset,
+                kind: row.kind,
+                command: &row.command,
+                cwd: &row.cwd,
+                agent: row.agent.as_str(),
+                preset: row.preset.as_deref(),
                 created: self.journal.now(),
                 owner_pid: std::process::id(),
                 control_socket: socket.as_deref(),
             })?;
-            record_account(s, id, account)
+            record_account(s, id, row.account.as_ref())
         })
     }
 }

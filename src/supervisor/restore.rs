@@ -75,7 +75,7 @@ impl Supervisor {
         let resumed = Conversation::Resume { id: Some(conversation.clone()), prompt: None };
         let argv = [vec![t.program.clone()], t.command(contract.agent, &resumed)].concat();
         let id = SessionId::generate();
-        self.record_terminal(&id, &argv, &t.cwd, contract.agent, t.preset.as_deref(), contract.account.as_ref())?;
+        self.record(&id, &Row { command: argv.clone(), ..Row::of(&contract) })?;
         tracing::info!(session = %id, from = %row.id, "carrying an ended session's conversation on");
         let reason = format!("carrying on session {}'s conversation: {}", row.id, shell_words(&argv));
         self.journal.emit(&id, EventKind::state(SessionState::Starting, reason));

@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{Account, AgentKind, Overrides, Sandbox};
 use crate::breaker::Budget;
 
+/// How long a stopped child gets between SIGHUP and SIGKILL, unless the session says otherwise.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(3);
+
 /// The shape of the record this build writes.
 pub const VERSION: u32 = 1;
 
@@ -265,6 +268,37 @@ pub enum Conversation {
 }
 
 impl Terminal {
+    /// `program args` of `agent` in `cwd` on a terminal of `cols` × `rows`, with nothing armed: the
+    /// opening prompt apart from the arguments, the built-in timings, the client's hooks on.
+    pub fn new(agent: AgentKind, program: String, args: &[String], cwd: PathBuf, (cols, rows): (u16, u16)) -> Self {
+        let (args, prompt) = agent.split_prompt(&program, args);
+        Terminal {
+            program,
+            args,
+            prompt,
+            cwd,
+            cols,
+            rows,
+            preset: None,
+            respawn: None,
+            respawn_until: None,
+            auto_resume: None,
+            window_guard: crate::limits::WindowGuard::default(),
+            pace: crate::limits::pace::PaceSettings::default(),
+            budget: Budget::default(),
+            switch: None,
+            guard: false,
+            guard_file: None,
+            hooks: true,
+            adapter: None,
+            quiet: crate::detect::DetectConfig::default().quiet,
+            stop_grace: DEFAULT_STOP_GRACE,
+            worktree: None,
+            sandbox: None,
+            unsandboxed: None,
+        }
+    }
+
     /// The command's arguments for a start of the agent: the opening prompt only on the opening.
     pub fn command(&self, agent: AgentKind, conversation: &Conversation) -> Vec<String> {
         let mut args = self.args.clone();
@@ -315,6 +349,65 @@ impl Armed {
         match &mut self.0.kind {
             Kind::Terminal(t) => t,
             Kind::Loop(_) => unreachable!("an Armed contract is a terminal session's (Armed::new)"),
+        }
+    }
+
+    /// The account it runs under, to choose.
+    pub fn account_mut(&mut self) -> &mut Option<Account> {
+        &mut self.0.account
+    }
+
+    pub fn into_contract(self) -> Contract {
+        self.0
+    }
+}
+
+impl Contract {
+    /// A terminal session of `agent` armed with `terminal`: its time counts from when it begins
+    /// ([`Contract::begun`]), its environment is the starter's to keep.
+    pub fn session(agent: AgentKind, terminal: Terminal) -> Armed {
+        Armed(Contract {
+            version: VERSION,
+            started: DateTime::UNIX_EPOCH,
+            agent,
+            account: None,
+            env: Vec::new(),
+            kind: Kind::Terminal(Box::new(terminal)),
+        })
+    }
+
+    /// A loop of `spec`, under its account; it begins as [`Contract::session`] does.
+    pub fn looping(spec: LoopSpec) -> Contract {
+        Contract {
+            version: VERSION,
+            started: DateTime::UNIX_EPOCH,
+            agent: spec.agent,
+            account: spec.account.clone(),
+            env: Vec::new(),
+            kind: Kind::Loop(Box::new(Looping { spec })),
+        }
+    }
+
+    /// The contract as its session begins at `now` (a first start, or a scheduled one at its
+    /// time): its budget's time counts from here, to the millisecond the journal keeps, and its
+    /// respawn cycles are armed for their duration from here (with the guard, when they ask).
+    pub fn begun(mut self, now: DateTime<Utc>) -> Self {
+        let started = chrono::SubsecRound::trunc_subsecs(now, 3);
+        self.started = started;
+        if let Kind::Terminal(t) = &mut self.kind {
+            // Respawn armed with the guard arms it.
+            t.guard |= t.respawn.as_ref().is_some_and(|r| r.guard);
+            t.respawn_until =
+                t.respawn.as_ref().map(|r| started + chrono::Duration::from_std(r.duration).unwrap_or_default());
+        }
+        self
+    }
+
+    /// Where it works: the session's folder, or the loop's first project's.
+    pub fn cwd(&self) -> PathBuf {
+        match &self.kind {
+            Kind::Terminal(t) => t.cwd.clone(),
+            Kind::Loop(l) => l.spec.projects.first().map(|p| p.cwd.clone()).unwrap_or_default(),
         }
     }
 }
@@ -412,6 +505,30 @@ mod tests {
             }),
             unsandboxed: None,
         }
+    }
+
+    #[test]
+    fn a_contract_begins_when_its_session_starts_not_when_it_was_built() {
+        let args: Vec<String> = ["--model", "opus", "Work through TASKS.md"].map(String::from).to_vec();
+        let mut t = Terminal::new(AgentKind::Claude, "claude".into(), &args, "/work/p".into(), (100, 30));
+        assert_eq!((t.args.as_slice(), t.prompt.as_deref()), (&args[..2], Some("Work through TASKS.md")));
+        assert!(!t.guard && t.hooks && t.respawn_until.is_none());
+        t.respawn =
+            Some(crate::respawn::Settings { duration: Duration::from_secs(3600), guard: true, ..Default::default() });
+        let built = Contract::session(AgentKind::Claude, t).into_contract();
+        assert_eq!(built.started, DateTime::UNIX_EPOCH, "not begun");
+        // Scheduled at 18:00, begun at 23:30:00.123456: its time counts from then, to the millisecond.
+        let at: DateTime<Utc> = "2026-12-01T23:30:00.123456Z".parse().unwrap();
+        let begun = built.begun(at);
+        assert_eq!(begun.started, "2026-12-01T23:30:00.123Z".parse::<DateTime<Utc>>().unwrap());
+        let t = begun.terminal().unwrap();
+        assert_eq!(t.respawn_until, Some("2026-12-02T00:30:00.123Z".parse().unwrap()));
+        assert!(t.guard, "respawn armed with the guard arms it");
+        let mut unguarded = t.clone();
+        unguarded.respawn.as_mut().unwrap().guard = false;
+        unguarded.guard = false;
+        let begun = Contract::session(AgentKind::Claude, unguarded).into_contract().begun(at);
+        assert!(!begun.terminal().unwrap().guard, "nor without");
     }
 
     #[test]

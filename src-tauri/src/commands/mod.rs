@@ -36,7 +36,6 @@ use nightshift::notice::Switches;
 use nightshift::schedule;
 use nightshift::session::{Change, Options};
 use nightshift::store::{SessionKind, SessionSummary, Standing};
-use nightshift::supervisor::Scheduled;
 use nightshift::{AgentKind, SessionSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

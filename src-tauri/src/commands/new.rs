@@ -1,6 +1,7 @@
 //! The New session page: a terminal session or a loop, now or at a time, checked by the core.
 
 use super::*;
+use nightshift::contract::Armed;
 use nightshift::loops::Prepare as _;
 
 /// The New session form.
@@ -36,7 +37,8 @@ pub struct StartAt {
     pub after_reset: bool,
 }
 
-/// A form whose start was scheduled, as the journal keeps it for the app to start it by.
+/// A form whose start was scheduled, as a journal older than scheduled contracts keeps it for
+/// the app to start it by.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Form {
@@ -67,10 +69,14 @@ fn due(
     Ok(Some(schedule::after_reset(latest, account.unwrap_or("the default account"), now).map_err(bad)?))
 }
 
-/// Records `form`'s session to start at `due`; the app starts it then (see `crate::schedule`).
-fn schedule_form(state: &AppState, row: Scheduled, due: &schedule::Due, form: &Form) -> Result<Started, UiError> {
-    let form = serde_json::to_value(form).map_err(|e| UiError::new(Code::BadForm, e.to_string()))?;
-    let id = state.supervisor.schedule(row, due, &schedule::Launch::App { form })?;
+/// Records `contract` to start at `due`; whichever Nightshift process runs then starts it (see
+/// `crate::schedule`).
+fn schedule(
+    state: &AppState,
+    contract: nightshift::contract::Contract,
+    due: &schedule::Due,
+) -> Result<Started, UiError> {
+    let id = state.supervisor.schedule(contract, due)?;
     Ok(Started { id: id.to_string() })
 }
 
@@ -80,7 +86,7 @@ pub struct Started {
 }
 
 /// What the form describes, checked: every problem named with its fix.
-pub fn session_spec(state: &AppState, request: NewSession) -> Result<SessionSpec, UiError> {
+pub fn session_contract(state: &AppState, request: NewSession) -> Result<Armed, UiError> {
     use nightshift::supervisor::build::{build, AccountChoice, Request};
     let cwd = request.cwd.trim();
     if cwd.is_empty() {
@@ -131,30 +137,34 @@ pub(super) fn expand_home(path: &str, home: Option<&str>) -> String {
 
 #[tauri::command]
 pub async fn new_session(app: AppHandle, state: State<'_, AppState>, request: NewSession) -> Result<Started, UiError> {
-    let mut form = request.clone();
-    let spec = session_spec(&state, request)?;
-    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)? {
-        form.start = StartAt::default();
-        return schedule_form(&state, Scheduled::session(&spec), &due, &Form::Session(form));
+    let (start, worktree) = (request.start.clone(), request.worktree);
+    let contract = session_contract(&state, request)?;
+    let (agent, account) = (contract.contract().agent, contract.contract().account.clone());
+    let due = due(&state, &start, account.as_ref().map(|a| a.name.as_str()), agent)?;
+    let contract = in_worktree(&state, contract, worktree)?;
+    if let Some(due) = due {
+        return schedule(&state, contract.into_contract(), &due);
     }
-    let spec = in_worktree(&state, spec, form.worktree)?;
-    let handle = state.supervisor.start(spec).map_err(|e| UiError::new(Code::StartFailed, e.to_string()))?;
+    let handle = state
+        .supervisor
+        .start(SessionSpec::from(contract))
+        .map_err(|e| UiError::new(Code::StartFailed, e.to_string()))?;
     crate::awake::recheck(&app);
     Ok(Started { id: handle.id().to_string() })
 }
 
-/// `spec` in a worktree of its own when the form asks (made just before the start: a scheduled one
-/// gets it at its time).
-pub fn in_worktree(state: &AppState, mut spec: SessionSpec, asked: bool) -> Result<SessionSpec, UiError> {
+/// `contract`'s session in a worktree of its own when the form asks (made last, once nothing
+/// else can refuse it; a scheduled one's when it is scheduled, as at the command line).
+pub fn in_worktree(state: &AppState, mut contract: Armed, asked: bool) -> Result<Armed, UiError> {
     if asked {
-        nightshift::supervisor::build::in_worktree(&mut spec, state.paths.config_dir.as_deref(), "")
+        nightshift::supervisor::build::in_worktree(&mut contract, state.paths.config_dir.as_deref(), "")
             .map_err(|e| UiError::new(Code::BadCwd, e))?;
     }
-    Ok(spec)
+    Ok(contract)
 }
 
-/// `spec` in worktrees when the loop form asks: one for the loop, or one per task (made just before
-/// the start: a scheduled one gets them at its time).
+/// `spec` in worktrees when the loop form asks: one for the loop, or one per task (made last, once
+/// nothing else can refuse it; a scheduled one's when it is scheduled).
 pub fn loop_in_worktrees(
     state: &AppState,
     mut spec: nightshift::loops::LoopSpec,
@@ -195,13 +205,13 @@ pub struct NewLoop {
 
 #[tauri::command]
 pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLoop) -> Result<Started, UiError> {
-    let mut form = request.clone();
+    let form = request.clone();
     let spec = loop_spec(&state, request)?;
-    if let Some(due) = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)? {
-        form.start = StartAt::default();
-        return schedule_form(&state, Scheduled::looping(&spec), &due, &Form::Loop(form));
-    }
+    let due = due(&state, &form.start, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)?;
     let spec = loop_in_worktrees(&state, spec, &form)?;
+    if let Some(due) = due {
+        return schedule(&state, nightshift::contract::Contract::looping(spec), &due);
+    }
     let handle = state.supervisor.start_loop(spec).map_err(|e| UiError::new(Code::StartFailed, e.to_string()))?;
     crate::awake::recheck(&app);
     Ok(Started { id: handle.id().to_string() })

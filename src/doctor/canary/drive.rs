@@ -304,15 +304,11 @@ async fn canary(paths: &Paths, setup: &Setup, client: &Client) -> Result<Outcome
     };
     args.extend(asking.iter().map(|a| a.to_string()));
     let (tap, mut output) = mpsc::unbounded_channel();
-    let mut spec = SessionSpec::new(CommandSpec {
-        program: bin.display().to_string(),
-        args,
-        cwd: scratch.project.clone(),
-        env,
-        size: SIZE,
-    });
-    spec.agent = kind;
-    spec.adapter = Some(adapter.clone());
+    let mut spec = SessionSpec::of(
+        kind,
+        CommandSpec { program: bin.display().to_string(), args, cwd: scratch.project.clone(), env, size: SIZE },
+    );
+    spec.terminal_mut().adapter = adapter.overrides().cloned();
     spec.output_tap = Some(tap);
     let mut events = supervisor.subscribe();
     let handle = supervisor.start(spec).map_err(|e| format!("the client did not start: {e}"))?;

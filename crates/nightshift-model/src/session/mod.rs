@@ -3,13 +3,10 @@
 
 pub mod machine;
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// How long a stopped child gets between SIGHUP and SIGKILL, unless the session says otherwise.
-pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(3);
+pub use crate::contract::DEFAULT_STOP_GRACE;
 
 /// A setting switched off, or on with its value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
