@@ -26,6 +26,7 @@
 //! | 7. executors | `loops`, `session` | the actors that own a child and apply their machines' effects |
 //! | 8. the supervisor | `restore`, `supervisor` | the sessions of one process, and bringing a night back after any end |
 //! | 9. surfaces | `control`, `doctor`, `push`, `remote` | what other processes and the user reach: the control socket, the checks before a night, the phone's pushes and its answers |
+//! | 10. the host | `host` | one long-lived process's sessions with their surfaces wired, alike in `run`, `loop`, `restore` and the app |
 //!
 //! The CLI (`src/cli`, `src/main.rs`) and the tray app (`src-tauri`) stand on top of all of them.
 
@@ -40,6 +41,7 @@ pub mod doctor;
 pub mod fence;
 pub mod git;
 pub mod hooks;
+pub mod host;
 pub mod journal;
 pub mod logging;
 pub mod loops;

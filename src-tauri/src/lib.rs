@@ -19,18 +19,16 @@ use std::sync::{Arc, Mutex};
 
 use nightshift::clock::SystemClock;
 use nightshift::config::Config;
-use nightshift::control::ControlServer;
 use nightshift::event::StopKind;
 use nightshift::logging::{self, Stderr};
 use nightshift::paths::Paths;
 use nightshift::store::Store;
-use nightshift::Supervisor;
 use tauri::{Emitter, Manager, RunEvent, WindowEvent};
 
 /// What every command can reach: cloneable handles, no global lock.
 #[derive(Debug)]
 pub struct AppState {
-    pub supervisor: Supervisor,
+    pub supervisor: nightshift::Supervisor,
     pub paths: Paths,
     pub notifier: notify::Notifier,
     pub awake: awake::Awake,
@@ -38,12 +36,11 @@ pub struct AppState {
     pub terminals: terminal::Terminals,
     /// The phone's notifications of this app's own sessions (settings change in place).
     pub push: nightshift::push::Following,
-    /// The phone's answers, heard once they are set up (now, or later in the settings).
-    _answers: nightshift::remote::Listening,
     /// What the tray shows now.
     shown: Mutex<Option<tray::Shown>>,
-    /// Kept for the life of the app; dropping it removes the socket.
-    _control: Mutex<Option<ControlServer>>,
+    /// The control socket and the phone's answers (heard once they are set up, now or later in
+    /// the settings), kept for the life of the app.
+    _host: nightshift::host::Host,
 }
 
 /// Shows and focuses the main window.
@@ -175,36 +172,13 @@ pub fn run() {
             Default::default()
         }
     };
-    let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
-    let socket = paths.control_socket(std::process::id());
-    let control = tauri::async_runtime::block_on(async { ControlServer::bind(&socket, supervisor.clone()) });
-    let control = match control {
-        Ok(server) => {
-            supervisor.set_control_socket(socket);
-            supervisor.set_cli(&cli_path());
-            Some(server)
-        }
-        Err(e) => {
-            tracing::warn!(
-                "no control socket at {}: {e}; `nightshift send/stop` cannot reach this app's sessions",
-                socket.display()
-            );
-            None
-        }
-    };
-    // The phone hears about this app's own sessions (a headless run pushes its own); the window's
-    // settings can set a target later, so the follower runs even without one.
-    let push = tauri::async_runtime::block_on(async {
-        let setup = nightshift::push::load(paths.config_dir.as_deref()).unwrap_or_else(|problem| {
-            tracing::warn!("push notifications are off: {problem}");
-            Default::default()
-        });
-        if setup.settings.configured() {
-            tracing::info!("push notifications are on");
-        }
-        nightshift::push::start(&supervisor, setup, nightshift::push::RETRY_AFTER.to_vec())
+    // The host every long-lived Nightshift process has; the phone follows from the start, as the
+    // window's settings can set a target later (a headless run pushes its own sessions).
+    let host = tauri::async_runtime::block_on(async {
+        nightshift::host::Host::open(&paths, store, Arc::new(SystemClock), &cli_path(), nightshift::host::Phone::Always)
     });
-    let answers = tauri::async_runtime::block_on(async { nightshift::remote::listen(&supervisor, &push) });
+    let supervisor = host.supervisor.clone();
+    let push = host.push.clone().unwrap_or_else(|| fail("the phone's follower did not start".into()));
     let bus = supervisor.subscribe();
     let journal = paths.journal();
     tracing::info!(journal = %journal.display(), "starting the tray app");
@@ -215,9 +189,8 @@ pub fn run() {
         awake: awake::Awake::default(),
         terminals: terminal::Terminals::default(),
         push,
-        _answers: answers,
         shown: Mutex::new(None),
-        _control: Mutex::new(control),
+        _host: host,
     };
 
     let app = tauri::Builder::default()

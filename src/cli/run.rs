@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use nightshift::clock::SystemClock;
-use nightshift::control::ControlServer;
 use nightshift::event::StopKind;
 use nightshift::limits::resume::Policy;
 use nightshift::logging::{self, Stderr};
@@ -245,67 +244,39 @@ const PUSH_FLUSH_WITHIN: Duration = Duration::from_secs(20);
 /// How long a run that ends waits for a slow `--events` reader to take the last lines.
 const EVENTS_FLUSH_WITHIN: Duration = Duration::from_secs(5);
 
-/// What hosts this process's sessions.
+/// What hosts this process's sessions ([`nightshift::host::Host`]), with its `--events` stream.
 pub(super) struct Host {
     pub supervisor: Supervisor,
-    pub control: Option<ControlServer>,
-    pub push: Option<nightshift::push::Following>,
-    /// The phone's answers, heard while the sessions run (with `push.listen` set up).
-    pub answers: Option<nightshift::remote::Listening>,
+    host: nightshift::host::Host,
     /// The `--events` stream, written out as the host finishes.
-    pub events: Option<EventWriter>,
+    events: Option<EventWriter>,
 }
 
 impl Host {
-    /// The sessions are over: the socket goes, the phone's answers are no longer heard, and the
-    /// last notices reach the phone.
+    /// The sessions are over: the socket goes, the phone's answers are no longer heard, the last
+    /// notices reach the phone and the last events their reader.
     pub async fn finish(self) {
-        drop(self.control);
-        drop(self.answers);
-        if let Some(push) = self.push {
-            push.finish(PUSH_FLUSH_WITHIN).await;
-        }
+        self.host.finish(PUSH_FLUSH_WITHIN).await;
         if let Some(events) = self.events {
             let _ = tokio::task::spawn_blocking(move || events.finish(EVENTS_FLUSH_WITHIN)).await;
         }
     }
 }
 
-/// A supervisor for this process's sessions: its control socket (so `nightshift send/stop` and the
-/// app reach them), the statusLine exporter for Claude sessions, the `--events` stream, and the
-/// phone's notifications when `[push]` is configured, with its answers when they are set up (a
-/// bad `[push]` is said and left off: the session matters more than the phone).
+/// A host for this process's sessions, as every long-lived Nightshift process has
+/// ([`nightshift::host`]), with the `--events` stream; the phone only when `[push]` is set up (a
+/// bad one is said and left off: the session matters more than the phone).
 pub(super) fn host(paths: &Paths, store: Store, events: Option<EventWriter>) -> Host {
-    let mut supervisor = Supervisor::new(store, Arc::new(SystemClock));
-    let socket = paths.control_socket(std::process::id());
-    let control = match ControlServer::bind(&socket, supervisor.clone()) {
-        Ok(server) => {
-            supervisor.set_control_socket(socket);
-            if let Ok(exe) = std::env::current_exe() {
-                supervisor.set_cli(&exe);
-            }
-            Some(server)
-        }
-        Err(e) => {
-            tracing::warn!(
-                "no control socket at {}: {e}; `nightshift send/stop` cannot reach this run",
-                socket.display()
-            );
-            None
-        }
-    };
+    let cli = std::env::current_exe().unwrap_or_else(|_| "nightshift".into());
+    let host = nightshift::host::Host::open(paths, store, Arc::new(SystemClock), &cli, nightshift::host::Phone::IfSet);
+    for problem in &host.problems {
+        eprintln!("nightshift: {problem}");
+    }
+    let supervisor = host.supervisor.clone();
     if let Some(writer) = events.clone() {
         supervisor.add_sink(Box::new(move |event| writer.send(event)));
     }
-    let push = match nightshift::push::load(paths.config_dir.as_deref()) {
-        Ok(setup) => nightshift::push::follow(&supervisor, setup),
-        Err(problem) => {
-            eprintln!("nightshift: push notifications are off: {problem}");
-            None
-        }
-    };
-    let answers = push.as_ref().filter(|p| p.answers().is_some()).map(|p| nightshift::remote::listen(&supervisor, p));
-    Host { supervisor, control, push, answers, events }
+    Host { supervisor, host, events }
 }
 
 async fn supervise(
