@@ -105,6 +105,7 @@ impl From<nightshift::supervisor::build::BuildError> for UiError {
             BuildError::Config(e) => e.into(),
             BuildError::Switch(e) => Self::new(Code::BadSwitch, e.to_string()),
             BuildError::Sandbox(message) => Self::new(Code::NoSandbox, message),
+            BuildError::Loop(e) => Self::new(Code::BadLoop, e.to_string()),
             e @ (BuildError::Guard(_) | BuildError::Setting(_)) => Self::new(Code::BadForm, e.to_string()),
         }
     }

@@ -1,7 +1,6 @@
 //! `nightshift loop`: a fresh headless session per task until the tasks, the budget or the night
 //! run out; `nightshift loop stop|halt [LOOP]` leaves it a marker.
 
-use nightshift::loops::Prepare as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -180,42 +179,42 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
         max_wall_clock_secs: args.max_wall_clock.map(|d| d.as_secs_f64()),
         harness_args: args.harness_args,
     };
-    let (mut spec, warnings) = request.plan(&here, &paths.state_dir)?;
-    spec.account = args.accounts.resolve(&paths, spec.agent)?;
-    for warning in warnings {
+    let ask = nightshift::supervisor::build::LoopAsk {
+        request,
+        account: args.accounts.choice(),
+        pace: args.pace.settings()?,
+        sandbox: args.no_sandbox.then_some(false),
+        fence: args.network.network,
+        allow_hosts: args.network.allow_host.clone(),
+    };
+    let (mut spec, warnings) = nightshift::supervisor::build::build_loop(&paths, &here, ask, |settings| {
+        *settings = Settings {
+            max_retries: args.max_retries,
+            retry_first: args.retry_first,
+            retry_cap: args.retry_cap,
+            probe_every: args.probe_every,
+            limit_margin: args.limit_margin,
+            ..settings.clone()
+        };
+    })?;
+    for warning in &warnings {
         eprintln!("nightshift: warning: {warning}");
     }
-    spec.settings = Settings {
-        max_retries: args.max_retries,
-        retry_first: args.retry_first,
-        retry_cap: args.retry_cap,
-        probe_every: args.probe_every,
-        limit_margin: args.limit_margin,
-        ..spec.settings
-    };
-    let config = nightshift::config::Config::load(paths.config_dir.as_deref())?;
-    spec.settings.pace = args.pace.settings()?.unwrap_or(config.pace);
-    spec.canary_checked(&config.canary, &paths.state_dir).map_err(anyhow::Error::msg)?;
-    let asked = args.no_sandbox.then_some(false);
-    let note = spec.sandboxed(&config.sandbox, asked).map_err(anyhow::Error::msg)?;
-    if let Some(sandbox) = &mut spec.sandbox {
-        sandbox.fenced(args.network.network, &args.network.allow_host).map_err(anyhow::Error::msg)?;
-    }
-    match note {
-        Some(note) => eprintln!("nightshift: warning: the agent is {note}"),
-        None if spec.sandbox.is_some() => {
-            eprintln!("nightshift: each iteration is {}", spec.sandbox.as_ref().expect("set").describe(spec.agent))
-        }
-        None => {}
+    if let Some(sandbox) = &spec.sandbox {
+        eprintln!("nightshift: each iteration is {}", sandbox.describe(spec.agent));
     }
     let events = open_events(args.events.as_deref())?;
     let begin = args.schedule.begin(&store, spec.account.as_ref().map(|a| a.name.as_str()), spec.agent)?;
     // Made last, once nothing else can refuse the start: a refused one leaves no worktree behind.
     if args.worktree.is_some() || args.worktree_per_task {
-        let root =
-            nightshift::supervisor::build::worktree_root(paths.config_dir.as_deref()).map_err(anyhow::Error::msg)?;
         let name = args.worktree.as_deref().unwrap_or_default();
-        spec.isolate(&root, name, args.worktree_per_task).map_err(anyhow::Error::msg)?;
+        nightshift::supervisor::build::loop_in_worktrees(
+            &mut spec,
+            paths.config_dir.as_deref(),
+            name,
+            args.worktree_per_task,
+        )
+        .map_err(anyhow::Error::msg)?;
         for project in &spec.projects {
             match &project.isolation {
                 nightshift::contract::Isolation::Worktree(w) => {

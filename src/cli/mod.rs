@@ -229,20 +229,4 @@ impl AccountArgs {
             (None, None) => AccountChoice::Default,
         }
     }
-
-    /// The account they name for `agent`'s session, if either.
-    fn resolve(
-        &self,
-        paths: &nightshift::paths::Paths,
-        agent: nightshift::AgentKind,
-    ) -> anyhow::Result<Option<nightshift::agent::Account>> {
-        use nightshift::supervisor::build::AccountChoice;
-        Ok(match self.choice() {
-            AccountChoice::Named(name) => {
-                Some(nightshift::config::Config::load(paths.config_dir.as_deref())?.account(&name, agent)?)
-            }
-            AccountChoice::Dir(dir) => Some(nightshift::config::account_from_dir(agent, &dir)?),
-            AccountChoice::Default => None,
-        })
-    }
 }

@@ -111,6 +111,79 @@ pub enum BuildError {
     /// The agent's sandbox cannot run, or cannot be had.
     #[error("{0}")]
     Sandbox(String),
+    /// The loop cannot run as asked.
+    #[error(transparent)]
+    Loop(#[from] crate::loops::LoopError),
+}
+
+impl AccountChoice {
+    /// The account it names for `agent`'s session, if it names one (`config` read only then).
+    pub fn resolve(
+        self,
+        agent: AgentKind,
+        config: impl FnOnce() -> Result<Config, ConfigError>,
+    ) -> Result<Option<crate::agent::Account>, ConfigError> {
+        Ok(match self {
+            AccountChoice::Default => None,
+            AccountChoice::Named(name) => Some(config()?.account(&name, agent)?),
+            AccountChoice::Dir(dir) => Some(crate::config::account_from_dir(agent, &dir)?),
+        })
+    }
+}
+
+/// What a user asks for when starting a loop, beyond its plan ([`crate::loops::LoopRequest`]).
+#[derive(Debug, Clone, Default)]
+pub struct LoopAsk {
+    pub request: crate::loops::LoopRequest,
+    pub account: AccountChoice,
+    /// The pace its iterations keep; `None`: `[pace]` in config.toml.
+    pub pace: Option<crate::limits::pace::PaceSettings>,
+    /// `--no-sandbox`; `None`: as `[sandbox]` says (a loop is unattended work: sandboxed).
+    pub sandbox: Option<bool>,
+    /// Its network fence (`--network`); `None`: as `[sandbox] fence` says.
+    pub fence: Option<crate::agent::Fence>,
+    /// Hosts it may reach besides the fence's own (`--allow-host`).
+    pub allow_hosts: Vec<String>,
+}
+
+/// A loop as the command line and the window both build it: planned in `here` (a relative tasks
+/// file or project is read from there), under its account, paced, checked by the canary when that
+/// is required, in its sandbox and fence. `tweak` changes its settings first (the CLI's retry
+/// ladder). Returns what to warn of too, a line each.
+pub fn build_loop(
+    paths: &Paths,
+    here: &Path,
+    ask: LoopAsk,
+    tweak: impl FnOnce(&mut crate::loops::machine::Settings),
+) -> Result<(crate::loops::LoopSpec, Vec<String>), BuildError> {
+    use crate::loops::Prepare as _;
+    let (mut spec, mut warnings) = ask.request.plan(here, &paths.state_dir)?;
+    let config = Config::load(paths.config_dir.as_deref())?;
+    spec.account = ask.account.resolve(spec.agent, || Ok(config.clone()))?;
+    tweak(&mut spec.settings);
+    spec.settings.pace = ask.pace.unwrap_or(config.pace);
+    spec.canary_checked(&config.canary, &paths.state_dir).map_err(BuildError::Setting)?;
+    if let Some(note) = spec.sandboxed(&config.sandbox, ask.sandbox).map_err(BuildError::Sandbox)? {
+        warnings.push(format!("the agent is {note}"));
+    }
+    if let Some(sandbox) = &mut spec.sandbox {
+        sandbox.fenced(ask.fence, &ask.allow_hosts).map_err(BuildError::Sandbox)?;
+    }
+    Ok((spec, warnings))
+}
+
+/// Makes `spec`'s iterations work in worktrees, where `config.toml`'s `[worktree] dir` says: one
+/// for the loop (`name`, its branch `nightshift/<name>`; a random one when empty), or a new one per
+/// task. Done last before a start (or a schedule), as [`in_worktree`] is.
+pub fn loop_in_worktrees(
+    spec: &mut crate::loops::LoopSpec,
+    config_dir: Option<&Path>,
+    name: &str,
+    per_task: bool,
+) -> Result<(), String> {
+    use crate::loops::Prepare as _;
+    let root = worktree_root(config_dir)?;
+    spec.isolate(&root, name, per_task)
 }
 
 /// Where worktrees are made: `config.toml`'s `[worktree] dir`, else the XDG data folder's.
@@ -176,11 +249,7 @@ pub fn build(
         }
         Ok(loaded.clone().expect("loaded just now"))
     };
-    let account = match request.account {
-        AccountChoice::Default => None,
-        AccountChoice::Named(name) => Some(config()?.account(&name, agent)?),
-        AccountChoice::Dir(dir) => Some(crate::config::account_from_dir(agent, &dir)?),
-    };
+    let account = request.account.resolve(agent, &mut config)?;
     if let Some(at) = request.switch_accounts {
         if agent == AgentKind::Codex && !request.hooks {
             return Err(BuildError::Switch(ConfigError::Account(
@@ -409,6 +478,31 @@ mod tests {
         assert!(build(&d.paths, request(&d, &["bash"]), |_| Ok(())).is_ok(), "a generic agent has no canary");
         let off = dirs("");
         assert!(build(&off.paths, request(&off, &[&program]), |_| Ok(())).is_ok(), "not required: it starts");
+    }
+
+    #[test]
+    fn a_loop_is_built_alike_for_the_command_line_and_the_window() {
+        let d = dirs("[pace]\nweekly_pace = 5\n");
+        let ask = |account: AccountChoice| LoopAsk {
+            request: crate::loops::LoopRequest { prompt: Some("tidy up".into()), ..Default::default() },
+            account,
+            sandbox: Some(false),
+            ..LoopAsk::default()
+        };
+        let project = d.tmp.path().join("project");
+        std::fs::create_dir(&project).unwrap();
+        let (spec, warnings) =
+            build_loop(&d.paths, &project, ask(AccountChoice::Default), |s| s.max_retries = 4).expect("a loop here");
+        assert_eq!(spec.projects[0].cwd, project);
+        assert_eq!(spec.settings.max_retries, 4, "the command line's ladder");
+        assert_eq!(spec.settings.pace.weekly_pace, Some(5.0), "config.toml's pace when none is asked");
+        assert!(spec.sandbox.is_none() && warnings.is_empty(), "as asked: {warnings:?}");
+        let e = build_loop(&d.paths, &project, ask(AccountChoice::Named("work".into())), |_| {}).unwrap_err();
+        assert!(matches!(e, BuildError::Config(_)) && e.to_string().contains("no account `work`"), "{e}");
+        let mut neither = ask(AccountChoice::Default);
+        neither.request.prompt = None;
+        let e = build_loop(&d.paths, &project, neither, |_| {}).unwrap_err();
+        assert!(matches!(e, BuildError::Loop(crate::loops::LoopError::NoTask)), "{e}");
     }
 
     #[test]

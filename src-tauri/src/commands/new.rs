@@ -2,7 +2,6 @@
 
 use super::*;
 use nightshift::contract::Armed;
-use nightshift::loops::Prepare as _;
 
 /// The New session form.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -110,16 +109,6 @@ pub fn session_contract(state: &AppState, request: NewSession) -> Result<Armed, 
     Ok(build(&state.paths, built, |_| Ok(()))?)
 }
 
-/// The account the form names for `agent`'s session, if it names one.
-fn account(
-    state: &AppState,
-    name: Option<&str>,
-    agent: AgentKind,
-) -> Result<Option<nightshift::agent::Account>, UiError> {
-    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
-    Ok(Some(Config::load(state.paths.config_dir.as_deref())?.account(name, agent)?))
-}
-
 /// The account names of `config.toml`, for the New session form's picker.
 #[tauri::command]
 pub fn accounts(state: State<'_, AppState>) -> Result<Vec<String>, UiError> {
@@ -171,9 +160,9 @@ pub fn loop_in_worktrees(
     form: &NewLoop,
 ) -> Result<nightshift::loops::LoopSpec, UiError> {
     if form.worktree || form.worktree_per_task {
-        let root = nightshift::supervisor::build::worktree_root(state.paths.config_dir.as_deref())
+        let dir = state.paths.config_dir.as_deref();
+        nightshift::supervisor::build::loop_in_worktrees(&mut spec, dir, "", form.worktree_per_task)
             .map_err(|e| UiError::new(Code::BadCwd, e))?;
-        spec.isolate(&root, "", form.worktree_per_task).map_err(|e| UiError::new(Code::BadCwd, e))?;
     }
     Ok(spec)
 }
@@ -217,8 +206,9 @@ pub async fn new_loop(app: AppHandle, state: State<'_, AppState>, request: NewLo
     Ok(Started { id: handle.id().to_string() })
 }
 
-/// What the loop form describes, checked.
+/// What the loop form describes, checked as the command line's `loop` is.
 pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops::LoopSpec, UiError> {
+    use nightshift::supervisor::build::{build_loop, AccountChoice, LoopAsk};
     let cwd = PathBuf::from(expand_home(request.cwd.trim(), std::env::var("HOME").ok().as_deref()));
     if !cwd.is_absolute() {
         return Err(UiError::new(Code::BadCwd, format!("{}: give the full path of the directory", cwd.display())));
@@ -230,30 +220,27 @@ pub fn loop_spec(state: &AppState, request: NewLoop) -> Result<nightshift::loops
     let harness_args = shlex::split(request.harness_args.trim()).ok_or_else(|| {
         UiError::new(Code::BadArgs, "the agent's flags have an unclosed quote; close it and try again")
     })?;
-    let ask = nightshift::loops::LoopRequest {
-        agent,
-        tasks: request.tasks.filter(|t| !t.trim().is_empty()).map(|t| PathBuf::from(t.trim())),
-        prompt: request.prompt.filter(|p| !p.trim().is_empty()),
-        max_iterations: request.max_iterations,
-        max_cost_usd: request.max_cost_usd,
-        max_tokens: request.max_tokens,
-        harness_args,
-        ..nightshift::loops::LoopRequest::default()
+    let ask = LoopAsk {
+        request: nightshift::loops::LoopRequest {
+            agent,
+            tasks: request.tasks.filter(|t| !t.trim().is_empty()).map(|t| PathBuf::from(t.trim())),
+            prompt: request.prompt.filter(|p| !p.trim().is_empty()),
+            max_iterations: request.max_iterations,
+            max_cost_usd: request.max_cost_usd,
+            max_tokens: request.max_tokens,
+            harness_args,
+            ..nightshift::loops::LoopRequest::default()
+        },
+        account: match request.account.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+            Some(name) => AccountChoice::Named(name.to_string()),
+            None => AccountChoice::Default,
+        },
+        // The pace (the settings' "Pacing the night"), the sandbox and its fence as config.toml says.
+        ..LoopAsk::default()
     };
-    let (mut spec, warnings) =
-        ask.plan(&cwd, &state.paths.state_dir).map_err(|e| UiError::new(Code::BadLoop, e.to_string()))?;
-    spec.account = account(state, request.account.as_deref(), spec.agent)?;
+    let (spec, warnings) = build_loop(&state.paths, &cwd, ask, |_| {})?;
     for warning in warnings {
         tracing::warn!("{warning}");
-    }
-    // A loop is unattended work: sandboxed unless `[sandbox]` says otherwise.
-    let config =
-        Config::load(state.paths.config_dir.as_deref()).map_err(|e| UiError::new(Code::Config, e.to_string()))?;
-    spec.canary_checked(&config.canary, &state.paths.state_dir).map_err(|e| UiError::new(Code::BadLoop, e))?;
-    // The night's pace, as the settings' "Pacing the night" keeps it.
-    spec.settings.pace = config.pace;
-    if let Some(note) = spec.sandboxed(&config.sandbox, None).map_err(|e| UiError::new(Code::BadLoop, e))? {
-        tracing::warn!("the loop's agent is {note}");
     }
     Ok(spec)
 }
