@@ -208,33 +208,10 @@ pub fn replay(
 fn pieced(row: &Row, events: &[Event]) -> Option<Contract> {
     let (program, args) = row.command.split_first()?;
     let agent = row.agent.parse().unwrap_or(crate::agent::AgentKind::Generic);
-    let (args, prompt) = agent.split_prompt(program, args);
-    let mut t = Terminal {
-        program: program.clone(),
-        args,
-        prompt,
-        cwd: row.cwd.clone().into(),
-        cols: crate::screen::PtySize::default().cols,
-        rows: crate::screen::PtySize::default().rows,
-        preset: row.preset.clone(),
-        respawn: None,
-        respawn_until: None,
-        auto_resume: None,
-        window_guard: crate::limits::WindowGuard::default(),
-        pace: Default::default(),
-        budget: crate::breaker::Budget::default(),
-        switch: None,
-        guard: false,
-        guard_file: None,
-        hooks: true,
-        adapter: None,
-        quiet: crate::detect::DetectConfig::default().quiet,
-        stop_grace: crate::session::DEFAULT_STOP_GRACE,
-        worktree: None,
-        // It ran without one then.
-        sandbox: None,
-        unsandboxed: None,
-    };
+    let size = crate::screen::PtySize::default();
+    // It ran without a sandbox then.
+    let mut t = Terminal::new(agent, program.clone(), args, row.cwd.clone().into(), (size.cols, size.rows));
+    t.preset.clone_from(&row.preset);
     for event in events {
         match &event.kind {
             // 0.1.0 journalled no settings: the row's built-in preset, from when it was armed.
