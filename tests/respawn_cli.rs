@@ -42,9 +42,12 @@ fn a_command_that_keeps_failing_trips_the_crash_loop_breaker_until_reset() {
         events().into_iter().find(|e| e["event"] == "breaker" && e["breaker"] == "crash_loop" && e["state"] == "open")
     });
     assert!(open["reason"].as_str().unwrap().contains("5 lives in a row ended within a minute"), "{open}");
+    // The session's state follows the breaker's event, a line later in the stream.
+    wait_for("the session's state to say so", Duration::from_secs(10), || {
+        events().iter().any(|e| e["state"] == "breaker_open").then_some(())
+    });
     let evs = events();
     assert_eq!(count(&evs, |e| e["state"] == "exited"), 5, "five exits, then no more restarts");
-    assert!(evs.iter().any(|e| e["state"] == "breaker_open"));
     std::thread::sleep(Duration::from_secs(5));
     let evs = events();
     assert_eq!(count(&evs, |e| e["state"] == "exited"), 5, "no restart while the breaker is open");
