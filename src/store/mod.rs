@@ -16,6 +16,8 @@
 //! - `rows`: the rows as the rest of Nightshift reads them;
 //! - `worktrees`: the worktrees sessions worked in.
 
+mod owners;
+mod phone;
 mod rows;
 mod schema;
 mod worktrees;
@@ -222,28 +224,6 @@ impl Store {
         Ok(taken == 1)
     }
 
-    /// Claims `claim` (a phone token's nonce, or a message's id) for process `pid`: false when it
-    /// was claimed before, by this process or another (one statement, so two processes listening
-    /// on one topic never both take it).
-    pub fn claim_phone(&mut self, claim: &str, pid: u32, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let taken = self.conn.execute(
-            "INSERT INTO phone_claims (claim, claimed, claimed_by) VALUES (?1, ?2, ?3)
-             ON CONFLICT (claim) DO NOTHING",
-            params![claim, format_ts(now), pid],
-        )?;
-        Ok(taken == 1)
-    }
-
-    /// Whether `claim` was claimed already (a look, not a claim: a press refused for its dialog is
-    /// told apart from a replay of one used).
-    pub fn phone_claimed(&self, claim: &str) -> Result<bool, StoreError> {
-        let found = self
-            .conn
-            .query_row("SELECT 1 FROM phone_claims WHERE claim = ?1", params![claim], |_| Ok(()))
-            .optional()?;
-        Ok(found.is_some())
-    }
-
     /// What session `id` was armed with: its latest `contract` event (`None` for a session from
     /// before contracts were journalled).
     pub fn contract(&self, id: &str) -> Result<Option<crate::contract::Contract>, StoreError> {
@@ -253,52 +233,6 @@ impl Store {
                 _ => None,
             }
         }))
-    }
-
-    /// Claims `claim` for process `pid` if nobody claimed it within `every` before `now` (one
-    /// statement: of processes racing, one wins): what is done at most once in a while by all of
-    /// them together (answering a stranger's message).
-    pub fn claim_phone_every(
-        &mut self,
-        claim: &str,
-        every: chrono::Duration,
-        pid: u32,
-        now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let taken = self.conn.execute(
-            "INSERT INTO phone_claims (claim, claimed, claimed_by) VALUES (?1, ?2, ?3)
-             ON CONFLICT (claim) DO UPDATE SET claimed = excluded.claimed, claimed_by = excluded.claimed_by
-             WHERE phone_claims.claimed <= ?4",
-            params![claim, format_ts(now), pid, format_ts(now - every)],
-        )?;
-        Ok(taken == 1)
-    }
-
-    /// Forgets the claims made before `before`: no token lives that long, and no message that old is
-    /// asked for again, so the table stays small however long a flood lasts.
-    pub fn prune_phone_claims(&mut self, before: DateTime<Utc>) -> Result<usize, StoreError> {
-        Ok(self.conn.execute("DELETE FROM phone_claims WHERE claimed < ?1", params![format_ts(before)])?)
-    }
-
-    /// Where listen topic `topic` (its fingerprint) was read to: the last message's id and time.
-    pub fn phone_cursor(&self, topic: &str) -> Result<Option<(String, i64)>, StoreError> {
-        let found = self
-            .conn
-            .query_row("SELECT last_id, time FROM phone_cursor WHERE topic = ?1", params![topic], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
-        Ok(found)
-    }
-
-    /// Listen topic `topic` was read to message `id`, of `time` (never moves back in time).
-    pub fn set_phone_cursor(&mut self, topic: &str, id: &str, time: i64) -> Result<(), StoreError> {
-        self.conn.execute(
-            "INSERT INTO phone_cursor (topic, last_id, time) VALUES (?1, ?2, ?3)
-             ON CONFLICT (topic) DO UPDATE SET last_id = ?2, time = ?3 WHERE time <= ?3",
-            params![topic, id, time],
-        )?;
-        Ok(())
     }
 
     /// Takes over session `id`'s schedule from process `stale`, which claimed it and died before
@@ -317,15 +251,6 @@ impl Store {
     pub fn set_account(&mut self, id: &str, name: &str, dir: &str) -> Result<(), StoreError> {
         self.conn
             .execute("UPDATE sessions SET account = ?2, account_dir = ?3 WHERE id = ?1", params![id, name, dir])?;
-        Ok(())
-    }
-
-    /// A lost session taken over by process `owner_pid` (it restarts the agent).
-    pub fn adopt_session(&mut self, id: &str, owner_pid: u32, control_socket: Option<&str>) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE sessions SET owner_pid = ?2, control_socket = ?3, ended = NULL, kept = NULL WHERE id = ?1",
-            params![id, owner_pid, control_socket],
-        )?;
         Ok(())
     }
 
@@ -439,25 +364,6 @@ impl Store {
         )?;
         let rows = stmt.query_map(params![session, names], stored_event)?.collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
-    }
-
-    /// Takes a session whose Nightshift is gone over for process `pid` (with its control socket),
-    /// if its owner is still `was` (another process did not take it first). True when it did: of
-    /// two processes restoring at once (the app and `nightshift restore` at login), exactly one
-    /// starts the agent again.
-    pub fn claim_session(
-        &mut self,
-        id: &str,
-        was: Option<i64>,
-        pid: u32,
-        control_socket: Option<&str>,
-    ) -> Result<bool, StoreError> {
-        let n = self.conn.execute(
-            "UPDATE sessions SET owner_pid = ?3, control_socket = ?4, ended = NULL, kept = NULL
-             WHERE id = ?1 AND owner_pid IS ?2 AND state NOT IN ('exited', 'failed')",
-            params![id, was, pid, control_socket],
-        )?;
-        Ok(n == 1)
     }
 
     /// The id of the newest event (0 when there is none): where a live follower starts.

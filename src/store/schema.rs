@@ -143,6 +143,13 @@ fn steps() -> Vec<M<'static>> {
         ),
         // The tokens a sample's total stood at (Codex reports tokens and no cost: its spend is these).
         M::up("ALTER TABLE usage_samples ADD COLUMN tokens INTEGER;"),
+        // Ownership as a lease: when the owner last said it still runs the session (a hung owner
+        // stops saying so, and another process adopts the session), and the terminal a `nightshift
+        // run` was started from (told where its session went when another process adopts it).
+        M::up(
+            "ALTER TABLE sessions ADD COLUMN lease TEXT;
+            ALTER TABLE sessions ADD COLUMN terminal TEXT;",
+        ),
     ]
 }
 
