@@ -15,6 +15,7 @@ impl Processes for Linux {
     fn is_nightshift(pid: i64) -> bool {
         Self::alive(pid)
             && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.starts_with("nightshift"))
+            && !dead(pid)
     }
 
     fn started_with(pid: u32, variable: &str, value: &str) -> bool {
@@ -25,9 +26,43 @@ impl Processes for Linux {
     }
 }
 
+/// Whether `pid` has ended and waits only to be reaped (a zombie): a Nightshift killed a moment
+/// ago is gone, though its parent has not reaped it yet.
+fn dead(pid: i64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command's name, which may hold any character but ends with the last ')'.
+    stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nightshift_killed_but_not_yet_reaped_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("nightshift-zombie");
+        std::fs::copy("/bin/sleep", &exe).unwrap();
+        let mut child = std::process::Command::new(&exe).arg("60").spawn().unwrap();
+        let pid = i64::from(child.id());
+        for _ in 0..200 {
+            if Linux::is_nightshift(pid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(Linux::is_nightshift(pid), "running: alive");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::SIGKILL).unwrap();
+        // Not reaped yet: a zombie, which is no Nightshift any more.
+        for _ in 0..200 {
+            if dead(pid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(Linux::alive(pid) && !Linux::is_nightshift(pid), "killed, unreaped: gone");
+        child.wait().unwrap();
+    }
 
     #[test]
     fn this_process_is_alive_and_known_by_its_environment() {
