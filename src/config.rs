@@ -81,6 +81,45 @@ pub struct Config {
     /// Sleeping through long waits (`[sleep] min_wait = 1800`).
     #[serde(default, skip_serializing_if = "SleepConfig::is_default")]
     pub sleep: SleepConfig,
+    /// Taking over sessions whose Nightshift died or hung (`[adoption] lease = 60`).
+    #[serde(default, skip_serializing_if = "AdoptionSettings::is_default")]
+    pub adoption: AdoptionSettings,
+}
+
+/// The lease when `[adoption] lease` does not say: a minute.
+pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How long a Nightshift process may go without renewing its lease on its sessions before another
+/// takes them over (see [`crate::supervisor::adopt`]). Seconds, 10 at the least; one whose process
+/// is gone is taken over at once whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdoptionSettings {
+    #[serde(serialize_with = "crate::clock::secs::serialize", deserialize_with = "lease")]
+    pub lease: std::time::Duration,
+}
+
+impl Default for AdoptionSettings {
+    fn default() -> Self {
+        Self { lease: DEFAULT_LEASE }
+    }
+}
+
+impl AdoptionSettings {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// A lease of at least 10 s: shorter, a busy machine would lose its own sessions.
+fn lease<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+    let secs = f64::deserialize(d)?;
+    if !(secs.is_finite() && (10.0..=86_400.0).contains(&secs)) {
+        return Err(serde::de::Error::custom(format!(
+            "a lease of {secs} s: give between 10 and 86400 seconds (60 by default)"
+        )));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// When the night lets the machine sleep through a wait, and wakes it for its end (see

@@ -187,6 +187,8 @@ pub enum HappeningKind {
     LimitOver,
     /// Nightshift brought the session back after its own end.
     Restored,
+    /// A running Nightshift took the session over when its own died or hung.
+    Adopted,
     Slept,
     PushFailed,
     /// A phone's button was pressed: applied, or refused and why.

@@ -26,6 +26,17 @@ pub enum Phone {
     Always,
 }
 
+/// What a process is to the night: its phone, its name in the journal, whether it adopts.
+#[derive(Debug, Clone, Copy)]
+pub struct Role {
+    pub phone: Phone,
+    /// How the journal names it (`the tray app`, `nightshift keep`), with its pid after.
+    pub name: &'static str,
+    /// Whether it takes over the sessions of a Nightshift process that died or hung (see
+    /// [`crate::supervisor::adopt`]); every process keeps the lease on its own either way.
+    pub adopts: bool,
+}
+
 /// One process's sessions and their surfaces.
 #[derive(Debug)]
 pub struct Host {
@@ -38,12 +49,15 @@ pub struct Host {
     control: Option<ControlServer>,
     /// The phone's answers, heard while the sessions run.
     answers: Option<Listening>,
+    /// The lease on this process's sessions, and the adoption of others'.
+    night: tokio::task::JoinHandle<()>,
 }
 
 impl Host {
     /// The host of this process on `store`, its sessions' hooks and statusLine run as `cli`.
     /// Needs the Tokio runtime (the socket's server, the phone's tasks).
-    pub fn open(paths: &Paths, store: Store, clock: Arc<dyn Clock>, cli: &Path, phone: Phone) -> Self {
+    pub fn open(paths: &Paths, store: Store, clock: Arc<dyn Clock>, cli: &Path, role: Role) -> Self {
+        let phone = role.phone;
         let mut supervisor = Supervisor::new(store, clock);
         let mut problems = Vec::new();
         let socket = paths.control_socket(std::process::id());
@@ -77,12 +91,20 @@ impl Host {
             .as_ref()
             .filter(|p| phone == Phone::Always || p.answers().is_some())
             .map(|p| crate::remote::listen(&supervisor, p));
-        Self { supervisor, push, problems, control, answers }
+        let lease =
+            crate::config::Config::load(paths.config_dir.as_deref()).map(|c| c.adoption.lease).unwrap_or_else(|e| {
+                problems.push(format!("{e}; the lease on sessions is the default one"));
+                crate::supervisor::adopt::LEASE
+            });
+        let by = format!("{} (process {})", role.name, std::process::id());
+        let night = supervisor.keep_night(crate::supervisor::Adoption { by, lease, adopts: role.adopts });
+        Self { supervisor, push, problems, control, answers, night }
     }
 
     /// The sessions are over: the socket goes, the phone's answers are no longer heard, and the
     /// last notices reach the phone (waiting at most `within`).
     pub async fn finish(self, within: Duration) {
+        self.night.abort();
         drop(self.control);
         drop(self.answers);
         if let Some(push) = self.push {

@@ -34,6 +34,18 @@ struct Shared {
     bus: broadcast::Sender<Event>,
     sinks: Mutex<Vec<EventSink>>,
     failing: Mutex<Option<Failing>>,
+    lease: Mutex<Lease>,
+}
+
+/// This process's lease on the sessions it owns (see [`crate::supervisor::adopt`]).
+#[derive(Default)]
+struct Lease {
+    /// When it was last renewed, on the monotonic clock, and how often it is renewed; `None` while
+    /// nothing keeps it (such a process always owns its sessions).
+    renewed: Option<(std::time::Instant, std::time::Duration)>,
+    /// Its sessions another process took over while this one did not renew: nothing more of
+    /// theirs is journalled here.
+    lost: std::collections::HashSet<SessionId>,
 }
 
 /// Journal writes are failing: since when, how many events are lost, and the first error.
@@ -72,6 +84,7 @@ impl Journal {
             bus,
             sinks: Mutex::new(Vec::new()),
             failing: Mutex::new(None),
+            lease: Mutex::new(Lease::default()),
         };
         Self { shared: Arc::new(shared) }
     }
@@ -100,9 +113,75 @@ impl Journal {
         self.emit(session, EventKind::Usage { sample: sample.clone() });
     }
 
-    /// Journals an event of `session`, then tells the sinks and the bus.
+    /// Renews this process's lease on its sessions (renewed again within `every`). Returns those of
+    /// `mine` (the sessions it runs) that another process has taken over: from now on nothing of
+    /// theirs is journalled here, and the caller stands them down.
+    pub fn renew_lease(
+        &self,
+        every: std::time::Duration,
+        mine: &[SessionId],
+    ) -> Result<Vec<SessionId>, crate::store::StoreError> {
+        let mut lease = lock(&self.shared.lease);
+        let owned = self.write(|s| s.renew_leases(std::process::id(), self.now()))?;
+        let lost: Vec<SessionId> = mine.iter().filter(|id| !owned.iter().any(|o| o == id.as_str())).cloned().collect();
+        lease.lost.extend(lost.iter().cloned());
+        lease.renewed = Some((crate::clock::mono_now(), every));
+        Ok(lost)
+    }
+
+    /// Whether this process still owns `session`. Cheap while its lease is renewed on time; after
+    /// a stall longer than two renewals (the process was stopped, or starved), the journal is read
+    /// first: another process may have taken the session over since. A session lost so stays lost.
+    pub fn owns(&self, session: &SessionId) -> bool {
+        let stalled = {
+            let lease = lock(&self.shared.lease);
+            if lease.lost.contains(session) {
+                return false;
+            }
+            lease.renewed.is_some_and(|(at, every)| crate::clock::mono_now().saturating_duration_since(at) > every * 2)
+        };
+        if !stalled {
+            return true;
+        }
+        let me = i64::from(std::process::id());
+        match self.write(|s| s.owner_of(session.as_str())) {
+            Ok((Some(owner), _)) if owner != me => {
+                tracing::warn!(session = %session, owner, "another Nightshift took the session over while this one stalled");
+                lock(&self.shared.lease).lost.insert(session.clone());
+                false
+            }
+            // Still ours (or the journal cannot say): renewed now, before anything else is done.
+            _ => {
+                let every = lock(&self.shared.lease).renewed.map(|(_, every)| every).unwrap_or_default();
+                match self.renew_lease(every, std::slice::from_ref(session)) {
+                    Ok(lost) => lost.is_empty(),
+                    Err(e) => {
+                        tracing::warn!("could not renew the lease on this process's sessions: {e}");
+                        true
+                    }
+                }
+            }
+        }
+    }
+
+    /// Notes that this process took `session` (back) over: it journals it again.
+    pub fn regain(&self, session: &SessionId) {
+        lock(&self.shared.lease).lost.remove(session);
+    }
+
+    /// Notes that another process took `session` over: nothing more of it is journalled here.
+    pub fn disown(&self, session: &SessionId) {
+        lock(&self.shared.lease).lost.insert(session.clone());
+    }
+
+    /// Journals an event of `session`, then tells the sinks and the bus (nothing, for a session
+    /// another process took over: see [`Journal::owns`]).
     pub fn emit(&self, session: &SessionId, kind: EventKind) -> Event {
         let event = Event { ts: self.shared.clock.now(), session: session.clone(), kind };
+        if lock(&self.shared.lease).lost.contains(session) {
+            tracing::debug!(session = %session, event = event.kind.name(), "not journalled: another process runs it");
+            return event;
+        }
         let written = lock(&self.shared.writer).record(&event);
         let recovered = {
             let mut failing = lock(&self.shared.failing);

@@ -173,6 +173,7 @@ mod tests {
             kept: None,
             account: None,
             account_dir: None,
+            lease: None,
         }
     }
 

@@ -294,7 +294,7 @@ fn the_restore_service_is_enabled_and_disabled_with_systemctl() {
     let unit = config.join("systemd/user/nightshift-restore.service");
     let text = std::fs::read_to_string(&unit).unwrap();
     let exec = text.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
-    assert!(exec.contains(common::bin().to_str().unwrap()) && exec.contains(" restore"), "{exec}");
+    assert!(exec.contains(common::bin().to_str().unwrap()) && exec.ends_with(" restore --keep"), "{exec}");
     assert!(text.contains("Restart=on-failure") && text.contains("WantedBy=default.target"), "{text}");
     let logged = std::fs::read_to_string(&calls).unwrap();
     assert!(

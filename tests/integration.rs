@@ -7,6 +7,7 @@ mod common;
 mod mock_api;
 
 mod accounts;
+mod adoption;
 mod attach;
 mod bad_files;
 mod cli;

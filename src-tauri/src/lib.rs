@@ -175,7 +175,9 @@ pub fn run() {
     // The host every long-lived Nightshift process has; the phone follows from the start, as the
     // window's settings can set a target later (a headless run pushes its own sessions).
     let host = tauri::async_runtime::block_on(async {
-        nightshift::host::Host::open(&paths, store, Arc::new(SystemClock), &cli_path(), nightshift::host::Phone::Always)
+        let role =
+            nightshift::host::Role { phone: nightshift::host::Phone::Always, name: "the tray app", adopts: true };
+        nightshift::host::Host::open(&paths, store, Arc::new(SystemClock), &cli_path(), role)
     });
     let supervisor = host.supervisor.clone();
     let push = host.push.clone().unwrap_or_else(|| fail("the phone's follower did not start".into()));

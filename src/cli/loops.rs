@@ -243,7 +243,8 @@ async fn supervise(
     events: Option<super::run::EventWriter>,
     begin: super::schedule::Begin,
 ) -> anyhow::Result<ExitCode> {
-    let host = host(&paths, store, events);
+    let role = nightshift::host::Role { phone: nightshift::host::Phone::IfSet, name: "nightshift loop", adopts: false };
+    let host = host(&paths, store, events, role);
     let _suspends = host.supervisor.watch_suspends();
     let sleep = super::awake::sleep_config(&paths);
     let handle = match begin {

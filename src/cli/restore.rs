@@ -30,6 +30,11 @@ pub struct Args {
     /// Write every event as a JSON line to PATH (appending), or to stdout with `-`
     #[arg(long, value_name = "PATH|-", value_hint = clap::ValueHint::FilePath)]
     events: Option<String>,
+    /// Stay after: take over, within seconds, the armed sessions of any Nightshift that dies or
+    /// hangs from now on, and start the schedules left to nobody, until stopped (the user service
+    /// runs this; the tray app does the same while it runs)
+    #[arg(long, conflicts_with = "session")]
+    keep: bool,
 }
 
 pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
@@ -43,7 +48,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     let (missed, sleep) = (config.schedule.missed, config.sleep);
     let cli = std::env::current_exe().context("cannot find the nightshift binary to start scheduled sessions with")?;
     super::runtime()?.block_on(async move {
-        let host = super::run::host(&paths, store, events);
+        let name = if args.keep { "nightshift restore --keep" } else { "nightshift restore" };
+        let role = nightshift::host::Role { phone: nightshift::host::Phone::IfSet, name, adopts: true };
+        let host = super::run::host(&paths, store, events, role);
         let _suspends = host.supervisor.watch_suspends();
         let me = std::process::id();
         let restored: Vec<SessionHandle> = match &row {
@@ -74,7 +81,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             }
         };
         let waiting = host.supervisor.with_store(|s| schedule::watched(s, me, false))?;
-        if restored.is_empty() && waiting.is_empty() {
+        if args.keep {
+            println!(
+                "Keeping the night: sessions whose Nightshift dies or hangs are taken over here (Ctrl-C ends it)."
+            );
+        } else if restored.is_empty() && waiting.is_empty() {
             println!(
                 "Nothing to restore: no session has armed automation left to run, and none is scheduled without a \
                  Nightshift to start it."
@@ -88,7 +99,9 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
         }
         // What this process runs: the restored sessions, and the scheduled ones it starts later.
         let supervisor = host.supervisor.clone();
-        super::run::stop_on_signals(move || supervisor.sessions(), true)?;
+        if !args.keep {
+            super::run::stop_on_signals(move || supervisor.sessions(), true)?;
+        }
         // Awake while a restored session or a schedule this process starts needs it, as in the app.
         let supervisor = host.supervisor.clone();
         let sessions = move || super::awake::sessions_want(&supervisor.sessions())();
@@ -129,13 +142,21 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
             }
             let live = host.supervisor.sessions().iter().any(|h| h.status().exit.is_none());
             let watched = host.supervisor.with_store(|s| schedule::watched(s, me, false))?;
-            if !live && watched.is_empty() {
+            if !live && watched.is_empty() && !args.keep {
                 break;
             }
+            // A keeper ends on a signal whatever it runs: its sessions stop as at a logout, their
+            // pending resumes kept, and the next Nightshift takes them over.
             tokio::select! {
                 () = tokio::time::sleep(schedule::CHECK) => {}
-                _ = interrupt.recv(), if !live => break,
-                _ = terminate.recv(), if !live => break,
+                _ = interrupt.recv(), if !live || args.keep => {
+                    host.supervisor.stop_all("SIGINT to nightshift", nightshift::event::StopKind::Shutdown).await;
+                    break;
+                }
+                _ = terminate.recv(), if !live || args.keep => {
+                    host.supervisor.stop_all("SIGTERM to nightshift", nightshift::event::StopKind::Shutdown).await;
+                    break;
+                }
             }
         }
         for handle in host.supervisor.sessions() {

@@ -266,9 +266,9 @@ impl Host {
 /// A host for this process's sessions, as every long-lived Nightshift process has
 /// ([`nightshift::host`]), with the `--events` stream; the phone only when `[push]` is set up (a
 /// bad one is said and left off: the session matters more than the phone).
-pub(super) fn host(paths: &Paths, store: Store, events: Option<EventWriter>) -> Host {
+pub(super) fn host(paths: &Paths, store: Store, events: Option<EventWriter>, role: nightshift::host::Role) -> Host {
     let cli = std::env::current_exe().unwrap_or_else(|_| "nightshift".into());
-    let host = nightshift::host::Host::open(paths, store, Arc::new(SystemClock), &cli, nightshift::host::Phone::IfSet);
+    let host = nightshift::host::Host::open(paths, store, Arc::new(SystemClock), &cli, role);
     for problem in &host.problems {
         eprintln!("nightshift: {problem}");
     }
@@ -287,7 +287,8 @@ async fn supervise(
     passthrough: bool,
     begin: super::schedule::Begin,
 ) -> anyhow::Result<ExitCode> {
-    let host = host(&paths, store, events);
+    let role = nightshift::host::Role { phone: nightshift::host::Phone::IfSet, name: "nightshift run", adopts: false };
+    let host = host(&paths, store, events, role);
     let supervisor = host.supervisor.clone();
     // The machine's sleeps go to the journal in a headless night too (the app does so for its own).
     let _suspends = supervisor.watch_suspends();
@@ -337,6 +338,16 @@ async fn supervise(
         }
         Err(e) => return Err(e.into()),
     };
+    if passthrough {
+        // Should this process die, whoever takes the session over says so on this terminal.
+        if let Ok(tty) = nix::unistd::ttyname(std::io::stdin()) {
+            let id = handle.id().to_string();
+            let noted = supervisor.write_store(|s| s.set_terminal(&id, &tty.display().to_string()));
+            if let Err(e) = noted {
+                tracing::warn!("could not note this run's terminal: {e}");
+            }
+        }
+    }
 
     // The machine stays awake while the session needs it, by the same policy as the app's sessions;
     // asked before the terminal goes raw, so a warning prints as a line.
@@ -349,6 +360,18 @@ async fn supervise(
     drop(awake);
     if let Some(terminal) = terminal {
         terminal.finish().await;
+    }
+    // Taken over while this process was stopped past its lease: it stood down, and says where the
+    // session went.
+    let owner = supervisor.with_store(|s| s.owner_of(handle.id().as_str())).ok().and_then(|(owner, _)| owner);
+    if let Some(owner) = owner.filter(|o| *o != i64::from(std::process::id())) {
+        host.finish().await;
+        let id = handle.id();
+        eprintln!(
+            "nightshift: session {id} was taken over by Nightshift process {owner} while this one was stopped; it goes \
+             on there: `nightshift attach {id}`"
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     host.finish().await;
     if !passthrough {

@@ -1,6 +1,7 @@
 //! `nightshift service enable|disable|status`: the systemd user service that runs `nightshift
-//! restore` at login, and at boot with lingering, for a machine without the tray app (a headless
-//! server, an ssh box). `make install` and the Debian package ship the unit; `enable` writes one
+//! restore --keep` at login, and at boot with lingering: it restores what a reboot ended, then
+//! stays to take over the sessions of any Nightshift that dies or hangs (the app does the same
+//! while it runs; both claim in the journal, so running both is safe). `make install` and the Debian package ship the unit; `enable` writes one
 //! that runs this very binary into `$XDG_CONFIG_HOME/systemd/user` (so it works from any install)
 //! and enables it with `systemctl --user`. Nothing else of the user's is touched. The service
 //! manager is reached through [`nightshift::platform::Services`].
@@ -26,7 +27,7 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Run `nightshift restore` at every login (and at boot with lingering), restarted on failure
+    /// Run `nightshift restore --keep` at every login (and at boot with lingering), restarted on failure
     Enable,
     /// Stop running it at login, and remove the unit `enable` wrote
     Disable,
@@ -45,7 +46,11 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot write {}", path.display()))?;
             manage(&["daemon-reload"], &path)?;
             manage(&["enable", UNIT], &path)?;
-            println!("Enabled {UNIT}: `nightshift restore` runs at every login ({}).", path.display());
+            println!(
+                "Enabled {UNIT}: `nightshift restore --keep` runs at every login ({}), and takes over the \
+                 sessions of any Nightshift that dies or hangs.",
+                path.display()
+            );
             println!("{}", linger_words());
         }
         Action::Disable => {

@@ -18,6 +18,9 @@ pub struct Counts {
     pub restarts: u32,
     /// Times Nightshift brought the session back after its own end (a killed run, a crash, a reboot).
     pub restores: u32,
+    /// Of those, the times a running Nightshift took it over, nobody asking, when its own died or
+    /// hung.
+    pub adoptions: u32,
     /// Times the agent's process ended.
     pub exits: u32,
     /// Usage limits met.
@@ -140,6 +143,7 @@ impl Counts {
         self.respawn_cycles += o.respawn_cycles;
         self.restarts += o.restarts;
         self.restores += o.restores;
+        self.adoptions += o.adoptions;
         self.exits += o.exits;
         self.limits += o.limits;
         self.resumes += o.resumes;
@@ -192,6 +196,7 @@ impl Counts {
         say(&mut out, self.respawn_cycles, "respawn cycle", "respawn cycles");
         say(&mut out, self.restarts, "restart", "restarts");
         say(&mut out, self.restores, "restore", "restores");
+        say(&mut out, self.adoptions, "adoption", "adoptions");
         if self.limits > 0 || self.resumes > 0 {
             let (limits, resumes) =
                 (plural(self.limits, "limit pause", "limit pauses"), plural(self.resumes, "resume", "resumes"));

@@ -231,6 +231,13 @@ impl Ledger {
                     c.restarts += 1;
                     restarts.push(ev.ts);
                 }
+                EventKind::Adopted { by, down_secs, why, .. } if in_range => {
+                    c.restores += 1;
+                    c.adoptions += 1;
+                    let down = hm(i64::try_from(*down_secs).unwrap_or(i64::MAX));
+                    let once = format!("taken over by {by} at {} after {down}: {why}", hhmm(ev.ts));
+                    lines.note(HappeningKind::Adopted, "taken over when its Nightshift died".into(), once, ev.ts);
+                }
                 EventKind::Restored { reason, down_secs } if in_range => {
                     c.restores += 1;
                     let down = hm(i64::try_from(*down_secs).unwrap_or(i64::MAX));

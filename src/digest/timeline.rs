@@ -96,6 +96,7 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
                     }
                     EventKind::ResumeSent { .. } => Some(("resume", "resumed after the limit".to_string())),
                     EventKind::Restored { reason, .. } => Some(("restore", format!("restored: {reason}"))),
+                    EventKind::Adopted { by, reason, .. } => Some(("restore", format!("taken over by {by}: {reason}"))),
                     EventKind::HandoffAsked { times: 1 } => {
                         Some(("handoff", "a handoff, the context near full".to_string()))
                     }

@@ -352,6 +352,13 @@ impl Exec {
                 tracing::info!(session = %self.id, %source, "loop stopped");
                 self.step(Input::Marker(Marker::Halt));
             }
+            // Another process runs the loop now (its journal takes nothing more of it from here):
+            // its iteration here ends, so two never work one tree.
+            Control::StandDown => {
+                tracing::warn!(session = %self.id, "another Nightshift took the loop over; ending it here");
+                self.journal.disown(&self.id);
+                self.step(Input::Marker(Marker::Halt));
+            }
             Control::Snapshot(reply) => {
                 let _ = reply.send(self.snapshot());
             }

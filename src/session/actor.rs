@@ -113,6 +113,7 @@ impl Actor {
             proxy,
             // A moment before: the client's files of this life are written after it.
             started: std::time::SystemTime::now() - Duration::from_secs(5),
+            stood_down: false,
         };
         exec.record_life();
         exec.apply(fx);
@@ -174,6 +175,8 @@ struct Executor {
     /// The limit region of the last judged frame when it held no limit notice: the same text on
     /// the next frame (a working turn's footer, every second) holds none either.
     no_limit_in: Option<String>,
+    /// Another process took the session over: it ends here, quietly.
+    stood_down: bool,
 }
 
 impl Executor {
@@ -193,6 +196,11 @@ impl Executor {
     /// before the next.
     fn take_replies(&mut self) {
         while let Some(input) = self.replies.pop_front() {
+            if !self.journal.owns(&self.id) {
+                // Taken over while this process stalled: nothing of this input is carried out.
+                self.stand_down();
+                return;
+            }
             let now = self.now();
             let fx = self.machine.step(input, now);
             self.apply(fx);
@@ -275,6 +283,18 @@ impl Executor {
         self.publish();
     }
 
+    /// Ends the session here without a word or a signal to the agent: another process runs it now
+    /// (it ended what was left of this one's agent before it started its own).
+    fn stand_down(&mut self) {
+        tracing::warn!(session = %self.id, "another Nightshift took the session over; standing down");
+        self.journal.disown(&self.id);
+        self.replies.clear();
+        self.stood_down = true;
+        // Its terminal closes with it; the streams go unread.
+        self.process = None;
+        self.streams = None;
+    }
+
     /// Lets the handles see where the session is.
     fn publish(&self) {
         let options = self.machine.options(self.now());
@@ -346,7 +366,7 @@ impl Executor {
         let (wake_at, tick_at, drain_at) =
             (sleep_until(far().into()), sleep_until(far().into()), sleep_until(far().into()));
         tokio::pin!(wake_at, tick_at, drain_at);
-        while self.machine.ended().is_none() {
+        while self.machine.ended().is_none() && !self.stood_down {
             if let Some(streams) = self.streams.take() {
                 output = Some(streams.output);
                 exit_rx = Some(streams.exit);

@@ -75,6 +75,10 @@ pub enum Control {
     /// output from then on (closed when the session ends, when the viewer falls behind, or when the
     /// terminal is resized: it attaches again for a fresh screen).
     Attach(oneshot::Sender<Attached>),
+    /// Another Nightshift process took the session over while this one did not renew its lease
+    /// (it was stopped, or starved): end here, journalling nothing more and sending the agent no
+    /// signal; the process that took it over runs it now.
+    StandDown,
 }
 
 /// What an attached viewer gets: the terminal's size and the screen drawn at it, then the live
@@ -190,6 +194,11 @@ impl SessionHandle {
 
     pub async fn send_keys(&self, bytes: Vec<u8>) -> Result<(), SessionEnded> {
         self.control(Control::Keys(bytes)).await
+    }
+
+    /// Ends the session here quietly: another process runs it now (see [`Control::StandDown`]).
+    pub fn stand_down(&self) {
+        let _ = self.control.try_send(Control::StandDown);
     }
 
     pub async fn resize(&self, size: PtySize) -> Result<(), SessionEnded> {

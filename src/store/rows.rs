@@ -79,6 +79,9 @@ pub struct SessionRow {
     pub account: Option<String>,
     /// That account's config directory.
     pub account_dir: Option<String>,
+    /// When its owner last renewed its lease on it (`None`: never, an older Nightshift's).
+    #[serde(skip)]
+    pub lease: Option<String>,
 }
 
 /// A scheduled start as the journal keeps it.
@@ -288,7 +291,7 @@ pub struct EventQuery {
 }
 
 pub(super) const SESSION_SELECT: &str = "SELECT id, command, cwd, agent, preset, created, ended, exit_code, exit_signal, error,
-        state, reason, last_event, last_event_at, owner_pid, control_socket, kept, kind, account, account_dir FROM sessions";
+        state, reason, last_event, last_event_at, owner_pid, control_socket, kept, kind, account, account_dir, lease FROM sessions";
 
 pub(super) fn stored_event(r: &Row<'_>) -> rusqlite::Result<StoredEvent> {
     Ok(StoredEvent { id: r.get(0)?, ts: r.get(1)?, session: r.get(2)?, event: r.get(3)?, body: r.get(4)? })
@@ -318,5 +321,6 @@ pub(super) fn session_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         kind: if r.get::<_, String>(17)? == "loop" { SessionKind::Loop } else { SessionKind::Terminal },
         account: r.get(18)?,
         account_dir: r.get(19)?,
+        lease: r.get(20)?,
     })
 }

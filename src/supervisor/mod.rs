@@ -21,6 +21,7 @@ use crate::session::{Actor, SessionHandle};
 use crate::store::{NewSession, Standing, Store, StoreError};
 use crate::usage::{self, Sample};
 
+pub mod adopt;
 pub mod awake;
 pub mod build;
 pub mod fence;
@@ -30,6 +31,7 @@ mod reports;
 mod restore;
 mod spec;
 
+pub use adopt::Adoption;
 pub use restore::end_orphan;
 pub use spec::SessionSpec;
 use spec::{keep_env, Row};

@@ -28,7 +28,13 @@ impl Supervisor {
                     continue;
                 }
             };
+            let gone = super::adopt::gone_folder(&replay.contract);
             match crate::restore::verdict(&replay, self.journal.now()) {
+                // Never into a folder that no longer holds its work (deleted, a worktree removed).
+                crate::restore::Verdict::Restore { .. } if gone.is_some() => {
+                    let gone = gone.unwrap_or_default();
+                    done.lost.push((row.clone(), format!("its folder {} is gone", gone.display())));
+                }
                 crate::restore::Verdict::Restore { why, paused } => match self.restore(row, replay, &why, paused) {
                     Ok(Some(handle)) => done.restored.push((handle, why)),
                     Ok(None) => {}
@@ -104,6 +110,19 @@ impl Supervisor {
         why: &str,
         paused: bool,
     ) -> Result<Option<SessionHandle>, StartError> {
+        self.restore_as(row, replay, why, paused, None)
+    }
+
+    /// [`Self::restore`]; `adopted` (who, and why: a running process taking the session over,
+    /// nobody asking) journals it as an adoption.
+    pub(super) fn restore_as(
+        &self,
+        row: &crate::store::SessionRow,
+        replay: crate::restore::Replay,
+        why: &str,
+        paused: bool,
+        adopted: Option<(String, String)>,
+    ) -> Result<Option<SessionHandle>, StartError> {
         let id = SessionId::from(row.id.clone());
         let socket = self.control_socket.as_ref().map(|p| p.display().to_string());
         let me = std::process::id();
@@ -111,6 +130,7 @@ impl Supervisor {
             tracing::info!(session = %id, "another Nightshift took the session over first");
             return Ok(None);
         }
+        self.journal.regain(&id);
         if let Some(pid) = replay.last_pid {
             // A killed run's client may linger: never two agents on one conversation.
             if crate::pty::end_leftover(pid, crate::session::SESSION_ENV, &row.id, Duration::from_secs(3)) {
@@ -129,7 +149,7 @@ impl Supervisor {
             .map(|k| (k.text, k.written));
         let Kind::Terminal(t) = &contract.kind else {
             let Kind::Loop(looping) = &contract.kind else { unreachable!() };
-            self.journal.emit(&id, EventKind::Restored { reason: why.to_string(), down_secs: down });
+            self.journal.emit(&id, restored(why.to_string(), down, adopted));
             return self.restore_loop(id, &contract, looping).map(Some);
         };
         let kickstart = t.respawn.as_ref().filter(|_| t.respawn_until.is_some_and(|u| u > now));
@@ -159,7 +179,7 @@ impl Supervisor {
         let reason =
             if replay.pieced { format!("{why} (read from a journal older than contracts)") } else { why.to_string() };
         tracing::info!(session = %id, down_secs = down, "restoring the session: {reason}");
-        self.journal.emit(&id, EventKind::Restored { reason, down_secs: down });
+        self.journal.emit(&id, restored(reason, down, adopted));
         let resumed = Conversation::Resume { id: replay.conversation.clone(), prompt: prompt.clone() };
         let line = match &contract.kind {
             Kind::Terminal(t) => shell_words(&[vec![t.program.clone()], t.command(contract.agent, &resumed)].concat()),
@@ -230,4 +250,13 @@ pub fn end_orphan(
         EventKind::state(SessionState::Exited, reason),
     ];
     Ok(Some((standing, said)))
+}
+
+/// What a restore journals: `restored`, or `adopted` when a running process took the session over
+/// (`by`, `why`) nobody asking.
+fn restored(reason: String, down_secs: u64, adopted: Option<(String, String)>) -> EventKind {
+    match adopted {
+        Some((by, why)) => EventKind::Adopted { by, down_secs, why, reason },
+        None => EventKind::Restored { reason, down_secs },
+    }
 }

@@ -37,9 +37,10 @@ def expected_files(man_pages, zsh_dir, man_suffix=""):
 
 
 def check_restore_unit(test, share, cli):
-    """The systemd user unit runs the installed CLI's `restore` at login, restarted on failure."""
+    """The systemd user unit runs the installed CLI's keeper (`restore --keep`) at login, restarted on
+    failure."""
     text = (share / "systemd" / "user" / "nightshift-restore.service").read_text()
-    test.assertIn(f"ExecStart={cli} restore\n", text)
+    test.assertIn(f"ExecStart={cli} restore --keep\n", text)
     test.assertIn("Restart=on-failure", text)
     test.assertIn("WantedBy=default.target", text)
 

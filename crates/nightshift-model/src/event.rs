@@ -200,6 +200,10 @@ pub enum EventKind {
     /// Nightshift brought the session back after its own end (a killed run, a crash, a reboot):
     /// `down_secs` is how long no Nightshift ran it, `reason` what it was armed with.
     Restored { reason: String, down_secs: u64 },
+    /// Another running Nightshift process (`by`) took the session over, nobody asking, because its
+    /// own was gone or hung (`why`), `down_secs` after it was last heard of, and brought it back as
+    /// a restore does (`reason`: what it was armed with). It stands for `restored` then.
+    Adopted { by: String, down_secs: u64, why: String, reason: String },
     /// The network fence refused a sandboxed command's connection to `host:port` (`command`: the
     /// Bash command running then, when the client's hooks named it).
     NetRefused {
@@ -511,6 +515,7 @@ impl EventKind {
             Self::Compacted { .. } => "compacted",
             Self::DialogAnswered { .. } => "dialog_answered",
             Self::Restored { .. } => "restored",
+            Self::Adopted { .. } => "adopted",
             Self::ContextHigh { .. } => "context_high",
             Self::ContextThreshold { .. } => "context_threshold",
             Self::ExtraUsage { .. } => "extra_usage",

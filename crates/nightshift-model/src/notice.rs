@@ -372,6 +372,15 @@ where
                 humantime::format_duration(Duration::from_secs(*down_secs))
             ),
         )),
+        // Once a night however many sessions it took: one Nightshift died, the night goes on.
+        EventKind::Adopted { by, .. } => Some(Notice {
+            once: Some("adopted".into()),
+            ..notice(
+                Kind::Resume,
+                "Nightshift on this machine restarted; the night goes on".into(),
+                format!("{label} and any other session its Nightshift ran were taken over by {by}."),
+            )
+        }),
         // Once a night for each host: the agent may try it again and again.
         // The host alone: the command that tried it may carry anything the agent typed (the journal
         // keeps it).
@@ -421,6 +430,7 @@ pub fn may_notify(kind: &EventKind) -> bool {
             | EventKind::NetRefused { .. }
             | EventKind::ContextHigh { .. }
             | EventKind::Restored { .. }
+            | EventKind::Adopted { .. }
     )
 }
 
@@ -526,6 +536,25 @@ mod tests {
             line: "restored".into(),
         };
         assert_eq!(for_event("s1", "api", &again, &tz), None, "a restored session's limit is not news");
+    }
+
+    #[test]
+    fn adoptions_are_told_once_a_night_however_many_sessions() {
+        let adopted = |id: &str| EventKind::Adopted {
+            by: "the tray app (process 7)".into(),
+            down_secs: 4,
+            why: "its Nightshift (process 6) was gone".into(),
+            reason: format!("respawn was armed for {id}"),
+        };
+        let at: DateTime<Utc> = "2026-12-01T02:00:00Z".parse().unwrap();
+        let mut told = Told::default();
+        let first = for_event("s1", "api", &adopted("s1"), &Utc).unwrap();
+        assert_eq!(first.summary, "Nightshift on this machine restarted; the night goes on");
+        assert!(first.body.contains("taken over by the tray app (process 7)"), "{}", first.body);
+        assert!(told.first(&first, at, &Utc));
+        let second = for_event("s2", "web", &adopted("s2"), &Utc).unwrap();
+        assert!(!told.first(&second, at + chrono::Duration::minutes(1), &Utc), "the same night: told once");
+        assert!(told.first(&second, at + chrono::Duration::days(1), &Utc), "the next night: told again");
     }
 
     #[test]

@@ -55,6 +55,7 @@ impl Executor {
                 let _ = reply.send(self.machine.options(self.now()));
             }
             Control::Stop { source, kind } => self.step(Input::Stop { source, kind }),
+            Control::StandDown => self.stand_down(),
             Control::AllowHost { host, by, respond } => {
                 let answer = match (crate::proxy::Pattern::parse(&host), &self.proxy) {
                     (None, _) => Err(format!("`{host}` is not a host: give a name, an address, host:port or *.domain")),

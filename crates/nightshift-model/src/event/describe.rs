@@ -92,6 +92,10 @@ impl EventKind {
                     by => format!("the {dialog} dialog{what} was answered {} after {waited_secs} s{then}", by.as_str()),
                 }
             }
+            Self::Adopted { by, down_secs, why, reason } => format!(
+                "taken over by {by} after {} without its Nightshift ({why}): {reason}",
+                humantime::format_duration(std::time::Duration::from_secs(*down_secs))
+            ),
             Self::Restored { reason, down_secs } => {
                 format!(
                     "restored after {} without Nightshift: {reason}",

@@ -33,6 +33,7 @@ pub const EVENTS: &[&str] = &[
     "respawn_settings",
     "respawn",
     "restored",
+    "adopted",
     "loop_wait",
     "iteration_started",
     "paced",
@@ -208,7 +209,7 @@ impl Fold {
                 action: crate::respawn::Action::Disarmed | crate::respawn::Action::Expired, ..
             } => self.ladder.clear(),
             // A Nightshift that takes a session back starts its breakers closed.
-            EventKind::Restored { .. } => self.breakers.clear(),
+            EventKind::Restored { .. } | EventKind::Adopted { .. } => self.breakers.clear(),
             EventKind::LoopWait { why, until, project, detail } => {
                 let timed =
                     until.map(|until| Timed { since: ts, until, detail: detail.clone(), project: project.clone() });
