@@ -143,12 +143,13 @@ fn count(events: &[Value], f: impl Fn(&Value) -> bool) -> usize {
     events.iter().filter(|e| f(e)).count()
 }
 
-/// `nightshift restore` in the run's environment, its events and what it says kept as `name`.
-fn restore(run: &ClaudeRun, name: &str) -> (KillOnDrop, std::path::PathBuf) {
+/// `nightshift restore ARGS` in the run's environment, its events and what it says kept as `name`.
+fn restore(run: &ClaudeRun, name: &str, args: &[&str]) -> (KillOnDrop, std::path::PathBuf) {
     let events = run.env.path(&format!("{name}.jsonl"));
     let out = std::fs::File::create(run.env.path(&format!("{name}.out"))).unwrap();
     let child = run
         .cmd(&["restore", "--events", events.to_str().unwrap()])
+        .args(args)
         .env("NIGHTSHIFT_LOG", "nightshift=info")
         .stdin(Stdio::null())
         .stdout(out.try_clone().unwrap())
@@ -367,7 +368,12 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     done = commits(&dir);
     eprintln!("phase: a handoff, then three cycles ({done} commits)");
 
-    // Nightshift itself is SIGKILLed mid-turn, and `nightshift restore` brings the night back.
+    // Nightshift itself is SIGKILLed mid-turn while a keeper runs (as the app, or the user service,
+    // does): the keeper takes the night over within seconds, nobody typing `restore`.
+    let (mut restore1, events1) = restore(&run, "restore1", &["--keep"]);
+    wait_for("the keeper to keep", Duration::from_secs(20), || {
+        std::fs::read_to_string(run.env.path("restore1.out")).ok().filter(|o| o.contains("Keeping the night"))
+    });
     mock.set_default("slow:30");
     let turns = mock.messages().len();
     wait_for("a slow turn under way", Duration::from_secs(60), || {
@@ -377,20 +383,21 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
         .unwrap();
     run.child.wait().unwrap();
     mock.set_default(&work);
-    let (mut restore1, events1) = restore(&run, "restore1");
     let killed = Instant::now();
     let back = std::time::Instant::now();
     while !read_events(&events1).iter().any(|e| e["session"] == id.as_str() && e["state"] == "working") {
         assert!(
             back.elapsed() < Duration::from_secs(60),
-            "not working again after the restore: {}",
+            "not working again after the keeper took it over: {}",
             said(&run, "restore1")
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    eprintln!("restore to working: {:.1} s", killed.elapsed().as_secs_f64());
+    eprintln!("kill to working again, taken over by the keeper: {:.1} s", killed.elapsed().as_secs_f64());
+    assert!(killed.elapsed() < Duration::from_secs(30), "working again {:?} after the kill", killed.elapsed());
+    assert!(read_events(&events1).iter().any(|e| e["session"] == id.as_str() && e["event"] == "adopted"));
     done = work_goes_on(&run, done, "Nightshift's kill");
-    eprintln!("phase: Nightshift killed and restored ({done} commits)");
+    eprintln!("phase: Nightshift killed, the keeper took the night over ({done} commits)");
 
     // A second limit; Nightshift ends while the resume is pending (Quit, a logout: SIGTERM).
     let paused_before = count(&read_events(&events1), |e| e["state"] == "limit_paused");
@@ -411,7 +418,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
         .unwrap();
     wait_for("the first restore to end", Duration::from_secs(20), || restore1.0.try_wait().unwrap());
     assert!(read_events(&events1).iter().any(|e| e["event"] == "resume_kept"), "the pending resume is kept");
-    let (mut restore2, _events2) = restore(&run, "restore2");
+    let (mut restore2, _events2) = restore(&run, "restore2", &[]);
     let reset_wait = reset2.duration_since(std::time::SystemTime::now()).unwrap_or_default() + Duration::from_secs(60);
     let resumed = std::time::Instant::now();
     while commits(&dir) <= done {
@@ -462,7 +469,10 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     // The journal's counts of the night.
     let limits = count(&events, |e| e["event"] == "limit_detected" && e["source"] != "journal");
     let restarts = count(&events, |e| e["event"] == "respawn" && e["action"] == "restart");
-    let restores = count(&events, |e| e["event"] == "restored");
+    // An adoption is the restore nobody typed.
+    let adoptions = count(&events, |e| e["event"] == "adopted");
+    let restores = count(&events, |e| e["event"] == "restored") + adoptions;
+    assert_eq!(adoptions, 1, "the keeper took the night over once");
     let handoffs = count(&events, |e| e["event"] == "handoff");
     let questions = count(&events, |e| e["event"] == "dialog_answered" && e["dialog"] == "question");
     assert_eq!((limits, restores, handoffs, questions), (2, 2, 1, 1), "limits, restores, handoffs, questions");
@@ -504,6 +514,7 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     assert_eq!(counts["limits"], limits as u64, "{counts}");
     assert_eq!(counts["restarts"], restarts as u64, "{counts}");
     assert_eq!(counts["restores"], restores as u64, "{counts}");
+    assert_eq!(counts["adoptions"], adoptions as u64, "{counts}");
     assert_eq!(counts["handoffs_written"], handoffs as u64, "{counts}");
     assert_eq!(count(&events, |e| e["event"] == "handoff_given"), 1, "one handoff, one conversation");
     assert_eq!(counts["handoffs_given"], 1, "{counts}");
