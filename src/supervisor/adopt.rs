@@ -127,11 +127,14 @@ impl Supervisor {
             if watched.left.contains(&(row.id.clone(), row.owner_pid)) {
                 continue;
             }
+            // A kept resume is an end its Nightshift chose (Quit, a logout, a SIGTERM): the next
+            // start takes it up, and the user may act on it meanwhile; only a death is adopted.
+            if row.kept.is_some() {
+                continue;
+            }
             let owner =
                 row.owner_pid.map_or_else(|| "its Nightshift".to_string(), |p| format!("its Nightshift (process {p})"));
-            let why = if row.kept.is_some() {
-                format!("{owner} ended and kept its resume")
-            } else if !row.owner_pid.is_some_and(crate::store::nightshift_alive) {
+            let why = if !row.owner_pid.is_some_and(crate::store::nightshift_alive) {
                 format!("{owner} was gone")
             } else if watched.lapsed(&row.id, row.lease.as_deref(), now, adoption.lease) {
                 let quiet = watched.unrenewed(&row.id, now).unwrap_or(adoption.lease).as_secs();
