@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use common::{wait_for, Env};
 
-/// A lease of 10 s (the least there is), so an owner stopped past it is judged in seconds.
-fn short_lease(env: &Env) {
+/// A lease of 40 s instead of a minute: an owner stopped for 20 s keeps its sessions (renewed every
+/// 10 s, an adopter sees at most 33 s without a renewal), one stopped for a minute loses them.
+fn lease_of_40_s(env: &Env) {
     std::fs::create_dir_all(env.path("config")).unwrap();
-    std::fs::write(env.path("config").join("config.toml"), "[adoption]\nlease = 10\n").unwrap();
+    std::fs::write(env.path("config").join("config.toml"), "[adoption]\nlease = 40\n").unwrap();
 }
 
 fn keeper(env: &Env, log: &str) -> Child {
@@ -112,6 +113,13 @@ fn a_killed_run_is_taken_over_by_the_keeper_and_its_terminal_hears_where() {
         seen.lock().unwrap().contains(&format!("session {id} goes on in nightshift restore --keep")).then_some(())
     });
     assert!(seen.lock().unwrap().contains(&format!("`nightshift attach {id}`")));
+    // The journal points at the keeper now: what reaches a session reaches it there.
+    let screen = wait_for("its screen from the keeper", Duration::from_secs(10), || {
+        let out = env.output(&["screen", &id]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && text.contains("working")).then_some(text)
+    });
+    assert!(screen.contains("working"), "{screen}");
     assert_eq!(events_of(&env, &id, "adopted").len(), 1, "adopted once");
     drop(pair.master);
     stop(keeping);
@@ -148,26 +156,34 @@ fn two_keepers_racing_for_ten_orphans_take_each_once() {
 #[test]
 fn an_owner_stopped_within_its_lease_keeps_its_session_and_one_stopped_past_it_stands_down() {
     let env = Env::new();
-    short_lease(&env);
+    lease_of_40_s(&env);
     let (id, owner) = armed_run(&env);
     let keeping = keeper(&env, "keeper.out");
     std::thread::sleep(Duration::from_secs(4));
-    // Stopped for half its lease: nobody takes it.
+    // Stopped for 20 s (swapping, a debugger): nobody takes it.
     signal(owner, nix::sys::signal::SIGSTOP);
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(20));
     signal(owner, nix::sys::signal::SIGCONT);
-    std::thread::sleep(Duration::from_secs(12));
+    std::thread::sleep(Duration::from_secs(15));
     assert!(events_of(&env, &id, "adopted").is_empty(), "an owner paused within its lease keeps its session");
     assert_eq!(session(&env, &id)["owner_pid"].as_i64(), Some(owner));
 
     // Stopped past it: the keeper takes it over.
     signal(owner, nix::sys::signal::SIGSTOP);
-    let adopted = wait_for("the keeper to adopt it", Duration::from_secs(40), || events_of(&env, &id, "adopted").pop());
+    let adopted = wait_for("the keeper to adopt it", Duration::from_secs(70), || events_of(&env, &id, "adopted").pop());
     assert!(adopted["why"].as_str().is_some_and(|w| w.contains("had not renewed its lease")), "{adopted}");
     wait_for("it to run again", Duration::from_secs(20), || {
         (session(&env, &id)["owner_pid"].as_i64() == Some(i64::from(keeping.id())) && live(&env, &id)).then_some(())
     });
     let before = env.journal().into_iter().filter(|e| e["session"] == id.as_str()).count();
+    // The keeper's agent, which the old owner must leave alone.
+    let agent = env
+        .journal()
+        .into_iter()
+        .rev()
+        .find(|e| e["session"] == id.as_str() && e["state"] == "running")
+        .and_then(|e| e["pid"].as_i64())
+        .expect("the keeper's agent");
     // Woken, the old owner stands down: it ends, and journals nothing of the session.
     signal(owner, nix::sys::signal::SIGCONT);
     wait_for("the old owner to end", Duration::from_secs(20), || {
@@ -181,6 +197,7 @@ fn an_owner_stopped_within_its_lease_keeps_its_session_and_one_stopped_past_it_s
     assert!(new.iter().all(|e| e["state"] != "exited" && e["state"] != "failed"), "{new:?}");
     assert!(live(&env, &id), "{}", session(&env, &id));
     assert_eq!(session(&env, &id)["owner_pid"].as_i64(), Some(i64::from(keeping.id())));
+    assert!(std::path::Path::new(&format!("/proc/{agent}")).exists(), "the keeper's agent {agent} untouched");
     stop(keeping);
 }
 

@@ -5,6 +5,7 @@ Needs the built binaries (target/debug/nightshift and nightshift-app). Screensho
 written to tests/artifacts/.
 """
 
+import datetime
 import json
 import os
 import re
@@ -553,6 +554,66 @@ class AppWindow(unittest.TestCase):
         journal = journal()
         self.assertIn("as scheduled", journal)
         self.open_view("#nav-list", "list")
+
+    def test_5bf0_a_run_killed_mid_work_is_taken_over_by_the_app_on_its_conversation(self):
+        """Nobody is needed when Nightshift dies: a `nightshift run --preset overnight` of the real
+        client, killed -9 mid-turn, works again within 30 s, taken over by this app, nothing typed."""
+        require_real_client(self)
+        d = self.driver
+        base = Path(self.tmp.name) / "adopted"
+        mock = MockApi(ARTIFACTS / "adoption-mock-api.log")
+        workdir = base / "project"
+        run = session = None
+        opening = "mock:slow:25 Begin the night on the adopted project"
+        started = time.time()
+        journal = lambda: [json.loads(line) for line in subprocess.run(  # noqa: E731
+            [str(CLI), "journal", "--json", "--session", session], env=self.env, capture_output=True, text=True,
+            timeout=30).stdout.splitlines() if line.strip()]
+        try:
+            env = claude_env(self.env, base, mock.base_url, workdir)
+            # The client's own sandbox needs more than this machine lends a window test; the night's
+            # rehearsal runs it sandboxed.
+            run = subprocess.Popen([str(CLI), "run", "--events", "-", "--preset", "overnight", "--no-sandbox",
+                                    "--agent", "claude", "--", str(CLAUDE), opening], env=env, cwd=workdir,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True)
+            session = json.loads(run.stdout.readline())["session"]
+            d.wait_for("the slow first turn under way", lambda: any("Begin the night" in line for line in mock.lines),
+                       timeout=90)
+            asked = len(mock.lines)
+            killed = time.monotonic()
+            run.kill()  # SIGKILL: no end is journalled
+            run.wait(10)
+            run.stdout.close()
+            adopted = d.wait_for("this app to take it over", lambda: next(
+                (e for e in journal() if e.get("event") == "adopted"), None), timeout=30)
+            self.assertTrue(adopted["by"].startswith("the tray app (process"), adopted)
+            d.wait_for("the resumed conversation's first request", lambda: len(mock.lines) > asked, timeout=30)
+            took = time.monotonic() - killed
+            print(f"kill to the next request, taken over by the app: {took:.1f} s", file=sys.stderr)
+            self.assertLess(took, 30)
+            restart = [e for e in journal() if e.get("state") == "starting"][-1]
+            self.assertIn("--resume", restart["reason"])
+            self.assertEqual(sum("Begin the night" in line for line in mock.lines), 1, "the opening prompt, once")
+            # The morning counts it; its page shows it.
+            at = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat()  # noqa: E731
+            span = f"{at(started - 5)}..{at(time.time() + 5)}"
+            digest = json.loads(subprocess.run([str(CLI), "digest", "--range", span, "--format", "json"], env=self.env,
+                                               capture_output=True, text=True, timeout=60).stdout)
+            counts = next(s for s in digest["sessions"] if s["id"] == session)["counts"]
+            self.assertEqual(counts.get("adoptions"), 1, counts)
+            self.open_view("#nav-list", "list")
+            self.click(f'tr[data-session-id="{session}"] td.id')
+            d.wait_for("the adoption on its page", lambda: any(
+                "taken over by the tray app" in d.text(e) for e in d.find_all("#detail-events li")))
+            d.screenshot(ARTIFACTS / "session-adopted.png")
+        finally:
+            if session:
+                subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, timeout=30)
+            if run is not None and run.poll() is None:
+                run.kill()
+                run.wait()
+            mock.close()
 
     def test_5bf_a_lost_session_is_stopped_from_its_page(self):
         # Its `nightshift run` killed (a closed terminal, the OOM killer): no Nightshift runs it and

@@ -446,6 +446,61 @@ class Desktop(unittest.TestCase):
                 app.kill()
                 app.wait()
 
+    def test_9c_the_app_killed_with_two_sessions_the_keeper_takes_both_over(self):
+        """The app hosting two armed sessions is SIGKILLed (an OOM kill, a crash of the webview): the
+        keeper (`nightshift restore --keep`, what the user service runs) takes both over within 30 s,
+        each once, nothing typed."""
+        if self.app.poll() is None:  # alone, this test ends the suite's own app first
+            self.app.terminate()
+            self.app.wait(30)
+        sessions = []
+        for _ in range(2):
+            run, session = self.start_run("--respawn", "--duration", "8h",
+                                          script="while true; do echo tick; sleep 0.2; done")
+            wait("the session working", lambda: self.row(session)["state"] == "working")
+            run.kill()
+            run.wait(30)
+            sessions.append(session)
+        logs = Path(self.tmp.name)
+        with open(logs / "adopt-app.log", "wb") as log:
+            app = subprocess.Popen([str(APP)], env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        keeper = None
+        try:
+            for session in sessions:
+                wait("the app's own session", lambda: self.row(session)["owner_pid"] == app.pid
+                     and self.row(session)["state"] == "working", timeout=60)
+            with open(logs / "adopt-keeper.log", "wb") as log:
+                keeper = subprocess.Popen([str(CLI), "restore", "--keep"], env=self.env, stdin=subprocess.DEVNULL,
+                                          stdout=log, stderr=subprocess.STDOUT)
+            time.sleep(4)  # past the keeper's first look: what follows is an adoption
+            killed = time.monotonic()
+            app.kill()
+            app.wait(10)
+            for session in sessions:
+                wait("the keeper's session working", lambda: self.row(session)["owner_pid"] == keeper.pid
+                     and self.row(session)["state"] == "working", timeout=30)
+            took = time.monotonic() - killed
+            print(f"\napp killed to both sessions working under the keeper: {took:.1f} s", file=sys.stderr)
+            self.assertLess(took, 30)
+            for session in sessions:
+                adopted = [e for e in self.journal(session) if e["event"] == "adopted"]
+                self.assertEqual(len(adopted), 1, adopted)
+                self.assertIn(f"process {app.pid}) was gone", adopted[0]["why"])
+                self.assertTrue(adopted[0]["by"].startswith("nightshift restore --keep (process"), adopted)
+                out = subprocess.run([str(CLI), "stop", session], env=self.env, capture_output=True, text=True,
+                                     timeout=30)
+                self.assertEqual(out.returncode, 0, out.stderr)
+        finally:
+            for proc in (app, keeper):
+                if proc is not None and proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(30)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+
     def row(self, session):
         listed = subprocess.run([str(CLI), "sessions", "--json"], env=self.env, capture_output=True, text=True,
                                 timeout=30)
