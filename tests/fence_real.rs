@@ -243,7 +243,7 @@ async fn a_codex_turn_fetches_and_pushes_through_the_fences_proxy_and_a_stranger
         },
     );
     let dir = run.workdir.clone();
-    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
+    run.wait_state("idle", 0, Duration::from_secs(60));
     let fence = wait_for("the fence journalled", Duration::from_secs(30), || {
         run.events().into_iter().find(|e| e["event"] == "fence")
     });
@@ -273,7 +273,14 @@ async fn a_codex_turn_fetches_and_pushes_through_the_fences_proxy_and_a_stranger
         (!r.is_empty()).then_some(r)
     });
     assert!(refused.iter().all(|e| e["host"] == "127.0.0.4"), "{refused:#?}");
-    run.wait_state("idle", i + 1, Duration::from_secs(60));
+    // The turn is over: its usage is in, and the session is idle. A turn quick enough to end between
+    // two looks at the screen never shows as working, so its end is no new `idle` state.
+    wait_for("the turn's end", Duration::from_secs(60), || {
+        let events = run.events();
+        let typed = events.iter().rposition(|e| e["event"] == "input")?;
+        let state = events.iter().rev().find(|e| e["event"] == "state")?;
+        (events[typed..].iter().any(|e| e["event"] == "usage") && state["state"] == "idle").then_some(())
+    });
     let states: Vec<String> = run.states().into_iter().map(|(_, s, _)| s).collect();
     assert!(!states.iter().any(|s| s == "waiting_input"), "no prompt: {states:?}");
     let digest = run.env.stdout(&["digest"]);
