@@ -17,18 +17,39 @@ fn lease_of_40_s(env: &Env) {
     std::fs::write(env.path("config").join("config.toml"), "[adoption]\nlease = 40\n").unwrap();
 }
 
-fn keeper(env: &Env, log: &str) -> Child {
-    env.cmd(&["restore", "--keep"])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(env.path(log)).unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+/// A keeper, ended with the test however it ends (a failed assertion included).
+struct Keeper(Child);
+
+impl Keeper {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
 }
 
-fn stop(mut child: Child) {
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGTERM);
-    let _ = wait_for("the keeper to end", Duration::from_secs(20), || child.try_wait().unwrap());
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn keeper(env: &Env, log: &str) -> Keeper {
+    Keeper(
+        env.cmd(&["restore", "--keep"])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(env.path(log)).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Ends a keeper as a logout would: its sessions stopped, their resumes kept.
+fn stop(mut keeper: Keeper) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper.id() as i32), nix::sys::signal::SIGTERM);
+    let _ = wait_for("the keeper to end", Duration::from_secs(20), || keeper.0.try_wait().unwrap());
 }
 
 /// An armed session (`--preset solo`) of a `run --detach`: its id and its run's pid.
