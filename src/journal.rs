@@ -143,23 +143,18 @@ impl Journal {
         if !stalled {
             return true;
         }
-        let me = i64::from(std::process::id());
-        match self.write(|s| s.owner_of(session.as_str())) {
-            Ok((Some(owner), _)) if owner != me => {
-                tracing::warn!(session = %session, owner, "another Nightshift took the session over while this one stalled");
-                lock(&self.shared.lease).lost.insert(session.clone());
+        // Renewed now, before anything else is done; what the renewal finds taken is lost.
+        let every = lock(&self.shared.lease).renewed.map(|(_, every)| every).unwrap_or_default();
+        match self.renew_lease(every, std::slice::from_ref(session)) {
+            Ok(lost) if lost.is_empty() => true,
+            Ok(_) => {
+                tracing::warn!(session = %session, "another Nightshift took the session over while this one stalled");
                 false
             }
-            // Still ours (or the journal cannot say): renewed now, before anything else is done.
-            _ => {
-                let every = lock(&self.shared.lease).renewed.map(|(_, every)| every).unwrap_or_default();
-                match self.renew_lease(every, std::slice::from_ref(session)) {
-                    Ok(lost) => lost.is_empty(),
-                    Err(e) => {
-                        tracing::warn!("could not renew the lease on this process's sessions: {e}");
-                        true
-                    }
-                }
+            // The journal cannot say: the session goes on here.
+            Err(e) => {
+                tracing::warn!("could not renew the lease on this process's sessions: {e}");
+                true
             }
         }
     }
