@@ -5,10 +5,21 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use super::{Store, StoreError};
+use super::rows::{session_row, SESSION_SELECT};
+use super::{SessionRow, Store, StoreError};
 use crate::clock::format_ts;
 
 impl Store {
+    /// The sessions that have not ended (running, lost, kept or scheduled): what an adopter looks
+    /// at every few seconds, however long the journal's history.
+    pub fn unended_sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "{SESSION_SELECT} WHERE id != '' AND state NOT IN ('exited', 'failed') ORDER BY created, id"
+        ))?;
+        let rows = stmt.query_map([], session_row)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
     /// A lost session taken over by process `owner_pid` (it restarts the agent).
     pub fn adopt_session(&mut self, id: &str, owner_pid: u32, control_socket: Option<&str>) -> Result<(), StoreError> {
         self.conn.execute(

@@ -282,3 +282,24 @@ fn what_belongs_to_no_session_is_journalled_and_no_list_shows_its_row() {
     assert!(store.sessions().unwrap().is_empty());
     assert_eq!(store.session("").unwrap(), None);
 }
+
+#[test]
+fn leases_are_renewed_on_what_a_process_owns_and_an_adopter_reads_only_unended_sessions() {
+    let mut store = Store::open_in_memory().unwrap();
+    let cmd = vec!["claude".to_string()];
+    for id in ["a1a1a1a1", "b2b2b2b2"] {
+        store.create_session(&new_session(id, &cmd)).unwrap();
+    }
+    let t0 = Utc.with_ymd_and_hms(2026, 11, 30, 22, 0, 0).unwrap();
+    let ended = EventKind::state(SessionState::Exited, "process exited with code 0");
+    store.record(&Event { ts: t0, session: SessionId::from("b2b2b2b2".to_string()), kind: ended }).unwrap();
+    let unended: Vec<String> = store.unended_sessions().unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(unended, ["a1a1a1a1"], "the ended one is no adopter's business");
+    // The owner renews; another process claims the session; the owner's next renewal no longer owns it.
+    assert_eq!(store.renew_leases(42, t0).unwrap().len(), 2);
+    assert_eq!(store.owner_of("a1a1a1a1").unwrap(), (Some(42), Some("2026-11-30T22:00:00.000Z".to_string())));
+    assert!(store.claim_session("a1a1a1a1", Some(42), 43, None).unwrap());
+    assert!(!store.claim_session("a1a1a1a1", Some(42), 44, None).unwrap(), "claimed once");
+    assert_eq!(store.owner_of("a1a1a1a1").unwrap(), (Some(43), None), "a claim clears the lease");
+    assert_eq!(store.renew_leases(42, t0).unwrap(), ["b2b2b2b2"]);
+}

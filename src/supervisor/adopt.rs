@@ -113,7 +113,7 @@ impl Supervisor {
 
     /// One look for sessions to adopt: each armed one whose owner is gone or hung is taken over.
     fn adopt(&self, adoption: &Adoption, watched: &mut Watched) {
-        let rows = match self.with_store(|s| s.sessions()) {
+        let rows = match self.with_store(|s| s.unended_sessions()) {
             Ok(rows) => rows,
             Err(e) => return tracing::warn!("cannot look for sessions to adopt: {e}"),
         };
