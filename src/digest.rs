@@ -209,6 +209,9 @@ pub enum HappeningKind {
     NetRefused,
     /// The pace parked the cycles for a stretch (a morning reserve, a weekly pace).
     Parked,
+    /// Nightshift sent an input by itself (a resume, a kickstart, …), marked as automated: one
+    /// line a kind, with how many times.
+    Automated,
 }
 
 /// A snapshot salvage kept, followed through the later salvages that found it unchanged.

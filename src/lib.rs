@@ -64,7 +64,9 @@ pub mod store;
 pub mod supervisor;
 pub mod usage;
 
-pub use nightshift_model::{breaker, child, detect, event, limits, phone, respawn, screen, token, toml_error, units};
+pub use nightshift_model::{
+    automated, breaker, child, detect, event, limits, phone, respawn, screen, token, toml_error, units,
+};
 
 pub use agent::AgentKind;
 pub use event::{Event, EventKind, SessionId, SessionState};

@@ -156,8 +156,9 @@ async fn todays_journal_brings_the_armed_session_back_from_its_contract_and_list
     let screen = screen_with(handle, "restarted with").await;
     let flat: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.contains(&format!("--resume {CONVERSATION} Continue the work.")),
-        "its conversation, the kickstart: {flat}"
+        flat.contains(&format!("--resume {CONVERSATION} [Automated restart by Nightshift"))
+            && flat.contains("] Continue the work."),
+        "its conversation, the kickstart, marked as Nightshift's: {flat}"
     );
     assert!(flat.contains("the parser is done"), "the kickstart names the fresh handoff: {flat}");
     assert!(!flat.contains("TASKS.md"), "never the opening prompt again: {flat}");

@@ -208,6 +208,14 @@ fn slept_through_the_wait(events: &[Value]) {
     eprintln!("slept through the wait, woken by the alarm at {at} for the resume at {due}");
 }
 
+/// The night's standing instructions, given with `--standing`.
+const STANDING: &str = "Tonight: only the steps of TASKS.md; never force-push.";
+
+/// Words only an input Nightshift typed by itself has: a resume, a kickstart, an update prompt, a
+/// handoff request (a Stop hook's block), a handoff given back.
+const AUTOMATED_WORDS: [&str; 5] =
+    ["continue", "Continue the work", "Before your context is reset", "handoff for your next self", "Your handoff"];
+
 /// One compressed night against the real client and the mock API, in a git repository: turns
 /// that commit, a usage limit, the client killed, a question answered from the phone, the context past the
 /// handoff threshold, Nightshift itself SIGKILLed and restored, and Nightshift ended with a resume
@@ -260,6 +268,8 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
                 "--auto-resume",
                 "--handoff-at",
                 "75",
+                "--standing",
+                STANDING,
             ],
             args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash", &opening],
             project: &[
@@ -465,6 +475,27 @@ async fn a_compressed_night_goes_on_after_everything_it_brings() {
     assert!(*latencies.last().unwrap() <= 30.0, "a resume later than 30 s after its reset: {latencies:?}");
     // The opening prompt reached the API once.
     assert_eq!(asked.iter().filter(|r| r.last_user.contains(OPENING)).count(), 1, "the opening prompt was sent again");
+    // Every input Nightshift typed by itself said so, with the night's standing instructions; the
+    // user's own opening prompt did not.
+    let automated: Vec<&str> = asked
+        .iter()
+        .filter(|r| !r.last_user.starts_with("[tool_result]") && !r.last_user.contains(OPENING))
+        .map(|r| r.last_user.as_str())
+        .filter(|said| AUTOMATED_WORDS.iter().any(|w| said.contains(w)))
+        .collect();
+    let unmarked: Vec<&&str> = automated
+        .iter()
+        .filter(|said| !said.contains(nightshift::automated::MARKER) || !said.contains(STANDING))
+        .collect();
+    assert!(unmarked.is_empty(), "automated inputs without the marker or the standing instructions: {unmarked:?}");
+    for (kind, words) in [("resume", "] continue"), ("kickstart", "] Continue the work")] {
+        let n = automated.iter().filter(|said| said.contains(words)).count();
+        assert!(n >= 1, "no marked {kind} reached the API: {automated:?}");
+    }
+    assert!(!asked
+        .iter()
+        .any(|r| r.last_user.contains(OPENING) && r.last_user.contains(nightshift::automated::MARKER)));
+    eprintln!("automated inputs in the request log: {}, every one marked", automated.len());
 
     // The journal's counts of the night.
     let limits = count(&events, |e| e["event"] == "limit_detected" && e["source"] != "journal");

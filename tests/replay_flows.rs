@@ -179,8 +179,12 @@ fn a_dying_agent_is_started_again_with_its_conversation_then_the_breaker_opens()
     assert_eq!(lives.len(), 5, "{lives:?}");
     assert!(!lives[0].contains("--continue"), "the first start is as given");
     // Restarts carry the conversation on, once each, and go on with the kickstart.
-    let kickstart = format!("--log {} --continue {}", log.display(), nightshift::respawn::DEFAULT_KICKSTART_PROMPT);
-    assert!(lives[1..].iter().all(|l| l.ends_with(&kickstart)), "restarts carry the conversation on: {lives:?}");
+    let resumed = format!("--log {} --continue [Automated restart by Nightshift", log.display());
+    let kickstart = format!("] {}", nightshift::respawn::DEFAULT_KICKSTART_PROMPT);
+    assert!(
+        lives[1..].iter().all(|l| l.contains(&resumed) && l.ends_with(&kickstart)),
+        "restarts carry the conversation on, with the kickstart marked as Nightshift's: {lives:?}"
+    );
     let id = read_events(&events)[0]["session"].as_str().unwrap().to_string();
     env.stdout(&["stop", &id]);
     let status = wait_for("the run to end", Duration::from_secs(15), || child.try_wait().unwrap());

@@ -113,7 +113,9 @@ async fn respawn_armed_on_a_running_session_runs_cycles_and_can_be_held_and_disa
     let typed = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let snap = handle.snapshot().await.unwrap();
-            if snap.text().lines().any(|l| l.trim_end() == "got kick") {
+            // The kickstart as typed: marked as Nightshift's (the line may wrap on the screen).
+            let flat: String = snap.text().split_whitespace().collect();
+            if flat.contains("got[Automatedkickstart") && flat.contains("]kick") {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -84,6 +84,10 @@ struct RunArgs {
     /// How often a usage-limit wait probes for an early reset
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30m")]
     probe_every: Duration,
+    /// Your standing instructions for the night, restated (and the input marked as automated) in
+    /// the one-word probes Nightshift sends by itself during a limit wait
+    #[arg(long, value_name = "TEXT")]
+    standing: Option<String>,
     /// How long after a limit's reset the iteration runs again
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
     limit_margin: Duration,
@@ -194,6 +198,7 @@ fn start(state_dir: Option<PathBuf>, args: RunArgs) -> anyhow::Result<ExitCode> 
             retry_cap: args.retry_cap,
             probe_every: args.probe_every,
             limit_margin: args.limit_margin,
+            standing: args.standing.as_deref().and_then(nightshift::automated::standing),
             ..settings.clone()
         };
     })?;

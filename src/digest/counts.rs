@@ -27,6 +27,10 @@ pub struct Counts {
     pub limits: u32,
     /// Continuations typed after a limit.
     pub resumes: u32,
+    /// Inputs Nightshift sent by itself (resumes, kickstarts, handoff requests, …), each marked as
+    /// automated.
+    #[serde(default)]
+    pub automated: u32,
     /// Handoffs asked for (each time the context filled up).
     pub handoffs: u32,
     pub handoffs_written: u32,
@@ -147,6 +151,7 @@ impl Counts {
         self.exits += o.exits;
         self.limits += o.limits;
         self.resumes += o.resumes;
+        self.automated += o.automated;
         self.handoffs += o.handoffs;
         self.handoffs_written += o.handoffs_written;
         self.handoffs_given += o.handoffs_given;
@@ -215,6 +220,7 @@ impl Counts {
             }
             out.push(text);
         }
+        say(&mut out, self.automated, "automated input", "automated inputs");
         say(
             &mut out,
             self.context_high,

@@ -252,6 +252,13 @@ impl Ledger {
                     limit_since.get_or_insert(ev.ts);
                 }
                 EventKind::ResumeSent { .. } if in_range => c.resumes += 1,
+                EventKind::AutomatedInput { what, .. } if in_range => {
+                    c.automated += 1;
+                    let what = what.as_str();
+                    let key = format!("sent an automated {what}, marked as not the user's");
+                    let once = format!("sent an automated {what} at {}, marked as not the user's", hhmm(ev.ts));
+                    lines.note(HappeningKind::Automated, key, once, ev.ts);
+                }
                 EventKind::LimitFailed { .. } if in_range => l.resume_failed = true,
                 EventKind::LimitCleared { .. } => {
                     if let Some(since) = limit_since.take().filter(|_| in_range) {

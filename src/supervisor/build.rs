@@ -62,6 +62,8 @@ pub struct Request {
     pub fence: Option<crate::agent::Fence>,
     /// Hosts it may reach besides the fence's own (`--allow-host`).
     pub allow_hosts: Vec<String>,
+    /// The user's standing instructions for the night (`--standing`); `None`: the preset's.
+    pub standing: Option<String>,
 }
 
 impl Request {
@@ -86,6 +88,7 @@ impl Request {
             sandbox: None,
             fence: None,
             allow_hosts: Vec::new(),
+            standing: None,
         }
     }
 }
@@ -267,6 +270,9 @@ pub fn build(
         t.respawn = Some(settings);
     }
     t.auto_resume = request.auto_resume;
+    // Restated by every input Nightshift types by itself: the user's words, else the preset's.
+    let preset_standing = t.respawn.as_ref().map(|r| r.standing.as_str());
+    t.standing = request.standing.as_deref().or(preset_standing).and_then(crate::automated::standing);
     t.window_guard = request.window_guard;
     // The pace parks respawn cycles: config.toml's is read only for a session that has them.
     t.pace = match request.pace {

@@ -152,6 +152,7 @@ impl Supervisor {
             self.journal.emit(&id, restored(why.to_string(), down, adopted));
             return self.restore_loop(id, &contract, looping).map(Some);
         };
+        let standing = t.standing.clone();
         let kickstart = t.respawn.as_ref().filter(|_| t.respawn_until.is_some_and(|u| u > now));
         let prompt = if paused {
             None
@@ -180,6 +181,13 @@ impl Supervisor {
             if replay.pieced { format!("{why} (read from a journal older than contracts)") } else { why.to_string() };
         tracing::info!(session = %id, down_secs = down, "restoring the session: {reason}");
         self.journal.emit(&id, restored(reason, down, adopted));
+        // Said as what it is: Nightshift's, not the user's, with what stands for the night.
+        let prompt = prompt.map(|text| {
+            let what = crate::automated::Automated::Restart;
+            let marked = crate::automated::mark(what, &text, standing.as_deref());
+            self.journal.emit(&id, EventKind::AutomatedInput { what, chars: marked.chars().count() });
+            marked
+        });
         let resumed = Conversation::Resume { id: replay.conversation.clone(), prompt: prompt.clone() };
         let line = match &contract.kind {
             Kind::Terminal(t) => shell_words(&[vec![t.program.clone()], t.command(contract.agent, &resumed)].concat()),

@@ -127,6 +127,7 @@ export async function submitNew(ev) {
       auto_resume: $("new-auto-resume").checked,
       account: $("new-account").value || null,
       switch_accounts: !$("new-switch-field").hidden && $("new-switch").checked,
+      standing: $("new-standing").value.trim() || null,
       worktree: $("new-worktree").checked,
       start: newStart(),
     };

@@ -117,6 +117,10 @@ pub struct Terminal {
     /// Why it runs without the sandbox it would have had (`[sandbox] allow_unsandboxed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsandboxed: Option<String>,
+    /// The user's standing instructions for the night (`--standing`, or the preset's), restated by
+    /// every input Nightshift sends by itself (see [`crate::automated`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standing: Option<String>,
 }
 
 fn yes() -> bool {
@@ -225,7 +229,7 @@ pub struct LoopSettings {
     /// Past a limit's reset before the iteration runs again.
     #[serde(with = "crate::clock::secs")]
     pub limit_margin: Duration,
-    /// How often a limit wait probes for an early reset (a one-character prompt, no tools).
+    /// How often a limit wait probes for an early reset (a one-word, marked prompt, no tools).
     #[serde(with = "crate::clock::secs")]
     pub probe_every: Duration,
     /// Iterations in a row that settle nothing before a project is backed off.
@@ -236,6 +240,9 @@ pub struct LoopSettings {
     /// The pace new iterations keep (a morning reserve, a weekly pace).
     #[serde(skip_serializing_if = "crate::limits::pace::PaceSettings::is_off")]
     pub pace: crate::limits::pace::PaceSettings,
+    /// The user's standing instructions, restated by the loop's own probes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standing: Option<String>,
 }
 
 impl Default for LoopSettings {
@@ -251,6 +258,7 @@ impl Default for LoopSettings {
             fruitless_after: 3,
             fruitless_waits: [15, 30, 60, 120].map(|m| Duration::from_secs(m * 60)).to_vec(),
             pace: crate::limits::pace::PaceSettings::default(),
+            standing: None,
         }
     }
 }
@@ -296,6 +304,7 @@ impl Terminal {
             worktree: None,
             sandbox: None,
             unsandboxed: None,
+            standing: None,
         }
     }
 
@@ -504,6 +513,7 @@ mod tests {
                 ..Sandbox::default()
             }),
             unsandboxed: None,
+            standing: None,
         }
     }
 

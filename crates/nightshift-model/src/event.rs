@@ -259,6 +259,9 @@ pub enum EventKind {
     HandoffGiven { source: String },
     /// The agent did not write a handoff after `times` asks: the cycle went on without.
     HandoffMissing { times: u32 },
+    /// Nightshift sent an input of its own (`chars` long, its marker included), marked as
+    /// automated with the user's standing instructions (see [`crate::automated`]).
+    AutomatedInput { what: crate::automated::Automated, chars: usize },
     /// The session is to start at `due` (`why`: `at 23:30`, `when the 5-hour window resets`).
     Scheduled {
         #[serde(with = "crate::clock::ts")]
@@ -540,6 +543,7 @@ impl EventKind {
             Self::Handoff { .. } => "handoff",
             Self::HandoffGiven { .. } => "handoff_given",
             Self::HandoffMissing { .. } => "handoff_missing",
+            Self::AutomatedInput { .. } => "automated_input",
             Self::AccountSwitch { .. } => "account_switch",
             Self::Scheduled { .. } => "scheduled",
             Self::ScheduleSkipped { .. } => "schedule_skipped",

@@ -12,6 +12,7 @@
 //! | Module | What it is |
 //! |--------|------------|
 //! | `units`, `token`, `toml_error` | leaves: how money and sizes are written, a session's secret, a TOML error in one line |
+//! | `automated` | a leaf: how an input Nightshift sends by itself says so, with the user's standing instructions |
 //! | `clock` | the [`clock::Clock`] decisions are given, the test clock, timestamp formats |
 //! | `child`, `repo` | a child process's end or failed start; a repository's state, worktree and left-out files |
 //! | `hosts`, `phone` | what the network fence lets through; the phone's signed one-time actions |
@@ -33,6 +34,7 @@
 //! started with (the runtime's `clock::local_zone`, a named zone in the specs).
 
 pub mod agent;
+pub mod automated;
 pub mod awake;
 pub mod breaker;
 pub mod child;

@@ -101,6 +101,10 @@ pub struct Settings {
     /// (see [`crate::breaker`]); empty: it stays open until `nightshift breaker reset`.
     #[serde(with = "crate::clock::secs_list_or_none")]
     pub breaker_retry: Vec<Duration>,
+    /// The user's standing instructions for a night under this preset, restated by every input
+    /// Nightshift sends by itself; empty: none (`--standing` gives them for one session).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub standing: String,
 }
 
 /// Settings left out of a hand-written preset are the Overnight preset's timings, prompts, restart
@@ -132,6 +136,7 @@ impl Settings {
             guard: false,
             sandbox: false,
             breaker_retry: crate::breaker::RETRY.to_vec(),
+            standing: String::new(),
         }
     }
 
@@ -154,18 +159,7 @@ impl Settings {
     /// name (`PROGRESS.md`) and the instructions file `/init` writes. Changes to them alone are not
     /// the agent's progress.
     pub fn own_files(&self, instructions_file: Option<&str>) -> Vec<String> {
-        let mut files: Vec<String> = Vec::new();
-        for prompt in [&self.update_prompt, &self.kickstart_prompt] {
-            for word in prompt.split(|c: char| c.is_whitespace() || "`'\"()[],;".contains(c)) {
-                let word = word.trim_end_matches(['.', '!', '?', ':']);
-                let named = word.rsplit_once('.').is_some_and(|(stem, ext)| {
-                    !stem.is_empty() && (1..=8).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
-                });
-                if named && !word.contains("://") && !files.iter().any(|f| f == word) {
-                    files.push(word.to_string());
-                }
-            }
-        }
+        let mut files = files_named([self.update_prompt.as_str(), self.kickstart_prompt.as_str()]);
         if let Some(file) = instructions_file.filter(|_| self.clear_and_init) {
             if !files.iter().any(|f| f == file) {
                 files.push(file.to_string());
@@ -183,6 +177,24 @@ impl Settings {
             Step::Kickstart => &self.kickstart_prompt,
         }
     }
+}
+
+/// The files `prompts` name (`PROGRESS.md`, `TASKS.md`: a word with a short extension, no URL),
+/// each once, in the order named.
+pub fn files_named<'a>(prompts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for prompt in prompts {
+        for word in prompt.split(|c: char| c.is_whitespace() || "`'\"()[],;".contains(c)) {
+            let word = word.trim_end_matches(['.', '!', '?', ':']);
+            let named = word.rsplit_once('.').is_some_and(|(stem, ext)| {
+                !stem.is_empty() && (1..=8).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            });
+            if named && !word.contains("://") && !files.iter().any(|f| f == word) {
+                files.push(word.to_string());
+            }
+        }
+    }
+    files
 }
 
 /// How a step of a cycle went, for the journal.

@@ -276,6 +276,7 @@ mod tests {
             worktree: None,
             sandbox: None,
             unsandboxed: None,
+            standing: None,
         };
         Replay {
             contract: Contract {

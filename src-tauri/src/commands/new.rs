@@ -19,6 +19,9 @@ pub struct NewSession {
     /// Move to the account with the most headroom before this one's limit.
     #[serde(default)]
     pub switch_accounts: bool,
+    /// The user's standing instructions for the night; the preset's when empty.
+    #[serde(default)]
+    pub standing: Option<String>,
     /// Work in a worktree of its own (a branch `nightshift/…` outside the user's checkout).
     #[serde(default)]
     pub worktree: bool,
@@ -106,6 +109,7 @@ pub fn session_contract(state: &AppState, request: NewSession) -> Result<Armed, 
         None => AccountChoice::Default,
     };
     built.switch_accounts = request.switch_accounts.then_some(None);
+    built.standing = request.standing.filter(|s| !s.trim().is_empty());
     Ok(build(&state.paths, built, |_| Ok(()))?)
 }
 

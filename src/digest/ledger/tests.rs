@@ -346,3 +346,26 @@ fn a_stretch_the_pace_parked_is_one_line_with_its_reason_and_counted_in_minutes(
         "still parked at the end: {lines:?}"
     );
 }
+
+#[test]
+fn the_morning_lists_each_automated_input_by_kind_with_its_times() {
+    use crate::automated::Automated;
+    let sent = |t, what| ev(t, EventKind::AutomatedInput { what, chars: 180 });
+    let l = read(&[
+        state(at(22, 0), SessionState::Working),
+        sent(at(23, 10), Automated::Resume),
+        sent(at(1, 0), Automated::Kickstart),
+        sent(at(2, 0), Automated::Kickstart),
+        sent(at(3, 0), Automated::Kickstart),
+        sent(at(9, 0), Automated::Resume),
+    ]);
+    assert_eq!(l.counts.automated, 4, "the one after the range is not counted");
+    assert_eq!(
+        texts(&l),
+        [
+            "sent an automated resume at 23:10, marked as not the user's",
+            "sent an automated kickstart, marked as not the user's: 3 times, 01:00 to 03:00",
+        ]
+    );
+    assert!(l.counts.phrases().contains(&"4 automated inputs".to_string()), "{:?}", l.counts.phrases());
+}

@@ -215,6 +215,9 @@ impl EventKind {
             Self::Handoff { chars } => format!("the agent wrote its handoff ({chars} characters)"),
             Self::HandoffGiven { source } => format!("the handoff was given back to the client ({source})"),
             Self::HandoffMissing { times } => format!("no handoff after {times} asks: the cycle goes on without"),
+            Self::AutomatedInput { what, chars } => {
+                format!("sent an automated {} ({chars} characters), marked as not the user's", what.as_str())
+            }
             Self::Scheduled { due, why } => format!("scheduled to start {} ({why})", at(due)),
             Self::ScheduleSkipped { due, reason } => format!("did not start at {}: {reason}", at(due)),
             Self::AccountSwitch { action, reason, .. } => match action {

@@ -554,7 +554,13 @@ impl Machine {
                 return;
             }
             Wait::Limit { run, resets_at, until, next_probe } if next_probe <= now.wall => {
-                let probe = Run { prompt: ".".into(), task: None, probe: true, ..run.clone() };
+                // One word asked, marked as Nightshift's: an agent that read a bare prompt as the
+                // user's could start work the user had not asked for in the reopened window.
+                let standing = self.settings.standing.as_deref();
+                let prompt = crate::automated::mark(crate::automated::Automated::Probe, PROBE_ASK, standing);
+                let what = crate::automated::Automated::Probe;
+                self.emit(EventKind::AutomatedInput { what, chars: prompt.chars().count() }, fx);
+                let probe = Run { prompt, task: None, probe: true, ..run.clone() };
                 let next = now.wall + margin(self.settings.probe_every);
                 self.wait = Wait::Limit { run, resets_at, until, next_probe: next.min(until) };
                 return self.spawn(probe, now, fx);
@@ -663,6 +669,9 @@ impl Machine {
 
 /// A probe due this close to the reset is not made.
 const PROBE_SKIP: chrono::Duration = chrono::Duration::minutes(5);
+
+/// What a probe asks (after its marker): a one-word answer, no tools, no work.
+pub(crate) const PROBE_ASK: &str = "Reply with the one word ok, and do nothing else.";
 
 fn margin(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)

@@ -90,6 +90,8 @@ pub struct Machine {
     fence: Option<fence::Fenced>,
     /// What the canary said of the client, in words (for the options).
     canary: Option<String>,
+    /// The user's standing instructions, restated by every input the machine sends by itself.
+    standing: Option<String>,
     /// The agent's own commands a cycle types (`/clear`, `/init`).
     commands: crate::agent::CycleCommands,
     /// The state last journalled (written by `journal_state` only).
@@ -136,6 +138,7 @@ impl Machine {
             fence: fence.map(fence::Fenced::new),
             canary,
             commands,
+            standing: t.standing.as_deref().and_then(crate::automated::standing),
         };
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {
@@ -320,6 +323,14 @@ impl Machine {
             self.state = state;
         }
         fx.push(Effect::Emit(kind));
+    }
+
+    /// `text` as the machine sends it by itself: marked as an automated `what` with the user's
+    /// standing instructions, and journalled as sent.
+    fn automated(&self, what: crate::automated::Automated, text: &str, fx: &mut Vec<Effect>) -> String {
+        let marked = crate::automated::mark(what, text, self.standing.as_deref());
+        self.emit(EventKind::AutomatedInput { what, chars: marked.chars().count() }, fx);
+        marked
     }
 
     /// Types `text`, then Enter on its own.

@@ -304,7 +304,8 @@ fn a_limit_waits_for_its_reset_probing_every_30_minutes_then_runs_the_same_task(
         let run = sim.running().expect("a probe or the iteration");
         if run.probe {
             probes += 1;
-            assert_eq!(run.prompt, ".", "a one-character prompt");
+            assert!(run.prompt.starts_with(crate::automated::MARKER), "marked as Nightshift's: {}", run.prompt);
+            assert!(run.prompt.ends_with(super::PROBE_ASK), "one word asked: {}", run.prompt);
             sim.end(2.0, limit(reset), Some(0.001), false);
         } else {
             break;

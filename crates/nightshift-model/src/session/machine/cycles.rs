@@ -130,9 +130,18 @@ impl Machine {
                     // The cycle's /clear forgets the agent's context: its uncommitted work is kept first.
                     fx.push(Effect::Salvage { reason: format!("before respawn cycle {cycle}'s /clear") });
                 }
+                use crate::automated::Automated;
                 let text = match step {
-                    respawn::Step::Update => self.update_text(text, fx),
-                    respawn::Step::Kickstart => self.kickstart_text(text, fx),
+                    respawn::Step::Update => {
+                        let said = self.update_text(text.clone(), fx);
+                        let what = if said == text { Automated::Update } else { Automated::HandoffRequest };
+                        self.automated(what, &said, fx)
+                    }
+                    respawn::Step::Kickstart => {
+                        let said = self.kickstart_text(text, fx);
+                        self.automated(Automated::Kickstart, &said, fx)
+                    }
+                    // The client's own commands: not words to read.
                     respawn::Step::Clear => self.commands.clear.clone(),
                     respawn::Step::Init => self.commands.init.clone(),
                 };

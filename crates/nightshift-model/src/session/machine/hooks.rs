@@ -7,6 +7,7 @@
 //! gives the handoff back as context. An agent that will not write one is asked twice more at most.
 
 use super::*;
+use crate::automated::Automated;
 use crate::hooks::{guard, Answer, Event, Hook, StartSource};
 use crate::limits::Source;
 
@@ -339,7 +340,7 @@ impl Machine {
         );
         self.client.delivered();
         self.emit(EventKind::HandoffGiven { source: source.to_string() }, fx);
-        Answer::Context { text }
+        Answer::Context { text: self.automated(Automated::Handoff, &text, fx) }
     }
 
     fn stopped(&mut self, continued: bool, last_message: Option<String>, now: Now, fx: &mut Vec<Effect>) -> Answer {
@@ -347,7 +348,9 @@ impl Machine {
             Handoff::Due if !self.cycles.held() => {
                 self.client.handoff = Handoff::Asked { times: 1 };
                 self.emit(EventKind::HandoffAsked { times: 1 }, fx);
-                Answer::Block { reason: handoff_request(self.client.context_pct) }
+                Answer::Block {
+                    reason: self.automated(Automated::HandoffRequest, &handoff_request(self.client.context_pct), fx),
+                }
             }
             Handoff::Asked { times } => {
                 let text = last_message.map(|t| t.trim().to_string()).unwrap_or_default();
@@ -373,7 +376,9 @@ impl Machine {
                 }
                 self.client.handoff = Handoff::Asked { times: times + 1 };
                 self.emit(EventKind::HandoffAsked { times: times + 1 }, fx);
-                Answer::Block { reason: handoff_request(self.client.context_pct) }
+                Answer::Block {
+                    reason: self.automated(Automated::HandoffRequest, &handoff_request(self.client.context_pct), fx),
+                }
             }
             // A switch due without a handoff to ask for (one was just written): at this turn's end.
             Handoff::None | Handoff::Written if self.switch_due() && !self.cycles.held() => {
@@ -459,7 +464,8 @@ impl Machine {
     fn type_ask(&mut self, times: u32, now: Now, fx: &mut Vec<Effect>) {
         self.client.handoff = Handoff::Asked { times };
         self.emit(EventKind::HandoffAsked { times }, fx);
-        self.type_text(handoff_request(self.client.context_pct), true, fx);
+        let ask = self.automated(Automated::HandoffRequest, &handoff_request(self.client.context_pct), fx);
+        self.type_text(ask, true, fx);
         self.client.ask_check = Some(now.mono + ASK_CHECK);
     }
 

@@ -173,6 +173,7 @@ impl Machine {
                 self.client.delivered();
                 self.emit(EventKind::HandoffGiven { source: "prompt".into() }, fx);
             }
+            let prompt = prompt.map(|p| self.automated(crate::automated::Automated::Switch, &p, fx));
             fx.push(Effect::SwitchAccount { account, prompt });
             return;
         }
@@ -186,7 +187,9 @@ impl Machine {
             EventKind::Respawn { action: respawn::Action::Restart, cycle: None, reason: Some(reason), cost_usd: None },
             fx,
         );
-        fx.push(Effect::Spawn { conversation: self.client.conversation(), prompt: self.restart_prompt(now, false) });
+        let prompt =
+            self.restart_prompt(now, false).map(|p| self.automated(crate::automated::Automated::Restart, &p, fx));
+        fx.push(Effect::Spawn { conversation: self.client.conversation(), prompt });
     }
 
     pub(super) fn on_started(&mut self, pid: u32, now: Now, fx: &mut Vec<Effect>) {

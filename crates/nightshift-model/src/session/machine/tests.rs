@@ -76,6 +76,7 @@ fn start() -> Start {
         worktree: None,
         sandbox: None,
         unsandboxed: None,
+        standing: None,
     };
     let contract = crate::contract::Contract {
         version: crate::contract::VERSION,
@@ -827,8 +828,22 @@ impl Sim {
         self.log.iter().filter_map(|(_, e)| if let Effect::Answer(a) = e { Some(a.clone()) } else { None }).collect()
     }
 
+    /// The texts typed, each automated one as it reads after its marker.
     fn typed(&self) -> Vec<String> {
+        self.typed_raw().iter().map(|t| said(t).to_string()).collect()
+    }
+
+    /// The texts typed, markers and all.
+    fn typed_raw(&self) -> Vec<String> {
         self.written().iter().map(|b| String::from_utf8_lossy(b).into_owned()).filter(|t| t.len() > 1).collect()
+    }
+}
+
+/// What an input reads as after its automated marker, when it has one.
+fn said(text: &str) -> &str {
+    match text.strip_prefix(crate::automated::MARKER) {
+        Some(rest) => rest.split_once("] ").map_or(text, |(_, said)| said),
+        None => text,
     }
 }
 
@@ -1172,6 +1187,7 @@ fn a_restart_soon_after_a_handoff_starts_from_it() {
             .iter()
             .find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None });
     let prompt = prompt.flatten().unwrap_or_default();
+    let prompt = said(&prompt);
     assert!(prompt.starts_with(respawn::DEFAULT_KICKSTART_PROMPT), "the kickstart: {prompt}");
     assert!(prompt.contains(HANDOFF), "names a handoff 10 minutes old: {prompt}");
     let mut later = Sim::new(with_respawn(start(), quick_respawn())).agent(S(1200), 1);
@@ -1184,8 +1200,8 @@ fn a_restart_soon_after_a_handoff_starts_from_it() {
             .log
             .iter()
             .find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { Some(prompt.clone()) } else { None });
-    let kickstart = Some(respawn::DEFAULT_KICKSTART_PROMPT.to_string());
-    assert_eq!(prompt, Some(kickstart), "one 20 minutes old is not named");
+    let prompt = prompt.flatten().map(|p| said(&p).to_string());
+    assert_eq!(prompt.as_deref(), Some(respawn::DEFAULT_KICKSTART_PROMPT), "one 20 minutes old is not named");
 }
 
 #[test]
@@ -1350,7 +1366,9 @@ impl Sim {
         self.log
             .iter()
             .filter_map(|(_, e)| match e {
-                Effect::SwitchAccount { account, prompt } => Some((account.name.clone(), prompt.clone())),
+                Effect::SwitchAccount { account, prompt } => {
+                    Some((account.name.clone(), prompt.as_deref().map(|p| said(p).to_string())))
+                }
                 _ => None,
             })
             .collect()
@@ -2251,7 +2269,7 @@ fn a_client_killed_in_the_turn_that_resumed_it_goes_on_with_the_kickstart() {
     sim.run(sim.secs() + 5.0);
     let prompt =
         sim.log.iter().find_map(|(_, e)| if let Effect::Spawn { prompt, .. } = e { prompt.clone() } else { None });
-    assert_eq!(prompt.as_deref(), Some(respawn::DEFAULT_KICKSTART_PROMPT));
+    assert_eq!(prompt.as_deref().map(said), Some(respawn::DEFAULT_KICKSTART_PROMPT));
 }
 
 // ---- The pace ----------------------------------------------------------------------------------
@@ -2519,4 +2537,82 @@ fn a_start_arms_what_is_left_of_its_contracts_hours_and_nothing_once_they_are_ov
     let o = sim.m.options_at(sim.now());
     assert!(!o.respawn_active && o.respawn.is_none(), "its hours are over: {o:?}");
     assert!(!sim.log.iter().any(|(_, e)| matches!(e, Effect::Emit(EventKind::Respawn { .. }))));
+}
+
+// ---- What Nightshift sends by itself says so ------------------------------------------------------
+
+#[test]
+fn every_input_the_session_sends_by_itself_is_marked_with_the_standing_instructions() {
+    const STANDING: &str = "Only the parser; never push.";
+    let mut s = with_auto_resume(with_respawn(start(), quick_respawn()), resume::Policy::Own);
+    armed(&mut s).standing = Some(STANDING.into());
+    let mut sim = Sim::new(s).agent(S(4 * 3600), 1);
+    // A limit, and the resume after its reset.
+    let reset = wall0() + hours(1);
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    sim.input(idle());
+    sim.run(sim.until(reset + chrono::Duration::seconds(65)));
+    assert_eq!(sim.resumes().len(), 1);
+    sim.input(working());
+    sim.input(stop(false, "Back at it."));
+    // The context near full: the handoff is asked through the Stop hook's block.
+    sim.input(context(81.0));
+    sim.input(stop(false, "Done with step 3."));
+    let Some(crate::hooks::Answer::Block { reason }) = sim.answers().last().cloned() else { panic!("asked") };
+    sim.input(stop(true, HANDOFF));
+    sim.input(idle());
+    // The cycle that resets the context: /clear and /init as they are, the kickstart marked.
+    sim.run(sim.secs() + 60.0);
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "clear".into() }));
+    let Some(crate::hooks::Answer::Context { text: given }) = sim.answers().last().cloned() else { panic!("given") };
+    sim.input(idle());
+    // The agent dies: its restart's first prompt is marked too.
+    sim.run(sim.secs() + 4.0 * 3600.0 + 60.0);
+    let restart = sim
+        .log
+        .iter()
+        .find_map(|(_, e)| if let Effect::Spawn { prompt: Some(p), .. } = e { Some(p.clone()) } else { None })
+        .expect("restarted with a prompt");
+
+    let typed = sim.typed_raw();
+    let words: Vec<&String> = typed.iter().filter(|t| !t.starts_with('/')).collect();
+    assert!(words.len() >= 2, "a resume and a kickstart: {typed:?}");
+    for text in words.iter().map(|t| t.as_str()).chain([reason.as_str(), given.as_str(), restart.as_str()]) {
+        assert!(text.starts_with(crate::automated::MARKER), "marked: {text}");
+        assert!(text.contains("not a new instruction from the user"), "{text}");
+        assert!(text.contains(STANDING), "restates the standing instructions: {text}");
+    }
+    assert!(
+        typed.iter().any(|t| t == "/clear") && typed.iter().any(|t| t == "/init"),
+        "the client's own commands as they are"
+    );
+    assert!(
+        words[0].contains("resume by Nightshift after a usage limit") && words[0].ends_with("] continue"),
+        "{}",
+        words[0]
+    );
+    // Each is journalled, for the morning.
+    use crate::automated::Automated;
+    let sent: Vec<Automated> = sim
+        .events()
+        .filter_map(|(_, k)| if let EventKind::AutomatedInput { what, .. } = k { Some(*what) } else { None })
+        .collect();
+    for what in
+        [Automated::Resume, Automated::HandoffRequest, Automated::Handoff, Automated::Kickstart, Automated::Restart]
+    {
+        assert!(sent.contains(&what), "{what:?} journalled: {sent:?}");
+    }
+    assert_eq!(sent.len(), words.len() + 3, "one event an input: {sent:?}");
+}
+
+#[test]
+fn without_standing_instructions_the_marker_says_the_ones_given_still_stand() {
+    let mut sim = Sim::new(with_auto_resume(start(), resume::Policy::Own));
+    let reset = wall0() + hours(1);
+    sim.input(sample(100.0, reset, 40.0, wall0() + hours(72)));
+    sim.input(idle());
+    sim.run(sim.until(reset + chrono::Duration::seconds(65)));
+    let typed = sim.typed_raw();
+    assert_eq!(typed.len(), 1, "{typed:?}");
+    assert!(typed[0].contains("the instructions you were given still stand] continue"), "{}", typed[0]);
 }

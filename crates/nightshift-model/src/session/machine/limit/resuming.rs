@@ -249,6 +249,7 @@ impl Machine {
                     // Escape first: it also cancels a continuation the client still has pending, so
                     // there is never a second one on top of ours.
                     fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\x1b".to_vec() });
+                    let prompt = self.automated(crate::automated::Automated::Resume, &prompt, fx);
                     fx.push(Effect::Write { after: RESUME_AFTER_ESCAPE, bytes: prompt.into_bytes() });
                     fx.push(Effect::Write { after: ENTER_DELAY, bytes: b"\r".to_vec() });
                     self.emit(EventKind::ResumeSent { attempt }, fx);
