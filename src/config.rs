@@ -567,7 +567,7 @@ impl Config {
             )));
         }
         let threshold = at.map_or(crate::contract::DEFAULT_SWITCH_THRESHOLD, f64::from);
-        Ok(crate::contract::SwitchSettings { threshold, accounts })
+        Ok(crate::contract::SwitchSettings { threshold, accounts, ahead: true, at_limit: false })
     }
 
     /// The account `name` for `agent`'s sessions.

@@ -1,5 +1,6 @@
 //! The only place that runs git: what a repository says happened over a range (the digest), a
-//! fingerprint of a working tree's content (progress, for the breakers), and which branch it is on
+//! fingerprint of a working tree's content (progress, for the breakers), what a handoff Nightshift
+//! builds reads of the folder (`gather`), and which branch it is on
 //! (the guard; read from the repository's files, no process), and where it fetches and pushes (the
 //! network fence: remotes and submodules with git's own URL rewrites applied).
 //!
@@ -11,6 +12,7 @@
 
 mod branches;
 mod fingerprint;
+mod gather;
 mod history;
 mod remotes;
 pub mod salvage;
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant};
 
 pub use branches::branches;
 pub use fingerprint::{fingerprint, Fingerprint};
+pub use gather::gather;
 pub use history::{commits_between, delivery, progress, Commit, Delivery, GitProgress, Stat};
 pub use remotes::{remotes, Remote, Remotes, Submodule};
 

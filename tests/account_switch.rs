@@ -3,6 +3,8 @@
 //! on account `a` at 91 % moves to `b` after its turn: the handoff is asked at the `Stop` hook, the
 //! client starts again under `b` with a fresh conversation, and `b`'s first request carries the
 //! handoff through `SessionStart`. With no account to move to, it stays and the hold is journalled.
+//! A session armed to move at the limit (`--at-limit switch`) moves when `a`'s week runs out, with
+//! a handoff Nightshift builds from the folder.
 
 use crate::{common, mock_api};
 
@@ -123,4 +125,101 @@ async fn with_no_account_to_move_to_the_session_stays_and_the_hold_is_journalled
     assert!(!run.events().iter().any(|e| e["event"] == "handoff_asked"), "no handoff was asked");
     let journal = run.env.stdout(&["journal", "--session", &run.session()]);
     assert!(journal.contains("no account switch"), "{journal}");
+}
+
+/// A commit the agent makes through its Bash tool, in the project's repository.
+const COMMIT_STEP: &str = "bash echo parser >> work.txt && git add work.txt && \
+    git -c user.name=agent -c user.email=agent@example.com commit -qm 'Add the parser (step-one-5e2b)'";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weekly_limit_on_the_first_account_moves_the_session_to_the_second_at_the_limit() {
+    let Some(claude) = client() else { return };
+    let mock = MockApi::start().await.expect("the stand-in API starts");
+    let now = epoch(SystemTime::now());
+    // a's week is nearly spent; b has room, and some session of the night has said so.
+    let week_of_a =
+        Usage { five_hour: 0.30, five_hour_reset: now + 2 * 3600, seven_day: 0.97, seven_day_reset: now + 3 * 86400 };
+    mock.set_usage_for(TOKEN_A, week_of_a.clone());
+    mock.set_usage_for(TOKEN_B, usage(0.12));
+    mock.set_default(COMMIT_STEP);
+    let run = ClaudeRun::start(
+        &claude,
+        &mock.base_url(),
+        Options {
+            run_args: &["--account", "a", "--at-limit", "switch", "--auto-resume", "--standing", "Only TASKS.md."],
+            args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash"],
+            accounts: &[("a", TOKEN_A), ("b", TOKEN_B)],
+            project: &[("TASKS.md", "- [ ] the parser\n- [ ] the CLI\n"), ("work.txt", "")],
+            ..Default::default()
+        },
+    );
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
+    common::known_meter(&run.env.state_dir(), "claude", "b", 12.0);
+    run.send(FIRST_PROMPT.trim_end_matches(" mock:fast"), true);
+    run.wait_state("working", i + 1, Duration::from_secs(15));
+    let log = |dir: &std::path::Path| common::git_in(dir, &["log", "--format=%s"], false);
+    wait_for("the agent's commit", Duration::from_secs(60), || {
+        log(&run.workdir).contains("step-one-5e2b").then_some(())
+    });
+    wait_for("the turn's end", Duration::from_secs(30), || {
+        run.states().last().is_some_and(|(_, s, _)| s == "idle").then_some(())
+    });
+
+    // The next turn meets the weekly limit: a refuses every request until its week resets.
+    mock.set_usage_for(TOKEN_A, Usage { seven_day: 1.0, ..week_of_a });
+    mock.set_default("limit");
+    run.send("go on with the next step", true);
+    let limited = wait_for("the limit", Duration::from_secs(60), || {
+        run.events().into_iter().find(|e| e["event"] == "limit_detected")
+    });
+    mock.set_default("fast");
+    let limited_at: chrono::DateTime<chrono::Utc> = limited["ts"].as_str().unwrap().parse().unwrap();
+    let switched = wait_for("the move", Duration::from_secs(60), || {
+        switches(&run).into_iter().find(|e| e["action"] == "switched")
+    });
+    assert_eq!((switched["from"].as_str(), switched["to"].as_str()), (Some("a"), Some("b")), "{switched}");
+    let switched_at: chrono::DateTime<chrono::Utc> = switched["ts"].as_str().unwrap().parse().unwrap();
+    let took = (switched_at - limited_at).num_milliseconds() as f64 / 1000.0;
+    eprintln!("limit: {} ({} → {})", limited["line"], limited["ts"], switched["ts"]);
+    eprintln!("limit to switched: {took:.1} s");
+    assert!(took < 30.0, "moved {took} s after the limit");
+    let due = switches(&run).into_iter().find(|e| e["action"] == "due").expect("due first");
+    assert!(due["reason"].as_str().unwrap().contains("met its"), "{due}");
+    eprintln!("due: {}", due["reason"]);
+    let built = run.events().into_iter().find(|e| e["event"] == "handoff_built").expect("the handoff built");
+    assert!(built["chars"].as_u64().unwrap() > 200, "{built}");
+
+    // b's first request: b's login, and the handoff Nightshift built, said as what it is.
+    let first_on_b = wait_for("a request on b with the handoff", Duration::from_secs(60), || {
+        mock.messages().into_iter().find(|r| r.credential == TOKEN_B && r.body.contains("Handoff built by Nightshift"))
+    });
+    for part in
+        ["Handoff built by Nightshift", "step-one-5e2b", "the parser", nightshift::automated::MARKER, "Only TASKS.md."]
+    {
+        assert!(first_on_b.body.contains(part), "b's first request carries {part:?}: {}", first_on_b.body);
+    }
+    assert!(!first_on_b.body.contains("first-prompt-7c1d"), "a's conversation is not resumed on b");
+    wait_for("the handoff checked", Duration::from_secs(30), || {
+        run.events().into_iter().find(|e| e["event"] == "handoff_checked")
+    });
+    let checked = run.events().into_iter().find(|e| e["event"] == "handoff_checked").unwrap();
+    assert_eq!(checked["received"], true, "{checked}");
+    // Nothing went to a after its limit: no resume into its refused window.
+    let on_a_after: Vec<_> = mock
+        .messages()
+        .into_iter()
+        .filter(|r| r.credential == TOKEN_A && chrono::DateTime::<chrono::Utc>::from(r.at) > switched_at)
+        .collect();
+    assert!(
+        on_a_after.is_empty(),
+        "requests on a after the move: {:?}",
+        on_a_after.iter().map(|r| &r.scenario).collect::<Vec<_>>()
+    );
+    assert!(!run.events().iter().any(|e| e["event"] == "resume_sent"), "no resume typed");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&run.env.stdout(&["sessions", "--json"])).unwrap();
+    let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
+    assert_eq!(row["account"], "b", "{row}");
+    assert_ne!(row["state"], "limit_paused", "{row}");
+    let digest = run.env.stdout(&["digest", "--range", "24h"]);
+    assert!(digest.contains("switched accounts"), "{digest}");
 }

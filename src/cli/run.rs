@@ -51,6 +51,11 @@ pub struct Args {
     /// The larger of the 5-hour and 7-day use, in percent, at which --switch-accounts moves
     #[arg(long, value_name = "PERCENT", requires = "switch_accounts", value_parser = clap::value_parser!(u8).range(1..=99))]
     switch_at: Option<u8>,
+    /// At a usage limit: `wait` for the reset, or `switch` to the account of `config.toml` with
+    /// the most headroom at once, with a handoff Nightshift builds [default: the preset's, else
+    /// wait]
+    #[arg(long, value_name = "wait|switch")]
+    at_limit: Option<nightshift::limits::AtLimit>,
     /// Your standing instructions for the night, restated in every input Nightshift types by
     /// itself (a resume, a kickstart, a handoff request), each marked as automated [default: the
     /// preset's `standing`]
@@ -183,6 +188,7 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     request.account = args.accounts.choice();
     request.switch_accounts = args.switch_accounts.then_some(args.switch_at);
     request.standing.clone_from(&args.standing);
+    request.at_limit = args.at_limit;
     request.window_guard = nightshift::limits::WindowGuard {
         reserve_pct: args.reserve.map(f64::from),
         not_tonight: args.not_tonight,

@@ -351,6 +351,20 @@ impl Ledger {
                     handoffs.push(ev.ts);
                 }
                 EventKind::Handoff { .. } if in_range => c.handoffs_written += 1,
+                EventKind::HandoffBuilt { why, .. } if in_range => {
+                    let once = format!("Nightshift built the handoff at {}: {why}", hhmm(ev.ts));
+                    lines.note(
+                        HappeningKind::AccountSwitch,
+                        "Nightshift built the handoff for a move".into(),
+                        once,
+                        ev.ts,
+                    );
+                }
+                EventKind::HandoffChecked { received: false } if in_range => {
+                    let once = format!("the first turn after the move at {} did not carry the handoff", hhmm(ev.ts));
+                    let key = "a first turn after a move did not carry the handoff".to_string();
+                    lines.note(HappeningKind::AccountSwitch, key, once, ev.ts);
+                }
                 EventKind::HandoffGiven { .. } if in_range => c.handoffs_given += 1,
                 EventKind::HandoffMissing { times } if in_range => {
                     c.handoffs_missing += 1;

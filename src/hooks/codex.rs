@@ -32,6 +32,8 @@ pub struct Notification {
     pub thread: Option<String>,
     pub turn: Option<String>,
     pub last_message: Option<String>,
+    /// What the turn was given: the prompts typed or passed to it.
+    pub input: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +53,16 @@ impl Notification {
             thread: text(v, "thread-id").filter(|id| is_thread_id(id)),
             turn: text(v, "turn-id"),
             last_message: text(v, "last-assistant-message"),
+            input: v["input-messages"]
+                .as_array()
+                .map(|all| {
+                    all.iter()
+                        .filter_map(|m| m.as_str())
+                        .take(16)
+                        .map(|m| m.chars().take(64 * 1024).collect())
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -60,7 +72,8 @@ impl Notification {
 
     /// What the session hears of a completed turn of its conversation (whose id it records).
     pub fn into_hook(self) -> super::Hook {
-        super::Hook { conversation: self.thread, event: super::Event::TurnComplete { last_message: self.last_message } }
+        let event = super::Event::TurnComplete { last_message: self.last_message, input: self.input };
+        super::Hook { conversation: self.thread, event }
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 use tokio::time::sleep_until;
 
-use super::machine::{Effect, Input, Machine, Now, Purpose, Start};
+use super::machine::{Effect, Input, Machine, Now, Start};
 use super::{Control, Options, SessionHandle, Status};
 use crate::agent::{Adapter, AgentKind, DialogKind};
 use crate::detect::{DetectConfig, Transition, Watcher};
@@ -78,7 +78,7 @@ impl Actor {
         let (agent, zone) = (start.armed.contract().agent, start.zone.clone());
         let now = Now { mono: crate::clock::mono_now(), wall: journal.now() };
         let (machine, fx) = Machine::new(start, now);
-        let (measured_tx, measured) = mpsc::unbounded_channel();
+        let (later_tx, later) = mpsc::unbounded_channel();
         let mut exec = Executor {
             id,
             agent,
@@ -96,7 +96,7 @@ impl Actor {
             process: Some(Process { pty: spawned.pty, output_open: true, exited: None }),
             streams: Some(Streams { output: spawned.output, exit: spawned.exit }),
             last_exit: Exit::Code(-1),
-            measured_tx,
+            later_tx,
             reply: None,
             answered: None,
             answer_to: None,
@@ -118,7 +118,7 @@ impl Actor {
         exec.record_life();
         exec.apply(fx);
         exec.take_replies();
-        let task = tokio::spawn(async move { exec.run(controls, measured, reports).await });
+        let task = tokio::spawn(async move { exec.run(controls, later, reports).await });
         (handle, task)
     }
 }
@@ -147,7 +147,8 @@ struct Executor {
     /// The streams of a process just started, until the run loop takes them.
     streams: Option<Streams>,
     last_exit: Exit,
-    measured_tx: mpsc::UnboundedSender<(Purpose, Option<crate::git::Fingerprint>)>,
+    /// What work done off the runtime (a fingerprint, a handoff's reading) answers with.
+    later_tx: mpsc::UnboundedSender<Input>,
     /// What the last [`Effect::Reply`] said.
     reply: Option<String>,
     /// The client's hook waiting for the next [`Effect::Answer`].
@@ -262,10 +263,17 @@ impl Executor {
                 Effect::SaveHandoff { text } => self.save_handoff(&text),
                 Effect::Answer(_) => {}
                 Effect::Measure { purpose, exclude } => {
-                    let (dir, tx) = (self.command.cwd.clone(), self.measured_tx.clone());
+                    let (dir, tx) = (self.command.cwd.clone(), self.later_tx.clone());
                     // git on a big repository takes its time: never on the async workers.
                     tokio::task::spawn_blocking(move || {
-                        let _ = tx.send((purpose, crate::git::fingerprint(&dir, &exclude)));
+                        let fingerprint = crate::git::fingerprint(&dir, &exclude);
+                        let _ = tx.send(Input::Measured { purpose, fingerprint });
+                    });
+                }
+                Effect::Gather { since, files } => {
+                    let (dir, tx) = (self.command.cwd.clone(), self.later_tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let _ = tx.send(Input::Gathered(crate::git::gather(&dir, since, &files)));
                     });
                 }
                 Effect::Reply(text) => self.reply = Some(text),
@@ -354,7 +362,7 @@ impl Executor {
     async fn run(
         &mut self,
         mut controls: mpsc::Receiver<Control>,
-        mut measured: mpsc::UnboundedReceiver<(Purpose, Option<crate::git::Fingerprint>)>,
+        mut later: mpsc::UnboundedReceiver<Input>,
         mut reports: Option<mpsc::UnboundedReceiver<crate::proxy::Report>>,
     ) {
         let mut controls_open = true;
@@ -407,7 +415,7 @@ impl Executor {
                     }
                     self.finish_life_if_drained();
                 }
-                Some((purpose, fingerprint)) = measured.recv() => self.step(Input::Measured { purpose, fingerprint }),
+                Some(input) = later.recv() => self.step(input),
                 Some(report) = fence_report(&mut reports) => {
                     if let crate::proxy::Report::Refused(r) = report {
                         // The Bash command running now, as the client's hook named it.

@@ -12,7 +12,7 @@ use crate::breaker::Budget;
 use crate::config::{Config, ConfigError};
 use crate::contract::{Armed, Contract, Terminal};
 use crate::hooks::guard::GuardError;
-use crate::limits::{resume, WindowGuard};
+use crate::limits::{resume, AtLimit, WindowGuard};
 use crate::paths::Paths;
 use crate::pty::PtySize;
 
@@ -64,6 +64,8 @@ pub struct Request {
     pub allow_hosts: Vec<String>,
     /// The user's standing instructions for the night (`--standing`); `None`: the preset's.
     pub standing: Option<String>,
+    /// What it does at a usage limit (`--at-limit`); `None`: the preset's, else wait.
+    pub at_limit: Option<AtLimit>,
 }
 
 impl Request {
@@ -89,6 +91,7 @@ impl Request {
             fence: None,
             allow_hosts: Vec::new(),
             standing: None,
+            at_limit: None,
         }
     }
 }
@@ -253,7 +256,15 @@ pub fn build(
         Ok(loaded.clone().expect("loaded just now"))
     };
     let account = request.account.resolve(agent, &mut config)?;
-    if let Some(at) = request.switch_accounts {
+    if let Some(name) = request.preset {
+        let (mut settings, _) = config()?.preset(&name)?;
+        tweak(&mut settings).map_err(BuildError::Setting)?;
+        t.preset = Some(name);
+        t.respawn = Some(settings);
+    }
+    // At a limit: the user's word, else the preset's, else wait.
+    let at_limit = request.at_limit.or(t.respawn.as_ref().map(|r| r.at_limit)).unwrap_or_default();
+    if request.switch_accounts.is_some() || at_limit == AtLimit::Switch {
         if agent == AgentKind::Codex && !request.hooks {
             return Err(BuildError::Switch(ConfigError::Account(
                 "a Codex session's account usage and its handoff come through Codex's notify, which --no-hooks \
@@ -261,13 +272,11 @@ pub fn build(
                     .into(),
             )));
         }
-        t.switch = Some(config()?.switch_settings(agent, account.as_ref(), at).map_err(BuildError::Switch)?);
-    }
-    if let Some(name) = request.preset {
-        let (mut settings, _) = config()?.preset(&name)?;
-        tweak(&mut settings).map_err(BuildError::Setting)?;
-        t.preset = Some(name);
-        t.respawn = Some(settings);
+        let at = request.switch_accounts.flatten();
+        let mut settings = config()?.switch_settings(agent, account.as_ref(), at).map_err(BuildError::Switch)?;
+        settings.ahead = request.switch_accounts.is_some();
+        settings.at_limit = at_limit == AtLimit::Switch;
+        t.switch = Some(settings);
     }
     t.auto_resume = request.auto_resume;
     // Restated by every input Nightshift types by itself: the user's words, else the preset's.

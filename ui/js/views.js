@@ -35,6 +35,7 @@ async function fillAccounts() {
   select.value = names.includes(chosen) ? chosen : "";
   $("new-account-field").hidden = names.length === 0;
   $("new-switch-field").hidden = names.length === 0;
+  $("new-at-limit-field").hidden = names.length === 0;
   agentChosen();
 }
 
@@ -49,9 +50,10 @@ function newAgent() {
 // What the agent cannot do yet stays on the form, off, with why.
 export function agentChosen() {
   const other = !["claude", "codex"].includes(newAgent());
-  const sw = $("new-switch");
-  sw.disabled = other;
-  if (other) sw.checked = false;
+  for (const sw of [$("new-switch"), $("new-at-limit")]) {
+    sw.disabled = other;
+    if (other) sw.checked = false;
+  }
   $("new-switch-why").hidden = !other;
   // Codex reports no cost: a dollar cap could never be kept.
   const codex = newAgent() === "codex";
@@ -127,6 +129,7 @@ export async function submitNew(ev) {
       auto_resume: $("new-auto-resume").checked,
       account: $("new-account").value || null,
       switch_accounts: !$("new-switch-field").hidden && $("new-switch").checked,
+      at_limit: !$("new-at-limit-field").hidden && $("new-at-limit").checked ? "switch" : null,
       standing: $("new-standing").value.trim() || null,
       worktree: $("new-worktree").checked,
       start: newStart(),

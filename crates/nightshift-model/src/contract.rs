@@ -133,10 +133,17 @@ pub const DEFAULT_SWITCH_THRESHOLD: f64 = 90.0;
 /// The switch as a session is armed with it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SwitchSettings {
-    /// The larger of the 5-hour and 7-day use, in percent, at which the session moves.
+    /// The larger of the 5-hour and 7-day use, in percent, at which the session moves; an account
+    /// it moves to must have more than `100 − threshold` left.
     pub threshold: f64,
     /// The accounts it may move to (its own is never chosen).
     pub accounts: Vec<Account>,
+    /// It moves before the limit, at the threshold (`--switch-accounts`).
+    #[serde(default = "yes")]
+    pub ahead: bool,
+    /// It moves at the limit too, instead of waiting for the reset (`--at-limit switch`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_limit: bool,
 }
 
 /// A loop: its projects, their tasks, its harness and its settings (budget and caps included).
@@ -494,6 +501,8 @@ mod tests {
             switch: Some(SwitchSettings {
                 threshold: 90.0,
                 accounts: vec![Account { name: "work".into(), dir: "/home/u/.claude-work".into() }],
+                ahead: true,
+                at_limit: true,
             }),
             guard: true,
             guard_file: Some(Overrides { file: "guard.toml".into(), text: "protected = [\"release/*\"]\n".into() }),

@@ -259,6 +259,11 @@ pub enum EventKind {
     HandoffGiven { source: String },
     /// The agent did not write a handoff after `times` asks: the cycle went on without.
     HandoffMissing { times: u32 },
+    /// Nightshift built a handoff (`chars` long) from what it knows and what the folder holds,
+    /// because the agent could not write one (`why`: it met its limit).
+    HandoffBuilt { chars: usize, why: String },
+    /// The first turn after a move was checked for the handoff: whether its prompt carried it.
+    HandoffChecked { received: bool },
     /// Nightshift sent an input of its own (`chars` long, its marker included), marked as
     /// automated with the user's standing instructions (see [`crate::automated`]).
     AutomatedInput { what: crate::automated::Automated, chars: usize },
@@ -543,6 +548,8 @@ impl EventKind {
             Self::Handoff { .. } => "handoff",
             Self::HandoffGiven { .. } => "handoff_given",
             Self::HandoffMissing { .. } => "handoff_missing",
+            Self::HandoffBuilt { .. } => "handoff_built",
+            Self::HandoffChecked { .. } => "handoff_checked",
             Self::AutomatedInput { .. } => "automated_input",
             Self::AccountSwitch { .. } => "account_switch",
             Self::Scheduled { .. } => "scheduled",

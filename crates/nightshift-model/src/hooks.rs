@@ -126,8 +126,8 @@ wire_words!(
 pub enum Event {
     /// The client started (`startup`), resumed a conversation (`resume`), or cleared it (`clear`).
     SessionStart { source: StartSource },
-    /// A prompt was submitted: a turn starts.
-    UserPromptSubmit,
+    /// A prompt was submitted: a turn starts (`prompt`: what it says).
+    UserPromptSubmit { prompt: Option<String> },
     /// The turn ended. `continued` is true when it ended after a block of ours (its answer to it).
     Stop { continued: bool, last_message: Option<String> },
     /// The turn ended in an error (`rate_limit` for a usage limit, with the client's message).
@@ -145,7 +145,7 @@ pub enum Event {
     SessionEnd { reason: EndReason },
     /// Codex's notify: a turn completed. (Codex says nothing of a turn that failed, a usage limit
     /// included, or that the user interrupted.)
-    TurnComplete { last_message: Option<String> },
+    TurnComplete { last_message: Option<String>, input: Vec<String> },
     /// An event of a newer client.
     Other { name: String },
 }
@@ -169,7 +169,7 @@ impl Hook {
         let name = v["hook_event_name"].as_str().ok_or_else(|| NotAHook("no hook_event_name".into()))?;
         let event = match name {
             "SessionStart" => Event::SessionStart { source: word(v, "source").into() },
-            "UserPromptSubmit" => Event::UserPromptSubmit,
+            "UserPromptSubmit" => Event::UserPromptSubmit { prompt: text(v, "prompt") },
             "Stop" => Event::Stop {
                 continued: v["stop_hook_active"].as_bool().unwrap_or(false),
                 last_message: text(v, "last_assistant_message"),
@@ -202,7 +202,7 @@ impl Hook {
     pub fn name(&self) -> &str {
         match &self.event {
             Event::SessionStart { .. } => "SessionStart",
-            Event::UserPromptSubmit => "UserPromptSubmit",
+            Event::UserPromptSubmit { .. } => "UserPromptSubmit",
             Event::Stop { .. } => "Stop",
             Event::StopFailure { .. } => "StopFailure",
             Event::Notification { .. } => "Notification",

@@ -350,6 +350,14 @@ where
         EventKind::State { state: SessionState::Exited | SessionState::Failed, reason, .. } => {
             Some(notice(Kind::Finished, format!("{label} finished"), reason.clone()))
         }
+        EventKind::HandoffChecked { received: false } => Some(notice(
+            Kind::Breaker,
+            format!("{label} moved without its handoff"),
+            "It moved to another account, but the first prompt there did not carry the handoff. It works in the \
+             same folder and branch; its commits and uncommitted work are there, and the handoff is kept (the \
+             session's page in the window shows it)."
+                .to_string(),
+        )),
         EventKind::ContextHigh { pct, threshold } => Some(Notice {
             once: Some(format!("context_high:{id}")),
             ..notice(
@@ -429,6 +437,7 @@ pub fn may_notify(kind: &EventKind) -> bool {
             | EventKind::GuardUnreachable { .. }
             | EventKind::NetRefused { .. }
             | EventKind::ContextHigh { .. }
+            | EventKind::HandoffChecked { received: false }
             | EventKind::Restored { .. }
             | EventKind::Adopted { .. }
     )

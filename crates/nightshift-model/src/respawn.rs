@@ -105,6 +105,14 @@ pub struct Settings {
     /// Nightshift sends by itself; empty: none (`--standing` gives them for one session).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub standing: String,
+    /// What a session under this preset does at a usage limit (`wait`, or `switch` to another
+    /// account); `--at-limit` says it for one session.
+    #[serde(skip_serializing_if = "is_wait")]
+    pub at_limit: crate::limits::AtLimit,
+}
+
+fn is_wait(at: &crate::limits::AtLimit) -> bool {
+    *at == crate::limits::AtLimit::Wait
 }
 
 /// Settings left out of a hand-written preset are the Overnight preset's timings, prompts, restart
@@ -137,6 +145,7 @@ impl Settings {
             sandbox: false,
             breaker_retry: crate::breaker::RETRY.to_vec(),
             standing: String::new(),
+            at_limit: crate::limits::AtLimit::Wait,
         }
     }
 

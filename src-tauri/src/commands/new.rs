@@ -19,6 +19,9 @@ pub struct NewSession {
     /// Move to the account with the most headroom before this one's limit.
     #[serde(default)]
     pub switch_accounts: bool,
+    /// What it does at a usage limit (`wait`, `switch`); the preset's when empty.
+    #[serde(default)]
+    pub at_limit: Option<nightshift::limits::AtLimit>,
     /// The user's standing instructions for the night; the preset's when empty.
     #[serde(default)]
     pub standing: Option<String>,
@@ -110,6 +113,7 @@ pub fn session_contract(state: &AppState, request: NewSession) -> Result<Armed, 
     };
     built.switch_accounts = request.switch_accounts.then_some(None);
     built.standing = request.standing.filter(|s| !s.trim().is_empty());
+    built.at_limit = request.at_limit;
     Ok(build(&state.paths, built, |_| Ok(()))?)
 }
 

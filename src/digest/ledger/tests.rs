@@ -369,3 +369,25 @@ fn the_morning_lists_each_automated_input_by_kind_with_its_times() {
     );
     assert!(l.counts.phrases().contains(&"4 automated inputs".to_string()), "{:?}", l.counts.phrases());
 }
+
+#[test]
+fn a_move_at_the_limit_says_the_handoff_was_built_and_whether_it_arrived() {
+    let switched = EventKind::AccountSwitch {
+        action: crate::event::SwitchAction::Switched,
+        from: Some("a".into()),
+        to: Some("b".into()),
+        until: None,
+        reason: "from account a to account b, with a fresh conversation".into(),
+    };
+    let why = "account a met its 7-day limit".to_string();
+    let l = read(&[
+        state(at(22, 0), SessionState::Working),
+        ev(at(1, 0), EventKind::HandoffBuilt { chars: 900, why }),
+        ev(at(1, 0), switched),
+        ev(at(1, 1), EventKind::HandoffChecked { received: false }),
+    ]);
+    let t = texts(&l);
+    assert!(t.contains(&"Nightshift built the handoff at 01:00: account a met its 7-day limit"), "{t:?}");
+    assert!(t.contains(&"the first turn after the move at 01:01 did not carry the handoff"), "{t:?}");
+    assert_eq!(l.counts.account_switches, 1);
+}

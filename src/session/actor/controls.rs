@@ -93,7 +93,7 @@ impl Executor {
         tracing::debug!(session = %self.id, hook = hook.name(), kind, "the client's hook");
         let now = crate::clock::mono_now();
         let transition = match &hook.event {
-            Event::UserPromptSubmit => self.watcher.turn_started(now),
+            Event::UserPromptSubmit { .. } => self.watcher.turn_started(now),
             Event::Stop { .. } | Event::StopFailure { .. } => self.watcher.turn_ended(now, TurnEnd::Stop),
             Event::TurnComplete { .. } => self.watcher.turn_ended(now, TurnEnd::Notify),
             Event::Notification { kind: crate::hooks::NotificationKind::PermissionPrompt, message } => {

@@ -215,6 +215,13 @@ impl EventKind {
             Self::Handoff { chars } => format!("the agent wrote its handoff ({chars} characters)"),
             Self::HandoffGiven { source } => format!("the handoff was given back to the client ({source})"),
             Self::HandoffMissing { times } => format!("no handoff after {times} asks: the cycle goes on without"),
+            Self::HandoffBuilt { chars, why } => {
+                format!("Nightshift built the handoff ({chars} characters): {why}")
+            }
+            Self::HandoffChecked { received: true } => "the handoff reached the agent's first turn".to_string(),
+            Self::HandoffChecked { received: false } => {
+                "the handoff did not reach the agent's first turn: its prompt did not carry it".to_string()
+            }
             Self::AutomatedInput { what, chars } => {
                 format!("sent an automated {} ({chars} characters), marked as not the user's", what.as_str())
             }

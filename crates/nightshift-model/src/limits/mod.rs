@@ -72,6 +72,30 @@ impl WindowGuard {
 /// Resets further out than this are not believed (a misread, or a month-day from another year).
 pub const HORIZON: chrono::Duration = chrono::Duration::days(8);
 
+/// What a session does when its account meets a usage limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtLimit {
+    /// Waits for the window's reset, and resumes then.
+    #[default]
+    Wait,
+    /// Moves to the account of the same agent with the most headroom the journal knows, with a
+    /// handoff; waits when none has any.
+    Switch,
+}
+
+impl std::str::FromStr for AtLimit {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "wait" => Ok(Self::Wait),
+            "switch" => Ok(Self::Switch),
+            other => Err(format!("--at-limit takes wait or switch, not `{other}`")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

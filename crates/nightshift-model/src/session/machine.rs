@@ -92,6 +92,9 @@ pub struct Machine {
     canary: Option<String>,
     /// The user's standing instructions, restated by every input the machine sends by itself.
     standing: Option<String>,
+    /// When the session began, and the task it was given: a handoff Nightshift builds says them.
+    began: DateTime<Utc>,
+    opening: Option<String>,
     /// The agent's own commands a cycle types (`/clear`, `/init`).
     commands: crate::agent::CycleCommands,
     /// The state last journalled (written by `journal_state` only).
@@ -139,6 +142,8 @@ impl Machine {
             canary,
             commands,
             standing: t.standing.as_deref().and_then(crate::automated::standing),
+            began: contract.started,
+            opening: t.prompt.clone(),
         };
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {
@@ -221,6 +226,7 @@ impl Machine {
             Input::Meters(meters) => self.on_meters(meters, now, &mut fx),
             Input::Woke { from } => self.on_woke(from, now, &mut fx),
             Input::Reread(sample) => self.on_reread(sample, now, &mut fx),
+            Input::Gathered(gathered) => self.on_gathered(gathered, now, &mut fx),
             Input::Tick => self.on_tick(now, &mut fx),
         }
         self.settle_state(&mut fx);

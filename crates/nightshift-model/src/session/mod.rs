@@ -1,6 +1,7 @@
 //! A session as the decisions see it: its [`machine`], and its options as the user reads and
 //! changes them (over the control socket, in the window). Owning the child is the runtime's.
 
+pub mod handoff;
 pub mod machine;
 
 use chrono::{DateTime, Utc};

@@ -17,6 +17,8 @@ const HANDOFF_ASKS: u32 = 3;
 const FRESH_HANDOFF: chrono::Duration = chrono::Duration::minutes(15);
 /// Shorter than this is not a handoff.
 const HANDOFF_MIN_CHARS: usize = 40;
+/// How much of a handoff's opening a move's first prompt is checked for.
+const HANDOFF_CHECK_CHARS: usize = 60;
 /// How much a fresh conversation that starts past the threshold must grow, in points of its
 /// context, before it is asked for a handoff again.
 pub(super) const CONTEXT_GROWTH: f64 = 10.0;
@@ -69,6 +71,8 @@ pub(super) struct Client {
     last_handoff: Option<Written>,
     /// The next kickstart says what the handoff holds.
     kick_with_handoff: bool,
+    /// A move's first turn must carry the handoff that begins with this.
+    check: Option<String>,
     /// The context's use, as the statusLine last said.
     context_pct: Option<f64>,
     /// Where the fresh conversation after the last handoff started.
@@ -96,6 +100,7 @@ impl Client {
             handoff: Handoff::None,
             last_handoff: handoff.map(|(text, at)| Written { text, at, given: handoff_given }),
             kick_with_handoff: false,
+            check: None,
             context_pct: None,
             context_floor: Floor::None,
             typed_ask: None,
@@ -232,7 +237,8 @@ impl Machine {
                 }
                 answer
             }
-            Event::TurnComplete { last_message } => {
+            Event::TurnComplete { last_message, input } => {
+                self.check_handoff(&input.join("\n"), fx);
                 self.drive(respawn::Input::TurnEnded, now, fx);
                 self.turn_completed(last_message, now, fx);
                 Answer::Pass
@@ -280,9 +286,11 @@ impl Machine {
                 self.emit(EventKind::Compacted { trigger: trigger.to_string() }, fx);
                 Answer::Pass
             }
-            Event::UserPromptSubmit | Event::Notification { .. } | Event::SessionEnd { .. } | Event::Other { .. } => {
+            Event::UserPromptSubmit { prompt } => {
+                self.check_handoff(prompt.as_deref().unwrap_or_default(), fx);
                 Answer::Pass
             }
+            Event::Notification { .. } | Event::SessionEnd { .. } | Event::Other { .. } => Answer::Pass,
         };
         fx.push(Effect::Answer(answer));
     }
@@ -487,6 +495,60 @@ impl Machine {
         self.emit(EventKind::Handoff { chars: text.chars().count() }, fx);
         fx.push(Effect::SaveHandoff { text: text.clone() });
         self.client.last_handoff = Some(Written { text, at: now.wall, given: false });
+    }
+
+    /// The files a handoff Nightshift builds carries: those the opening prompt and the cycle's
+    /// prompts name (`TASKS.md`, `PROGRESS.md`).
+    pub(super) fn handoff_files(&self) -> Vec<String> {
+        let cycle = self.cycles.respawn().map(|r| &r.cycle.settings);
+        let prompts = self
+            .opening
+            .as_deref()
+            .into_iter()
+            .chain(cycle.into_iter().flat_map(|c| [c.update_prompt.as_str(), c.kickstart_prompt.as_str()]));
+        respawn::files_named(prompts)
+    }
+
+    /// The handoff Nightshift builds for a move the agent could not write one for (see
+    /// [`crate::session::handoff`]).
+    pub(super) fn build_handoff(&self, why: &str, gathered: &crate::session::handoff::Gathered) -> String {
+        let known = crate::session::handoff::Known {
+            why,
+            opening: self.opening.as_deref(),
+            kickstart: self.cycles.respawn().map(|r| r.cycle.settings.kickstart_prompt.as_str()),
+            last_handoff: self.client.last_handoff.as_ref().map(|h| (h.text.as_str(), h.at)),
+        };
+        crate::session::handoff::compose(&known, gathered)
+    }
+
+    /// A handoff Nightshift built: kept as the agent's would be, for the next conversation.
+    pub(super) fn handoff_built(&mut self, text: String, why: String, now: Now, fx: &mut Vec<Effect>) {
+        self.emit(EventKind::HandoffBuilt { chars: text.chars().count(), why }, fx);
+        self.client.handoff = Handoff::Written;
+        self.client.kick_with_handoff = true;
+        fx.push(Effect::SaveHandoff { text: text.clone() });
+        self.client.last_handoff = Some(Written { text, at: now.wall, given: false });
+    }
+
+    /// A move's first turn: whether its prompt carried the handoff (journalled, and told when it
+    /// did not: the work is in the folder, but the agent starts without the words on it).
+    pub(super) fn check_handoff(&mut self, prompt: &str, fx: &mut Vec<Effect>) {
+        let Some(opening) = self.client.check.take() else { return };
+        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let received = flat(prompt).contains(&flat(&opening));
+        if !received {
+            tracing::warn!("the first turn after a move did not carry its handoff");
+        }
+        self.emit(EventKind::HandoffChecked { received }, fx);
+    }
+
+    /// A move's first prompt carries the handoff: its first turn is checked for it.
+    pub(super) fn expect_handoff(&mut self, prompt: Option<&str>) {
+        let handoff = self.client.last_handoff.as_ref().map(|h| h.text.as_str());
+        self.client.check = handoff.zip(prompt).and_then(|(handoff, prompt)| {
+            let opening: String = handoff.trim().chars().take(HANDOFF_CHECK_CHARS).collect();
+            prompt.contains(opening.as_str()).then_some(opening)
+        });
     }
 
     /// A cycle's update step while a handoff is due: it asks for the handoff instead.

@@ -169,6 +169,8 @@ pub enum Input {
     /// The usage as read again after a wake: the session's account's newest plan windows, when
     /// anything knows them.
     Reread(Option<crate::usage::Sample>),
+    /// What the folder holds, read for a handoff ([`Effect::Gather`]).
+    Gathered(crate::session::handoff::Gathered),
     /// Time passed (at the deadline the machine asked for, or later).
     Tick,
 }
@@ -219,4 +221,8 @@ pub enum Effect {
     /// with `prompt` to start from when there is one (the handoff); the journal's session row
     /// takes the account.
     SwitchAccount { account: crate::agent::Account, prompt: Option<String> },
+    /// Read the folder for a handoff Nightshift builds — the commits since `since`, what is not
+    /// committed, the `files` the prompts name (regular files inside the folder only), with git's
+    /// safe options, off the runtime — and answer with [`Input::Gathered`].
+    Gather { since: DateTime<Utc>, files: Vec<String> },
 }

@@ -167,6 +167,8 @@ impl Machine {
     /// Starts the agent again.
     fn restart(&mut self, now: Now, fx: &mut Vec<Effect>) {
         if let Some(account) = self.switch_starting() {
+            // Moved off the account that met its limit: the new one's window is open.
+            self.limit_left(&format!("the session moved to account {}", account.name), now, fx);
             let prompt = self.restart_prompt(now, true);
             if self.asks_by_typing() && self.client.fresh_handoff(now) {
                 // Codex's new thread has it in its first prompt (Claude's, from `SessionStart`).
@@ -174,6 +176,7 @@ impl Machine {
                 self.emit(EventKind::HandoffGiven { source: "prompt".into() }, fx);
             }
             let prompt = prompt.map(|p| self.automated(crate::automated::Automated::Switch, &p, fx));
+            self.expect_handoff(prompt.as_deref());
             fx.push(Effect::SwitchAccount { account, prompt });
             return;
         }

@@ -479,10 +479,11 @@ impl Machine {
         }
         let own = self.limits.auto_resume.as_ref().is_some_and(|s| s.policy == resume::Policy::Own);
         let client_continues = timer == Timer::Maybe && !self.limits.guard.settings.not_tonight && !own;
-        self.limits.limit = Limit::Paused(Paused { limit, source, client_continues, resume, exact });
+        self.limits.limit = Limit::Paused(Paused { limit: limit.clone(), source, client_continues, resume, exact });
         self.limits.notice_held = None;
         self.limits.notice_gone = false;
         self.refresh_blocker(now, fx);
+        self.switch_at_limit(&limit, now, fx);
     }
 
     /// A frame showed the agent in a turn, however short. After the reset (or a resume), that is the
@@ -516,6 +517,19 @@ impl Machine {
         self.limits.guard.fresh_window = true;
         self.emit(EventKind::LimitCleared { reason: "the agent is working again".into() }, fx);
         self.because("the usage limit is over: the agent took its continuation");
+        self.refresh_blocker(now, fx);
+    }
+
+    /// The session left the limit behind (it moved to another account): no resume is waited for,
+    /// and the window that opens is not the user's fresh one.
+    pub(super) fn limit_left(&mut self, why: &str, now: Now, fx: &mut Vec<Effect>) {
+        if !self.limits.limit.is_paused() {
+            return;
+        }
+        self.limits.limit = Limit::Clear;
+        self.limits.notice_held = None;
+        self.emit(EventKind::LimitCleared { reason: why.to_string() }, fx);
+        self.because(why.to_string());
         self.refresh_blocker(now, fx);
     }
 

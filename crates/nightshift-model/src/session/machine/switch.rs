@@ -11,6 +11,7 @@
 use super::*;
 use crate::agent::Account;
 use crate::event::SwitchAction;
+use crate::limits::LimitText;
 
 pub use crate::contract::DEFAULT_SWITCH_THRESHOLD as DEFAULT_THRESHOLD;
 
@@ -45,16 +46,23 @@ impl Meter {
 #[derive(Debug, Clone, PartialEq)]
 enum Phase {
     Watching,
-    /// At the threshold: the other accounts' meters were asked for.
+    /// At the threshold (or at the limit): the other accounts' meters were asked for.
     Looking {
         used: f64,
         window: &'static str,
         resets: Option<DateTime<Utc>>,
+        at_limit: bool,
     },
     /// Moving to `to` at the turn's end.
     Due {
         to: Account,
         resets: Option<DateTime<Utc>>,
+    },
+    /// At the limit, with no handoff of the agent's own: the folder is read for one.
+    Gathering {
+        to: Account,
+        resets: Option<DateTime<Utc>>,
+        why: String,
     },
     /// The agent was stopped to start again under `to`.
     Restarting {
@@ -115,7 +123,8 @@ impl Machine {
         // Past a full window on the plan's extra usage the account is not out: it stays.
         let extra = self.extra_carries();
         let Some(sw) = &mut self.switching else { return };
-        if sw.phase != Phase::Watching || paused || !live || held || sw.quiet_until.is_some_and(|t| now.wall < t) {
+        let quiet = sw.quiet_until.is_some_and(|t| now.wall < t);
+        if !sw.settings.ahead || sw.phase != Phase::Watching || paused || !live || held || quiet {
             return;
         }
         let windows = [
@@ -129,8 +138,68 @@ impl Machine {
             .max_by(|a, b| a.0.total_cmp(&b.0));
         let Some((used, resets, window)) = at else { return };
         tracing::info!(used, threshold = sw.settings.threshold, "the account is at its switch threshold");
-        sw.phase = Phase::Looking { used, window, resets };
+        sw.phase = Phase::Looking { used, window, resets, at_limit: false };
         fx.push(Effect::Meters);
+    }
+
+    /// The session met a usage limit: armed to move at the limit, it looks at the other accounts'
+    /// meters now (a move due at the threshold that the limit came before goes now too). Not held
+    /// by the quiet after a move: waiting out a window while another has room is the night lost.
+    pub(super) fn switch_at_limit(&mut self, limit: &LimitText, now: Now, fx: &mut Vec<Effect>) {
+        let (live, held) = (self.lives.life().is_live(), self.cycles.held());
+        let Some(sw) = &mut self.switching else { return };
+        if !sw.settings.at_limit || !live || held {
+            return;
+        }
+        let window = match limit.kind {
+            crate::limits::LimitKind::Weekly => "7-day",
+            crate::limits::LimitKind::FiveHour => "5-hour",
+            _ => "usage",
+        };
+        match sw.phase.clone() {
+            Phase::Watching => {
+                tracing::info!(window, "the account met its limit: the other accounts are looked at");
+                sw.phase = Phase::Looking { used: 100.0, window, resets: limit.resets_at, at_limit: true };
+                fx.push(Effect::Meters);
+            }
+            Phase::Due { to, resets } => {
+                let why = format!("{} met its {window} limit before the turn's end", sw.name());
+                self.move_at_limit(to, resets, why, now, fx);
+            }
+            _ => {}
+        }
+    }
+
+    /// At the limit, to `to`: with a handoff the agent wrote lately it goes now; without, the
+    /// folder is read for one Nightshift builds ([`Effect::Gather`]), and it goes when that is in.
+    fn move_at_limit(
+        &mut self,
+        to: Account,
+        resets: Option<DateTime<Utc>>,
+        why: String,
+        now: Now,
+        fx: &mut Vec<Effect>,
+    ) {
+        let fresh = self.client.fresh_handoff(now);
+        let files = self.handoff_files();
+        let Some(sw) = &mut self.switching else { return };
+        if fresh {
+            sw.phase = Phase::Due { to, resets };
+            self.switch_now(now, fx);
+            return;
+        }
+        sw.phase = Phase::Gathering { to, resets, why };
+        fx.push(Effect::Gather { since: self.began, files });
+    }
+
+    /// What the folder holds, read for a handoff: it is built, kept, and the move goes.
+    pub(super) fn on_gathered(&mut self, gathered: crate::session::handoff::Gathered, now: Now, fx: &mut Vec<Effect>) {
+        let Some(sw) = &mut self.switching else { return };
+        let Phase::Gathering { to, resets, why } = sw.phase.clone() else { return };
+        sw.phase = Phase::Due { to, resets };
+        let text = self.build_handoff(&why, &gathered);
+        self.handoff_built(text, why, now, fx);
+        self.switch_now(now, fx);
     }
 
     /// The other accounts' meters: the one with the most headroom becomes the switch's target, or
@@ -138,8 +207,12 @@ impl Machine {
     pub(super) fn on_meters(&mut self, meters: Result<Vec<Meter>, String>, now: Now, fx: &mut Vec<Effect>) {
         let hooks = self.client.heard() || self.asks_by_typing();
         let Some(sw) = &mut self.switching else { return };
-        let Phase::Looking { used, window, resets } = sw.phase.clone() else { return };
-        let here = format!("{} is at {}% of its {window} window", sw.name(), used.round());
+        let Phase::Looking { used, window, resets, at_limit } = sw.phase.clone() else { return };
+        let here = if at_limit {
+            format!("{} met its {window} limit", sw.name())
+        } else {
+            format!("{} is at {}% of its {window} window", sw.name(), used.round())
+        };
         let meters = match meters {
             Ok(meters) => meters,
             Err(why) => {
@@ -154,27 +227,36 @@ impl Machine {
         let least = 100.0 - sw.settings.threshold;
         let current_dir = sw.account.as_ref().map(|a| a.dir.clone());
         let current_name = sw.account.as_ref().map(|a| a.name.clone());
-        let best = sw
+        let others = sw
             .settings
             .accounts
             .iter()
-            .filter(|a| Some(&a.name) != current_name.as_ref() && Some(&a.dir) != current_dir.as_ref())
-            .filter_map(|a| {
-                let meter = meters.iter().find(|m| m.account.as_deref() == Some(a.name.as_str()))?;
-                Some((a, 100.0 - meter.used(now.wall)?))
-            })
-            .filter(|(_, left)| *left > least)
-            .max_by(|a, b| a.1.total_cmp(&b.1));
+            .filter(|a| Some(&a.name) != current_name.as_ref() && Some(&a.dir) != current_dir.as_ref());
+        let left_of = |a: &Account| {
+            let meter = meters.iter().find(|m| m.account.as_deref() == Some(a.name.as_str()))?;
+            meter.used(now.wall).map(|used| 100.0 - used)
+        };
+        let known = others.clone().filter_map(|a| Some((a, left_of(a)?))).filter(|(_, left)| *left > least);
+        // At the limit, an account the journal has no meter of is worth a try before a wait: a
+        // limit there too is met at once, and its meter is known from then on.
+        let unknown = others.filter(|a| at_limit && left_of(a).is_none()).map(|a| (a, f64::NAN)).next();
+        let best = known.max_by(|a, b| a.1.total_cmp(&b.1)).or(unknown);
         let from = sw.account.as_ref().map(|a| a.name.clone());
         match best {
             Some((to, left)) => {
-                let reason = format!(
-                    "{here}; account {} has {}% left{}",
-                    to.name,
-                    left.round(),
-                    if hooks { ", so it moves there after a handoff" } else { ", so it moves there" }
-                );
+                let room = if left.is_nan() {
+                    format!("account {} has no usage on record", to.name)
+                } else {
+                    format!("account {} has {}% left", to.name, left.round())
+                };
+                let how = match (at_limit, hooks) {
+                    (true, _) => ", so it moves there now, with a handoff",
+                    (false, true) => ", so it moves there after a handoff",
+                    (false, false) => ", so it moves there",
+                };
+                let reason = format!("{here}; {room}{how}");
                 let to_name = to.name.clone();
+                let to = to.clone();
                 sw.phase = Phase::Due { to: to.clone(), resets };
                 self.emit(
                     EventKind::AccountSwitch {
@@ -186,9 +268,20 @@ impl Machine {
                     },
                     fx,
                 );
-                if hooks {
+                if at_limit {
+                    // No turn is left to ask for a handoff in: Nightshift builds one.
+                    self.move_at_limit(to, resets, here, now, fx);
+                } else if hooks {
                     self.client.handoff_for_switch();
                 }
+            }
+            None if at_limit => {
+                let why = format!("{here} and no other account has more than {}% left", least.round());
+                let (reason, held) = sw.hold(resets, now, &why);
+                // The quiet is for moves ahead of a limit: the next limit looks again.
+                sw.quiet_until = None;
+                tracing::info!("{reason}");
+                self.emit(held, fx);
             }
             None => {
                 let why = format!("{here} and no other account has more than {}% left on a known meter", least.round());
@@ -290,7 +383,10 @@ impl Machine {
             account: sw.account.as_ref().map(|a| a.name.clone()),
             accounts: sw.settings.accounts.iter().map(|a| a.name.clone()).collect(),
             due_to: match &sw.phase {
-                Phase::Due { to, .. } | Phase::Restarting { to } | Phase::Starting { to } => Some(to.name.clone()),
+                Phase::Due { to, .. }
+                | Phase::Gathering { to, .. }
+                | Phase::Restarting { to }
+                | Phase::Starting { to } => Some(to.name.clone()),
                 _ => None,
             },
             quiet_until: sw.quiet_until,

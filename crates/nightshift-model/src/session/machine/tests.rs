@@ -42,6 +42,8 @@ struct Sim {
     meters: Vec<Meter>,
     /// Why the journal could not give the meters, when it cannot.
     meters_unread: Option<String>,
+    /// What the folder holds when a handoff is built.
+    gathered: crate::session::handoff::Gathered,
 }
 
 fn quick_respawn() -> respawn::Settings {
@@ -174,6 +176,7 @@ impl Sim {
             tree: "tree-0".into(),
             meters: vec![],
             meters_unread: None,
+            gathered: crate::session::handoff::Gathered::default(),
         };
         sim.record(fx);
         sim
@@ -216,6 +219,7 @@ impl Sim {
                     let fingerprint = Some(Fingerprint::new(self.tree.as_str()));
                     follow.push(Input::Measured { purpose: *purpose, fingerprint });
                 }
+                Effect::Gather { .. } => follow.push(Input::Gathered(self.gathered.clone())),
                 _ => {}
             }
             self.log.push((at, effect));
@@ -884,7 +888,7 @@ fn codex_notify_names_the_conversation_and_a_limit_on_its_screen_pauses_at_once(
     contract(&mut s, |c| c.agent = AgentKind::Codex);
     let mut sim = Sim::new(s);
     sim.input(working());
-    sim.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Done.".into()) }));
+    sim.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Done.".into()), input: vec![] }));
     sim.input(idle());
     assert!(sim.has(|k| matches!(k, EventKind::Conversation { id } if id == "conv-1")));
     assert!(sim.answers().iter().all(|a| *a == crate::hooks::Answer::Pass), "Codex reads no answer");
@@ -1133,7 +1137,8 @@ fn a_codex_handoff_is_asked_by_the_cycle_and_its_kickstart_carries_it_whole_each
     let mut s = with_respawn(start(), quick_respawn());
     contract(&mut s, |c| c.agent = AgentKind::Codex);
     let mut sim = Sim::new(s);
-    let turn_end = |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()) });
+    let turn_end =
+        |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()), input: vec![] });
     for round in 0..2 {
         // A turn ends with the context past the threshold (its notify brings the reading first).
         sim.input(working());
@@ -1325,8 +1330,12 @@ fn account(name: &str) -> crate::agent::Account {
 fn switching(s: Start) -> Sim {
     let mut s = s;
     contract(&mut s, |c| c.account = Some(account("a")));
-    armed(&mut s).switch =
-        Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b"), account("c")] });
+    armed(&mut s).switch = Some(SwitchSettings {
+        threshold: 90.0,
+        accounts: vec![account("a"), account("b"), account("c")],
+        ahead: true,
+        at_limit: false,
+    });
     let mut sim = Sim::new(s);
     sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
     sim
@@ -1424,7 +1433,12 @@ fn codex_switching() -> Sim {
     let mut s = start();
     contract(&mut s, |c| c.agent = AgentKind::Codex);
     contract(&mut s, |c| c.account = Some(account("a")));
-    armed(&mut s).switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("a"), account("b")] });
+    armed(&mut s).switch = Some(SwitchSettings {
+        threshold: 90.0,
+        accounts: vec![account("a"), account("b")],
+        ahead: true,
+        at_limit: false,
+    });
     let mut sim = Sim::new(s);
     sim.meters = vec![meter("b", 20.0, 20.0), meter("a", 91.0, 40.0)];
     sim
@@ -1434,7 +1448,8 @@ fn codex_switching() -> Sim {
 fn a_codex_account_at_the_threshold_is_asked_its_handoff_at_the_prompt_and_moves_with_all_of_it() {
     use crate::event::SwitchAction::*;
     let mut sim = codex_switching();
-    let turn_end = |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()) });
+    let turn_end =
+        |text: &str| hook(crate::hooks::Event::TurnComplete { last_message: Some(text.into()), input: vec![] });
     // A turn ends: Codex's notify brings the rollout's figures first, then the turn's end.
     sim.input(working());
     sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
@@ -1473,7 +1488,10 @@ fn a_codex_handoff_request_waits_for_the_prompt_when_the_notify_comes_before_it(
     sim.input(sample(91.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
     // Codex's notify says the turn ended while its screen still finishes it: text typed now can
     // be lost (0.171.0 takes keys only once it has drawn its prompt again).
-    sim.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Done with step 3.".into()) }));
+    sim.input(hook(crate::hooks::Event::TurnComplete {
+        last_message: Some("Done with step 3.".into()),
+        input: vec![],
+    }));
     assert!(sim.typed().is_empty(), "nothing typed before the prompt is back: {:?}", sim.typed());
     sim.input(idle());
     assert!(sim.typed().last().is_some_and(|t| t.contains("handoff")), "typed at the prompt: {:?}", sim.typed());
@@ -1563,7 +1581,8 @@ fn a_switch_past_the_restart_cap_is_held() {
 fn without_hooks_the_switch_goes_at_the_prompt_and_a_stop_during_it_is_a_stop() {
     let mut s = start();
     contract(&mut s, |c| c.account = Some(account("a")));
-    armed(&mut s).switch = Some(SwitchSettings { threshold: 90.0, accounts: vec![account("b")] });
+    armed(&mut s).switch =
+        Some(SwitchSettings { threshold: 90.0, accounts: vec![account("b")], ahead: true, at_limit: false });
     let mut sim = Sim::new(s);
     sim.meters = vec![meter("b", 20.0, 20.0)];
     sim.input(working());
@@ -2484,7 +2503,7 @@ fn every_hook_is_answered_by_the_machine_a_pass_included() {
     let mut sim = Sim::new(start());
     let events = [
         Event::SessionStart { source: "startup".into() },
-        Event::UserPromptSubmit,
+        Event::UserPromptSubmit { prompt: None },
         Event::PreToolUse { tool: "Bash".into(), input: serde_json::json!({"command": "ls"}), cwd: None },
         Event::ToolEnded { tool: "Bash".into(), input: serde_json::json!({"command": "ls"}), error: None },
         Event::Stop { continued: false, last_message: Some("Done.".into()) },
@@ -2615,4 +2634,232 @@ fn without_standing_instructions_the_marker_says_the_ones_given_still_stand() {
     let typed = sim.typed_raw();
     assert_eq!(typed.len(), 1, "{typed:?}");
     assert!(typed[0].contains("the instructions you were given still stand] continue"), "{}", typed[0]);
+}
+
+// ---- Moving at the limit -------------------------------------------------------------------------
+
+/// A session on account `a` that moves at the limit (not before) to `b` or `c`, its client's hooks
+/// heard, with auto-resume on (the wait, when no account has room).
+fn moving_at_the_limit(ahead: bool) -> Sim {
+    let mut s = with_auto_resume(start(), resume::Policy::Own);
+    contract(&mut s, |c| c.account = Some(account("a")));
+    armed(&mut s).prompt = Some("Work through TASKS.md, one step per turn.".into());
+    armed(&mut s).switch = Some(SwitchSettings {
+        threshold: 90.0,
+        accounts: vec![account("a"), account("b"), account("c")],
+        ahead,
+        at_limit: true,
+    });
+    let mut sim = Sim::new(s);
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    sim.gathered = crate::session::handoff::Gathered {
+        commits: vec!["a1b2c3d Add the parser".into()],
+        uncommitted: vec![" M src/cli.rs".into()],
+        files: vec![crate::session::handoff::Named { name: "TASKS.md".into(), text: "- [ ] cli\n".into() }],
+        unread: vec![],
+    };
+    sim
+}
+
+/// The client's own word on a weekly limit, its reset three days out.
+fn weekly_limit(sim: &mut Sim) {
+    sim.input(working());
+    sim.input(hook(crate::hooks::Event::StopFailure {
+        error: crate::hooks::StopError::RateLimit,
+        last_message: Some("You've hit your weekly limit · resets Dec 9".into()),
+    }));
+}
+
+fn weekly_limit_text() -> LimitText {
+    LimitText { kind: LimitKind::Weekly, resets_at: Some(wall0() + hours(72)), line: "weekly limit".into() }
+}
+
+fn gathers(sim: &Sim) -> usize {
+    sim.log.iter().filter(|(_, e)| matches!(e, Effect::Gather { .. })).count()
+}
+
+#[test]
+fn at_the_limit_the_session_moves_at_once_to_the_most_headroom_with_a_handoff_built_from_the_folder() {
+    use crate::event::SwitchAction::*;
+    let mut sim = moving_at_the_limit(false);
+    sim.meters = vec![meter("b", 50.0, 60.0), meter("c", 20.0, 30.0)];
+    // Not before the limit: this session does not move ahead of it.
+    sim.input(sample(95.0, wall0() + hours(2), 95.0, wall0() + hours(72)));
+    assert!(sim.switches().is_empty(), "{:?}", sim.switches());
+    sim.input(working());
+    sim.input(Input::Hook {
+        hook: crate::hooks::Hook {
+            conversation: Some("conv-1".into()),
+            event: crate::hooks::Event::StopFailure {
+                error: crate::hooks::StopError::RateLimit,
+                last_message: Some("weekly limit".into()),
+            },
+        },
+        limit: Some(weekly_limit_text()),
+        facts: None,
+        seen: None,
+    });
+    assert_eq!(sim.m.state(), SessionState::LimitPaused);
+    // c has 70 % left, b 40 %: c, now, with no turn to ask a handoff in: the folder is read.
+    assert_eq!(
+        sim.switches(),
+        [(Due, Some("a".into()), Some("c".into())), (Switched, Some("a".into()), Some("c".into()))]
+    );
+    assert_eq!(gathers(&sim), 1);
+    let built = sim.events().find_map(|(_, k)| match k {
+        EventKind::HandoffBuilt { why, .. } => Some(why.clone()),
+        _ => None,
+    });
+    assert!(built.is_some_and(|w| w.contains("account a met its 7-day limit")));
+    let saved =
+        sim.log.iter().find_map(|(_, e)| if let Effect::SaveHandoff { text } = e { Some(text.clone()) } else { None });
+    let saved = saved.expect("the built handoff is kept");
+    for part in ["Work through TASKS.md", "a1b2c3d Add the parser", " M src/cli.rs", "TASKS.md as it stands"] {
+        assert!(saved.contains(part), "{part:?} in {saved}");
+    }
+    assert!(sim.signalled(), "the old client is stopped");
+    sim.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    let moved = sim.switched_to();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(moved[0].0, "c");
+    // The new account's window is open: the limit is behind the session, and no resume goes out.
+    assert!(sim.has(|k| matches!(k, EventKind::LimitCleared { reason } if reason.contains("moved to account c"))));
+    assert_ne!(sim.m.state(), SessionState::LimitPaused);
+    let prompt = moved[0].1.clone().expect("it starts from the handoff");
+    assert!(prompt.contains("Handoff built by Nightshift"), "{prompt}");
+    let raw = sim.log.iter().find_map(|(_, e)| match e {
+        Effect::SwitchAccount { prompt: Some(p), .. } => Some(p.clone()),
+        _ => None,
+    });
+    assert!(raw.is_some_and(|p| p.starts_with(crate::automated::MARKER)), "marked as Nightshift's");
+    sim.run(sim.until(wall0() + hours(73)));
+    assert!(sim.resumes().is_empty(), "nothing is typed into a's refused window");
+    // Its client's SessionStart is given the handoff as context too.
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    let given = sim.answers().last().cloned();
+    assert!(matches!(&given, Some(crate::hooks::Answer::Context { text }) if text.contains("a1b2c3d")), "{given:?}");
+}
+
+#[test]
+fn at_the_limit_with_no_account_that_has_room_the_session_waits_for_the_reset() {
+    use crate::event::SwitchAction::*;
+    let mut sim = moving_at_the_limit(false);
+    sim.meters = vec![meter("b", 95.0, 40.0), meter("c", 100.0, 100.0)];
+    weekly_limit(&mut sim);
+    assert_eq!(sim.switches(), [(Held, Some("a".into()), None)], "no account has more than 10 % left");
+    assert_eq!(gathers(&sim), 0);
+    assert!(!sim.signalled());
+    assert_eq!(sim.m.state(), SessionState::LimitPaused, "the usage-limit wait has it");
+    // The next limit looks again: the hold is not the quiet of a move ahead of the limit.
+    let view = sim.m.options(sim.now()).account_switch.expect("armed");
+    assert_eq!(view.quiet_until, None, "nothing holds the next look");
+}
+
+#[test]
+fn an_account_with_no_usage_on_record_is_tried_at_the_limit_and_a_limit_there_too_waits() {
+    use crate::event::SwitchAction::*;
+    let mut sim = moving_at_the_limit(false);
+    // Nothing is known of b or c: at the limit, b is tried rather than three days lost.
+    weekly_limit(&mut sim);
+    assert_eq!(sim.switches().first(), Some(&(Due, Some("a".into()), Some("b".into()))));
+    let due = sim.events().find_map(|(_, k)| match k {
+        EventKind::AccountSwitch { action: Due, reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    assert!(due.is_some_and(|r| r.contains("account b has no usage on record")));
+    sim.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    assert_eq!(sim.switched_to().len(), 1);
+    // b is limited too: a is known full, b now is, c unknown — c is tried, then nothing is left.
+    sim.meters = vec![meter("a", 10.0, 100.0), meter("b", 100.0, 20.0)];
+    weekly_limit(&mut sim);
+    assert_eq!(sim.switched_to().len(), 1, "not yet: c after the exit");
+    sim.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    assert_eq!(sim.switched_to().last().map(|m| m.0.as_str()), Some("c"));
+    sim.meters = vec![meter("a", 10.0, 100.0), meter("b", 100.0, 20.0), meter("c", 100.0, 10.0)];
+    weekly_limit(&mut sim);
+    assert_eq!(sim.switches().last().map(|s| s.0), Some(Held), "{:?}", sim.switches());
+    assert_eq!(sim.switched_to().len(), 2, "no ping-pong: it waits");
+}
+
+#[test]
+fn a_move_due_at_the_threshold_that_the_limit_beats_goes_at_the_limit() {
+    use crate::event::SwitchAction::*;
+    let mut sim = moving_at_the_limit(true);
+    sim.meters = vec![meter("b", 10.0, 10.0)];
+    sim.input(working());
+    sim.input(sample(92.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
+    assert_eq!(sim.switches(), [(Due, Some("a".into()), Some("b".into()))], "due at the turn's end");
+    // The turn is refused before it ends: no Stop to ask a handoff at.
+    weekly_limit(&mut sim);
+    assert_eq!(gathers(&sim), 1, "the handoff is built");
+    assert_eq!(sim.switches().last().map(|s| s.0), Some(Switched));
+}
+
+#[test]
+fn a_handoff_the_agent_wrote_lately_goes_with_the_move_and_nothing_is_built() {
+    let mut sim = moving_at_the_limit(true);
+    sim.meters = vec![meter("b", 10.0, 10.0), meter("a", 91.0, 40.0)];
+    sim.input(working());
+    sim.input(context(80.0));
+    let mut with_respawn_off = sim;
+    // The agent wrote one at the context threshold (auto-resume's own handoff).
+    with_respawn_off.input(stop(false, "Done."));
+    with_respawn_off.input(stop(true, HANDOFF));
+    weekly_limit(&mut with_respawn_off);
+    assert_eq!(gathers(&with_respawn_off), 0, "its own handoff is fresh: nothing is built");
+    with_respawn_off.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    with_respawn_off.run(with_respawn_off.secs() + 1.0);
+    let prompt = with_respawn_off.switched_to()[0].1.clone().unwrap_or_default();
+    assert!(prompt.contains(HANDOFF), "{prompt}");
+}
+
+#[test]
+fn a_held_session_does_not_move_at_the_limit() {
+    let mut sim = moving_at_the_limit(false);
+    sim.meters = vec![meter("b", 10.0, 10.0)];
+    sim.input(Input::Configure(crate::session::Change { held: Some(true), ..Default::default() }));
+    weekly_limit(&mut sim);
+    assert!(sim.switches().is_empty(), "{:?}", sim.switches());
+    assert_eq!(gathers(&sim), 0);
+}
+
+#[test]
+fn a_moves_first_turn_is_checked_for_its_handoff_and_told_when_it_did_not_carry_it() {
+    for (prompt, received) in [(None, false), (Some("just continue"), false)] {
+        let mut sim = moving_at_the_limit(false);
+        sim.meters = vec![meter("b", 10.0, 10.0)];
+        weekly_limit(&mut sim);
+        sim.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+        sim.run(sim.secs() + 1.0);
+        let given = sim.switched_to()[0].1.clone().unwrap_or_default();
+        // The client's first turn, with the prompt it was given (or another).
+        let said = prompt.map(str::to_string);
+        sim.input(hook(crate::hooks::Event::UserPromptSubmit { prompt: said }));
+        let checked: Vec<bool> = sim
+            .events()
+            .filter_map(|(_, k)| if let EventKind::HandoffChecked { received } = k { Some(*received) } else { None })
+            .collect();
+        assert_eq!(checked, [received], "{prompt:?}");
+        let told = crate::notice::may_notify(&EventKind::HandoffChecked { received });
+        assert!(told, "a handoff that did not arrive is pushed");
+        // Once: later turns are not checked.
+        sim.input(hook(crate::hooks::Event::UserPromptSubmit { prompt: Some(given) }));
+        assert_eq!(sim.events().filter(|(_, k)| matches!(k, EventKind::HandoffChecked { .. })).count(), 1);
+    }
+    // The prompt it was given, as the client submits it (its marker and all, newlines its own).
+    let mut sim = moving_at_the_limit(false);
+    sim.meters = vec![meter("b", 10.0, 10.0)];
+    weekly_limit(&mut sim);
+    sim.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    let raw = sim.log.iter().find_map(|(_, e)| match e {
+        Effect::SwitchAccount { prompt: Some(p), .. } => Some(p.replace('\n', "\r\n")),
+        _ => None,
+    });
+    sim.input(hook(crate::hooks::Event::UserPromptSubmit { prompt: raw }));
+    assert!(sim.has(|k| matches!(k, EventKind::HandoffChecked { received: true })));
+    assert!(!crate::notice::may_notify(&EventKind::HandoffChecked { received: true }), "nothing to tell");
 }
