@@ -11,6 +11,7 @@ mod account_switch;
 mod canary_real;
 mod codex_real;
 mod doctor_cli;
+mod failover;
 mod fence_real;
 mod hooks_real;
 mod hostile_dialogs;

@@ -51,11 +51,23 @@ pub struct Args {
     /// The larger of the 5-hour and 7-day use, in percent, at which --switch-accounts moves
     #[arg(long, value_name = "PERCENT", requires = "switch_accounts", value_parser = clap::value_parser!(u8).range(1..=99))]
     switch_at: Option<u8>,
-    /// At a usage limit: `wait` for the reset, or `switch` to the account of `config.toml` with
-    /// the most headroom at once, with a handoff Nightshift builds [default: the preset's, else
-    /// wait]
-    #[arg(long, value_name = "wait|switch")]
+    /// At a usage limit: `wait` for the reset, `switch` to the account of `config.toml` with the
+    /// most headroom at once, with a handoff Nightshift builds, or `failover`: as switch, and with
+    /// no account that has room, move the work to the other agent (--failover-to) [default: the
+    /// preset's, else wait]
+    #[arg(long, value_name = "wait|switch|failover")]
     at_limit: Option<nightshift::limits::AtLimit>,
+    /// The other agent the work moves to with --at-limit failover, as its command line (`codex`,
+    /// `codex --model gpt-5.5`, `claude`): same folder, branch, sandbox, fence, guard and budget
+    #[arg(long, value_name = "COMMAND", requires = "at_limit")]
+    failover_to: Option<String>,
+    /// The account of `config.toml` the failover agent runs under
+    #[arg(long, value_name = "NAME", requires = "failover_to")]
+    failover_account: Option<String>,
+    /// Leave the work with the failover agent after the first agent's window resets [default:
+    /// it comes back at the first turn's end after the reset]
+    #[arg(long, requires = "failover_to")]
+    no_return: bool,
     /// Your standing instructions for the night, restated in every input Nightshift types by
     /// itself (a resume, a kickstart, a handoff request), each marked as automated [default: the
     /// preset's `standing`]
@@ -189,6 +201,18 @@ pub fn run(state_dir: Option<PathBuf>, args: Args) -> anyhow::Result<ExitCode> {
     request.switch_accounts = args.switch_accounts.then_some(args.switch_at);
     request.standing.clone_from(&args.standing);
     request.at_limit = args.at_limit;
+    if let Some(line) = &args.failover_to {
+        let command = shlex::split(line).filter(|argv| !argv.is_empty()).ok_or_else(|| {
+            anyhow::anyhow!("--failover-to `{line}`: give the other agent's command, its quotes closed")
+        })?;
+        request.failover = Some(nightshift::supervisor::build::FailoverAsk {
+            command,
+            account: args.failover_account.clone().map_or(nightshift::supervisor::build::AccountChoice::Default, |n| {
+                nightshift::supervisor::build::AccountChoice::Named(n)
+            }),
+            back: !args.no_return,
+        });
+    }
     request.window_guard = nightshift::limits::WindowGuard {
         reserve_pct: args.reserve.map(f64::from),
         not_tonight: args.not_tonight,

@@ -56,6 +56,9 @@ pub struct Counts {
     pub breakers_closed: u32,
     /// Moves to another account.
     pub account_switches: u32,
+    /// Moves of the work to the other agent, and back.
+    #[serde(default)]
+    pub agent_switches: u32,
     /// Commands the guard refused.
     pub guard_denials: u32,
     /// Commands that ran in the agent's sandbox, and those of them it refused.
@@ -170,6 +173,7 @@ impl Counts {
         self.breakers_opened += o.breakers_opened;
         self.breakers_closed += o.breakers_closed;
         self.account_switches += o.account_switches;
+        self.agent_switches += o.agent_switches;
         self.guard_denials += o.guard_denials;
         self.sandbox_commands += o.sandbox_commands;
         self.sandbox_blocked += o.sandbox_blocked;
@@ -246,6 +250,7 @@ impl Counts {
             out.push(format!("breakers: {} opened, {} closed", self.breakers_opened, self.breakers_closed));
         }
         say(&mut out, self.account_switches, "account switch", "account switches");
+        say(&mut out, self.agent_switches, "move to the other agent", "moves between agents");
         say(&mut out, self.guard_denials, "guard denial", "guard denials");
         if self.sandbox_commands > 0 {
             out.push(format!("sandbox: {} command(s), {} refused", self.sandbox_commands, self.sandbox_blocked));

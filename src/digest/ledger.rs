@@ -351,6 +351,23 @@ impl Ledger {
                     handoffs.push(ev.ts);
                 }
                 EventKind::Handoff { .. } if in_range => c.handoffs_written += 1,
+                EventKind::AgentSwitch { action, from, to, reason, .. } if in_range && *action != SwitchAction::Due => {
+                    let at = hhmm(ev.ts);
+                    let (key, once) = if *action == SwitchAction::Switched {
+                        c.agent_switches += 1;
+                        (
+                            format!("the work moved from {from} to {to}"),
+                            format!("the work moved from {from} to {to} at {at}: {reason}"),
+                        )
+                    } else {
+                        (
+                            format!("the work stayed with {from}: {reason}"),
+                            format!("the work stayed with {from} at {at}: {reason}"),
+                        )
+                    };
+                    l.switches.push(once.clone());
+                    lines.note(HappeningKind::AccountSwitch, key, once, ev.ts);
+                }
                 EventKind::HandoffBuilt { why, .. } if in_range => {
                     let once = format!("Nightshift built the handoff at {}: {why}", hhmm(ev.ts));
                     lines.note(

@@ -47,6 +47,9 @@ pub(crate) struct Actor {
     pub state_dir: Option<std::path::PathBuf>,
     /// The network fence's proxy the client's sandbox goes through, and what it reports.
     pub fence: Option<(crate::proxy::Proxy, mpsc::UnboundedReceiver<crate::proxy::Report>)>,
+    /// The channels of the agent before, when the session's work moved from it to this one: every
+    /// handle (a run's, the window's) follows without a seam.
+    pub carried: Option<Carried>,
 }
 
 /// The agent's process as the actor holds it (its output and exit are the run loop's).
@@ -66,15 +69,31 @@ struct Streams {
 impl Actor {
     /// Starts the actor task; returns the handle and the task. The machine's first decisions (the
     /// journal's first words of the session, its options) are made before this returns.
-    pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<()>) {
-        let Actor { id, terminal, command, spawned, journal, output_tap, adapter, detect, start, state_dir, fence } =
-            self;
+    pub fn start(self) -> (SessionHandle, tokio::task::JoinHandle<Option<Handover>>) {
+        let Actor {
+            id,
+            terminal,
+            command,
+            spawned,
+            journal,
+            output_tap,
+            adapter,
+            detect,
+            start,
+            state_dir,
+            fence,
+            carried,
+        } = self;
         let (proxy, reports) = fence.unzip();
         let guard = start.guard.clone();
-        let (control_tx, controls) = mpsc::channel(64);
-        let (status, status_rx) =
-            watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
-        let handle = SessionHandle::new(id.clone(), control_tx, status_rx, crate::store::SessionKind::Terminal);
+        let Carried { control_tx, controls, status, status_rx } = carried.unwrap_or_else(|| {
+            let (control_tx, controls) = mpsc::channel(64);
+            let (status, status_rx) =
+                watch::channel(Status { state: SessionState::Running, exit: None, options: Options::default() });
+            Carried { control_tx, controls, status, status_rx }
+        });
+        let handle =
+            SessionHandle::new(id.clone(), control_tx.clone(), status_rx.clone(), crate::store::SessionKind::Terminal);
         let (agent, zone) = (start.armed.contract().agent, start.zone.clone());
         let now = Now { mono: crate::clock::mono_now(), wall: journal.now() };
         let (machine, fx) = Machine::new(start, now);
@@ -97,6 +116,8 @@ impl Actor {
             streams: Some(Streams { output: spawned.output, exit: spawned.exit }),
             last_exit: Exit::Code(-1),
             later_tx,
+            control_tx,
+            status_rx,
             reply: None,
             answered: None,
             answer_to: None,
@@ -118,7 +139,16 @@ impl Actor {
         exec.record_life();
         exec.apply(fx);
         exec.take_replies();
-        let task = tokio::spawn(async move { exec.run(controls, later, reports).await });
+        let task = tokio::spawn(async move {
+            let controls = exec.run(controls, later, reports).await?;
+            let Some(super::machine::End::Relayed(relayed)) = exec.machine.ended().cloned() else { return None };
+            let Executor { control_tx, status, status_rx, output_tap, .. } = exec;
+            Some(Handover {
+                relayed: *relayed,
+                carried: Carried { control_tx, controls, status, status_rx },
+                output_tap,
+            })
+        });
         (handle, task)
     }
 }
@@ -149,6 +179,9 @@ struct Executor {
     last_exit: Exit,
     /// What work done off the runtime (a fingerprint, a handoff's reading) answers with.
     later_tx: mpsc::UnboundedSender<Input>,
+    /// The session's own channel ends, carried to the next agent's actor when the work moves.
+    control_tx: mpsc::Sender<Control>,
+    status_rx: watch::Receiver<Status>,
     /// What the last [`Effect::Reply`] said.
     reply: Option<String>,
     /// The client's hook waiting for the next [`Effect::Answer`].
@@ -364,7 +397,7 @@ impl Executor {
         mut controls: mpsc::Receiver<Control>,
         mut later: mpsc::UnboundedReceiver<Input>,
         mut reports: Option<mpsc::UnboundedReceiver<crate::proxy::Report>>,
-    ) {
+    ) -> Option<mpsc::Receiver<Control>> {
         let mut controls_open = true;
         let mut output: Option<mpsc::Receiver<Vec<u8>>> = None;
         let mut exit_rx: Option<tokio::sync::oneshot::Receiver<Exit>> = None;
@@ -437,6 +470,10 @@ impl Executor {
         for salvage in std::mem::take(&mut self.salvages) {
             let _ = salvage.await;
         }
+        if matches!(self.machine.ended(), Some(super::machine::End::Relayed(_))) {
+            // Not an end: the next agent's actor takes the channels on.
+            return Some(controls);
+        }
         let mut options = self.machine.options(self.now());
         options.respawn_active = false;
         options.auto_resume = None;
@@ -447,6 +484,7 @@ impl Executor {
             st.options = options;
             st.state = state;
         });
+        None
     }
 
     /// Starts recording the life that just started.
@@ -633,6 +671,9 @@ async fn exited(exit: &mut Option<tokio::sync::oneshot::Receiver<Exit>>) -> Exit
 
 mod afar;
 mod controls;
+mod handover;
 mod salvage;
+
+pub(crate) use handover::{Carried, Handover};
 
 pub(crate) use salvage::salvage;

@@ -20,7 +20,7 @@ use crate::event::{SessionId, SessionState};
 use crate::pty::{Exit, PtySize};
 use crate::screen::Snapshot;
 
-pub(crate) use actor::Actor;
+pub(crate) use actor::{Actor, Carried, Handover};
 
 /// Environment variable that tells a child (a session's client, a loop's iteration, their hooks)
 /// which Nightshift session it runs in.

@@ -248,6 +248,22 @@ impl Store {
     }
 
     /// Records the client account session `id` runs under.
+    /// Session `id`'s work moved to another agent: its agent, command and account from now on.
+    pub fn set_agent(
+        &mut self,
+        id: &str,
+        agent: AgentKind,
+        command: &[String],
+        account: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        let (name, dir) = account.unzip();
+        self.conn.execute(
+            "UPDATE sessions SET agent = ?2, command = ?3, account = ?4, account_dir = ?5 WHERE id = ?1",
+            params![id, agent.as_str(), serde_json::to_string(command).expect("strings serialise"), name, dir],
+        )?;
+        Ok(())
+    }
+
     pub fn set_account(&mut self, id: &str, name: &str, dir: &str) -> Result<(), StoreError> {
         self.conn
             .execute("UPDATE sessions SET account = ?2, account_dir = ?3 WHERE id = ?1", params![id, name, dir])?;
@@ -375,8 +391,9 @@ impl Store {
     pub fn record_usage(&mut self, session: &str, ts: DateTime<Utc>, s: &Sample) -> Result<(), StoreError> {
         self.conn.execute(
             "INSERT INTO usage_samples (session, ts, five_hour_pct, five_hour_resets_at, seven_day_pct,
-                                        seven_day_resets_at, context_pct, cost_usd, model, account, tokens)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT account FROM sessions WHERE id = ?1), ?10)",
+                                        seven_day_resets_at, context_pct, cost_usd, model, account, tokens, agent)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, (SELECT account FROM sessions WHERE id = ?1), ?10,
+                     (SELECT agent FROM sessions WHERE id = ?1))",
             params![
                 session,
                 format_ts(ts),
@@ -450,7 +467,7 @@ impl Store {
         self.usage_rows(
             "WHERE id IN (SELECT MAX(u.id) FROM usage_samples u LEFT JOIN sessions s ON s.id = u.session
                           WHERE (u.five_hour_pct IS NOT NULL OR u.seven_day_pct IS NOT NULL)
-                            AND (CASE WHEN s.agent = 'codex' THEN 'codex' ELSE 'claude' END) = ?1
+                            AND (CASE WHEN COALESCE(u.agent, s.agent) = 'codex' THEN 'codex' ELSE 'claude' END) = ?1
                           GROUP BY u.account)
              ORDER BY id DESC",
             params![agent.plan().as_str()],
@@ -474,7 +491,7 @@ impl Store {
                     u.five_hour_resets_at AS five_hour_resets_at, u.seven_day_pct AS seven_day_pct,
                     u.seven_day_resets_at AS seven_day_resets_at, u.context_pct AS context_pct,
                     u.cost_usd AS cost_usd, u.model AS model, u.account AS account,
-                    (CASE WHEN s.agent = 'codex' THEN 'codex' ELSE 'claude' END) AS agent, u.tokens AS tokens
+                    (CASE WHEN COALESCE(u.agent, s.agent) = 'codex' THEN 'codex' ELSE 'claude' END) AS agent, u.tokens AS tokens
              FROM usage_samples u LEFT JOIN sessions s ON s.id = u.session) {tail}"
         ))?;
         let parse =

@@ -150,6 +150,9 @@ fn steps() -> Vec<M<'static>> {
             "ALTER TABLE sessions ADD COLUMN lease TEXT;
             ALTER TABLE sessions ADD COLUMN terminal TEXT;",
         ),
+        // The agent a sample came from: a session whose work moved to the other agent reports
+        // both, each against its own plan (older samples: the session's agent).
+        M::up("ALTER TABLE usage_samples ADD COLUMN agent TEXT;"),
     ]
 }
 

@@ -73,6 +73,27 @@ fn each_clients_windows_are_its_own() {
 }
 
 #[test]
+fn a_session_whose_work_moved_to_the_other_agent_counts_each_sample_against_its_own_plan() {
+    use crate::agent::AgentKind;
+    let mut store = Store::open_in_memory().unwrap();
+    let claude = vec!["claude".to_string()];
+    store.create_session(&NewSession { agent: "claude", ..new_session("e3e3e3e3", &claude) }).unwrap();
+    let t0 = Utc.with_ymd_and_hms(2026, 12, 4, 22, 0, 0).unwrap();
+    let at = |pct: f64| Sample { five_hour_pct: Some(pct), ..Sample::default() };
+    store.record_usage("e3e3e3e3", t0, &at(100.0)).unwrap();
+    let codex = vec!["codex".to_string(), "--no-daemon".to_string()];
+    store.set_agent("e3e3e3e3", AgentKind::Codex, &codex, Some(("work", "/home/u/.codex-work"))).unwrap();
+    store.record_usage("e3e3e3e3", t0 + chrono::Duration::minutes(5), &at(20.0)).unwrap();
+    let claude_latest = store.latest_limits(AgentKind::Claude).unwrap().unwrap();
+    assert_eq!(claude_latest.sample.five_hour_pct, Some(100.0), "Claude's limit stays Claude's");
+    let codex_latest = store.latest_limits(AgentKind::Codex).unwrap().unwrap();
+    assert_eq!(codex_latest.sample.five_hour_pct, Some(20.0));
+    assert_eq!(codex_latest.account.as_deref(), Some("work"));
+    let row = store.session("e3e3e3e3").unwrap().unwrap();
+    assert_eq!((row.agent.as_str(), row.command.clone()), ("codex", codex));
+}
+
+#[test]
 fn threads_opening_a_fresh_journal_together_all_get_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite3");

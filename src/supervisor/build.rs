@@ -66,6 +66,19 @@ pub struct Request {
     pub standing: Option<String>,
     /// What it does at a usage limit (`--at-limit`); `None`: the preset's, else wait.
     pub at_limit: Option<AtLimit>,
+    /// The other agent the work moves to at a limit (`--failover-to`), for `--at-limit failover`.
+    pub failover: Option<FailoverAsk>,
+}
+
+/// The other agent a session's work may move to at a limit.
+#[derive(Debug, Clone, Default)]
+pub struct FailoverAsk {
+    /// Its command and arguments (`codex --model gpt-5.5`); empty: none given.
+    pub command: Vec<String>,
+    /// The account it runs under.
+    pub account: AccountChoice,
+    /// The work comes back at the first agent's reset.
+    pub back: bool,
 }
 
 impl Request {
@@ -92,6 +105,7 @@ impl Request {
             allow_hosts: Vec::new(),
             standing: None,
             at_limit: None,
+            failover: None,
         }
     }
 }
@@ -264,7 +278,8 @@ pub fn build(
     }
     // At a limit: the user's word, else the preset's, else wait.
     let at_limit = request.at_limit.or(t.respawn.as_ref().map(|r| r.at_limit)).unwrap_or_default();
-    if request.switch_accounts.is_some() || at_limit == AtLimit::Switch {
+    let failing_over = at_limit == AtLimit::Failover;
+    if request.switch_accounts.is_some() || at_limit != AtLimit::Wait {
         if agent == AgentKind::Codex && !request.hooks {
             return Err(BuildError::Switch(ConfigError::Account(
                 "a Codex session's account usage and its handoff come through Codex's notify, which --no-hooks \
@@ -273,10 +288,16 @@ pub fn build(
             )));
         }
         let at = request.switch_accounts.flatten();
-        let mut settings = config()?.switch_settings(agent, account.as_ref(), at).map_err(BuildError::Switch)?;
-        settings.ahead = request.switch_accounts.is_some();
-        settings.at_limit = at_limit == AtLimit::Switch;
-        t.switch = Some(settings);
+        match config()?.switch_settings(agent, account.as_ref(), at) {
+            Ok(mut settings) => {
+                settings.ahead = request.switch_accounts.is_some();
+                settings.at_limit = at_limit != AtLimit::Wait;
+                t.switch = Some(settings);
+            }
+            // A failover with no other account of this agent goes straight to the other agent.
+            Err(_) if failing_over && request.switch_accounts.is_none() => {}
+            Err(e) => return Err(BuildError::Switch(e)),
+        }
     }
     t.auto_resume = request.auto_resume;
     // Restated by every input Nightshift types by itself: the user's words, else the preset's.
@@ -339,9 +360,77 @@ pub fn build(
     if let Some(sandbox) = &mut t.sandbox {
         sandbox.fenced(request.fence, &request.allow_hosts).map_err(BuildError::Sandbox)?;
     }
+    if failing_over {
+        let ask = request.failover.ok_or_else(|| {
+            BuildError::Setting(
+                "--at-limit failover moves the work to the other agent: name it with --failover-to codex (or \
+                 claude), with its options"
+                    .into(),
+            )
+        })?;
+        let envelope = (request.size, request.sandbox, request.fence, request.allow_hosts);
+        t.failover = Some(failover_contract(paths, &t, agent, ask, envelope)?);
+    }
     let mut contract = Contract::session(agent, t);
     *contract.account_mut() = account;
     Ok(contract)
+}
+
+/// The other agent's session a failover starts, built now so a bad one is refused now: in the
+/// same folder, under the same preset's cycles, auto-resume, guard, budget, sandbox and fence, and
+/// the same standing instructions; it waits at its own limits, and never fails over itself.
+fn failover_contract(
+    paths: &Paths,
+    first: &Terminal,
+    agent: AgentKind,
+    ask: FailoverAsk,
+    (size, sandbox, fence, allow_hosts): (PtySize, Option<bool>, Option<crate::agent::Fence>, Vec<String>),
+) -> Result<crate::contract::Failover, BuildError> {
+    let command = if ask.command.is_empty() {
+        return Err(BuildError::Setting(
+            "--failover-to needs the other agent's command: codex, or claude, with its options".into(),
+        ));
+    } else {
+        ask.command
+    };
+    let mut other = Request::new(first.cwd.clone(), command);
+    other.size = size;
+    other.preset.clone_from(&first.preset);
+    other.auto_resume.clone_from(&first.auto_resume);
+    other.account = ask.account;
+    other.window_guard = first.window_guard;
+    other.pace = Some(first.pace);
+    other.guard = first.guard;
+    other.budget = first.budget;
+    other.stop_grace = Some(first.stop_grace);
+    other.quiet = Some(first.quiet);
+    other.sandbox = sandbox;
+    other.fence = fence;
+    other.allow_hosts = allow_hosts;
+    other.standing.clone_from(&first.standing);
+    other.at_limit = Some(AtLimit::Wait);
+    let mut built = build(paths, other, |_| Ok(()))?.into_contract();
+    if built.agent == agent || built.agent == AgentKind::Generic {
+        return Err(BuildError::Setting(format!(
+            "--failover-to names a {} command; the work moves to the other agent: {}",
+            built.agent,
+            if agent == AgentKind::Claude { "codex" } else { "claude" }
+        )));
+    }
+    // Not installed (or not runnable) is refused now, not found at the night's limit.
+    if let crate::contract::Kind::Terminal(t) = &built.kind {
+        let path = built.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| std::ffi::OsString::from(v));
+        let path = path.or_else(|| std::env::var_os("PATH"));
+        if let Err(e) = crate::pty::resolve_program(&t.program, &t.cwd, path.as_deref()) {
+            return Err(BuildError::Command(format!("--failover-to: {e}; install it, or give its full path")));
+        }
+    }
+    if let crate::contract::Kind::Terminal(t) = &mut built.kind {
+        // The cycles as this session has them, its tweaks included.
+        t.respawn.clone_from(&first.respawn);
+        t.respawn_until = first.respawn_until;
+    }
+    Ok(crate::contract::Failover { contract: Box::new(built), back: ask.back })
 }
 
 #[cfg(test)]
@@ -527,5 +616,41 @@ mod tests {
         let mut r = request(&d, &["claude"]);
         r.preset = Some("overnight".into());
         assert!(matches!(refused(&d, r), BuildError::Config(ConfigError::Invalid { .. })));
+    }
+
+    #[test]
+    fn a_failover_is_built_with_the_session_and_refused_then_when_it_cannot_be() {
+        let d = dirs("");
+        let mut r = request(&d, &["claude", "do the work"]);
+        r.at_limit = Some(AtLimit::Failover);
+        r.standing = Some("Only src/.".into());
+        let none = refused(&d, r.clone()).to_string();
+        assert!(none.contains("--failover-to codex"), "{none}");
+        r.failover = Some(FailoverAsk { command: vec!["claude".into()], account: AccountChoice::Default, back: true });
+        let same = refused(&d, r.clone()).to_string();
+        assert!(same.contains("names a claude command") && same.contains("codex"), "{same}");
+        let missing = vec!["/nowhere/codex".to_string()];
+        r.failover = Some(FailoverAsk { command: missing, account: AccountChoice::Default, back: true });
+        let gone = refused(&d, r.clone()).to_string();
+        assert!(gone.contains("--failover-to") && gone.contains("/nowhere/codex"), "{gone}");
+        // A stand-in named codex, installed.
+        let bin = d.tmp.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink("/bin/true", bin.join("codex")).unwrap();
+        let codex = [bin.join("codex").display().to_string(), "--model".into(), "gpt-5.5".into()].to_vec();
+        r.failover = Some(FailoverAsk { command: codex, account: AccountChoice::Default, back: true });
+        let armed = build(&d.paths, r, |_| Ok(())).expect("built");
+        let t = armed.terminal();
+        assert!(t.switch.is_none(), "no other account: straight to the other agent");
+        let f = t.failover.clone().expect("armed");
+        assert!(f.back);
+        let other = f.contract.terminal().expect("a terminal session");
+        assert_eq!(
+            (f.contract.agent, other.program.clone()),
+            (AgentKind::Codex, bin.join("codex").display().to_string())
+        );
+        assert_eq!(other.args, ["--model", "gpt-5.5"]);
+        assert_eq!((other.cwd.as_path(), other.standing.as_deref()), (t.cwd.as_path(), Some("Only src/.")));
+        assert!(other.failover.is_none() && other.prompt.is_none(), "it starts from the handoff, and never fails over");
     }
 }

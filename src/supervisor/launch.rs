@@ -10,6 +10,18 @@ impl Supervisor {
         contract: &Contract,
         runtime: Runtime,
     ) -> Result<SessionHandle, StartError> {
+        self.launch_with(id, contract, runtime, &mut None)
+    }
+
+    /// [`Self::launch`], the actor taking `carried`'s channels once its agent has started (they
+    /// stay in `carried` when it could not).
+    pub(super) fn launch_with(
+        &self,
+        id: SessionId,
+        contract: &Contract,
+        runtime: Runtime,
+        carried: &mut Option<crate::session::Carried>,
+    ) -> Result<SessionHandle, StartError> {
         // What the machine starts from; the command line below is laid over a copy of it.
         let Some(armed) = crate::contract::Armed::new(contract.clone()) else {
             return Err(StartError::NotTerminal(id));
@@ -44,6 +56,7 @@ impl Supervisor {
         self.attach_exporter(&id, agent, (t.hooks, guard.is_some()), &mut t, &mut env);
         let conversation = match &runtime.from {
             None => Conversation::Opening,
+            Some(from) if runtime.fresh => Conversation::Fresh { prompt: from.prompt.clone() },
             Some(from) => Conversation::Resume { id: from.conversation.clone(), prompt: from.prompt.clone() },
         };
         let size = PtySize::new(t.cols, t.rows);
@@ -96,15 +109,20 @@ impl Supervisor {
             start,
             state_dir: self.journal.path().and_then(|p| p.parent()).map(std::path::Path::to_path_buf),
             fence: fence.map(|f| (f.proxy, f.reports)),
+            carried: carried.take(),
         };
         let (handle, task) = actor.start();
         lock(&self.sessions).insert(id.clone(), handle.clone());
-        let sessions = Arc::clone(&self.sessions);
-        let reporters = Arc::clone(&self.reporters);
+        let sup = self.clone();
         tokio::spawn(async move {
-            let _ = task.await;
-            lock(&sessions).remove(&id);
-            lock(&reporters).remove(&id);
+            match task.await {
+                // The work moved to the other agent (or back): it starts in the same session.
+                Ok(Some(handover)) => sup.relaunch(id, handover),
+                _ => {
+                    lock(&sup.sessions).remove(&id);
+                    lock(&sup.reporters).remove(&id);
+                }
+            }
         });
         Ok(handle)
     }

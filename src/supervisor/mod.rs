@@ -27,6 +27,7 @@ pub mod build;
 pub mod fence;
 mod launch;
 mod loops;
+mod relay;
 mod reports;
 mod restore;
 mod spec;
@@ -51,6 +52,8 @@ struct Runtime {
     /// contract too).
     env: Vec<(String, String)>,
     output_tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// It starts a fresh conversation with `from`'s prompt (the other agent taking the work over).
+    fresh: bool,
 }
 
 /// What [`Supervisor::restore_all`] did.
@@ -225,7 +228,7 @@ impl Supervisor {
         let mut contract = contract.into_contract().begun(self.journal.now());
         keep_env(&mut contract, &env);
         self.journal.emit(&id, EventKind::Contract { contract: Box::new(contract.clone()) });
-        self.launch(id, &contract, Runtime { from: None, env, output_tap })
+        self.launch(id, &contract, Runtime { from: None, env, output_tap, fresh: false })
     }
 
     /// Records `contract` to start at `due` rather than now (see [`crate::schedule`]): its row in

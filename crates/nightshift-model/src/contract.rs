@@ -121,6 +121,36 @@ pub struct Terminal {
     /// every input Nightshift sends by itself (see [`crate::automated`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standing: Option<String>,
+    /// The other agent the work moves to at a limit no account of this one has room past
+    /// (`--at-limit failover`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<Failover>,
+    /// This session took the work over at another agent's limit: where it goes back, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<Return>,
+}
+
+/// The other agent a session's work moves to at a limit, built when the session was: the same
+/// folder, sandbox, fence, guard, budget and standing instructions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failover {
+    /// Its session, as it starts (a fresh conversation, from the handoff).
+    pub contract: Box<Contract>,
+    /// The work comes back at the first agent's reset (`--return-at-reset`).
+    pub back: bool,
+}
+
+/// Where the work of a session that took it over goes back to, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Return {
+    /// The first agent's session, as it started (its own failover armed again).
+    pub contract: Box<Contract>,
+    /// Its conversation, which it resumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
+    /// When its window resets: the work goes back at the first turn's end after it.
+    #[serde(with = "crate::clock::ts")]
+    pub at: DateTime<Utc>,
 }
 
 fn yes() -> bool {
@@ -312,6 +342,8 @@ impl Terminal {
             sandbox: None,
             unsandboxed: None,
             standing: None,
+            failover: None,
+            returns: None,
         }
     }
 
@@ -523,6 +555,8 @@ mod tests {
             }),
             unsandboxed: None,
             standing: None,
+            failover: None,
+            returns: None,
         }
     }
 

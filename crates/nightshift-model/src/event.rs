@@ -293,6 +293,17 @@ pub enum EventKind {
         until: Option<DateTime<Utc>>,
         reason: String,
     },
+    /// The session's work moves to the other agent at a limit, or back to the first at its
+    /// reset (`due` at the turn's end, `switched` as the agent stops, `held` when it cannot).
+    AgentSwitch {
+        action: SwitchAction,
+        from: crate::agent::AgentKind,
+        to: crate::agent::AgentKind,
+        /// When the work comes back (the first agent's window resets).
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::clock::opt_ts")]
+        back_at: Option<DateTime<Utc>>,
+        reason: String,
+    },
     /// A push notification could not be delivered to `target` (ntfy, webhook), retries included;
     /// said once until the target works again.
     PushFailed { target: String, reason: String },
@@ -552,6 +563,7 @@ impl EventKind {
             Self::HandoffChecked { .. } => "handoff_checked",
             Self::AutomatedInput { .. } => "automated_input",
             Self::AccountSwitch { .. } => "account_switch",
+            Self::AgentSwitch { .. } => "agent_switch",
             Self::Scheduled { .. } => "scheduled",
             Self::ScheduleSkipped { .. } => "schedule_skipped",
             Self::Suspended { .. } => "suspended",

@@ -350,6 +350,11 @@ where
         EventKind::State { state: SessionState::Exited | SessionState::Failed, reason, .. } => {
             Some(notice(Kind::Finished, format!("{label} finished"), reason.clone()))
         }
+        EventKind::AgentSwitch { action: crate::event::SwitchAction::Held, to, reason, .. } => Some(notice(
+            Kind::Breaker,
+            format!("{label}: {to} could not take the work over"),
+            format!("{reason}. Nothing was lost: the work is in the same folder and branch."),
+        )),
         EventKind::HandoffChecked { received: false } => Some(notice(
             Kind::Breaker,
             format!("{label} moved without its handoff"),
@@ -438,6 +443,7 @@ pub fn may_notify(kind: &EventKind) -> bool {
             | EventKind::NetRefused { .. }
             | EventKind::ContextHigh { .. }
             | EventKind::HandoffChecked { received: false }
+            | EventKind::AgentSwitch { action: crate::event::SwitchAction::Held, .. }
             | EventKind::Restored { .. }
             | EventKind::Adopted { .. }
     )

@@ -277,6 +277,8 @@ mod tests {
             sandbox: None,
             unsandboxed: None,
             standing: None,
+            failover: None,
+            returns: None,
         };
         Replay {
             contract: Contract {

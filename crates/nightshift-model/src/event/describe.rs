@@ -215,6 +215,11 @@ impl EventKind {
             Self::Handoff { chars } => format!("the agent wrote its handoff ({chars} characters)"),
             Self::HandoffGiven { source } => format!("the handoff was given back to the client ({source})"),
             Self::HandoffMissing { times } => format!("no handoff after {times} asks: the cycle goes on without"),
+            Self::AgentSwitch { action, from, to, reason, .. } => match action {
+                SwitchAction::Due => format!("the work moves from {from} to {to} at the turn's end: {reason}"),
+                SwitchAction::Held => format!("the work stays with {from}: {reason}"),
+                SwitchAction::Switched => format!("the work moved from {from} to {to}: {reason}"),
+            },
             Self::HandoffBuilt { chars, why } => {
                 format!("Nightshift built the handoff ({chars} characters): {why}")
             }

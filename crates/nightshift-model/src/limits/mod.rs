@@ -82,6 +82,9 @@ pub enum AtLimit {
     /// Moves to the account of the same agent with the most headroom the journal knows, with a
     /// handoff; waits when none has any.
     Switch,
+    /// As `Switch`, and with no account of the agent that has room, moves the work to the other
+    /// agent (`--failover-to`), coming back at the reset.
+    Failover,
 }
 
 impl std::str::FromStr for AtLimit {
@@ -91,7 +94,8 @@ impl std::str::FromStr for AtLimit {
         match s {
             "wait" => Ok(Self::Wait),
             "switch" => Ok(Self::Switch),
-            other => Err(format!("--at-limit takes wait or switch, not `{other}`")),
+            "failover" => Ok(Self::Failover),
+            other => Err(format!("--at-limit takes wait, switch or failover, not `{other}`")),
         }
     }
 }

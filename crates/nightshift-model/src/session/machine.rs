@@ -23,6 +23,7 @@ mod hooks;
 mod io;
 mod life;
 mod limit;
+mod relay;
 mod switch;
 
 use std::time::Duration;
@@ -43,8 +44,9 @@ use crate::respawn;
 pub use crate::contract::SwitchSettings;
 pub use hooks::continuation;
 pub use io::{Effect, Input, Now, Purpose, Resumed, Seen, Start};
-pub use life::Life;
+pub use life::{End, Life};
 pub use limit::Limit;
+pub use relay::Relayed;
 pub use switch::{Meter, DEFAULT_THRESHOLD as DEFAULT_SWITCH_THRESHOLD};
 
 /// The gap between typed text and the Enter that submits it (see the runtime's `Pty::write_after`).
@@ -84,6 +86,8 @@ pub struct Machine {
     budget: budget::Budget,
     /// The move to another account before the limit, when the session opted in (`switch.rs`).
     switching: Option<switch::Switching>,
+    /// The move to the other agent at a limit, and back at the reset (`relay.rs`).
+    relay: Option<relay::Relay>,
     /// Whether the agent runs in its own sandbox, in words (for the options).
     sandbox: Option<String>,
     /// Tonight's network fence and what it refused (`fence.rs`).
@@ -110,6 +114,7 @@ impl Machine {
     /// A session whose process `start.pid` has just started.
     pub fn new(start: Start, now: Now) -> (Self, Vec<Effect>) {
         let Start { armed, zone, pid, auto_accept, commands, guard, from, sandbox, fence, canary } = start;
+        let first_prompt = from.prompt.clone();
         let (contract, t) = (armed.contract(), armed.terminal());
         // Respawn is armed for what is left of its hours: none when they are over.
         let respawn = t.respawn.clone().and_then(|mut settings| {
@@ -137,6 +142,7 @@ impl Machine {
             client: hooks::Client::new(from.conversation, guard, from.handoff, from.handoff_given),
             budget: budget::Budget::new(t.budget, from.spent, Some(contract.started), now),
             switching: t.switch.clone().map(|s| switch::Switching::new(s, contract.account.clone())),
+            relay: relay::Relay::new(contract, t, now),
             sandbox,
             fence: fence.map(fence::Fenced::new),
             canary,
@@ -145,6 +151,8 @@ impl Machine {
             began: contract.started,
             opening: t.prompt.clone(),
         };
+        // A start whose first prompt carries the handoff (a move's): its first turn is checked for it.
+        m.expect_handoff(first_prompt.as_deref());
         let mut fx = Vec::new();
         if let Some(r) = m.cycles.respawn() {
             let exclude = r.cycle.settings.own_files(m.agent.instructions_file());
@@ -226,7 +234,11 @@ impl Machine {
             Input::Meters(meters) => self.on_meters(meters, now, &mut fx),
             Input::Woke { from } => self.on_woke(from, now, &mut fx),
             Input::Reread(sample) => self.on_reread(sample, now, &mut fx),
-            Input::Gathered(gathered) => self.on_gathered(gathered, now, &mut fx),
+            Input::Gathered(gathered) => {
+                if !self.relay_gathered(&gathered, now, &mut fx) {
+                    self.on_gathered(gathered, now, &mut fx);
+                }
+            }
             Input::Tick => self.on_tick(now, &mut fx),
         }
         self.settle_state(&mut fx);
@@ -253,6 +265,7 @@ impl Machine {
             breakers,
             self.client.ask_check(),
             pace,
+            self.relay.as_ref().and_then(relay::Relay::deadline),
         ]
         .into_iter()
         .flatten()
@@ -331,6 +344,20 @@ impl Machine {
         fx.push(Effect::Emit(kind));
     }
 
+    /// Whether the session moves (to another account or agent) at this turn's end.
+    fn moving_due(&self) -> bool {
+        self.switch_due() || self.relay_due()
+    }
+
+    /// The turn ended with a move due: it goes.
+    fn move_now(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        if self.switch_due() {
+            self.switch_now(now, fx);
+        } else if self.relay_due() {
+            self.relay_now(now, fx);
+        }
+    }
+
     /// `text` as the machine sends it by itself: marked as an automated `what` with the user's
     /// standing instructions, and journalled as sent.
     fn automated(&self, what: crate::automated::Automated, text: &str, fx: &mut Vec<Effect>) -> String {
@@ -366,8 +393,8 @@ impl Machine {
         }
         // Without the client's hooks there is no Stop to ask a handoff at: the switch goes at the
         // prompt. (Codex's notify asks it by typing at the turn's end.)
-        if t.to == Activity::Idle && !self.client.heard() && !self.asks_by_typing() && self.switch_due() {
-            self.switch_now(now, fx);
+        if t.to == Activity::Idle && !self.client.heard() && !self.asks_by_typing() && self.moving_due() {
+            self.move_now(now, fx);
         }
         if t.to == Activity::Idle {
             self.prompt_back(now, fx);
@@ -415,6 +442,7 @@ impl Machine {
 
     fn on_tick(&mut self, now: Now, fx: &mut Vec<Effect>) {
         self.ask_tick(now, fx);
+        self.relay_tick(now, fx);
         self.check_budget(now, fx);
         self.breaker_tick(now, fx);
         self.life_tick(now, fx);

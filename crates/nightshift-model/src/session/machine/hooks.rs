@@ -138,6 +138,11 @@ impl Client {
         self.undelivered().is_some_and(|h| now.wall - h.at <= FRESH_HANDOFF)
     }
 
+    /// The last handoff the agent wrote (or Nightshift built).
+    pub(super) fn written(&self) -> Option<&Written> {
+        self.last_handoff.as_ref()
+    }
+
     /// The last handoff, while no conversation has received it.
     fn undelivered(&self) -> Option<&Written> {
         self.last_handoff.as_ref().filter(|h| !h.given)
@@ -364,9 +369,9 @@ impl Machine {
                 let text = last_message.map(|t| t.trim().to_string()).unwrap_or_default();
                 if text.chars().count() >= HANDOFF_MIN_CHARS {
                     self.handoff_written(text, now, fx);
-                    if self.switch_due() {
+                    if self.moving_due() {
                         // The new account's client starts from it (and SessionStart gives it back).
-                        self.switch_now(now, fx);
+                        self.move_now(now, fx);
                         return Answer::Pass;
                     }
                     // Blocked for it: the cycle's reset comes now, without its update step.
@@ -379,7 +384,7 @@ impl Machine {
                     // It will not write one: the cycle goes on without (and asks no more this time).
                     self.client.handoff = Handoff::None;
                     self.emit(EventKind::HandoffMissing { times }, fx);
-                    self.switch_now(now, fx);
+                    self.move_now(now, fx);
                     return Answer::Pass;
                 }
                 self.client.handoff = Handoff::Asked { times: times + 1 };
@@ -389,8 +394,8 @@ impl Machine {
                 }
             }
             // A switch due without a handoff to ask for (one was just written): at this turn's end.
-            Handoff::None | Handoff::Written if self.switch_due() && !self.cycles.held() => {
-                self.switch_now(now, fx);
+            Handoff::None | Handoff::Written if self.moving_due() && !self.cycles.held() => {
+                self.move_now(now, fx);
                 Answer::Pass
             }
             _ => Answer::Pass,
@@ -422,7 +427,7 @@ impl Machine {
         if !self.asks_by_typing() {
             return;
         }
-        let switching = self.switch_due() && !self.cycles.held();
+        let switching = self.moving_due() && !self.cycles.held();
         match self.client.handoff {
             Handoff::Due if switching => self.ask_typed(1, now, fx),
             Handoff::Asked { times } => {
@@ -430,7 +435,7 @@ impl Machine {
                 if text.chars().count() >= HANDOFF_MIN_CHARS {
                     self.handoff_written(text, now, fx);
                     if switching {
-                        self.switch_now(now, fx);
+                        self.move_now(now, fx);
                     }
                     return;
                 }
@@ -439,13 +444,13 @@ impl Machine {
                     self.client.handoff = Handoff::None;
                     self.emit(EventKind::HandoffMissing { times }, fx);
                     if switching {
-                        self.switch_now(now, fx);
+                        self.move_now(now, fx);
                     }
                     return;
                 }
                 self.ask_typed(times + 1, now, fx);
             }
-            Handoff::None | Handoff::Written if switching => self.switch_now(now, fx),
+            Handoff::None | Handoff::Written if switching => self.move_now(now, fx),
             _ => {}
         }
     }
@@ -464,9 +469,14 @@ impl Machine {
     /// The screen is at the prompt again: a handoff request held for it is typed now.
     pub(super) fn prompt_back(&mut self, now: Now, fx: &mut Vec<Effect>) {
         // Asked only for a switch: one that went meanwhile (the client ended) asks nothing.
-        if let Some(times) = self.client.typed_ask.take().filter(|_| self.switch_due()) {
+        if let Some(times) = self.client.typed_ask.take().filter(|_| self.moving_due()) {
             self.type_ask(times, now, fx);
         }
+    }
+
+    /// A move is due and no turn runs: the handoff is asked at the prompt now.
+    pub(super) fn ask_at_the_prompt(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        self.type_ask(1, now, fx);
     }
 
     fn type_ask(&mut self, times: u32, now: Now, fx: &mut Vec<Effect>) {
@@ -483,7 +493,7 @@ impl Machine {
         if self.client.ask_check.is_some_and(|t| t <= now.mono) {
             self.client.ask_check = None;
             let asked = matches!(self.client.handoff, Handoff::Asked { .. });
-            if asked && self.switch_due() && self.screen.activity() != Some(Activity::Working) {
+            if asked && self.moving_due() && self.screen.activity() != Some(Activity::Working) {
                 fx.push(Effect::Write { after: Duration::ZERO, bytes: b"\r".to_vec() });
             }
         }

@@ -45,7 +45,7 @@ pub struct Stopping {
 }
 
 /// Why a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum End {
     /// Someone asked it to stop.
     Stopped { source: String, kind: StopKind },
@@ -54,6 +54,9 @@ pub enum End {
     /// Nightshift ended while the session waited for a limit's reset: the resume is kept for the next
     /// Nightshift process.
     Kept,
+    /// This agent's part is over: the work goes on with the other agent (or back to the first),
+    /// in the same session.
+    Relayed(Box<super::Relayed>),
 }
 
 impl Life {
@@ -95,7 +98,7 @@ impl Lives {
 
 impl Machine {
     pub(super) fn on_stop(&mut self, source: String, kind: StopKind, now: Now, fx: &mut Vec<Effect>) {
-        if self.switch_cancelled() {
+        if self.switch_cancelled() || self.relay_cancelled() {
             // The agent is already stopping for an account switch: it is the user's stop now. Once
             // it is down (the restart under the new account not made yet), the stop below ends it.
             if let Life::Live { stopping: Some(stopping), .. } = &mut self.lives.life {
@@ -230,6 +233,15 @@ impl Machine {
             fx.push(Effect::Signal(Signal::Kill));
         }
         self.cycles.life_ended();
+        if let Some(relayed) = self.relay_exited(now) {
+            // Stopped to move the work: the next agent starts in this session, from the handoff.
+            let to = relayed.contract.agent;
+            self.exited(pid, &exit, format!("stopped for the move to {to}; process {exit}"), None, fx);
+            let reason = format!("the work moves to {to}: {}", relayed.why);
+            self.journal_state(EventKind::state(SessionState::Starting, reason), fx);
+            self.lives.life = Life::Ended(End::Relayed(Box::new(relayed)));
+            return;
+        }
         if let Some(account) = self.switch_restarting() {
             // Stopped to move accounts: the same working tree goes on under the new one at once.
             let reason = format!("stopped to move to account {account}; process {exit}");
@@ -346,12 +358,13 @@ impl Machine {
 
     /// The agent is stopped to start again under another account.
     pub(super) fn stop_for_switch(&mut self, now: Now, fx: &mut Vec<Effect>) {
+        self.stop_to_move("the account switch".into(), now, fx);
+    }
+
+    /// Stops the agent for a move (of account or agent): what comes after is the move's.
+    pub(super) fn stop_to_move(&mut self, source: String, now: Now, fx: &mut Vec<Effect>) {
         if let Life::Live { stopping, .. } = &mut self.lives.life {
-            *stopping = Some(Stopping {
-                source: "the account switch".into(),
-                kind: StopKind::User,
-                kill_at: Some(now.mono + self.stop_grace),
-            });
+            *stopping = Some(Stopping { source, kind: StopKind::User, kill_at: Some(now.mono + self.stop_grace) });
         }
         fx.push(Effect::Signal(Signal::Hangup));
     }

@@ -147,8 +147,13 @@ impl Machine {
     /// by the quiet after a move: waiting out a window while another has room is the night lost.
     pub(super) fn switch_at_limit(&mut self, limit: &LimitText, now: Now, fx: &mut Vec<Effect>) {
         let (live, held) = (self.lives.life().is_live(), self.cycles.held());
-        let Some(sw) = &mut self.switching else { return };
-        if !sw.settings.at_limit || !live || held {
+        let Some(sw) = self.switching.as_mut().filter(|s| s.settings.at_limit) else {
+            // No account of this agent to move to: the other agent, when armed.
+            let why = format!("{} met its limit", self.agent);
+            self.fail_over(why, limit, now, fx);
+            return;
+        };
+        if !live || held {
             return;
         }
         let window = match limit.kind {
@@ -206,6 +211,7 @@ impl Machine {
     /// the switch holds until the window resets.
     pub(super) fn on_meters(&mut self, meters: Result<Vec<Meter>, String>, now: Now, fx: &mut Vec<Effect>) {
         let hooks = self.client.heard() || self.asks_by_typing();
+        let can_fail_over = self.can_fail_over();
         let Some(sw) = &mut self.switching else { return };
         let Phase::Looking { used, window, resets, at_limit } = sw.phase.clone() else { return };
         let here = if at_limit {
@@ -274,6 +280,12 @@ impl Machine {
                 } else if hooks {
                     self.client.handoff_for_switch();
                 }
+            }
+            None if at_limit && can_fail_over => {
+                let why = format!("{here} and no other account of it has more than {}% left", least.round());
+                sw.phase = Phase::Watching;
+                let limit = LimitText { kind: crate::limits::LimitKind::Unspecified, resets_at: resets, line: here };
+                self.fail_over(why, &limit, now, fx);
             }
             None if at_limit => {
                 let why = format!("{here} and no other account has more than {}% left", least.round());

@@ -79,6 +79,8 @@ fn start() -> Start {
         sandbox: None,
         unsandboxed: None,
         standing: None,
+        failover: None,
+        returns: None,
     };
     let contract = crate::contract::Contract {
         version: crate::contract::VERSION,
@@ -2862,4 +2864,217 @@ fn a_moves_first_turn_is_checked_for_its_handoff_and_told_when_it_did_not_carry_
     sim.input(hook(crate::hooks::Event::UserPromptSubmit { prompt: raw }));
     assert!(sim.has(|k| matches!(k, EventKind::HandoffChecked { received: true })));
     assert!(!crate::notice::may_notify(&EventKind::HandoffChecked { received: true }), "nothing to tell");
+}
+
+// ---- Moving the work to the other agent, and back ------------------------------------------------
+
+/// A Claude session that moves its work to Codex at a limit no account has room past, and back.
+fn failing_over() -> Sim {
+    let mut codex = start();
+    contract(&mut codex, |c| c.agent = AgentKind::Codex);
+    armed(&mut codex).program = "codex".into();
+    let codex = codex.armed.contract().clone();
+    let mut s = with_auto_resume(start(), resume::Policy::Own);
+    armed(&mut s).prompt = Some("Work through TASKS.md, one step per turn.".into());
+    armed(&mut s).standing = Some("Only TASKS.md.".into());
+    armed(&mut s).failover = Some(crate::contract::Failover { contract: Box::new(codex), back: true });
+    let mut sim = Sim::new(s);
+    sim.input(hook(crate::hooks::Event::SessionStart { source: "startup".into() }));
+    sim.gathered = crate::session::handoff::Gathered {
+        commits: vec!["a1b2c3d Add the parser".into()],
+        ..crate::session::handoff::Gathered::default()
+    };
+    sim
+}
+
+fn limit_until(sim: &mut Sim, reset: DateTime<Utc>) {
+    sim.input(working());
+    sim.input(Input::Hook {
+        hook: crate::hooks::Hook {
+            conversation: None,
+            event: crate::hooks::Event::StopFailure {
+                error: crate::hooks::StopError::RateLimit,
+                last_message: Some("limit".into()),
+            },
+        },
+        limit: Some(LimitText { kind: LimitKind::FiveHour, resets_at: Some(reset), line: "limit".into() }),
+        facts: None,
+        seen: None,
+    });
+}
+
+fn relayed(sim: &Sim) -> Relayed {
+    match sim.m.ended() {
+        Some(life::End::Relayed(r)) => (**r).clone(),
+        other => panic!("not relayed: {other:?}"),
+    }
+}
+
+fn agent_switches(sim: &Sim) -> Vec<(crate::event::SwitchAction, AgentKind, AgentKind)> {
+    sim.events()
+        .filter_map(|(_, k)| match k {
+            EventKind::AgentSwitch { action, from, to, .. } => Some((*action, *from, *to)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The other agent's session as the runtime starts it from `r`.
+fn taken_over(r: &Relayed, now: DateTime<Utc>) -> Sim {
+    let mut s = start();
+    s.armed = crate::contract::Armed::new(r.contract.clone()).unwrap();
+    s.from = Resumed {
+        conversation: r.conversation.clone(),
+        handoff: Some(r.handoff.clone()),
+        handoff_given: r.given,
+        spent: r.spent.clone(),
+        ..Resumed::default()
+    };
+    let mut sim = Sim::new(s);
+    sim.slept = now - wall0();
+    sim
+}
+
+#[test]
+fn at_a_limit_the_work_moves_to_the_other_agent_and_comes_back_at_the_reset() {
+    use crate::event::SwitchAction::*;
+    let mut claude = failing_over();
+    let reset = wall0() + chrono::Duration::seconds(120);
+    limit_until(&mut claude, reset);
+    assert_eq!(
+        agent_switches(&claude),
+        [(Due, AgentKind::Claude, AgentKind::Codex), (Switched, AgentKind::Claude, AgentKind::Codex)]
+    );
+    assert!(claude.has(|k| matches!(k, EventKind::HandoffBuilt { .. })), "no handoff of its own: built");
+    assert!(claude.signalled(), "Claude is stopped before Codex starts");
+    assert!(claude.m.ended().is_none(), "not before its process is gone");
+    claude.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    let over = relayed(&claude);
+    assert_eq!(over.contract.agent, AgentKind::Codex);
+    assert_eq!(over.conversation, None, "a fresh Codex thread");
+    assert!(
+        over.prompt.starts_with(crate::automated::MARKER) && over.prompt.contains("Only TASKS.md."),
+        "{}",
+        over.prompt
+    );
+    assert!(over.prompt.contains("a1b2c3d Add the parser"), "Codex has no SessionStart: the prompt carries it all");
+    let back = over.contract.terminal().and_then(|t| t.returns.clone()).expect("the way back");
+    assert_eq!((back.conversation.as_deref(), back.contract.agent), (Some("conv-1"), AgentKind::Claude));
+    // When the resume would have gone out: the reset, known to its minute, plus the margin.
+    assert!(back.at > reset && back.at <= reset + chrono::Duration::seconds(70), "{} for {reset}", back.at);
+    let reset = back.at;
+    assert!(
+        back.contract.terminal().is_some_and(|t| t.failover.is_some()),
+        "Claude fails over again at its next limit"
+    );
+    assert!(over.stay.is_some(), "if Codex cannot start, the work stays with Claude");
+    assert_eq!(claude.states().last(), Some(&SessionState::Starting), "not an end: the session goes on");
+    assert!(claude.resumes().is_empty());
+
+    // Codex works until Claude's window resets; at the prompt then, it is asked for its handoff.
+    let mut codex = taken_over(&over, claude.now().wall);
+    codex.input(working());
+    codex.run(codex.until(reset) - 1.0);
+    assert!(agent_switches(&codex).is_empty(), "not before the reset");
+    codex.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Step done.".into()), input: vec![] }));
+    codex.input(idle());
+    codex.run(codex.until(reset) + 6.0);
+    assert_eq!(agent_switches(&codex), [(Due, AgentKind::Codex, AgentKind::Claude)]);
+    let asked = codex.typed_raw();
+    assert!(
+        asked.last().is_some_and(|t| t.starts_with(crate::automated::MARKER) && t.contains("handoff")),
+        "{asked:?}"
+    );
+    codex.input(working());
+    codex.input(hook(crate::hooks::Event::TurnComplete { last_message: Some(HANDOFF.into()), input: vec![] }));
+    assert_eq!(agent_switches(&codex).last().map(|s| s.0), Some(Switched));
+    codex.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    let home = relayed(&codex);
+    assert_eq!(home.contract.agent, AgentKind::Claude);
+    assert_eq!(home.conversation.as_deref(), Some("conv-1"), "Claude resumes its own conversation");
+    assert_eq!(home.handoff.0, HANDOFF, "Codex's own handoff");
+    assert!(home.prompt.contains("Handoff: the parser is done"), "{}", home.prompt);
+    assert!(
+        home.stay.as_ref().is_some_and(|s| s.0.agent == AgentKind::Codex && s.2.is_none()),
+        "Codex keeps it if Claude cannot start"
+    );
+}
+
+#[test]
+fn the_way_back_waits_for_the_turn_under_way_and_goes_after_its_handoff() {
+    use crate::event::SwitchAction::*;
+    let mut claude = failing_over();
+    let reset = wall0() + chrono::Duration::seconds(60);
+    limit_until(&mut claude, reset);
+    claude.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    let over = relayed(&claude);
+    let reset = over.contract.terminal().and_then(|t| t.returns.as_ref()).map(|b| b.at).unwrap();
+    let mut codex = taken_over(&over, claude.now().wall);
+    codex.input(working());
+    codex.run(codex.until(reset) + 30.0);
+    assert_eq!(agent_switches(&codex), [(Due, AgentKind::Codex, AgentKind::Claude)]);
+    assert!(codex.typed_raw().is_empty(), "nothing typed into a turn under way");
+    assert!(!codex.signalled(), "never mid-turn");
+    // The turn ends: the handoff is asked, and the next turn's end moves it.
+    codex.input(hook(crate::hooks::Event::TurnComplete { last_message: Some("Step done.".into()), input: vec![] }));
+    codex.input(idle());
+    assert_eq!(codex.typed_raw().len(), 1, "asked once");
+    codex.input(working());
+    codex.input(hook(crate::hooks::Event::TurnComplete { last_message: Some(HANDOFF.into()), input: vec![] }));
+    assert!(codex.signalled());
+}
+
+#[test]
+fn a_second_agent_at_a_limit_itself_gives_the_work_back_with_a_built_handoff() {
+    let mut claude = failing_over();
+    let reset = wall0() + chrono::Duration::seconds(60);
+    limit_until(&mut claude, reset);
+    claude.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    let over = relayed(&claude);
+    let reset = over.contract.terminal().and_then(|t| t.returns.as_ref()).map(|b| b.at).unwrap();
+    let mut codex = taken_over(&over, claude.now().wall);
+    codex.gathered =
+        crate::session::handoff::Gathered { commits: vec!["b2c3d4e Codex's step".into()], ..Default::default() };
+    limit_until(&mut codex, wall0() + hours(5));
+    assert!(codex.agent_switch_none_held(), "Codex has no failover of its own: it waits");
+    codex.run(codex.until(reset) + 6.0);
+    assert!(codex.has(|k| matches!(k, EventKind::HandoffBuilt { .. })), "it cannot answer: built");
+    assert!(
+        codex.typed_raw().iter().all(|t| !t.contains("handoff for your next self")),
+        "nothing asked of a limited agent"
+    );
+    codex.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    let home = relayed(&codex);
+    assert!(home.prompt.contains("b2c3d4e Codex's step"), "{}", home.prompt);
+}
+
+#[test]
+fn a_held_session_keeps_its_work_at_a_limit() {
+    let mut claude = failing_over();
+    claude.input(Input::Configure(crate::session::Change { held: Some(true), ..Default::default() }));
+    limit_until(&mut claude, wall0() + hours(1));
+    assert!(agent_switches(&claude).is_empty());
+    assert!(!claude.signalled());
+    assert_eq!(claude.m.state(), SessionState::LimitPaused);
+}
+
+impl Sim {
+    fn agent_switch_none_held(&self) -> bool {
+        agent_switches(self).is_empty()
+    }
+}
+
+#[test]
+fn a_stop_while_the_agent_stops_for_the_move_is_a_stop_and_nothing_starts_after_it() {
+    let mut claude = failing_over();
+    limit_until(&mut claude, wall0() + hours(1));
+    assert!(claude.signalled(), "stopping for the move");
+    claude.input(Input::Stop { source: "nightshift stop".into(), kind: StopKind::User });
+    claude.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    assert!(
+        matches!(claude.m.ended(), Some(life::End::Stopped { source, .. }) if source == "nightshift stop"),
+        "{:?}",
+        claude.m.ended()
+    );
+    assert_eq!(claude.states().last(), Some(&SessionState::Exited));
 }

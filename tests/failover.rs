@@ -1,0 +1,192 @@
+//! The work moving to the other agent at a limit and back at the reset, with the real clients:
+//! Claude Code against the mock Messages API and Codex against the mock Responses API, in one git
+//! repository. Claude's window is refused for two minutes; the work goes on in Codex from a handoff
+//! Nightshift built, and comes back to Claude's own conversation with Codex's handoff once the
+//! window has reset. The branch holds both agents' commits, in order.
+
+use crate::{common, mock_api, mock_responses};
+
+use std::time::{Duration, SystemTime};
+
+use common::claude::{client, ClaudeRun, Options};
+use common::wait_for;
+
+/// A commit made through the agent's shell tool.
+fn commit(subject: &str) -> String {
+    format!(
+        "bash echo '{subject}' >> work.txt && git add work.txt && \
+         git -c user.name=agent -c user.email=agent@example.com commit -qm '{subject}'"
+    )
+}
+
+fn subjects(dir: &std::path::Path) -> Vec<String> {
+    common::git_in(dir, &["log", "--reverse", "--format=%s"], false).lines().map(String::from).collect()
+}
+
+const STANDING: &str = "Only work.txt tonight.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset() {
+    let Some(claude) = client() else { return };
+    let Some(codex) = common::codex::client() else { return };
+    let anthropic = mock_api::MockApi::start().await.expect("the stand-in Messages API starts");
+    let responses = mock_responses::MockResponses::start().await.expect("the stand-in Responses API starts");
+    let codex_home =
+        tempfile::Builder::new().prefix("codex-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("CODEX_HOME");
+    let home = codex_home.path().display().to_string();
+    let failover = format!("{} --no-daemon --dangerously-bypass-approvals-and-sandbox", codex.display());
+    anthropic.set_default(&commit("claude step one"));
+    let run = ClaudeRun::start(
+        &claude,
+        &anthropic.base_url(),
+        Options {
+            run_args: &["--at-limit", "failover", "--failover-to", &failover, "--auto-resume", "--standing", STANDING],
+            args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash"],
+            project: &[("work.txt", "")],
+            extra_env: &[("CODEX_HOME", &home), ("OPENAI_API_KEY", common::codex::API_KEY)],
+            ..Default::default()
+        },
+    );
+    let dir = run.workdir.clone();
+    std::fs::write(codex_home.path().join("config.toml"), common::codex::config_toml(&responses.base_url(), &dir))
+        .unwrap();
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
+    run.send("work through work.txt (opening-4b1e)", true);
+    run.wait_state("working", i + 1, Duration::from_secs(15));
+    wait_for("Claude's commit", Duration::from_secs(60), || {
+        subjects(&dir).contains(&"claude step one".to_string()).then_some(())
+    });
+    wait_for("Claude's turn ends", Duration::from_secs(30), || {
+        run.states().last().is_some_and(|(_, s, _)| s == "idle").then_some(())
+    });
+
+    // Claude's window closes for two minutes: every request is refused until then.
+    let now = mock_api::epoch(SystemTime::now());
+    let reset = now + 120;
+    anthropic.set_usage(mock_api::Usage {
+        five_hour: 0.97,
+        five_hour_reset: reset,
+        seven_day: 0.4,
+        seven_day_reset: now + 3 * 86400,
+    });
+    anthropic.set_default("limit");
+    responses.set_default(&commit("codex step one"));
+    run.send("go on with the next step mock:limit", true);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let limited = loop {
+        if let Some(e) = run.events().into_iter().find(|e| e["event"] == "limit_detected") {
+            break e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no limit: {}\n{:?}",
+            run.env.stdout(&["journal", "--session", &run.session()]),
+            anthropic
+                .messages()
+                .iter()
+                .map(|r| (r.scenario.clone(), r.status, r.last_user.chars().take(60).collect::<String>()))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let limited_at: chrono::DateTime<chrono::Utc> = limited["ts"].as_str().unwrap().parse().unwrap();
+    anthropic.set_default("fast");
+
+    // Codex takes the work over from the handoff Nightshift built.
+    let first_codex = wait_for("Codex's first turn", Duration::from_secs(60), || {
+        responses.turns().into_iter().find(|r| r.last_user.contains("Handoff built by Nightshift"))
+    });
+    let took = SystemTime::from(limited_at);
+    let took = first_codex.at.duration_since(took).unwrap_or_default().as_secs_f64();
+    eprintln!("Claude's limit to Codex's first request: {took:.1} s");
+    assert!(took < 30.0, "Codex took the work over {took} s after the limit");
+    for part in [nightshift::automated::MARKER, STANDING, "claude step one"] {
+        assert!(
+            first_codex.last_user.contains(part),
+            "Codex's first prompt carries {part:?}: {}",
+            first_codex.last_user
+        );
+    }
+    wait_for("Codex's commit", Duration::from_secs(90), || {
+        subjects(&dir).contains(&"codex step one".to_string()).then_some(())
+    });
+    responses.set_default("fast");
+    let switch = run.events().into_iter().find(|e| e["event"] == "agent_switch" && e["action"] == "switched").unwrap();
+    assert_eq!((switch["from"].as_str(), switch["to"].as_str()), (Some("claude"), Some("codex")), "{switch}");
+
+    // At the reset Codex is asked for its handoff, and Claude resumes its own conversation from it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    let back = loop {
+        let found = anthropic
+            .messages()
+            .into_iter()
+            .find(|r| r.status == 200 && r.last_user.contains("Hello from the mock server"));
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not back with Claude: {}\n{:?}",
+            run.env.stdout(&["journal", "--session", &run.session()]),
+            responses
+                .turns()
+                .iter()
+                .map(|r| (r.scenario.clone(), r.status, r.last_user.chars().take(80).collect::<String>()))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let reset_at = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let after = back.at.duration_since(reset_at).map(|d| d.as_secs_f64()).unwrap_or(-1.0);
+    eprintln!("Claude's reset to its first request back: {after:.1} s");
+    assert!(after >= 0.0, "a request into Claude's refused window");
+    assert!(back.body.contains("opening-4b1e"), "Claude's own conversation, resumed");
+    assert!(back.last_user.contains(nightshift::automated::MARKER), "{}", back.last_user);
+    // Claude is at work again: its next step commits.
+    let states = run.states().len();
+    run.wait_state("idle", states.saturating_sub(1), Duration::from_secs(60));
+    run.send(&format!("the next step mock:{}", commit("claude step two")), true);
+    wait_for("Claude's second commit", Duration::from_secs(90), || {
+        subjects(&dir).contains(&"claude step two".to_string()).then_some(())
+    });
+
+    // The branch holds both agents' commits, in order; nothing went into a refused window; each
+    // handoff reached its agent once.
+    let log = subjects(&dir);
+    let at = |s: &str| log.iter().position(|l| l == s).unwrap_or_else(|| panic!("{s} in {log:?}"));
+    assert!(at("claude step one") < at("codex step one") && at("codex step one") < at("claude step two"), "{log:?}");
+    let refused: Vec<_> = anthropic.messages().into_iter().filter(|r| r.scenario == "refused").collect();
+    assert!(refused.is_empty(), "requests into Claude's refused window: {}", refused.len());
+    // Codex's whole thread, as its last request carries it: the handoff in one user message.
+    let codex_thread = responses.turns().last().map(|r| r.messages.clone()).unwrap_or_default();
+    let handed_to_codex = codex_thread
+        .iter()
+        .filter(|(role, text)| role == "user" && text.contains("Handoff built by Nightshift"))
+        .count();
+    assert_eq!(handed_to_codex, 1, "the handoff typed once: {codex_thread:?}");
+    // Claude's conversation, as its last request carries it: Codex's handoff given once.
+    let last_claude = anthropic.messages().into_iter().rfind(|r| r.status == 200 && r.path.starts_with("/v1/messages"));
+    let handed_back = last_claude.map_or(0, |r| r.body.matches("Continue the work from your handoff").count());
+    assert_eq!(handed_back, 1, "Codex's handoff given once");
+    let switches: Vec<(String, String, String)> = run
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "agent_switch")
+        .map(|e| {
+            (e["action"].as_str().unwrap().into(), e["from"].as_str().unwrap().into(), e["to"].as_str().unwrap().into())
+        })
+        .collect();
+    eprintln!("agent switches: {switches:?}");
+    assert!(switches.contains(&("switched".into(), "codex".into(), "claude".into())), "{switches:?}");
+    // Each agent's first turn after a move was checked for its handoff, and carried it.
+    let checked: Vec<bool> = run
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "handoff_checked")
+        .map(|e| e["received"].as_bool().unwrap_or(false))
+        .collect();
+    assert!(!checked.is_empty() && checked.iter().all(|r| *r), "handoffs checked: {checked:?}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&run.env.stdout(&["sessions", "--json"])).unwrap();
+    let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
+    assert_eq!(row["agent"], "claude", "{row}");
+}
