@@ -164,8 +164,12 @@ async fn a_restart_resumes_the_same_conversation() {
     });
     let args = argv(restarted["pid"].as_u64().unwrap());
     let at = args.iter().position(|a| a == "resume").unwrap_or_else(|| panic!("resume on the restart: {args:?}"));
-    // The same thread, going on with the kickstart (`codex resume ID PROMPT`).
-    assert_eq!(args[at + 1..], [conversation.as_str(), nightshift::respawn::DEFAULT_KICKSTART_PROMPT], "{args:?}");
+    // The same thread, going on with the kickstart (`codex resume ID PROMPT`), marked as
+    // Nightshift's.
+    assert_eq!(args.len(), at + 3, "{args:?}");
+    assert_eq!(args[at + 1], conversation.as_str(), "{args:?}");
+    let kickstart = format!("] {}", nightshift::respawn::DEFAULT_KICKSTART_PROMPT);
+    assert!(args[at + 2].starts_with(nightshift::automated::MARKER) && args[at + 2].ends_with(&kickstart), "{args:?}");
     assert!(!args.iter().any(|a| a.contains("opening prompt")), "the opening prompt is not sent again: {args:?}");
     assert!(args.iter().any(|a| a.starts_with("notify=")), "the restarted client notifies too: {args:?}");
 

@@ -95,7 +95,9 @@ async fn a_run_killed_mid_turn_works_again_on_its_conversation_after_restore() {
         asked.iter().map(|r| &r.last_user).collect::<Vec<_>>()
     );
     let after = &asked[asked_before];
-    assert!(after.last_user.starts_with("Continue the work."), "{}", after.last_user);
+    // The kickstart, said as Nightshift's.
+    assert!(after.last_user.starts_with(nightshift::automated::MARKER), "{}", after.last_user);
+    assert!(after.last_user.contains("] Continue the work."), "{}", after.last_user);
     assert_eq!(after.credential, NIGHT_TOKEN, "under its account");
     // What it was armed with: the same hours (not a fresh eight), its budget.
     let now = options(&run, &id);
