@@ -25,6 +25,20 @@ fn subjects(dir: &std::path::Path) -> Vec<String> {
 
 const STANDING: &str = "Only work.txt tonight.";
 
+/// What `found` finds within `secs`; else the test fails with the session's journal.
+fn waiting<T>(run: &ClaudeRun, what: &str, secs: u64, mut found: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(found) = found() {
+            return found;
+        }
+        if std::time::Instant::now() >= deadline {
+            panic!("timed out waiting for {what}:\n{}", run.env.stdout(&["journal", "--session", &run.session()]));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset() {
     let Some(claude) = client() else { return };
@@ -72,23 +86,8 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
     anthropic.set_default("limit");
     responses.set_default(&commit("codex step one"));
     run.send("go on with the next step mock:limit", true);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let limited = loop {
-        if let Some(e) = run.events().into_iter().find(|e| e["event"] == "limit_detected") {
-            break e;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no limit: {}\n{:?}",
-            run.env.stdout(&["journal", "--session", &run.session()]),
-            anthropic
-                .messages()
-                .iter()
-                .map(|r| (r.scenario.clone(), r.status, r.last_user.chars().take(60).collect::<String>()))
-                .collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let limited =
+        waiting(&run, "Claude's limit", 60, || run.events().into_iter().find(|e| e["event"] == "limit_detected"));
     let limited_at: chrono::DateTime<chrono::Utc> = limited["ts"].as_str().unwrap().parse().unwrap();
     anthropic.set_default("fast");
 
@@ -115,27 +114,9 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
     assert_eq!((switch["from"].as_str(), switch["to"].as_str()), (Some("claude"), Some("codex")), "{switch}");
 
     // At the reset Codex is asked for its handoff, and Claude resumes its own conversation from it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(240);
-    let back = loop {
-        let found = anthropic
-            .messages()
-            .into_iter()
-            .find(|r| r.status == 200 && r.last_user.contains("Hello from the mock server"));
-        if let Some(found) = found {
-            break found;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not back with Claude: {}\n{:?}",
-            run.env.stdout(&["journal", "--session", &run.session()]),
-            responses
-                .turns()
-                .iter()
-                .map(|r| (r.scenario.clone(), r.status, r.last_user.chars().take(80).collect::<String>()))
-                .collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let back = waiting(&run, "the work back with Claude", 240, || {
+        anthropic.messages().into_iter().find(|r| r.status == 200 && r.last_user.contains("Hello from the mock server"))
+    });
     let reset_at = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
     let after = back.at.duration_since(reset_at).map(|d| d.as_secs_f64()).unwrap_or(-1.0);
     eprintln!("Claude's reset to its first request back: {after:.1} s");

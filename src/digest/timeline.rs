@@ -31,12 +31,28 @@ pub struct Mark {
     pub text: String,
 }
 
+/// Who worked a stretch of a session: its agent and account (a session moves between accounts,
+/// and its work between agents, at a limit).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Worker {
+    pub agent: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    #[serde(with = "crate::clock::ts")]
+    pub from: DateTime<Utc>,
+    #[serde(with = "crate::clock::ts")]
+    pub to: DateTime<Utc>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Lane {
     pub session: String,
     pub label: String,
     pub bands: Vec<Band>,
     pub marks: Vec<Mark>,
+    /// Who worked when, as the session's contracts and moves say (none for a journal older than
+    /// contracts).
+    pub workers: Vec<Worker>,
 }
 
 /// A usage reading beneath the lanes.
@@ -62,7 +78,22 @@ pub struct Timeline {
 pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>, to: DateTime<Utc>) -> Lane {
     let mut bands: Vec<Band> = Vec::new();
     let mut marks = Vec::new();
+    let mut workers: Vec<Worker> = Vec::new();
+    // The worker since when: its agent, its account.
+    let mut working: Option<(String, Option<String>, DateTime<Utc>)> = None;
+    let mut hand_over = |working: &mut Option<(String, Option<String>, DateTime<Utc>)>,
+                         next: Option<(String, Option<String>)>,
+                         at: DateTime<Utc>| {
+        if let Some((agent, account, since)) = working.take() {
+            let (a, b) = (since.max(from), at.min(to));
+            if a < b {
+                workers.push(Worker { agent, account, from: a, to: b });
+            }
+        }
+        *working = next.map(|(agent, account)| (agent, account, at));
+    };
     let mut open: Option<(SessionState, DateTime<Utc>)> = None;
+    let mut ended: Option<DateTime<Utc>> = None;
     let close = |open: &mut Option<(SessionState, DateTime<Utc>)>, at: DateTime<Utc>, bands: &mut Vec<Band>| {
         if let Some((state, since)) = open.take() {
             let (a, b) = (since.max(from), at.min(to));
@@ -76,10 +107,42 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
             break;
         }
         match &e.kind {
+            EventKind::Contract { contract } => {
+                let account = contract.account.as_ref().map(|a| a.name.clone());
+                let same = working
+                    .as_ref()
+                    .is_some_and(|(agent, acc, _)| *agent == contract.agent.as_str() && *acc == account);
+                if !same {
+                    hand_over(&mut working, Some((contract.agent.as_str().to_string(), account)), e.ts);
+                }
+            }
+            EventKind::AccountSwitch {
+                action: crate::event::SwitchAction::Switched,
+                to: Some(account),
+                reason,
+                ..
+            } => {
+                let agent = working.as_ref().map(|(agent, ..)| agent.clone());
+                if let Some(agent) = agent {
+                    hand_over(&mut working, Some((agent, Some(account.clone()))), e.ts);
+                }
+                if e.ts >= from {
+                    marks.push(Mark { kind: "move", at: e.ts, text: format!("moved to account {account}: {reason}") });
+                }
+            }
+            EventKind::AgentSwitch { action: crate::event::SwitchAction::Switched, from: a, to: b, .. }
+                if e.ts >= from =>
+            {
+                marks.push(Mark { kind: "move", at: e.ts, text: format!("the work moved from {a} to {b}") });
+            }
             EventKind::State { state, .. } => {
                 close(&mut open, e.ts, &mut bands);
                 if !state.is_final() {
                     open = Some((*state, e.ts));
+                    ended = None;
+                } else {
+                    // Its end, unless a life after it follows (a restart, a move).
+                    ended = Some(e.ts);
                 }
             }
             kind if e.ts >= from => {
@@ -110,7 +173,8 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
         }
     }
     close(&mut open, to, &mut bands);
-    Lane { session: session.to_string(), label, bands, marks }
+    hand_over(&mut working, None, ended.unwrap_or(to));
+    Lane { session: session.to_string(), label, bands, marks, workers }
 }
 
 /// The moments of one session's life `[from, to)` a replay marks on its seek bar: each turn the
@@ -223,6 +287,66 @@ mod tests {
 
     fn state(hm: &str, s: SessionState) -> Event {
         Event { ts: at(hm), session: String::from("s1").into(), kind: EventKind::state(s, "because") }
+    }
+
+    #[test]
+    fn who_worked_when_follows_the_contracts_and_the_account_moves() {
+        let contract = |agent: crate::agent::AgentKind, account: &str| {
+            let mut c = crate::contract::Contract::session(
+                agent,
+                crate::contract::Terminal::new(agent, agent.as_str().into(), &[], "/p".into(), (80, 24)),
+            );
+            *c.account_mut() = Some(crate::agent::Account { name: account.into(), dir: "/a".into() });
+            EventKind::Contract { contract: Box::new(c.into_contract()) }
+        };
+        let ev = |hm: &str, kind: EventKind| Event { ts: at(hm), session: String::from("s1").into(), kind };
+        let switched = |to: &str| EventKind::AccountSwitch {
+            action: crate::event::SwitchAction::Switched,
+            from: Some("a".into()),
+            to: Some(to.into()),
+            until: None,
+            reason: "at the limit".into(),
+        };
+        let moved = EventKind::AgentSwitch {
+            action: crate::event::SwitchAction::Switched,
+            from: crate::agent::AgentKind::Claude,
+            to: crate::agent::AgentKind::Codex,
+            back_at: None,
+            reason: "at the limit".into(),
+        };
+        use crate::agent::AgentKind::{Claude, Codex};
+        let events = vec![
+            ev("21:00", contract(Claude, "a")),
+            state("21:00", SessionState::Working),
+            ev("23:00", switched("b")),
+            state("23:00", SessionState::Exited),
+            state("23:00", SessionState::Working),
+            ev("01:00", moved),
+            state("01:00", SessionState::Exited),
+            ev("01:00", contract(Codex, "c")),
+            state("01:00", SessionState::Working),
+            ev("03:00", contract(Claude, "b")),
+            state("06:00", SessionState::Exited),
+        ];
+        let l = lane("s1", "api".into(), &events, at("22:00"), at("08:00"));
+        let worker = |agent: &str, account: &str, from: &str, to: &str| Worker {
+            agent: agent.into(),
+            account: Some(account.into()),
+            from: at(from),
+            to: at(to),
+        };
+        assert_eq!(
+            l.workers,
+            [
+                worker("claude", "a", "22:00", "23:00"),
+                worker("claude", "b", "23:00", "01:00"),
+                worker("codex", "c", "01:00", "03:00"),
+                worker("claude", "b", "03:00", "06:00"),
+            ],
+            "clipped to the range, through a restart, ended with the session"
+        );
+        let moves: Vec<&str> = l.marks.iter().filter(|m| m.kind == "move").map(|m| m.text.as_str()).collect();
+        assert_eq!(moves, ["moved to account b: at the limit", "the work moved from claude to codex"]);
     }
 
     #[test]

@@ -696,13 +696,20 @@ class AppWindow(unittest.TestCase):
         bands = d.run_js("return [...document.querySelectorAll(arguments[0] + ' rect.band')]"
                          ".map(r => [r.dataset.session, r.dataset.state, r.dataset.from, r.dataset.to])", figure)
         self.assertTrue(bands)
+        workers = d.run_js("return [...document.querySelectorAll(arguments[0] + ' rect.worker')]"
+                           ".map(r => [r.dataset.session, r.dataset.agent])", figure)
         by_session = {}
         for session, state, start, end in bands:
             by_session.setdefault(session, []).append((state, start, end))
         for session, drawn in by_session.items():
             out = subprocess.run([str(CLI), "journal", "--session", session, "--json"], env=self.env,
                                  capture_output=True, text=True, timeout=30)
-            states = [(e["ts"], e["state"]) for e in map(json.loads, out.stdout.splitlines()) if e["event"] == "state"]
+            journal = [json.loads(line) for line in out.stdout.splitlines()]
+            states = [(e["ts"], e["state"]) for e in journal if e["event"] == "state"]
+            # Who worked it: the strip under the lane names its contract's agent.
+            contracts = [e["contract"]["agent"] for e in journal if e["event"] == "contract"]
+            if contracts:
+                self.assertIn([session, contracts[-1]], workers, f"session {session}'s worker")
             expected = []
             for i, (ts, state) in enumerate(states):
                 if state in ("exited", "failed"):

@@ -57,6 +57,14 @@ export function drawTimeline(figure, tl) {
                                  "data-from": b.from, "data-to": b.to });
       root.append(tlTitle(rect, `${b.state.replace("_", " ")} ${localTime(b.from)}–${localTime(b.to)}`));
     }
+    // Who worked when: the agent (and account) under each stretch of the lane.
+    for (const w of lane.workers || []) {
+      const strip = svg("rect", { x: x(w.from), y: y + TL.lane - 3, width: Math.max(1, x(w.to) - x(w.from)), height: 3,
+                                  class: `worker worker-${w.agent}`, "data-session": lane.session,
+                                  "data-agent": w.agent, "data-from": w.from, "data-to": w.to });
+      const who = w.account ? `${w.agent} (account ${w.account})` : w.agent;
+      root.append(tlTitle(strip, `${who} ${localTime(w.from)}–${localTime(w.to)}`));
+    }
     for (const m of lane.marks) {
       const px = x(m.at);
       const mark = svg("path", { d: `M${px} ${y - 2} l4 -5 h-8 z`, class: `mark mark-${m.kind}`,

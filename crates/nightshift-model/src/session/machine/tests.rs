@@ -2919,6 +2919,17 @@ fn agent_switches(sim: &Sim) -> Vec<(crate::event::SwitchAction, AgentKind, Agen
         .collect()
 }
 
+/// Claude met a limit resetting in a minute, and Codex has the work: Codex's session, and when
+/// the work goes back.
+fn codex_has_the_work() -> (Sim, DateTime<Utc>) {
+    let mut claude = failing_over();
+    limit_until(&mut claude, wall0() + chrono::Duration::seconds(60));
+    claude.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    let over = relayed(&claude);
+    let back = over.contract.terminal().and_then(|t| t.returns.as_ref()).map(|b| b.at).expect("the way back");
+    (taken_over(&over, claude.now().wall), back)
+}
+
 /// The other agent's session as the runtime starts it from `r`.
 fn taken_over(r: &Relayed, now: DateTime<Utc>) -> Sim {
     let mut s = start();
@@ -3003,13 +3014,7 @@ fn at_a_limit_the_work_moves_to_the_other_agent_and_comes_back_at_the_reset() {
 #[test]
 fn the_way_back_waits_for_the_turn_under_way_and_goes_after_its_handoff() {
     use crate::event::SwitchAction::*;
-    let mut claude = failing_over();
-    let reset = wall0() + chrono::Duration::seconds(60);
-    limit_until(&mut claude, reset);
-    claude.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
-    let over = relayed(&claude);
-    let reset = over.contract.terminal().and_then(|t| t.returns.as_ref()).map(|b| b.at).unwrap();
-    let mut codex = taken_over(&over, claude.now().wall);
+    let (mut codex, reset) = codex_has_the_work();
     codex.input(working());
     codex.run(codex.until(reset) + 30.0);
     assert_eq!(agent_switches(&codex), [(Due, AgentKind::Codex, AgentKind::Claude)]);
@@ -3026,13 +3031,7 @@ fn the_way_back_waits_for_the_turn_under_way_and_goes_after_its_handoff() {
 
 #[test]
 fn a_second_agent_at_a_limit_itself_gives_the_work_back_with_a_built_handoff() {
-    let mut claude = failing_over();
-    let reset = wall0() + chrono::Duration::seconds(60);
-    limit_until(&mut claude, reset);
-    claude.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
-    let over = relayed(&claude);
-    let reset = over.contract.terminal().and_then(|t| t.returns.as_ref()).map(|b| b.at).unwrap();
-    let mut codex = taken_over(&over, claude.now().wall);
+    let (mut codex, reset) = codex_has_the_work();
     codex.gathered =
         crate::session::handoff::Gathered { commits: vec!["b2c3d4e Codex's step".into()], ..Default::default() };
     limit_until(&mut codex, wall0() + hours(5));
