@@ -66,7 +66,7 @@ pub fn from_store(
         _ => claude,
     };
     // What the armed sessions wait on now, and the sleep allowed through it, from their journals.
-    let (mut waiting, mut sleeps) = (Vec::new(), Vec::new());
+    let (mut waiting, mut sleeps, mut moves) = (Vec::new(), Vec::new(), Vec::new());
     for s in sessions.iter().filter(|s| !s.is_final()) {
         let events: Vec<crate::event::Event> = store
             .events_named(&s.id, waits::EVENTS)?
@@ -74,6 +74,9 @@ pub fn from_store(
             .filter_map(|e| serde_json::from_str(&e.body).ok())
             .collect();
         let contract = store.contract(&s.id)?;
+        if let Some(m) = contract.as_ref().and_then(|c| moves_at_the_limit(&s.id, c)) {
+            moves.push(m);
+        }
         let respawn = contract.as_ref().and_then(|c| c.terminal()).and_then(|t| t.respawn.as_ref());
         let ladder = respawn.map(|r| r.breaker_retry.clone()).unwrap_or_default();
         let unowned = matches!(s.standing(), crate::store::Standing::Lost | crate::store::Standing::Kept);
@@ -82,5 +85,62 @@ pub fn from_store(
     }
     waiting.sort_by_key(|w| (w.until.is_none(), w.until, w.session.clone()));
     let asleep = waits::asleep(&sleeps, now);
-    Ok(plan.with_waiting(waiting, asleep))
+    Ok(plan.with_waiting(waiting, asleep).with_moves(moves))
+}
+
+/// Where session `id` goes at a limit instead of waiting it out, when it is armed to move.
+fn moves_at_the_limit(id: &str, contract: &crate::contract::Contract) -> Option<Move> {
+    let t = contract.terminal()?;
+    let agent = contract.agent;
+    let to = match (&t.failover, &t.switch) {
+        (Some(f), Some(s)) if s.at_limit => format!(
+            "another {agent} account, or {}{}",
+            f.contract.agent,
+            if f.back { " (back at the reset)" } else { "" }
+        ),
+        (Some(f), _) => format!("{}{}", f.contract.agent, if f.back { ", back at the reset" } else { "" }),
+        (None, Some(s)) if s.at_limit => format!("another {agent} account"),
+        _ => return None,
+    };
+    Some(Move { session: id.to_string(), agent, to, at: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{Account, AgentKind};
+    use crate::contract::{Contract, Failover, SwitchSettings, Terminal};
+
+    fn claude(change: impl FnOnce(&mut Terminal)) -> Contract {
+        let mut t = Terminal::new(AgentKind::Claude, "claude".into(), &[], "/p".into(), (80, 24));
+        change(&mut t);
+        Contract::session(AgentKind::Claude, t).into_contract()
+    }
+
+    #[test]
+    fn the_plan_names_where_each_session_armed_to_move_goes() {
+        let switch = |at_limit| SwitchSettings {
+            threshold: 90.0,
+            accounts: vec![Account { name: "b".into(), dir: "/b".into() }],
+            ahead: true,
+            at_limit,
+        };
+        let codex = Contract::session(
+            AgentKind::Codex,
+            Terminal::new(AgentKind::Codex, "codex".into(), &[], "/p".into(), (80, 24)),
+        )
+        .into_contract();
+        let failover = Failover { contract: Box::new(codex), back: true };
+        let to = |c: &Contract| moves_at_the_limit("s", c).map(|m| m.to);
+        assert_eq!(to(&claude(|_| {})), None, "it waits");
+        assert_eq!(to(&claude(|t| t.switch = Some(switch(false)))), None, "it moves ahead of the limit only");
+        assert_eq!(to(&claude(|t| t.switch = Some(switch(true)))).as_deref(), Some("another claude account"));
+        let over = claude(|t| t.failover = Some(failover.clone()));
+        assert_eq!(to(&over).as_deref(), Some("codex, back at the reset"));
+        let both = claude(|t| {
+            t.switch = Some(switch(true));
+            t.failover = Some(failover.clone());
+        });
+        assert_eq!(to(&both).as_deref(), Some("another claude account, or codex (back at the reset)"));
+    }
 }

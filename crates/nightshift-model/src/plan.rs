@@ -99,6 +99,22 @@ pub struct Plan {
     /// Tonight's network fence for the folder the plan was asked in ([`Plan::with_fence`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fence: Option<fence::FolderFence>,
+    /// The sessions that move at a limit instead of waiting it out ([`Plan::with_moves`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<Move>,
+}
+
+/// A session armed to move at a limit (`--at-limit switch|failover`), and when its client's
+/// window is expected to fill.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Move {
+    pub session: String,
+    pub agent: crate::agent::AgentKind,
+    /// Where it goes: `another Claude account`, `Codex, back at the reset`.
+    pub to: String,
+    /// When its client's window is forecast to fill; `None`: not tonight, or unknown.
+    #[serde(with = "crate::clock::opt_ts")]
+    pub at: Option<DateTime<Utc>>,
 }
 
 /// What the machine is expected to do through the night's waits.
@@ -262,6 +278,7 @@ pub fn forecast(
         waiting: Vec::new(),
         asleep: None,
         fence: None,
+        moves: Vec::new(),
     }
 }
 
@@ -431,6 +448,17 @@ impl Plan {
         self.expected_usd = expected_spend(self.cost_per_hour, &self.waits, self.now, self.stops_at);
     }
 
+    /// The plan with the sessions that move at a limit: each is given when its client's window
+    /// is forecast to fill (the first limit wait ahead of its plan), which it does not wait out.
+    pub fn with_moves(mut self, mut moves: Vec<Move>) -> Plan {
+        for m in &mut moves {
+            let plan = if m.agent == self.agent { Some(&self) } else { self.codex.as_deref() };
+            m.at = plan.and_then(|p| p.waits.iter().find(|w| !w.in_progress && w.parked.is_none()).map(|w| w.from));
+        }
+        self.moves = moves;
+        self
+    }
+
     /// The plan with tonight's fence for the folder it was asked in.
     pub fn with_fence(mut self, fence: fence::FolderFence) -> Plan {
         self.fence = Some(fence);
@@ -528,6 +556,10 @@ impl Plan {
             };
             let end = if w.until - w.from >= Duration::hours(20) { day(w.until) } else { at(w.until) };
             out.push(format!("Pace: parked {}–{end} {} ({work})", at(w.from), w.parked.as_deref().unwrap_or_default()));
+        }
+        for m in &self.moves {
+            let when = m.at.map_or("if a limit comes".to_string(), |t| format!("at the limit expected {}", at(t)));
+            out.push(format!("Moves: {} goes on with {} {when}, instead of waiting", m.session, m.to));
         }
         if !self.waiting.is_empty() {
             let far = |t: DateTime<Utc>| (t - self.now).abs() >= Duration::hours(20);

@@ -285,3 +285,34 @@ fn a_session_paused_on_a_limit_3_hours_out_is_a_wait_the_machine_sleeps_through_
     ));
     assert_eq!(waits::asleep(&woken, t("2026-12-02T03:59:30Z")), None);
 }
+
+#[test]
+fn a_session_that_moves_at_the_limit_is_told_when_the_plan_expects_it() {
+    let reset = "2026-12-02T04:00:00Z";
+    let samples = vec![
+        ("a".to_string(), t("2026-12-01T23:30:00Z"), sample(20.0, reset, 40.0, WEEK, Some(1.0))),
+        ("a".to_string(), t(NOW), sample(50.0, reset, 41.0, WEEK, Some(1.6))),
+    ];
+    let moving = |session: &str, to: &str| Move {
+        session: session.into(),
+        agent: crate::agent::AgentKind::Claude,
+        to: to.into(),
+        at: None,
+    };
+    let plan = forecast(&samples, 2, t(NOW), t(MORNING))
+        .with_moves(vec![moving("1a2b3c4d", "Codex, back at the reset"), moving("5e6f7a8b", "another Claude account")]);
+    assert_eq!(plan.moves.iter().map(|m| m.at).collect::<Vec<_>>(), [Some(t("2026-12-02T02:10:00Z")); 2]);
+    let text = plan.text(&Utc);
+    assert!(
+        text.contains(
+            "Moves: 1a2b3c4d goes on with Codex, back at the reset at the limit expected 02:10, instead of waiting"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("Moves: 5e6f7a8b goes on with another Claude account at the limit"), "{text}");
+    // A window that lasts the night: no limit expected.
+    let calm = vec![("a".to_string(), t(NOW), sample(10.0, reset, 10.0, WEEK, None))];
+    let plan = forecast(&calm, 1, t(NOW), t(MORNING)).with_moves(vec![moving("1a2b3c4d", "Codex, back at the reset")]);
+    assert_eq!(plan.moves[0].at, None);
+    assert!(plan.text(&Utc).contains("Codex, back at the reset if a limit comes"), "{}", plan.text(&Utc));
+}
