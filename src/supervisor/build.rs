@@ -361,7 +361,14 @@ pub fn build(
         sandbox.fenced(request.fence, &request.allow_hosts).map_err(BuildError::Sandbox)?;
     }
     if failing_over {
-        let ask = request.failover.ok_or_else(|| {
+        // The user's word, else the preset's.
+        let preset_to = t.respawn.as_ref().map(|r| r.failover_to.trim()).filter(|c| !c.is_empty());
+        let from_preset = preset_to.and_then(shlex::split).map(|command| FailoverAsk {
+            command,
+            account: AccountChoice::Default,
+            back: true,
+        });
+        let ask = request.failover.or(from_preset).ok_or_else(|| {
             BuildError::Setting(
                 "--at-limit failover moves the work to the other agent: name it with --failover-to codex (or \
                  claude), with its options"
@@ -652,5 +659,28 @@ mod tests {
         assert_eq!(other.args, ["--model", "gpt-5.5"]);
         assert_eq!((other.cwd.as_path(), other.standing.as_deref()), (t.cwd.as_path(), Some("Only src/.")));
         assert!(other.failover.is_none() && other.prompt.is_none(), "it starts from the handoff, and never fails over");
+    }
+
+    #[test]
+    fn a_preset_can_arm_the_failover_and_name_the_other_agent() {
+        let bin = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/bin/true", bin.path().join("codex")).unwrap();
+        let codex = bin.path().join("codex").display().to_string();
+        let d = dirs(&format!(
+            "[presets.both]\nat_limit = \"failover\"\nfailover_to = \"{codex} --model gpt-5.5\"\nstanding = \"Only src/.\"\n"
+        ));
+        let mut r = request(&d, &["claude"]);
+        r.preset = Some("both".into());
+        let armed = build(&d.paths, r, |_| Ok(())).expect("built");
+        let t = armed.terminal();
+        assert_eq!(t.standing.as_deref(), Some("Only src/."), "the preset's standing instructions");
+        let f = t.failover.clone().expect("the preset's failover");
+        let other = f.contract.terminal().expect("a terminal session");
+        assert_eq!(
+            (other.program.as_str(), other.args.clone()),
+            (codex.as_str(), vec!["--model".to_string(), "gpt-5.5".into()])
+        );
+        assert_eq!(other.respawn.as_ref().map(|r| r.at_limit), Some(AtLimit::Failover), "the same cycles");
+        assert!(other.failover.is_none(), "it never fails over itself");
     }
 }

@@ -255,6 +255,22 @@ class AppWindow(unittest.TestCase):
         d.screenshot(ARTIFACTS / "new-session-error.png")
         self.click("#error-close")
         d.wait_for("the banner to close", lambda: not self.visible("#error"))
+        # A failover to the session's own agent is refused by the core, in one line, before it starts.
+        project = Path(self.tmp.name) / "failover-project"
+        project.mkdir(exist_ok=True)
+        self.fill("#new-command", "claude")
+        self.fill("#new-cwd", str(project))
+        self.click('#new-agent option[value="claude"]')
+        self.fill("#new-failover", "claude --model opus")
+        self.click("#new-submit")
+        d.wait_for("the failover's error", lambda: self.visible("#error"))
+        message = self.text_of("#error-message")
+        self.assertIn("names a claude command", message)
+        self.assertIn("codex", message)
+        self.fill("#new-failover", "")
+        self.click('#new-agent option[value="generic"]')
+        self.click("#error-close")
+        d.wait_for("the banner to close", lambda: not self.visible("#error"))
 
     def test_5_a_new_session_runs_respawns_and_stops(self):
         d = self.driver

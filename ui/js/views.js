@@ -131,6 +131,7 @@ export async function submitNew(ev) {
       switch_accounts: !$("new-switch-field").hidden && $("new-switch").checked,
       at_limit: !$("new-at-limit-field").hidden && $("new-at-limit").checked ? "switch" : null,
       standing: $("new-standing").value.trim() || null,
+      failover_to: $("new-failover").value.trim() || null,
       worktree: $("new-worktree").checked,
       start: newStart(),
     };

@@ -109,6 +109,10 @@ pub struct Settings {
     /// account); `--at-limit` says it for one session.
     #[serde(skip_serializing_if = "is_wait")]
     pub at_limit: crate::limits::AtLimit,
+    /// With `at_limit = "failover"`: the other agent's command line (`codex --model gpt-5.5`);
+    /// `--failover-to` says it for one session.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub failover_to: String,
 }
 
 fn is_wait(at: &crate::limits::AtLimit) -> bool {
@@ -146,6 +150,7 @@ impl Settings {
             breaker_retry: crate::breaker::RETRY.to_vec(),
             standing: String::new(),
             at_limit: crate::limits::AtLimit::Wait,
+            failover_to: String::new(),
         }
     }
 

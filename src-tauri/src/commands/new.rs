@@ -22,6 +22,9 @@ pub struct NewSession {
     /// What it does at a usage limit (`wait`, `switch`); the preset's when empty.
     #[serde(default)]
     pub at_limit: Option<nightshift::limits::AtLimit>,
+    /// The other agent the work moves to at a limit (`codex --model …`); none when empty.
+    #[serde(default)]
+    pub failover_to: Option<String>,
     /// The user's standing instructions for the night; the preset's when empty.
     #[serde(default)]
     pub standing: Option<String>,
@@ -114,6 +117,14 @@ pub fn session_contract(state: &AppState, request: NewSession) -> Result<Armed, 
     built.switch_accounts = request.switch_accounts.then_some(None);
     built.standing = request.standing.filter(|s| !s.trim().is_empty());
     built.at_limit = request.at_limit;
+    if let Some(line) = request.failover_to.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
+        let command = shlex::split(line).filter(|argv| !argv.is_empty()).ok_or_else(|| {
+            UiError::new(Code::BadCommand, "the other agent's command has an unclosed quote; close it and try again")
+        })?;
+        built.at_limit = Some(nightshift::limits::AtLimit::Failover);
+        built.failover =
+            Some(nightshift::supervisor::build::FailoverAsk { command, account: AccountChoice::Default, back: true });
+    }
     Ok(build(&state.paths, built, |_| Ok(()))?)
 }
 
