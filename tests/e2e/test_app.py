@@ -267,7 +267,7 @@ class AppWindow(unittest.TestCase):
         message = self.text_of("#error-message")
         self.assertIn("names a claude command", message)
         self.assertIn("codex", message)
-        self.fill("#new-failover", "")
+        d.run_js("document.getElementById('new-failover').value = ''")
         self.click('#new-agent option[value="generic"]')
         self.click("#error-close")
         d.wait_for("the banner to close", lambda: not self.visible("#error"))
