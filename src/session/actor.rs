@@ -116,7 +116,8 @@ impl Actor {
             streams: Some(Streams { output: spawned.output, exit: spawned.exit }),
             last_exit: Exit::Code(-1),
             later_tx,
-            control_tx,
+            // Weak: when every handle is gone the session stops (the controls close), as before.
+            control_tx: control_tx.downgrade(),
             status_rx,
             reply: None,
             answered: None,
@@ -143,6 +144,8 @@ impl Actor {
             let controls = exec.run(controls, later, reports).await?;
             let Some(super::machine::End::Relayed(relayed)) = exec.machine.ended().cloned() else { return None };
             let Executor { control_tx, status, status_rx, output_tap, .. } = exec;
+            // Nobody holds the session any more: nothing to hand over to.
+            let control_tx = control_tx.upgrade()?;
             Some(Handover {
                 relayed: *relayed,
                 carried: Carried { control_tx, controls, status, status_rx },
@@ -179,8 +182,9 @@ struct Executor {
     last_exit: Exit,
     /// What work done off the runtime (a fingerprint, a handoff's reading) answers with.
     later_tx: mpsc::UnboundedSender<Input>,
-    /// The session's own channel ends, carried to the next agent's actor when the work moves.
-    control_tx: mpsc::Sender<Control>,
+    /// The session's own channel ends, carried to the next agent's actor when the work moves (the
+    /// control sender weak, so it never keeps the session's controls open by itself).
+    control_tx: mpsc::WeakSender<Control>,
     status_rx: watch::Receiver<Status>,
     /// What the last [`Effect::Reply`] said.
     reply: Option<String>,
