@@ -13,6 +13,7 @@ mod ledger;
 mod morning;
 mod needs;
 mod render;
+mod shares;
 pub mod timeline;
 mod usage;
 
@@ -29,6 +30,7 @@ use ledger::Ledger;
 pub use morning::{due_morning, run_mornings, Morning, MorningOutcome, LAST_VIEWED_KEY};
 pub use needs::{mark_dismissed, About, Dismissed, Need};
 pub use render::{render, Format};
+pub use shares::{shares, Share};
 pub use usage::{hourly, usage_report};
 
 /// Which stretch of time a digest covers.
@@ -142,6 +144,10 @@ pub struct SessionDigest {
     /// branch, where its work stands, and the commands to look at it and merge it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worktrees: Vec<WorktreeWork>,
+    /// Each account's and agent's share of the work, when the work moved between them (none
+    /// when one worker did it all: the session's own figures are its).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<Share>,
     pub usage: Option<UsageDelta>,
 }
 
@@ -419,9 +425,10 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
             .iter()
             .filter_map(|e| serde_json::from_str(&e.body).ok())
             .collect();
-        let usage = usage_delta(store, &row.id, from, to)?;
+        let rows = usage_rows(store, &row.id, from, to)?;
         let trees = salvage_trees(&events);
-        let (mut digest, slept) = session_digest(&row, &events, from, to, usage, &trees, &dismissed);
+        let (mut digest, slept) = session_digest(&row, &events, from, to, usage_delta(&rows), &trees, &dismissed);
+        digest.workers = worker_shares(&events, &rows, &digest, from, to);
         suspends.extend(slept);
         // Where to see what it did: its recorded lives, read by `nightshift log`.
         let state_dir = store.path().and_then(|p| p.parent());
@@ -496,47 +503,44 @@ fn commits_counted_once(sessions: &[SessionDigest]) -> usize {
     seen.len()
 }
 
-fn usage_delta(
+/// The session's usage readings in `[from, to)`, oldest first.
+fn usage_rows(
     store: &Store,
     session: &str,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
-) -> Result<Option<UsageDelta>, StoreError> {
-    let rows: Vec<_> = store
+) -> Result<Vec<crate::store::UsageRow>, StoreError> {
+    Ok(store
         .usage(None, Some(session), Some(from))?
         .into_iter()
         .filter(|r| parse_ts(&r.ts).is_some_and(|t| t < to))
-        .collect();
-    if rows.is_empty() {
-        return Ok(None);
+        .collect())
+}
+
+/// What the session spent over its readings, each agent's and account's totals followed on their
+/// own (a moved session's readings are of more than one).
+fn usage_delta(rows: &[crate::store::UsageRow]) -> Option<UsageDelta> {
+    shares::delta(rows.iter().zip(shares::rises(rows)))
+}
+
+/// Who did what, when the work moved: each worker's stretch with its commits (of the ones the
+/// digest counts) and its spend.
+fn worker_shares(
+    events: &[Event],
+    rows: &[crate::store::UsageRow],
+    digest: &SessionDigest,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Vec<Share> {
+    let workers = timeline::workers(events, from, to);
+    if workers.len() < 2 {
+        return Vec::new();
     }
-    let first_with = |f: fn(&crate::usage::Sample) -> Option<f64>| rows.iter().find_map(|r| f(&r.sample));
-    let last_with = |f: fn(&crate::usage::Sample) -> Option<f64>| rows.iter().rev().find_map(|r| f(&r.sample));
-    // A total starts again after /clear (a fresh Codex thread): add up the rises.
-    fn rises(totals: impl Iterator<Item = f64>) -> f64 {
-        let mut sum = 0.0;
-        let mut before: Option<f64> = None;
-        for c in totals {
-            sum += match before {
-                Some(b) if c >= b => c - b,
-                Some(_) => c,
-                None => 0.0,
-            };
-            before = Some(c);
-        }
-        sum
-    }
-    let cost = rises(rows.iter().filter_map(|r| r.sample.cost_usd));
-    let tokens = rises(rows.iter().filter_map(|r| r.sample.tokens.map(|t| t as f64))) as u64;
-    Ok(Some(UsageDelta {
-        five_hour_from: first_with(|s| s.five_hour_pct),
-        five_hour_to: last_with(|s| s.five_hour_pct),
-        seven_day_from: first_with(|s| s.seven_day_pct),
-        seven_day_to: last_with(|s| s.seven_day_pct),
-        cost_usd: cost,
-        cost_reported: rows.iter().any(|r| r.sample.cost_usd.is_some()),
-        tokens,
-    }))
+    let counted: std::collections::HashSet<&str> =
+        digest.git.iter().flat_map(|g| g.commits.iter().map(|c| c.hash.as_str())).collect();
+    let mut commits = crate::git::commits_between(std::path::Path::new(&digest.cwd), from, to);
+    commits.retain(|(_, c)| counted.contains(c.hash.as_str()));
+    shares(&workers, &commits, rows)
 }
 
 fn session_digest(
@@ -656,6 +660,7 @@ fn session_digest(
         delivery,
         recording: None,
         worktrees: Vec::new(),
+        workers: Vec::new(),
         usage,
     };
     (digest, l.suspends)

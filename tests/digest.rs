@@ -777,3 +777,122 @@ fn a_codex_sessions_spend_is_told_in_tokens_not_as_nothing() {
     let text = digest::render(&d, Format::Text);
     assert!(text.contains("usage: 5h 10% → 45% · 7d 5% → 5% · 10500 tokens, no cost reported"), "{text}");
 }
+
+/// A session whose work moved from Claude (account `a`) to Codex at a limit and back at the reset.
+/// Its samples carry their own agent: each client's running totals are its own.
+fn moved_night(store: &mut Store, repo: &Path) {
+    use nightshift::agent::{Account, AgentKind};
+    use nightshift::contract::{Contract, Terminal};
+    use nightshift::event::SwitchAction;
+    let id = "m0000001";
+    session(store, id, repo, t(22, 0), dead_pid());
+    let contract = |agent: AgentKind, account: Option<&str>| {
+        let terminal = Terminal::new(agent, agent.as_str().into(), &[], repo.to_path_buf(), (80, 24));
+        let mut armed = Contract::session(agent, terminal);
+        *armed.account_mut() = account.map(|name| Account { name: name.into(), dir: "/accounts/a".into() });
+        EventKind::Contract { contract: Box::new(armed.into_contract()) }
+    };
+    let moved = |from: AgentKind, to: AgentKind| EventKind::AgentSwitch {
+        action: SwitchAction::Switched,
+        from,
+        to,
+        back_at: None,
+        reason: "at the limit".into(),
+    };
+    let sample = |five: f64, cost: Option<f64>, tokens: u64| Sample {
+        five_hour_pct: Some(five),
+        seven_day_pct: Some(10.0),
+        cost_usd: cost,
+        tokens: Some(tokens),
+        ..Default::default()
+    };
+    store.set_agent(id, AgentKind::Claude, &["claude".into()], Some(("a", "/accounts/a"))).unwrap();
+    ev(store, id, t(22, 0), contract(AgentKind::Claude, Some("a")));
+    state(store, id, t(22, 0), SessionState::Working);
+    store.record_usage(id, t(22, 10), &sample(20.0, Some(0.5), 10_000)).unwrap();
+    commit(repo, "parser.rs", "fn parse() {}", "claude: the parser", t(23, 0));
+    store.record_usage(id, t(0, 50), &sample(100.0, Some(1.5), 50_000)).unwrap();
+    ev(store, id, t(1, 0), moved(AgentKind::Claude, AgentKind::Codex));
+    state(store, id, t(1, 0), SessionState::Exited);
+    store.set_agent(id, AgentKind::Codex, &["codex".into()], None).unwrap();
+    ev(store, id, t(1, 0), contract(AgentKind::Codex, None));
+    state(store, id, t(1, 0), SessionState::Working);
+    store.record_usage(id, t(1, 10), &sample(3.0, None, 2_000)).unwrap();
+    commit(repo, "lexer.rs", "fn lex() {}", "codex: the lexer", t(2, 0));
+    store.record_usage(id, t(2, 50), &sample(20.0, None, 20_000)).unwrap();
+    ev(store, id, t(3, 0), moved(AgentKind::Codex, AgentKind::Claude));
+    state(store, id, t(3, 0), SessionState::Exited);
+    store.set_agent(id, AgentKind::Claude, &["claude".into()], Some(("a", "/accounts/a"))).unwrap();
+    ev(store, id, t(3, 0), contract(AgentKind::Claude, Some("a")));
+    state(store, id, t(3, 0), SessionState::Working);
+    // Claude's own conversation again: its totals go on from where they were.
+    store.record_usage(id, t(3, 10), &sample(5.0, Some(1.6), 52_000)).unwrap();
+    commit(repo, "tests.rs", "#[test] fn t() {}", "claude: the tests", t(4, 0));
+    store.record_usage(id, t(5, 50), &sample(30.0, Some(2.0), 60_000)).unwrap();
+    state(store, id, t(6, 0), SessionState::Exited);
+}
+
+#[test]
+fn a_session_that_moved_between_agents_adds_up_each_agents_own_spend() {
+    let mut store = Store::open_in_memory().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"], None);
+    commit(repo.path(), "README", "before", "before the night", t(20, 0));
+    moved_night(&mut store, repo.path());
+    let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
+    let usage = d.sessions[0].usage.as_ref().expect("its usage");
+    // Claude: $0.50 → $1.50, then $1.60 → $2.00; 10k → 50k, then 52k → 60k. Codex: 2k → 20k.
+    assert_eq!(usage.tokens, 40_000 + 2_000 + 8_000 + 18_000, "each agent's totals rise on their own");
+    assert!((usage.cost_usd - 1.5).abs() < 1e-9, "{}", usage.cost_usd);
+}
+
+#[test]
+fn the_morning_tells_what_each_agent_did_when_the_work_moved() {
+    let mut store = Store::open_in_memory().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"], None);
+    commit(repo.path(), "README", "before", "before the night", t(20, 0));
+    moved_night(&mut store, repo.path());
+    let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
+    let s = &d.sessions[0];
+    let who: Vec<(&str, Option<&str>, usize)> =
+        s.workers.iter().map(|w| (w.agent.as_str(), w.account.as_deref(), w.commits.len())).collect();
+    assert_eq!(who, [("claude", Some("a"), 1), ("codex", None, 1), ("claude", Some("a"), 1)]);
+    assert_eq!(s.workers[1].commits[0].subject, "codex: the lexer");
+    assert_eq!((s.workers[0].from, s.workers[1].from, s.workers[2].to), (t(22, 0), t(1, 0), t(6, 0)));
+    let text = digest::render(&d, Format::Text);
+    for line in [
+        format!(
+            "claude on account a, {}–{}: 1 commit, $1.00, 40000 tokens; its 5h window 20% → 100%, 7d 10% → 10%",
+            local(t(22, 0)),
+            local(t(1, 0))
+        ),
+        format!(
+            "codex, {}–{}: 1 commit, 18000 tokens, no cost reported; its 5h window 3% → 20%",
+            local(t(1, 0)),
+            local(t(3, 0))
+        ),
+        format!(
+            "claude on account a, {}–{}: 1 commit, $0.50, 10000 tokens; its 5h window 5% → 30%",
+            local(t(3, 0)),
+            local(t(6, 0))
+        ),
+        "usage: $1.50, 68000 tokens in all".to_string(),
+    ] {
+        assert!(text.contains(&line), "text lacks {line:?}:\n{text}");
+    }
+    // The same in JSON, for the window; a session that never moved has no such lines.
+    let json: serde_json::Value = serde_json::from_str(&digest::render(&d, Format::Json)).unwrap();
+    assert_eq!(json["sessions"][0]["workers"][1]["usage"]["tokens"], 18_000);
+    let mut one = Store::open_in_memory().unwrap();
+    session(&mut one, "s0000001", repo.path(), t(22, 0), dead_pid());
+    state(&mut one, "s0000001", t(22, 0), SessionState::Working);
+    let d = digest::build(&one, t(21, 0), t(8, 0)).unwrap();
+    assert!(d.sessions[0].workers.is_empty());
+    assert!(!digest::render(&d, Format::Text).contains("who worked"));
+}
+
+/// A time as the digest prints it (local).
+fn local(at: DateTime<Utc>) -> String {
+    at.with_timezone(&chrono::Local).format("%H:%M").to_string()
+}

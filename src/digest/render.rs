@@ -150,24 +150,73 @@ fn details(s: &SessionDigest) -> Vec<String> {
     if let Some(r) = &s.recording {
         lines.push(format!("recording: {r}"));
     }
+    if !s.workers.is_empty() {
+        lines.push("who worked:".to_string());
+        for w in &s.workers {
+            lines.push(format!("  {}", share_line(w)));
+        }
+    }
     if let Some(u) = &s.usage {
-        let pct = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => format!("{}% → {}%", a.round(), b.round()),
-            _ => "–".into(),
-        };
-        // Codex reports tokens and no cost: its spend is told in tokens, not as $0.00.
-        let spend = if u.cost_reported || u.tokens == 0 {
-            format!("${:.2}", u.cost_usd)
+        let windows = if s.workers.is_empty() {
+            format!("5h {} · 7d {} · ", pct(u.five_hour_from, u.five_hour_to), pct(u.seven_day_from, u.seven_day_to))
         } else {
-            format!("{} tokens, no cost reported", u.tokens)
+            // Each worker's windows are its own account's: told on its line.
+            String::new()
         };
-        lines.push(format!(
-            "usage: 5h {} · 7d {} · {spend}",
-            pct(u.five_hour_from, u.five_hour_to),
-            pct(u.seven_day_from, u.seven_day_to),
-        ));
+        let spent = match (s.workers.is_empty(), u.cost_reported && u.tokens > 0) {
+            (true, _) | (false, false) => spend(u),
+            (false, true) => format!("${:.2}, {} tokens", u.cost_usd, u.tokens),
+        };
+        let all = if s.workers.is_empty() { "" } else { " in all" };
+        lines.push(format!("usage: {windows}{spent}{all}"));
     }
     lines
+}
+
+/// A window's fill over a stretch: `20% → 100%`.
+fn pct(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{}% → {}%", a.round(), b.round()),
+        _ => "–".into(),
+    }
+}
+
+/// What a stretch cost. Codex reports tokens and no cost: its spend is told in tokens, not as
+/// $0.00.
+fn spend(u: &super::UsageDelta) -> String {
+    if u.cost_reported || u.tokens == 0 {
+        format!("${:.2}", u.cost_usd)
+    } else {
+        format!("{} tokens, no cost reported", u.tokens)
+    }
+}
+
+/// One worker's part: `codex 01:00–03:00: 1 commit, 18000 tokens, no cost reported; its 5h
+/// window 3% → 20%, 7d –`.
+fn share_line(w: &super::Share) -> String {
+    let who = match &w.account {
+        Some(account) => format!("{} on account {account}", w.agent),
+        None => w.agent.clone(),
+    };
+    let commits = match w.commits.len() {
+        1 => "1 commit".to_string(),
+        n => format!("{n} commits"),
+    };
+    let mut line = format!("{who}, {}–{}: {commits}", clock(w.from), clock(w.to));
+    match &w.usage {
+        Some(u) => {
+            let _ = write!(
+                line,
+                ", {}{}; its 5h window {}, 7d {}",
+                spend(u),
+                if u.cost_reported && u.tokens > 0 { format!(", {} tokens", u.tokens) } else { String::new() },
+                pct(u.five_hour_from, u.five_hour_to),
+                pct(u.seven_day_from, u.seven_day_to)
+            );
+        }
+        None => line.push_str(", no usage reported"),
+    }
+    line
 }
 
 pub fn render(d: &Digest, format: Format) -> String {

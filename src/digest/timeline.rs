@@ -74,10 +74,10 @@ pub struct Timeline {
     pub usage: Vec<Fill>,
 }
 
-/// One session's lane over `[from, to)` from its events (oldest first).
-pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>, to: DateTime<Utc>) -> Lane {
-    let mut bands: Vec<Band> = Vec::new();
-    let mut marks = Vec::new();
+/// Who worked session's stretches of `[from, to)`, from its events (oldest first): each contract
+/// names its agent and account, each account switch the account, and the session's end (unless
+/// a life follows it) ends the last stretch.
+pub fn workers(events: &[Event], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Worker> {
     let mut workers: Vec<Worker> = Vec::new();
     // The worker since when: its agent, its account.
     let mut working: Option<(String, Option<String>, DateTime<Utc>)> = None;
@@ -92,8 +92,38 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
         }
         *working = next.map(|(agent, account)| (agent, account, at));
     };
-    let mut open: Option<(SessionState, DateTime<Utc>)> = None;
     let mut ended: Option<DateTime<Utc>> = None;
+    for e in events.iter().take_while(|e| e.ts < to) {
+        match &e.kind {
+            EventKind::Contract { contract } => {
+                let account = contract.account.as_ref().map(|a| a.name.clone());
+                let same = working
+                    .as_ref()
+                    .is_some_and(|(agent, acc, _)| *agent == contract.agent.as_str() && *acc == account);
+                if !same {
+                    hand_over(&mut working, Some((contract.agent.as_str().to_string(), account)), e.ts);
+                }
+            }
+            EventKind::AccountSwitch { action: crate::event::SwitchAction::Switched, to: Some(account), .. } => {
+                let agent = working.as_ref().map(|(agent, ..)| agent.clone());
+                if let Some(agent) = agent {
+                    hand_over(&mut working, Some((agent, Some(account.clone()))), e.ts);
+                }
+            }
+            // Its end, unless a life after it follows (a restart, a move).
+            EventKind::State { state, .. } => ended = state.is_final().then_some(e.ts),
+            _ => {}
+        }
+    }
+    hand_over(&mut working, None, ended.unwrap_or(to));
+    workers
+}
+
+/// One session's lane over `[from, to)` from its events (oldest first).
+pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>, to: DateTime<Utc>) -> Lane {
+    let mut bands: Vec<Band> = Vec::new();
+    let mut marks = Vec::new();
+    let mut open: Option<(SessionState, DateTime<Utc>)> = None;
     let close = |open: &mut Option<(SessionState, DateTime<Utc>)>, at: DateTime<Utc>, bands: &mut Vec<Band>| {
         if let Some((state, since)) = open.take() {
             let (a, b) = (since.max(from), at.min(to));
@@ -107,28 +137,14 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
             break;
         }
         match &e.kind {
-            EventKind::Contract { contract } => {
-                let account = contract.account.as_ref().map(|a| a.name.clone());
-                let same = working
-                    .as_ref()
-                    .is_some_and(|(agent, acc, _)| *agent == contract.agent.as_str() && *acc == account);
-                if !same {
-                    hand_over(&mut working, Some((contract.agent.as_str().to_string(), account)), e.ts);
-                }
-            }
+            EventKind::Contract { .. } => {}
             EventKind::AccountSwitch {
                 action: crate::event::SwitchAction::Switched,
                 to: Some(account),
                 reason,
                 ..
-            } => {
-                let agent = working.as_ref().map(|(agent, ..)| agent.clone());
-                if let Some(agent) = agent {
-                    hand_over(&mut working, Some((agent, Some(account.clone()))), e.ts);
-                }
-                if e.ts >= from {
-                    marks.push(Mark { kind: "move", at: e.ts, text: format!("moved to account {account}: {reason}") });
-                }
+            } if e.ts >= from => {
+                marks.push(Mark { kind: "move", at: e.ts, text: format!("moved to account {account}: {reason}") });
             }
             EventKind::AgentSwitch { action: crate::event::SwitchAction::Switched, from: a, to: b, .. }
                 if e.ts >= from =>
@@ -139,10 +155,6 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
                 close(&mut open, e.ts, &mut bands);
                 if !state.is_final() {
                     open = Some((*state, e.ts));
-                    ended = None;
-                } else {
-                    // Its end, unless a life after it follows (a restart, a move).
-                    ended = Some(e.ts);
                 }
             }
             kind if e.ts >= from => {
@@ -173,8 +185,7 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
         }
     }
     close(&mut open, to, &mut bands);
-    hand_over(&mut working, None, ended.unwrap_or(to));
-    Lane { session: session.to_string(), label, bands, marks, workers }
+    Lane { session: session.to_string(), label, bands, marks, workers: workers(events, from, to) }
 }
 
 /// The moments of one session's life `[from, to)` a replay marks on its seek bar: each turn the
