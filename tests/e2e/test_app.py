@@ -1367,6 +1367,78 @@ class AppWindow(unittest.TestCase):
         self.click("#back")
         d.wait_for("the list", lambda: self.visible("#list-view"))
 
+    def test_6g_a_card_tells_who_did_what_when_the_work_moved(self):
+        # A session whose work moved from Claude to Codex at a limit: made of two real runs' events
+        # (Claude's, then Codex's contract laid after it, as a failover journals it) with usage
+        # readings each agent reported, and a commit in each stretch of its repository.
+        d = self.driver
+        base = Path(self.tmp.name)
+        repo = base / "moved-repo"
+        repo.mkdir(exist_ok=True)
+        now = time.time()
+        stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))  # noqa: E731
+        t0, t1, t2 = now - 3 * 3600, now - 2 * 3600, now - 3600
+
+        def git(*args, when=None):
+            env = dict(os.environ)
+            if when:
+                env.update(GIT_AUTHOR_DATE=stamp(when), GIT_COMMITTER_DATE=stamp(when))
+            subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                           capture_output=True, text=True, check=True, env=env)
+        git("init", "-q", "-b", "main")
+        git("commit", "-q", "--allow-empty", "-m", "before", when=now - 4 * 3600)
+
+        def run(agent):
+            out = subprocess.run([str(CLI), "run", "--agent", agent, "--events", "-", "--", "bash", "-c", "exit 0"],
+                                 env=self.env, cwd=repo, capture_output=True, text=True, timeout=30,
+                                 stdin=subprocess.DEVNULL)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return json.loads(out.stdout.splitlines()[0])["session"]
+        session, codex = run("claude"), run("codex")
+        git("commit", "-q", "--allow-empty", "-m", "claude: the parser", when=t0 + 1800)
+        git("commit", "-q", "--allow-empty", "-m", "codex: the lexer", when=t1 + 1800)
+        import sqlite3
+        db = sqlite3.connect(Path(self.env["NIGHTSHIFT_STATE_DIR"]) / "journal.sqlite3")
+        # Claude's run at t0, its end at t1.
+        for (event_id, state) in db.execute("SELECT id, state FROM events WHERE session = ?", (session,)).fetchall():
+            db.execute("UPDATE events SET ts = ?1, body = json_set(body, '$.ts', ?1) WHERE id = ?2",
+                       (stamp(t1 if state == "exited" else t0), event_id))
+
+        def add(ts, body):
+            body = dict(body, ts=stamp(ts), session=session)
+            db.execute("INSERT INTO events (ts, session, event, state, body) VALUES (?, ?, ?, ?, ?)",
+                       (stamp(ts), session, body["event"], body.get("state"), json.dumps(body)))
+        add(t1, {"event": "agent_switch", "action": "switched", "from": "claude", "to": "codex",
+                 "reason": "claude met its 5-hour limit"})
+        contract = db.execute("SELECT body FROM events WHERE session = ? AND event = 'contract'", (codex,)).fetchone()
+        add(t1, json.loads(contract[0]))
+        add(t1, {"event": "state", "state": "working", "reason": "the work moved"})
+        add(t2, {"event": "state", "state": "exited", "reason": "process exited with code 0", "exit_code": 0})
+        for ts, agent, five, cost, tokens in [(t0 + 600, "claude", 40.0, 0.25, 1000),
+                                              (t1 - 600, "claude", 100.0, 1.25, 9000),
+                                              (t1 + 600, "codex", 3.0, None, 500),
+                                              (t2 - 600, "codex", 20.0, None, 4500)]:
+            db.execute("INSERT INTO usage_samples (session, ts, five_hour_pct, cost_usd, tokens, agent)"
+                       " VALUES (?, ?, ?, ?, ?, ?)", (session, stamp(ts), five, cost, tokens, agent))
+        db.commit()
+        db.close()
+
+        self.open_view("#nav-list", "list")
+        self.open_view("#nav-digest", "digest")
+        self.click('#digest-range option[value="24h"]')
+        card = f'#digest-cards article[data-session="{session}"]'
+        d.wait_for("the moved session's workers", lambda: self.css(f"{card} li.worker"))
+        workers = d.run_js("return [...document.querySelectorAll(arguments[0] + ' li.worker')]"
+                           ".map(w => [w.dataset.agent, w.textContent, w.title])", card)
+        self.assertEqual([w[0] for w in workers], ["claude", "codex"], workers)
+        self.assertRegex(workers[0][1], r"1 commit · \$1\.00 · 8000 tokens · 5h 40% → 100%")
+        self.assertRegex(workers[1][1], r"1 commit · 4000 tokens · 5h 3% → 20%")
+        self.assertNotIn("$", workers[1][1], "Codex reports no cost")
+        self.assertEqual([w[2] for w in workers], ["claude: the parser", "codex: the lexer"])
+        d.run_js("document.querySelector(arguments[0] + ' li.workers').scrollIntoView({ block: 'center' })", card)
+        self.settle()
+        d.screenshot(ARTIFACTS / "digest-workers.png")
+
     def test_6b_tray_and_notification_events_open_views(self):
         # The tray menu and notification clicks reach the window as `show-view` and `open-session`.
         d = self.driver

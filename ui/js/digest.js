@@ -82,12 +82,36 @@ function did(s) {
     [s.limits_hit, "usage limit", "usage limits"], [s.breaker_trips, "breaker trip", "breaker trips"]]
     .filter(([n]) => n).map(([n, one, many]) => plural(n, one, many));
   if (counted.length) items.push(el("li", {}, counted.join(" · ")));
+  // Who did what, when the work moved between accounts or agents: each one's stretch, commits and
+  // spend, and how far it filled its own account's windows.
+  if ((s.workers || []).length) {
+    items.push(el("li", { class: "workers" }, "who worked:", el("ul", {}, ...s.workers.map(worker))));
+  }
   for (const w of s.worktrees || []) {
     items.push(el("li", { class: "worktree", "data-branch": w.branch },
       "worktree ", el("code", {}, w.branch), `${w.task ? ` (task: ${w.task})` : ""}: ${w.work}`,
       el("div", { class: "hint" }, "look: ", el("code", {}, w.look), " · merge: ", el("code", {}, w.merge))));
   }
   return el("ul", { class: "did" }, ...items);
+}
+
+// One worker's share: "codex 01:00–03:00 · 1 commit · 18000 tokens · 5h 3% → 20%".
+function worker(w) {
+  const at = (t) => new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const parts = [`${at(w.from)}–${at(w.to)}`, plural(w.commits.length, "commit", "commits")];
+  const u = w.usage;
+  if (u) {
+    if (u.cost_reported) parts.push(`$${u.cost_usd.toFixed(2)}`);
+    if (u.tokens) parts.push(`${u.tokens} tokens`);
+    const pct = (a, b) => (a == null || b == null ? null : `${Math.round(a)}% → ${Math.round(b)}%`);
+    const five = pct(u.five_hour_from, u.five_hour_to);
+    const seven = pct(u.seven_day_from, u.seven_day_to);
+    if (five) parts.push(`5h ${five}`);
+    if (seven) parts.push(`7d ${seven}`);
+  }
+  const who = w.account ? `${w.agent} (account ${w.account})` : w.agent;
+  return el("li", { class: "worker", "data-agent": w.agent, title: w.commits.map((c) => c.subject).join("\n") },
+    el("strong", {}, who), ` ${parts.join(" · ")}`);
 }
 
 // One row of what needs you: what it is, its actions, and Dismiss.
