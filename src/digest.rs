@@ -427,8 +427,11 @@ pub fn build(store: &Store, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Di
             .collect();
         let rows = usage_rows(store, &row.id, from, to)?;
         let trees = salvage_trees(&events);
-        let (mut digest, slept) = session_digest(&row, &events, from, to, usage_delta(&rows), &trees, &dismissed);
-        digest.workers = worker_shares(&events, &rows, &digest, from, to);
+        // A session begun in the range spent all its readings' totals in it.
+        let from_zero = created >= from;
+        let usage = usage_delta(&rows, from_zero);
+        let (mut digest, slept) = session_digest(&row, &events, from, to, usage, &trees, &dismissed);
+        digest.workers = worker_shares(&events, &rows, &digest, from, to, from_zero);
         suspends.extend(slept);
         // Where to see what it did: its recorded lives, read by `nightshift log`.
         let state_dir = store.path().and_then(|p| p.parent());
@@ -519,8 +522,8 @@ fn usage_rows(
 
 /// What the session spent over its readings, each agent's and account's totals followed on their
 /// own (a moved session's readings are of more than one).
-fn usage_delta(rows: &[crate::store::UsageRow]) -> Option<UsageDelta> {
-    shares::delta(rows.iter().zip(shares::rises(rows)))
+fn usage_delta(rows: &[crate::store::UsageRow], from_zero: bool) -> Option<UsageDelta> {
+    shares::delta(rows.iter().zip(shares::rises(rows, from_zero)))
 }
 
 /// Who did what, when the work moved: each worker's stretch with its commits (of the ones the
@@ -531,6 +534,7 @@ fn worker_shares(
     digest: &SessionDigest,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
+    from_zero: bool,
 ) -> Vec<Share> {
     let workers = timeline::workers(events, from, to);
     if workers.len() < 2 {
@@ -540,7 +544,7 @@ fn worker_shares(
         digest.git.iter().flat_map(|g| g.commits.iter().map(|c| c.hash.as_str())).collect();
     let mut commits = crate::git::commits_between(std::path::Path::new(&digest.cwd), from, to);
     commits.retain(|(_, c)| counted.contains(c.hash.as_str()));
-    shares(&workers, &commits, rows)
+    shares(&workers, &commits, rows, from_zero)
 }
 
 fn session_digest(

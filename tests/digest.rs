@@ -348,7 +348,8 @@ fn every_section_and_figure_of_a_night() {
     assert!(!git.at_risk);
     let usage = done.usage.as_ref().unwrap();
     assert_eq!((usage.five_hour_from, usage.five_hour_to), (Some(10.0), Some(62.0)));
-    assert!((usage.cost_usd - 0.7).abs() < 1e-9);
+    // Begun in the range: its first reading's spend ($0.50) is the night's too.
+    assert!((usage.cost_usd - 1.2).abs() < 1e-9, "{}", usage.cost_usd);
 
     let idle = get("i0000003");
     let git = idle.git.as_ref().unwrap();
@@ -376,7 +377,7 @@ fn every_section_and_figure_of_a_night() {
     assert_eq!(d.totals.commits, 3);
     assert_eq!(d.totals.needs_you, 3);
     assert_eq!(d.headline(), "7 sessions · 3 commits · 3 needs you");
-    assert!((d.totals.cost_usd - 1.42).abs() < 1e-9, "the loop's spend counts: {}", d.totals.cost_usd);
+    assert!((d.totals.cost_usd - 1.92).abs() < 1e-9, "the loop's spend counts: {}", d.totals.cost_usd);
 
     let text = digest::render(&d, Format::Text);
     for needle in [
@@ -387,7 +388,7 @@ fn every_section_and_figure_of_a_night() {
         "Add the parser",
         "UNCOMMITTED changes at risk",
         "Which database?",
-        "$0.70",
+        "$1.20",
         "2 respawn cycle(s)",
         "guard: refused a force push to the default branch at ",
         ": git push --force origin main",
@@ -773,9 +774,10 @@ fn a_codex_sessions_spend_is_told_in_tokens_not_as_nothing() {
     }
     let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
     let usage = d.sessions[0].usage.as_ref().expect("its usage");
-    assert_eq!((usage.tokens, usage.cost_reported), (10_500, false));
+    // Begun in the range: its first thread's first 1000 tokens count too.
+    assert_eq!((usage.tokens, usage.cost_reported), (11_500, false));
     let text = digest::render(&d, Format::Text);
-    assert!(text.contains("usage: 5h 10% → 45% · 7d 5% → 5% · 10500 tokens, no cost reported"), "{text}");
+    assert!(text.contains("usage: 5h 10% → 45% · 7d 5% → 5% · 11500 tokens, no cost reported"), "{text}");
 }
 
 /// A session whose work moved from Claude (account `a`) to Codex at a limit and back at the reset.
@@ -841,9 +843,10 @@ fn a_session_that_moved_between_agents_adds_up_each_agents_own_spend() {
     moved_night(&mut store, repo.path());
     let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
     let usage = d.sessions[0].usage.as_ref().expect("its usage");
-    // Claude: $0.50 → $1.50, then $1.60 → $2.00; 10k → 50k, then 52k → 60k. Codex: 2k → 20k.
-    assert_eq!(usage.tokens, 40_000 + 2_000 + 8_000 + 18_000, "each agent's totals rise on their own");
-    assert!((usage.cost_usd - 1.5).abs() < 1e-9, "{}", usage.cost_usd);
+    // Begun in the range, so from nothing. Claude: to $1.50, then $1.60 → $2.00; to 50k, then 52k
+    // → 60k. Codex: to 20k.
+    assert_eq!(usage.tokens, 50_000 + 2_000 + 8_000 + 20_000, "each agent's totals rise on their own");
+    assert!((usage.cost_usd - 2.0).abs() < 1e-9, "{}", usage.cost_usd);
 }
 
 #[test]
@@ -863,27 +866,27 @@ fn the_morning_tells_what_each_agent_did_when_the_work_moved() {
     let text = digest::render(&d, Format::Text);
     for line in [
         format!(
-            "claude on account a, {}–{}: 1 commit, $1.00, 40000 tokens; its 5h window 20% → 100%, 7d 10% → 10%",
+            "claude on account a, {}–{}: 1 commit, $1.50, 50000 tokens; its windows: 5h 20% → 100%, 7d 10% → 10%",
             local(t(22, 0)),
             local(t(1, 0))
         ),
         format!(
-            "codex, {}–{}: 1 commit, 18000 tokens, no cost reported; its 5h window 3% → 20%",
+            "codex, {}–{}: 1 commit, 20000 tokens, no cost reported; its windows: 5h 3% → 20%",
             local(t(1, 0)),
             local(t(3, 0))
         ),
         format!(
-            "claude on account a, {}–{}: 1 commit, $0.50, 10000 tokens; its 5h window 5% → 30%",
+            "claude on account a, {}–{}: 1 commit, $0.50, 10000 tokens; its windows: 5h 5% → 30%",
             local(t(3, 0)),
             local(t(6, 0))
         ),
-        "usage: $1.50, 68000 tokens in all".to_string(),
+        "usage: $2.00, 80000 tokens in all".to_string(),
     ] {
         assert!(text.contains(&line), "text lacks {line:?}:\n{text}");
     }
     // The same in JSON, for the window; a session that never moved has no such lines.
     let json: serde_json::Value = serde_json::from_str(&digest::render(&d, Format::Json)).unwrap();
-    assert_eq!(json["sessions"][0]["workers"][1]["usage"]["tokens"], 18_000);
+    assert_eq!(json["sessions"][0]["workers"][1]["usage"]["tokens"], 20_000);
     let mut one = Store::open_in_memory().unwrap();
     session(&mut one, "s0000001", repo.path(), t(22, 0), dead_pid());
     state(&mut one, "s0000001", t(22, 0), SessionState::Working);

@@ -191,8 +191,8 @@ fn spend(u: &super::UsageDelta) -> String {
     }
 }
 
-/// One worker's part: `codex 01:00–03:00: 1 commit, 18000 tokens, no cost reported; its 5h
-/// window 3% → 20%, 7d –`.
+/// One worker's part: `codex, 01:00–03:00: 1 commit, 18000 tokens, no cost reported; its
+/// windows: 5h 3% → 20%`.
 fn share_line(w: &super::Share) -> String {
     let who = match &w.account {
         Some(account) => format!("{} on account {account}", w.agent),
@@ -203,18 +203,22 @@ fn share_line(w: &super::Share) -> String {
         n => format!("{n} commits"),
     };
     let mut line = format!("{who}, {}–{}: {commits}", clock(w.from), clock(w.to));
-    match &w.usage {
-        Some(u) => {
-            let _ = write!(
-                line,
-                ", {}{}; its 5h window {}, 7d {}",
-                spend(u),
-                if u.cost_reported && u.tokens > 0 { format!(", {} tokens", u.tokens) } else { String::new() },
-                pct(u.five_hour_from, u.five_hour_to),
-                pct(u.seven_day_from, u.seven_day_to)
-            );
-        }
-        None => line.push_str(", no usage reported"),
+    let Some(u) = &w.usage else {
+        line.push_str(", no usage reported");
+        return line;
+    };
+    let _ = write!(line, ", {}", spend(u));
+    if u.cost_reported && u.tokens > 0 {
+        let _ = write!(line, ", {} tokens", u.tokens);
+    }
+    // The windows its readings knew, of its own account.
+    let windows: Vec<String> = [("5h", u.five_hour_from, u.five_hour_to), ("7d", u.seven_day_from, u.seven_day_to)]
+        .into_iter()
+        .filter(|(_, a, b)| a.is_some() && b.is_some())
+        .map(|(name, a, b)| format!("{name} {}", pct(a, b)))
+        .collect();
+    if !windows.is_empty() {
+        let _ = write!(line, "; its windows: {}", windows.join(", "));
     }
     line
 }

@@ -41,8 +41,10 @@ fn key(row: &UsageRow) -> Totals<'_> {
 
 /// What each reading added to its own running totals (cost, tokens), in the rows' order. A total
 /// that went down started again (a `/clear`, a fresh Codex thread): all of it is new. The first
-/// reading of each is where the range picks the totals up, and adds nothing.
-pub(super) fn rises(rows: &[UsageRow]) -> Vec<(f64, u64)> {
+/// reading of each is where the range picks the totals up, and adds nothing, unless the session
+/// began in the range (`from_zero`): then all of it was spent in it.
+pub(super) fn rises(rows: &[UsageRow], from_zero: bool) -> Vec<(f64, u64)> {
+    let start = if from_zero { (Some(0.0), Some(0)) } else { (None, None) };
     // Each one's last cost and tokens.
     let mut last: Vec<(Totals, Option<f64>, Option<u64>)> = Vec::new();
     rows.iter()
@@ -50,7 +52,7 @@ pub(super) fn rises(rows: &[UsageRow]) -> Vec<(f64, u64)> {
             let at = match last.iter().position(|(k, ..)| *k == key(row)) {
                 Some(i) => i,
                 None => {
-                    last.push((key(row), None, None));
+                    last.push((key(row), start.0, start.1));
                     last.len() - 1
                 }
             };
@@ -108,9 +110,14 @@ pub(super) fn delta<'a>(rows: impl IntoIterator<Item = (&'a UsageRow, (f64, u64)
 }
 
 /// Each worker's share of the session: `commits` with their times, `rows` oldest first (each
-/// row's time is read from its `ts`). A commit or a reading outside every stretch is nobody's.
-pub fn shares(workers: &[Worker], commits: &[(DateTime<Utc>, Commit)], rows: &[UsageRow]) -> Vec<Share> {
-    let rise = rises(rows);
+/// row's time is read from its `ts`), `from_zero` as for [`rises`]. A commit or a reading outside every stretch is nobody's.
+pub fn shares(
+    workers: &[Worker],
+    commits: &[(DateTime<Utc>, Commit)],
+    rows: &[UsageRow],
+    from_zero: bool,
+) -> Vec<Share> {
+    let rise = rises(rows, from_zero);
     let within = |w: &Worker, at: DateTime<Utc>| at >= w.from && at < w.to;
     workers
         .iter()
@@ -176,7 +183,7 @@ mod tests {
             row("03:10", "claude", Some("a"), 5.0, Some(1.6), 52_000),
             row("05:50", "claude", Some("a"), 30.0, Some(2.0), 60_000),
         ];
-        let s = shares(&workers, &commits, &rows);
+        let s = shares(&workers, &commits, &rows, false);
         let subjects = |i: usize| s[i].commits.iter().map(|c| c.subject.as_str()).collect::<Vec<_>>();
         assert_eq!((subjects(0), subjects(1), subjects(2)), (vec!["c1"], vec!["c2"], vec!["c3"]));
         let u = |i: usize| s[i].usage.clone().unwrap();
@@ -197,11 +204,12 @@ mod tests {
             row("23:50", "claude", Some("a"), 95.0, Some(1.5), 0),
             row("00:10", "claude", Some("b"), 30.0, Some(0.1), 0),
         ];
-        let d = delta(rows.iter().zip(rises(&rows))).unwrap();
+        let d = delta(rows.iter().zip(rises(&rows, false))).unwrap();
         // a: 1.0 → 1.5; b: 0.2, then a fresh conversation's 0.1.
         assert!((d.cost_usd - 0.6).abs() < 1e-9, "{}", d.cost_usd);
         assert_eq!((d.five_hour_from, d.five_hour_to), (None, None), "two accounts' windows are not one");
-        let one = delta(rows.iter().zip(rises(&rows)).filter(|(r, _)| r.account.as_deref() == Some("a"))).unwrap();
+        let one =
+            delta(rows.iter().zip(rises(&rows, false)).filter(|(r, _)| r.account.as_deref() == Some("a"))).unwrap();
         assert_eq!((one.five_hour_from, one.five_hour_to), (Some(90.0), Some(95.0)));
     }
 
@@ -209,9 +217,15 @@ mod tests {
     fn what_falls_outside_every_stretch_is_nobodys() {
         let workers = [worker("claude", None, "22:00", "23:00")];
         let rows = [row("22:10", "claude", None, 5.0, Some(0.1), 0), row("23:30", "claude", None, 9.0, Some(0.9), 0)];
-        let s = shares(&workers, &[(at("23:30"), commit("later"))], &rows);
+        let s = shares(&workers, &[(at("23:30"), commit("later"))], &rows, false);
         assert!(s[0].commits.is_empty(), "a commit after the stretch");
         assert_eq!(s[0].usage.as_ref().map(|u| u.cost_usd), Some(0.0), "the rise at 23:30 is after it");
-        assert!(shares(&[], &[], &rows).is_empty());
+        assert!(shares(&[], &[], &rows, false).is_empty());
+        let begun = shares(&workers, &[], &rows, true);
+        assert_eq!(
+            begun[0].usage.as_ref().map(|u| u.cost_usd),
+            Some(0.1),
+            "begun in the range: its first reading is spend"
+        );
     }
 }

@@ -1431,8 +1431,9 @@ class AppWindow(unittest.TestCase):
         workers = d.run_js("return [...document.querySelectorAll(arguments[0] + ' li.worker')]"
                            ".map(w => [w.dataset.agent, w.textContent, w.title])", card)
         self.assertEqual([w[0] for w in workers], ["claude", "codex"], workers)
-        self.assertRegex(workers[0][1], r"1 commit · \$1\.00 · 8000 tokens · 5h 40% → 100%")
-        self.assertRegex(workers[1][1], r"1 commit · 4000 tokens · 5h 3% → 20%")
+        # Begun in the range: each client's first reading is spend of the night too.
+        self.assertRegex(workers[0][1], r"1 commit · \$1\.25 · 9000 tokens · 5h 40% → 100%")
+        self.assertRegex(workers[1][1], r"1 commit · 4500 tokens · 5h 3% → 20%")
         self.assertNotIn("$", workers[1][1], "Codex reports no cost")
         self.assertEqual([w[2] for w in workers], ["claude: the parser", "codex: the lexer"])
         d.run_js("document.querySelector(arguments[0] + ' li.workers').scrollIntoView({ block: 'center' })", card)
