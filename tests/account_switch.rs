@@ -4,7 +4,7 @@
 //! client starts again under `b` with a fresh conversation, and `b`'s first request carries the
 //! handoff through `SessionStart`. With no account to move to, it stays and the hold is journalled.
 //! A session armed to move at the limit (`--at-limit switch`) moves when `a`'s week runs out, with
-//! a handoff Nightshift builds from the folder.
+//! a handoff Nightshift builds from the folder, passing over an account whose login is gone.
 
 use crate::{common, mock_api};
 
@@ -16,6 +16,7 @@ use mock_api::{epoch, MockApi, Usage};
 
 const TOKEN_A: &str = "sk-ant-oat01-account-a-0000000000000000000000000";
 const TOKEN_B: &str = "sk-ant-oat01-account-b-0000000000000000000000000";
+const TOKEN_C: &str = "sk-ant-oat01-account-c-0000000000000000000000000";
 /// In the first prompt only: a request that carries it continues `a`'s conversation.
 const FIRST_PROMPT: &str = "start on the parser (first-prompt-7c1d) mock:fast";
 
@@ -148,13 +149,16 @@ async fn a_weekly_limit_on_the_first_account_moves_the_session_to_the_second_at_
         Options {
             run_args: &["--account", "a", "--at-limit", "switch", "--auto-resume", "--standing", "Only TASKS.md."],
             args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash"],
-            accounts: &[("a", TOKEN_A), ("b", TOKEN_B)],
+            accounts: &[("a", TOKEN_A), ("b", TOKEN_B), ("c", TOKEN_C)],
             project: &[("TASKS.md", "- [ ] the parser\n- [ ] the CLI\n"), ("work.txt", "")],
             ..Default::default()
         },
     );
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
     common::known_meter(&run.env.state_dir(), "claude", "b", 12.0);
+    // c has the most room, but its login is gone: a client started there would ask for one.
+    common::known_meter(&run.env.state_dir(), "claude", "c", 5.0);
+    std::fs::remove_file(run.env.path("account-c").join(".credentials.json")).unwrap();
     run.send(FIRST_PROMPT.trim_end_matches(" mock:fast"), true);
     run.wait_state("working", i + 1, Duration::from_secs(15));
     let log = |dir: &std::path::Path| common::git_in(dir, &["log", "--format=%s"], false);
@@ -178,6 +182,10 @@ async fn a_weekly_limit_on_the_first_account_moves_the_session_to_the_second_at_
         switches(&run).into_iter().find(|e| e["action"] == "switched")
     });
     assert_eq!((switched["from"].as_str(), switched["to"].as_str()), (Some("a"), Some("b")), "{switched}");
+    let passed_over = switches(&run).into_iter().find(|e| e["action"] == "held").expect("c passed over, and said");
+    assert_eq!(passed_over["to"], "c", "{passed_over}");
+    assert!(passed_over["reason"].as_str().unwrap().contains("account c is logged out"), "{passed_over}");
+    eprintln!("passed over: {}", passed_over["reason"]);
     let switched_at: chrono::DateTime<chrono::Utc> = switched["ts"].as_str().unwrap().parse().unwrap();
     let took = (switched_at - limited_at).num_milliseconds() as f64 / 1000.0;
     eprintln!("limit: {} ({} → {})", limited["line"], limited["ts"], switched["ts"]);
@@ -216,6 +224,7 @@ async fn a_weekly_limit_on_the_first_account_moves_the_session_to_the_second_at_
         on_a_after.iter().map(|r| &r.scenario).collect::<Vec<_>>()
     );
     assert!(!run.events().iter().any(|e| e["event"] == "resume_sent"), "no resume typed");
+    assert!(!mock.messages().iter().any(|r| r.credential == TOKEN_C), "nothing started on the logged-out account");
     let rows: Vec<serde_json::Value> = serde_json::from_str(&run.env.stdout(&["sessions", "--json"])).unwrap();
     let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
     assert_eq!(row["account"], "b", "{row}");

@@ -170,4 +170,108 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
     let rows: Vec<serde_json::Value> = serde_json::from_str(&run.env.stdout(&["sessions", "--json"])).unwrap();
     let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
     assert_eq!(row["agent"], "claude", "{row}");
+
+    // The morning tells who did what: Claude, then Codex, then Claude, each with its own commit.
+    let digest: serde_json::Value =
+        serde_json::from_str(&run.env.stdout(&["digest", "--range", "1h", "--format", "json"])).unwrap();
+    let ours = digest["sessions"].as_array().unwrap().iter().find(|s| s["id"] == run.session().as_str()).unwrap();
+    let workers: Vec<(String, Vec<String>)> = ours["workers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no workers in {ours:#}"))
+        .iter()
+        .map(|w| {
+            let commits = w["commits"].as_array().unwrap().iter().map(|c| c["subject"].as_str().unwrap().into());
+            (w["agent"].as_str().unwrap().into(), commits.collect())
+        })
+        .collect();
+    eprintln!("who worked: {workers:?}");
+    assert_eq!(
+        workers,
+        [
+            ("claude".to_string(), vec!["claude step one".to_string()]),
+            ("codex".to_string(), vec!["codex step one".to_string()]),
+            ("claude".to_string(), vec!["claude step two".to_string()]),
+        ]
+    );
+    // Its lines in the text, for the record.
+    let text = run.env.stdout(&["digest", "--range", "1h"]);
+    let lines: Vec<&str> = text.lines().skip_while(|l| !l.contains("who worked:")).take(4).collect();
+    eprintln!("{}", lines.join("\n"));
+}
+
+/// The other agent's login is gone by the night's limit (it was there at the start): the work
+/// stays with Claude, which waits for its reset and resumes its own conversation; the journal and
+/// one push say why, and nothing is sent to Codex.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_agent_logged_out_by_the_limit_leaves_the_work_with_claude_until_the_reset() {
+    let Some(claude) = client() else { return };
+    let Some(codex) = common::codex::client() else { return };
+    let anthropic = mock_api::MockApi::start().await.expect("the stand-in Messages API starts");
+    let responses = mock_responses::MockResponses::start().await.expect("the stand-in Responses API starts");
+    let codex_home =
+        tempfile::Builder::new().prefix("codex-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("CODEX_HOME");
+    // Logged in at the start: the failover is armed.
+    std::fs::write(codex_home.path().join("auth.json"), "{}").unwrap();
+    let home = codex_home.path().display().to_string();
+    let failover = format!("{} --no-daemon --dangerously-bypass-approvals-and-sandbox", codex.display());
+    anthropic.set_default(&commit("claude step one"));
+    let run = ClaudeRun::start(
+        &claude,
+        &anthropic.base_url(),
+        Options {
+            run_args: &["--at-limit", "failover", "--failover-to", &failover, "--auto-resume"],
+            args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash"],
+            project: &[("work.txt", "")],
+            extra_env: &[("CODEX_HOME", &home)],
+            ..Default::default()
+        },
+    );
+    let dir = run.workdir.clone();
+    std::fs::write(codex_home.path().join("config.toml"), common::codex::config_toml(&responses.base_url(), &dir))
+        .unwrap();
+    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
+    run.send("work through work.txt (opening-9d2c)", true);
+    run.wait_state("working", i + 1, Duration::from_secs(15));
+    wait_for("Claude's commit", Duration::from_secs(60), || {
+        subjects(&dir).contains(&"claude step one".to_string()).then_some(())
+    });
+    wait_for("Claude's turn ends", Duration::from_secs(30), || {
+        run.states().last().is_some_and(|(_, s, _)| s == "idle").then_some(())
+    });
+
+    // Codex's login goes; then Claude's window closes for a minute.
+    std::fs::remove_file(codex_home.path().join("auth.json")).unwrap();
+    let now = mock_api::epoch(SystemTime::now());
+    let reset = now + 60;
+    anthropic.set_usage(mock_api::Usage {
+        five_hour: 0.97,
+        five_hour_reset: reset,
+        seven_day: 0.4,
+        seven_day_reset: now + 3 * 86400,
+    });
+    anthropic.set_default("limit");
+    run.send("go on with the next step mock:limit", true);
+    let held = waiting(&run, "the move held", 60, || {
+        run.events().into_iter().find(|e| e["event"] == "agent_switch" && e["action"] == "held")
+    });
+    eprintln!("held: {}", held["reason"]);
+    let reason = held["reason"].as_str().unwrap();
+    assert!(reason.contains("codex is logged out") && reason.contains("codex login"), "{held}");
+    assert!(reason.contains("the work stays with claude until its reset"), "{held}");
+    anthropic.set_default("fast");
+
+    // At the reset Claude resumes its own conversation; Codex was never asked anything.
+    let back = waiting(&run, "Claude's resume", 180, || {
+        anthropic.messages().into_iter().find(|r| r.status == 200 && r.body.contains(nightshift::automated::MARKER))
+    });
+    let reset_at = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let after = back.at.duration_since(reset_at).map(|d| d.as_secs_f64()).unwrap_or(-1.0);
+    eprintln!("held at the limit; Claude's reset to its resume: {after:.1} s");
+    assert!(after >= 0.0, "a request into Claude's refused window");
+    assert!(back.body.contains("opening-9d2c"), "Claude's own conversation, resumed");
+    assert!(responses.turns().is_empty(), "nothing went to the logged-out Codex");
+    assert!(!run.events().iter().any(|e| e["event"] == "agent_switch" && e["action"] == "switched"));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&run.env.stdout(&["sessions", "--json"])).unwrap();
+    let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
+    assert_eq!(row["agent"], "claude", "{row}");
 }

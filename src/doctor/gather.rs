@@ -247,34 +247,22 @@ fn logged_in(kind: AgentKind) -> Check {
     let name = kind.as_str();
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
     let id = format!("harness.{name}.login");
-    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    match kind {
-        AgentKind::Codex => {
-            let dir = std::env::var_os("CODEX_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".codex"));
-            if let Some(k) = ["OPENAI_API_KEY", "CODEX_API_KEY"].into_iter().find(|k| set(k)) {
-                Check::pass(id, name, format!("an API key in the environment ({k})"))
-            } else if dir.join("auth.json").exists() {
-                Check::pass(id, name, format!("logged in ({} holds its credentials)", dir.display()))
-            } else {
-                Check::fail(id, name, format!("no credentials in {}", dir.display()), "run `codex login`")
-            }
-        }
-        _ => {
-            let dir = std::env::var_os("CLAUDE_CONFIG_DIR").map(PathBuf::from).unwrap_or_else(|| home.join(".claude"));
-            let vars = ["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
-            if let Some(k) = vars.into_iter().find(|k| set(k)) {
-                Check::pass(id, name, format!("a token in the environment ({k})"))
-            } else if dir.join(".credentials.json").exists() {
-                Check::pass(id, name, format!("logged in ({} holds its credentials)", dir.display()))
-            } else {
-                Check::fail(
-                    id,
-                    name,
-                    format!("no credentials in {}", dir.display()),
-                    "run `claude` and log in with /login (or set CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`)",
-                )
-            }
-        }
+    let (var, default) = match kind {
+        AgentKind::Codex => ("CODEX_HOME", ".codex"),
+        _ => ("CLAUDE_CONFIG_DIR", ".claude"),
+    };
+    let dir = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| home.join(default));
+    match crate::agent::login(kind, &dir, &[]) {
+        Ok(how) => Check::pass(id, name, how),
+        Err(why) => Check::fail(
+            id,
+            name,
+            why,
+            match kind {
+                AgentKind::Codex => "run `codex login`",
+                _ => "run `claude` and log in with /login (or set CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`)",
+            },
+        ),
     }
 }
 

@@ -280,15 +280,32 @@ impl Executor {
                 }
                 Effect::Spawn { conversation, prompt } => self.respawn(conversation, prompt),
                 Effect::SwitchAccount { account, prompt } => self.switch_account(&account, prompt),
-                Effect::Meters => {
+                Effect::CheckLogin { contract } => {
+                    let login = crate::session::login::contract_login(&contract).map(|_| ());
+                    self.replies.push_back(Input::LoginChecked(login));
+                }
+                Effect::Meters { accounts } => {
                     // What could not be read is said to the machine as such, never as no meters.
+                    // An account with no login comes first, as such.
+                    let env = &self.command.env;
+                    let out: Vec<super::machine::Meter> = accounts
+                        .iter()
+                        .filter_map(|a| {
+                            let why = crate::agent::login(self.agent, &a.dir, env).err()?;
+                            let sample = crate::usage::Sample::default();
+                            Some(super::machine::Meter { account: Some(a.name.clone()), sample, logged_out: Some(why) })
+                        })
+                        .collect();
                     let meters = self
                         .journal
                         .read(|s| s.latest_limits_by_account(self.agent))
                         .map(|rows| {
-                            rows.into_iter()
-                                .map(|r| super::machine::Meter { account: r.account, sample: r.sample })
-                                .collect()
+                            let known = rows.into_iter().map(|r| super::machine::Meter {
+                                account: r.account,
+                                sample: r.sample,
+                                logged_out: None,
+                            });
+                            out.into_iter().chain(known).collect()
                         })
                         .map_err(|e| e.to_string());
                     self.replies.push_back(Input::Meters(meters));

@@ -6,6 +6,7 @@
 
 mod actor;
 mod guard;
+pub mod login;
 pub(crate) use actor::salvage;
 pub use nightshift_model::session::{
     machine, Change, FenceView, Options, Paused, RespawnArm, Switch, SwitchView, DEFAULT_STOP_GRACE,

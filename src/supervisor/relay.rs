@@ -23,16 +23,26 @@ impl Supervisor {
         };
         let fresh = relayed.conversation.is_none();
         let runtime = Runtime { from: Some(from), output_tap: output_tap.clone(), fresh, ..Runtime::default() };
-        self.journal_agent(&id, &relayed.contract);
-        let Err(error) = self.launch_with(id.clone(), &relayed.contract, runtime, &mut carried) else { return };
-        let (to, why) = (relayed.contract.agent, error.to_string());
-        tracing::warn!(session = %id, "{to} could not take the work over: {why}");
+        // A client whose login went since the start would ask for one, with nobody awake to give it.
+        // What kept it from starting, as a phrase.
+        let to = relayed.contract.agent;
+        let cannot = match crate::session::login::contract_login(&relayed.contract) {
+            Err(why) => why,
+            Ok(_) => {
+                self.journal_agent(&id, &relayed.contract);
+                let Err(error) = self.launch_with(id.clone(), &relayed.contract, runtime, &mut carried) else {
+                    return;
+                };
+                format!("{to} could not start ({error})")
+            }
+        };
+        tracing::warn!(session = %id, "{to} could not take the work over: {cannot}");
         let Some((mut stay, conversation, limit)) = relayed.stay else {
-            return self.relay_failed(&id, carried, format!("{to} could not start: {why}"));
+            return self.relay_failed(&id, carried, cannot);
         };
         let from_agent = stay.agent;
         let until = if limit.is_some() { "until its reset" } else { "for the rest of the night" };
-        let reason = format!("{to} could not start ({why}); the work stays with {from_agent} {until}");
+        let reason = format!("{cannot}; the work stays with {from_agent} {until}");
         let held = crate::event::SwitchAction::Held;
         self.journal.emit(&id, EventKind::AgentSwitch { action: held, from: from_agent, to, back_at: None, reason });
         // This time it stays: a move that cannot start is not tried again at once.

@@ -355,6 +355,17 @@ where
             format!("{label}: {to} could not take the work over"),
             format!("{reason}. Nothing was lost: the work is in the same folder and branch."),
         )),
+        // An account the session could not move to for want of a login: once a session and account.
+        EventKind::AccountSwitch { action: crate::event::SwitchAction::Held, to: Some(account), reason, .. } => {
+            Some(Notice {
+                once: Some(format!("logged_out:{account}:{id}")),
+                ..notice(
+                    Kind::Breaker,
+                    format!("{label}: account {account} could not take the work over"),
+                    format!("{reason}. Nothing was lost: the work is in the same folder and branch."),
+                )
+            })
+        }
         EventKind::HandoffChecked { received: false } => Some(notice(
             Kind::Breaker,
             format!("{label} moved without its handoff"),
@@ -444,6 +455,7 @@ pub fn may_notify(kind: &EventKind) -> bool {
             | EventKind::ContextHigh { .. }
             | EventKind::HandoffChecked { received: false }
             | EventKind::AgentSwitch { action: crate::event::SwitchAction::Held, .. }
+            | EventKind::AccountSwitch { action: crate::event::SwitchAction::Held, to: Some(_), .. }
             | EventKind::Restored { .. }
             | EventKind::Adopted { .. }
     )
@@ -515,6 +527,23 @@ mod tests {
             "&lt;b&gt;x&lt;/b&gt; &amp; &lt;a href=\"file:///etc\"&gt;y&lt;/a&gt;"
         );
         assert_eq!(markup("Which port?"), "Which port?");
+    }
+
+    #[test]
+    fn a_logged_out_account_is_pushed_once_and_an_ordinary_hold_is_not() {
+        let held = |to: Option<&str>| EventKind::AccountSwitch {
+            action: crate::event::SwitchAction::Held,
+            from: Some("a".into()),
+            to: to.map(Into::into),
+            until: None,
+            reason: "account b is logged out (no credentials in /b)".into(),
+        };
+        let n = for_event("s1", "api", &held(Some("b")), &Utc).expect("a logged-out account is pushed");
+        assert!(may_notify(&held(Some("b"))));
+        assert_eq!(n.once.as_deref(), Some("logged_out:b:s1"));
+        assert!(n.body.contains("logged out") && n.body.contains("Nothing was lost"), "{}", n.body);
+        assert!(for_event("s1", "api", &held(None), &Utc).is_none(), "a hold until the reset is the limit's");
+        assert!(!may_notify(&held(None)));
     }
 
     #[test]

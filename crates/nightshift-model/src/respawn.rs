@@ -113,6 +113,10 @@ pub struct Settings {
     /// `--failover-to` says it for one session.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub failover_to: String,
+    /// With `failover_to`: the account of `config.toml` the other agent logs in with (empty: its
+    /// client's own); `--failover-account` says it for one session.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub failover_account: String,
 }
 
 fn is_wait(at: &crate::limits::AtLimit) -> bool {
@@ -151,6 +155,7 @@ impl Settings {
             standing: String::new(),
             at_limit: crate::limits::AtLimit::Wait,
             failover_to: String::new(),
+            failover_account: String::new(),
         }
     }
 

@@ -45,6 +45,34 @@ impl AgentKind {
         }
     }
 
+    /// How to log this agent's client in to the account whose folder is `dir`, as a phrase.
+    pub fn login_hint(self, dir: &std::path::Path) -> String {
+        let dir = dir.display().to_string();
+        let plain = !dir.is_empty() && dir.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:,+@%".contains(c));
+        let dir = if plain { dir } else { format!("'{}'", dir.replace('\'', r"'\''")) };
+        match self {
+            Self::Codex => format!("`CODEX_HOME={dir} codex login`"),
+            Self::Claude | Self::Generic => format!("`CLAUDE_CONFIG_DIR={dir} claude` and /login"),
+        }
+    }
+
+    /// The file in an account's folder that holds its client's login (a token in the environment
+    /// stands in for it).
+    pub fn credentials_file(self) -> &'static str {
+        match self {
+            Self::Codex => "auth.json",
+            Self::Claude | Self::Generic => ".credentials.json",
+        }
+    }
+
+    /// The environment variables whose token logs the client in without its folder's file.
+    pub fn token_vars(self) -> &'static [&'static str] {
+        match self {
+            Self::Codex => &["OPENAI_API_KEY", "CODEX_API_KEY"],
+            Self::Claude | Self::Generic => &["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
+        }
+    }
+
     /// Makes the agent carry on its conversation when it is started again: Claude resumes the one
     /// named (`--resume <id>`, from its hooks), or else its directory's latest (`--continue`);
     /// Codex resumes the one named (`codex resume <id>`, from its notify), and without one starts

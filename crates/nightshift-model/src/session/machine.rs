@@ -232,6 +232,7 @@ impl Machine {
                 self.emit(EventKind::Drift { hook: drift.hook, screen: drift.screen, capture }, &mut fx)
             }
             Input::Meters(meters) => self.on_meters(meters, now, &mut fx),
+            Input::LoginChecked(login) => self.on_login_checked(login, now, &mut fx),
             Input::Woke { from } => self.on_woke(from, now, &mut fx),
             Input::Reread(sample) => self.on_reread(sample, now, &mut fx),
             Input::Gathered(gathered) => {

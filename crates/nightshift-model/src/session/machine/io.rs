@@ -161,6 +161,9 @@ pub enum Input {
     /// What the journal knows of each account's plan windows ([`Effect::Meters`]), or why it
     /// could not be read.
     Meters(Result<Vec<Meter>, String>),
+    /// Whether the failover agent's client has a login ([`Effect::CheckLogin`]); `Err`: why not,
+    /// with how to log in.
+    LoginChecked(Result<(), String>),
     /// The machine woke from a suspend (asleep from `from`): a pending resume reads the usage again
     /// ([`Effect::ReadUsage`]) before it goes out.
     Woke {
@@ -212,8 +215,12 @@ pub enum Effect {
     /// Keep the working tree's uncommitted work under a salvage ref (`git::salvage`), off the
     /// runtime, and journal what was kept or why not; done before the session's end is reported.
     Salvage { reason: String },
-    /// Read every account's latest plan windows from the journal and answer with [`Input::Meters`].
-    Meters,
+    /// Whether the client `contract` starts (the failover agent's) has a login, and answer with
+    /// [`Input::LoginChecked`].
+    CheckLogin { contract: Box<crate::contract::Contract> },
+    /// Read every account's latest plan windows from the journal, and whether each of `accounts`
+    /// (the ones the session could move to) has a login, and answer with [`Input::Meters`].
+    Meters { accounts: Vec<crate::agent::Account> },
     /// Read the session's account's plan windows again, from the client's own data where it keeps
     /// them (Codex's rollout) or the journal's newest sample, and answer with [`Input::Reread`].
     ReadUsage,

@@ -56,6 +56,11 @@ enum Target {
 #[derive(Debug, Clone, PartialEq)]
 enum Phase {
     Idle,
+    /// At a limit: the other agent's login is looked at before anything moves.
+    Checking {
+        why: String,
+        limit: LimitText,
+    },
     /// No fresh handoff: the folder is read for one.
     Gathering {
         to: Target,
@@ -127,8 +132,36 @@ impl Machine {
             && !self.cycles.held()
     }
 
-    /// At a limit no account of this agent has room past: the work moves to the other agent.
-    pub(super) fn fail_over(&mut self, why: String, limit: &LimitText, now: Now, fx: &mut Vec<Effect>) {
+    /// At a limit no account of this agent has room past: the work moves to the other agent, once
+    /// the edge has said its client has a login (one with none would ask for it, with nobody awake).
+    pub(super) fn fail_over(&mut self, why: String, limit: &LimitText, _now: Now, fx: &mut Vec<Effect>) {
+        if !self.can_fail_over() {
+            return;
+        }
+        let Some(r) = &mut self.relay else { return };
+        let Some(f) = &r.failover else { return };
+        fx.push(Effect::CheckLogin { contract: f.contract.clone() });
+        r.phase = Phase::Checking { why, limit: limit.clone() };
+    }
+
+    /// The other agent's login, looked at: the move goes, or the work stays and waits for the
+    /// reset where it is, said once (the next limit looks again).
+    pub(super) fn on_login_checked(&mut self, login: Result<(), String>, now: Now, fx: &mut Vec<Effect>) {
+        let Some(r) = &mut self.relay else { return };
+        let Phase::Checking { why, limit } = r.phase.clone() else { return };
+        r.phase = Phase::Idle;
+        match login {
+            Ok(()) => self.fail_over_now(why, &limit, now, fx),
+            Err(cannot) => {
+                let (from, to) = (self.agent, self.other_agent().expect("armed"));
+                let reason = format!("{cannot}; the work stays with {from} until its reset");
+                tracing::warn!("{reason}");
+                self.emit(EventKind::AgentSwitch { action: SwitchAction::Held, from, to, back_at: None, reason }, fx);
+            }
+        }
+    }
+
+    fn fail_over_now(&mut self, why: String, limit: &LimitText, now: Now, fx: &mut Vec<Effect>) {
         if !self.can_fail_over() {
             return;
         }

@@ -21,11 +21,13 @@ const HOLD_WITHOUT_RESET: chrono::Duration = chrono::Duration::hours(1);
 use crate::contract::SwitchSettings as Settings;
 
 /// What the journal knows of one account's plan windows: its latest sample (`account` `None`: the
-/// client's default account).
+/// client's default account). Or, from the edge's look at the account's folder, that it has no
+/// login (`logged_out`: why, as `no credentials in DIR`): a client started there would ask for one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Meter {
     pub account: Option<String>,
     pub sample: crate::usage::Sample,
+    pub logged_out: Option<String>,
 }
 
 impl Meter {
@@ -85,11 +87,13 @@ pub(super) struct Switching {
     /// The conversations of the accounts it moved off: a late hook of an old client that names
     /// one is not the session's.
     left: Vec<String>,
+    /// The accounts already said to be logged out (each is said once a session).
+    said_out: Vec<String>,
 }
 
 impl Switching {
     pub(super) fn new(settings: Settings, account: Option<Account>) -> Self {
-        Self { settings, account, phase: Phase::Watching, quiet_until: None, left: Vec::new() }
+        Self { settings, account, phase: Phase::Watching, quiet_until: None, left: Vec::new(), said_out: Vec::new() }
     }
 
     /// No move for now, because `why`: the switch holds until the window resets (or a while, when
@@ -109,6 +113,12 @@ impl Switching {
             reason: reason.clone(),
         };
         (reason, held)
+    }
+
+    /// The accounts it could move to: every one but its own.
+    fn others(&self) -> Vec<Account> {
+        let (dir, name) = (self.account.as_ref().map(|a| &a.dir), self.account.as_ref().map(|a| &a.name));
+        self.settings.accounts.iter().filter(|a| Some(&a.name) != name && Some(&a.dir) != dir).cloned().collect()
     }
 
     fn name(&self) -> String {
@@ -139,7 +149,7 @@ impl Machine {
         let Some((used, resets, window)) = at else { return };
         tracing::info!(used, threshold = sw.settings.threshold, "the account is at its switch threshold");
         sw.phase = Phase::Looking { used, window, resets, at_limit: false };
-        fx.push(Effect::Meters);
+        fx.push(Effect::Meters { accounts: sw.others() });
     }
 
     /// The session met a usage limit: armed to move at the limit, it looks at the other accounts'
@@ -165,7 +175,7 @@ impl Machine {
             Phase::Watching => {
                 tracing::info!(window, "the account met its limit: the other accounts are looked at");
                 sw.phase = Phase::Looking { used: 100.0, window, resets: limit.resets_at, at_limit: true };
-                fx.push(Effect::Meters);
+                fx.push(Effect::Meters { accounts: sw.others() });
             }
             Phase::Due { to, resets } => {
                 let why = format!("{} met its {window} limit before the turn's end", sw.name());
@@ -231,23 +241,37 @@ impl Machine {
             }
         };
         let least = 100.0 - sw.settings.threshold;
-        let current_dir = sw.account.as_ref().map(|a| a.dir.clone());
-        let current_name = sw.account.as_ref().map(|a| a.name.clone());
-        let others = sw
-            .settings
-            .accounts
+        let from = sw.account.as_ref().map(|a| a.name.clone());
+        let meter_of = |a: &Account| meters.iter().find(|m| m.account.as_deref() == Some(a.name.as_str()));
+        // An account with no login is passed over: a client started there would ask for one, with
+        // nobody awake to give it. Each is said once a session, with how to log in.
+        let (out, others): (Vec<Account>, Vec<Account>) =
+            sw.others().into_iter().partition(|a| meter_of(a).is_some_and(|m| m.logged_out.is_some()));
+        let unsaid: Vec<(Account, String)> = out
             .iter()
-            .filter(|a| Some(&a.name) != current_name.as_ref() && Some(&a.dir) != current_dir.as_ref());
-        let left_of = |a: &Account| {
-            let meter = meters.iter().find(|m| m.account.as_deref() == Some(a.name.as_str()))?;
-            meter.used(now.wall).map(|used| 100.0 - used)
-        };
+            .filter(|a| !sw.said_out.contains(&a.name))
+            .map(|a| (a.clone(), meter_of(a).and_then(|m| m.logged_out.clone()).unwrap_or_default()))
+            .collect();
+        sw.said_out.extend(unsaid.iter().map(|(a, _)| a.name.clone()));
+        for (a, why) in unsaid {
+            let reason = format!(
+                "account {} is logged out ({why}), so the session does not move there; log in there with {}",
+                a.name,
+                self.agent.login_hint(&a.dir)
+            );
+            let to = Some(a.name);
+            let held =
+                EventKind::AccountSwitch { action: SwitchAction::Held, from: from.clone(), to, until: None, reason };
+            self.emit(held, fx);
+        }
+        let Some(sw) = &mut self.switching else { return };
+        let others = others.iter();
+        let left_of = |a: &Account| meter_of(a)?.used(now.wall).map(|used| 100.0 - used);
         let known = others.clone().filter_map(|a| Some((a, left_of(a)?))).filter(|(_, left)| *left > least);
         // At the limit, an account the journal has no meter of is worth a try before a wait: a
         // limit there too is met at once, and its meter is known from then on.
         let unknown = others.filter(|a| at_limit && left_of(a).is_none()).map(|a| (a, f64::NAN)).next();
         let best = known.max_by(|a, b| a.1.total_cmp(&b.1)).or(unknown);
-        let from = sw.account.as_ref().map(|a| a.name.clone());
         match best {
             Some((to, left)) => {
                 let room = if left.is_nan() {

@@ -42,6 +42,10 @@ struct Sim {
     meters: Vec<Meter>,
     /// Why the journal could not give the meters, when it cannot.
     meters_unread: Option<String>,
+    /// The accounts the edge finds logged out.
+    logged_out: Vec<String>,
+    /// What the edge says of the failover agent's login.
+    failover_login: Result<(), String>,
     /// What the folder holds when a handoff is built.
     gathered: crate::session::handoff::Gathered,
 }
@@ -178,6 +182,8 @@ impl Sim {
             tree: "tree-0".into(),
             meters: vec![],
             meters_unread: None,
+            logged_out: vec![],
+            failover_login: Ok(()),
             gathered: crate::session::handoff::Gathered::default(),
         };
         sim.record(fx);
@@ -213,15 +219,23 @@ impl Sim {
                 Effect::Spawn { .. } | Effect::SwitchAccount { .. } => {
                     follow.push(Input::Started { pid: 100 + self.lives })
                 }
-                Effect::Meters => follow.push(Input::Meters(match &self.meters_unread {
+                Effect::Meters { accounts } => follow.push(Input::Meters(match &self.meters_unread {
                     Some(why) => Err(why.clone()),
-                    None => Ok(self.meters.clone()),
+                    None => {
+                        let out = accounts.iter().filter(|a| self.logged_out.contains(&a.name)).map(|a| Meter {
+                            account: Some(a.name.clone()),
+                            sample: Sample::default(),
+                            logged_out: Some(format!("no credentials in {}", a.dir.display())),
+                        });
+                        Ok(out.chain(self.meters.iter().cloned()).collect())
+                    }
                 })),
                 Effect::Measure { purpose, .. } => {
                     let fingerprint = Some(Fingerprint::new(self.tree.as_str()));
                     follow.push(Input::Measured { purpose: *purpose, fingerprint });
                 }
                 Effect::Gather { .. } => follow.push(Input::Gathered(self.gathered.clone())),
+                Effect::CheckLogin { .. } => follow.push(Input::LoginChecked(self.failover_login.clone())),
                 _ => {}
             }
             self.log.push((at, effect));
@@ -1360,6 +1374,7 @@ fn meter(name: &str, five: f64, seven: f64) -> Meter {
             seven_day_resets_at: Some(wall0() + hours(72)),
             ..Sample::default()
         },
+        logged_out: None,
     }
 }
 
@@ -1529,7 +1544,7 @@ fn with_no_usable_account_the_session_stays_and_holds_until_the_window_resets() 
     assert!(held[0].1.contains("10%"), "{}", held[0].1);
     sim.input(stop(false, "Done."));
     assert_eq!(sim.answers().last(), Some(&crate::hooks::Answer::Pass), "no handoff is asked");
-    let looks = |sim: &Sim| sim.log.iter().filter(|(_, e)| matches!(e, Effect::Meters)).count();
+    let looks = |sim: &Sim| sim.log.iter().filter(|(_, e)| matches!(e, Effect::Meters { .. })).count();
     sim.input(sample(96.0, reset, 40.0, wall0() + hours(72)));
     assert_eq!(looks(&sim), 1, "no second look in the same window");
     assert!(!sim.signalled());
@@ -2447,7 +2462,7 @@ fn extra_usage_past_a_full_window_is_no_limit_unless_the_user_stops_at_the_plan(
 /// another account (its meters are not even read) unless the user stops at the plan's limit.
 #[test]
 fn extra_usage_moves_no_account() {
-    let meters_asked = |sim: &Sim| sim.log.iter().filter(|(_, e)| matches!(e, Effect::Meters)).count();
+    let meters_asked = |sim: &Sim| sim.log.iter().filter(|(_, e)| matches!(e, Effect::Meters { .. })).count();
     let mut sim = switching(start());
     sim.input(extra_usage());
     sim.input(sample(100.0, wall0() + hours(2), 40.0, wall0() + hours(72)));
@@ -2787,6 +2802,54 @@ fn an_account_with_no_usage_on_record_is_tried_at_the_limit_and_a_limit_there_to
 }
 
 #[test]
+fn a_logged_out_account_is_passed_over_and_said_and_the_next_one_with_room_is_taken() {
+    use crate::event::SwitchAction::*;
+    let mut sim = moving_at_the_limit(false);
+    // b has the most room but no credentials; c has room and is logged in.
+    sim.meters = vec![meter("b", 5.0, 5.0), meter("c", 30.0, 20.0)];
+    sim.logged_out = vec!["b".into()];
+    weekly_limit(&mut sim);
+    let asked: Vec<Vec<String>> = sim
+        .log
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::Meters { accounts } => Some(accounts.iter().map(|a| a.name.clone()).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, [vec!["b".to_string(), "c".to_string()]], "the other accounts' logins are asked for");
+    assert_eq!(
+        sim.switches(),
+        [
+            (Held, Some("a".into()), Some("b".into())),
+            (Due, Some("a".into()), Some("c".into())),
+            (Switched, Some("a".into()), Some("c".into()))
+        ],
+        "b is said to be logged out, and c is taken"
+    );
+    let said = sim.events().find_map(|(_, k)| match k {
+        EventKind::AccountSwitch { action: Held, to: Some(_), reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    assert!(said.as_deref().is_some_and(|r| r.contains("account b is logged out") && r.contains("/login")), "{said:?}");
+    sim.input(Input::Exited { exit: Exit::Code(0), last_screen: vec![] });
+    sim.run(sim.secs() + 1.0);
+    assert_eq!(sim.switched_to().last().map(|m| m.0.as_str()), Some("c"));
+
+    // Every other account logged out: it waits for the reset where it is, and each is said once.
+    let mut sim = moving_at_the_limit(false);
+    sim.logged_out = vec!["b".into(), "c".into()];
+    weekly_limit(&mut sim);
+    assert_eq!(sim.switched_to().len(), 0, "the work stays where it was");
+    let actions: Vec<_> = sim.switches().into_iter().map(|(a, _, to)| (a, to)).collect();
+    assert_eq!(actions, [(Held, Some("b".into())), (Held, Some("c".into())), (Held, None)], "{actions:?}");
+    assert!(sim.events().any(|(_, k)| matches!(k, EventKind::LimitDetected { .. })), "the limit wait goes on");
+    weekly_limit(&mut sim);
+    let logged_out_said = sim.switches().iter().filter(|(a, _, to)| *a == Held && to.is_some()).count();
+    assert_eq!(logged_out_said, 2, "a second limit does not say it again");
+}
+
+#[test]
 fn a_move_due_at_the_threshold_that_the_limit_beats_goes_at_the_limit() {
     use crate::event::SwitchAction::*;
     let mut sim = moving_at_the_limit(true);
@@ -2944,6 +3007,42 @@ fn taken_over(r: &Relayed, now: DateTime<Utc>) -> Sim {
     let mut sim = Sim::new(s);
     sim.slept = now - wall0();
     sim
+}
+
+#[test]
+fn a_failover_agent_with_no_login_leaves_the_work_waiting_for_the_reset_and_is_asked_again_next_time() {
+    use crate::event::SwitchAction::*;
+    let mut claude = failing_over();
+    claude.failover_login =
+        Err("codex is logged out (no credentials in /home/u/.codex); log in with `codex login`".into());
+    let reset = wall0() + chrono::Duration::seconds(120);
+    limit_until(&mut claude, reset);
+    let asked = claude.log.iter().filter(|(_, e)| matches!(e, Effect::CheckLogin { .. })).count();
+    assert_eq!(asked, 1, "the other agent's login is looked at before anything moves");
+    assert_eq!(agent_switches(&claude), [(Held, AgentKind::Claude, AgentKind::Codex)], "said, and nothing moved");
+    let held = claude.events().find_map(|(_, k)| match k {
+        EventKind::AgentSwitch { action: Held, reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    assert!(
+        held.as_deref().is_some_and(|r| r.contains("codex is logged out") && r.contains("stays with claude")),
+        "{held:?}"
+    );
+    assert!(!claude.signalled(), "Claude is not stopped");
+    assert!(!claude.has(|k| matches!(k, EventKind::HandoffBuilt { .. })), "no handoff for a move that does not go");
+    assert_eq!(claude.states().last(), Some(&SessionState::LimitPaused), "it waits for the reset");
+    claude.input(idle());
+    claude.run(claude.until(reset) + 70.0);
+    assert_eq!(claude.resumes().len(), 1, "and resumes at it");
+
+    // Logged in again by the next limit: the work moves then.
+    claude.failover_login = Ok(());
+    claude.input(working());
+    claude.input(stop(false, "Step done."));
+    claude.input(idle());
+    assert_ne!(claude.m.state(), SessionState::LimitPaused, "the limit is over");
+    limit_until(&mut claude, reset + chrono::Duration::hours(5));
+    assert_eq!(agent_switches(&claude).last(), Some(&(Switched, AgentKind::Claude, AgentKind::Codex)));
 }
 
 #[test]
