@@ -6,6 +6,7 @@
 
 use crate::{common, mock_api, mock_responses};
 
+use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use common::claude::{client, ClaudeRun, Options};
@@ -200,8 +201,8 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
 }
 
 /// The other agent's login is gone by the night's limit (it was there at the start): the work
-/// stays with Claude, which waits for its reset and resumes its own conversation; the journal and
-/// one push say why, and nothing is sent to Codex.
+/// stays with Claude, which waits for its reset; the journal says why, and nothing is sent to
+/// Codex.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_agent_logged_out_by_the_limit_leaves_the_work_with_claude_until_the_reset() {
     let Some(claude) = client() else { return };
@@ -239,10 +240,10 @@ async fn a_failover_agent_logged_out_by_the_limit_leaves_the_work_with_claude_un
         run.states().last().is_some_and(|(_, s, _)| s == "idle").then_some(())
     });
 
-    // Codex's login goes; then Claude's window closes for a minute.
+    // Codex's login goes; then Claude's window closes for an hour.
     std::fs::remove_file(codex_home.path().join("auth.json")).unwrap();
     let now = mock_api::epoch(SystemTime::now());
-    let reset = now + 60;
+    let reset = now + 3600;
     anthropic.set_usage(mock_api::Usage {
         five_hour: 0.97,
         five_hour_reset: reset,
@@ -258,20 +259,113 @@ async fn a_failover_agent_logged_out_by_the_limit_leaves_the_work_with_claude_un
     let reason = held["reason"].as_str().unwrap();
     assert!(reason.contains("codex is logged out") && reason.contains("codex login"), "{held}");
     assert!(reason.contains("the work stays with claude until its reset"), "{held}");
-    anthropic.set_default("fast");
-
-    // At the reset Claude resumes its own conversation; Codex was never asked anything.
-    let back = waiting(&run, "Claude's resume", 180, || {
-        anthropic.messages().into_iter().find(|r| r.status == 200 && r.body.contains(nightshift::automated::MARKER))
-    });
-    let reset_at = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
-    let after = back.at.duration_since(reset_at).map(|d| d.as_secs_f64()).unwrap_or(-1.0);
-    eprintln!("held at the limit; Claude's reset to its resume: {after:.1} s");
-    assert!(after >= 0.0, "a request into Claude's refused window");
-    assert!(back.body.contains("opening-9d2c"), "Claude's own conversation, resumed");
+    // Claude waits where it is for its reset (the resume at it is the usual one: the machine's
+    // specs follow it); Codex was never asked anything.
+    run.wait_state("limit_paused", 0, Duration::from_secs(20));
+    let journal = run.env.stdout(&["journal", "--session", &run.session()]);
     assert!(responses.turns().is_empty(), "nothing went to the logged-out Codex");
-    assert!(!run.events().iter().any(|e| e["event"] == "agent_switch" && e["action"] == "switched"));
+    assert!(!run.events().iter().any(|e| e["event"] == "agent_switch" && e["action"] != "held"), "{journal}");
+    assert!(!run.events().iter().any(|e| e["event"] == "handoff_built"), "no handoff for a move that did not go");
     let rows: Vec<serde_json::Value> = serde_json::from_str(&run.env.stdout(&["sessions", "--json"])).unwrap();
     let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
     assert_eq!(row["agent"], "claude", "{row}");
+}
+
+/// The other way round: a Codex session whose window is refused goes on in Claude from the handoff
+/// Nightshift built, and comes back to Codex's own thread once Codex's window has reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_codex_limit_the_work_goes_on_in_claude_and_comes_back_to_codexs_thread() {
+    let Some(claude) = client() else { return };
+    let Some(codex) = common::codex::client() else { return };
+    let anthropic = mock_api::MockApi::start().await.expect("the stand-in Messages API starts");
+    let responses = mock_responses::MockResponses::start().await.expect("the stand-in Responses API starts");
+    let failover = format!("{} --permission-mode acceptEdits --allowedTools=Bash", claude.display());
+    let anthropic_url = anthropic.base_url();
+    responses.set_default(&commit("codex step one"));
+    let run = common::codex::CodexRun::start(
+        &codex,
+        &responses.base_url(),
+        common::codex::Options {
+            run_args: &["--at-limit", "failover", "--failover-to", &failover, "--auto-resume", "--standing", STANDING],
+            args: &["--dangerously-bypass-approvals-and-sandbox"],
+            project: &[("work.txt", "")],
+            claude_at: Some(&anthropic_url),
+            ..Default::default()
+        },
+    );
+    let dir = run.workdir.clone();
+    run.wait_state("idle", 0, Duration::from_secs(60));
+    // Codex's turn can end before its screen shows it working: its commit is the sign.
+    run.send("work through work.txt (opening-c0de)", true);
+    wait_for("Codex's commit", Duration::from_secs(60), || {
+        subjects(&dir).contains(&"codex step one".to_string()).then_some(())
+    });
+    // The turn's end, as Codex's notify says it: its thread is then the session's conversation.
+    let thread = wait_for("Codex's thread", Duration::from_secs(30), || run.conversations().into_iter().next());
+
+    // Codex's window closes for 45 s (Claude takes over within one, and commits in a few).
+    let reset = mock_responses::epoch(SystemTime::now()) + 45;
+    responses.set_reset(reset);
+    responses.set_default("fast");
+    anthropic.set_default(&commit("claude step one"));
+    run.send("go on with the next step mock:limit", true);
+    let limited = wait_for("Codex's limit", Duration::from_secs(60), || {
+        run.events().into_iter().find(|e| e["event"] == "limit_detected")
+    });
+    let limited_at: chrono::DateTime<chrono::Utc> = limited["ts"].as_str().unwrap().parse().unwrap();
+    let first_claude = wait_for("Claude's first turn", Duration::from_secs(60), || {
+        anthropic.messages().into_iter().find(|r| r.status == 200 && r.body.contains("Handoff built by Nightshift"))
+    });
+    let took = first_claude.at.duration_since(SystemTime::from(limited_at)).unwrap_or_default().as_secs_f64();
+    eprintln!("Codex's limit to Claude's first request: {took:.1} s");
+    assert!(took < 30.0, "Claude took the work over {took} s after the limit");
+    for part in [nightshift::automated::MARKER, STANDING, "codex step one"] {
+        assert!(first_claude.body.contains(part), "Claude's first request carries {part:?}");
+    }
+    wait_for("Claude's commit", Duration::from_secs(90), || {
+        subjects(&dir).contains(&"claude step one".to_string()).then_some(())
+    });
+    anthropic.set_default("fast");
+
+    // At Codex's reset Claude hands off and Codex resumes its own thread from it.
+    let reset_at = SystemTime::UNIX_EPOCH + Duration::from_secs(reset);
+    let back = wait_for("the work back with Codex", Duration::from_secs(240), || {
+        responses.turns().into_iter().find(|r| r.status == 200 && r.at >= reset_at)
+    });
+    let after = back.at.duration_since(reset_at).map(|d| d.as_secs_f64()).unwrap_or(-1.0);
+    eprintln!("Codex's reset to its first request back: {after:.1} s");
+    let starts: Vec<String> = run
+        .events()
+        .into_iter()
+        .filter(|e| e["state"] == "starting" || e["event"] == "conversation" || e["event"] == "agent_switch")
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(back.thread.as_deref(), Some(thread.as_str()), "Codex's own thread, resumed: {starts:#?}");
+    assert!(back.last_user.contains(nightshift::automated::MARKER), "{}", back.last_user);
+    let refused_late: Vec<_> = responses.turns().into_iter().filter(|r| r.status == 429).collect();
+    assert_eq!(refused_late.len(), 1, "only the turn that met the limit was refused");
+    let switches: Vec<(String, String, String)> = run
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "agent_switch" && e["action"] == "switched")
+        .map(|e| {
+            (e["action"].as_str().unwrap().into(), e["from"].as_str().unwrap().into(), e["to"].as_str().unwrap().into())
+        })
+        .collect();
+    assert_eq!(
+        switches,
+        [
+            ("switched".to_string(), "codex".to_string(), "claude".to_string()),
+            ("switched".to_string(), "claude".to_string(), "codex".to_string())
+        ]
+    );
+    let log = subjects(&dir);
+    let at = |s: &str| log.iter().position(|l| l == s).unwrap_or_else(|| panic!("{s} in {log:?}"));
+    assert!(at("codex step one") < at("claude step one"), "{log:?}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(
+        &run.nightshift(&["sessions", "--json"]).stdout(Stdio::piped()).output().unwrap().stdout,
+    )
+    .unwrap();
+    let row = rows.iter().find(|r| r["id"] == run.session().as_str()).expect("the session listed");
+    assert_eq!(row["agent"], "codex", "{row}");
 }

@@ -105,6 +105,9 @@ pub struct Options<'a> {
     pub project: &'a [(&'a str, &'a str)],
     /// The project's `origin` (a URL its first commit is pushed to before the start, as `main`).
     pub remote: Option<&'a str>,
+    /// The mock Messages API a Claude the work may move to talks to: its config directory is made
+    /// (onboarding done, the project trusted) and its environment given to the run.
+    pub claude_at: Option<&'a str>,
 }
 
 impl CodexRun {
@@ -146,6 +149,13 @@ impl CodexRun {
 
         let events = env.path("events.jsonl");
         let mut cmd = nightshift(&env, home.path());
+        if let Some(base_url) = opts.claude_at {
+            let claude = super::claude::ClientHome::new(&env, base_url, super::claude::Auth::ApiKey, &[]);
+            let own = ["HOME", "PATH", "TERM", "LANG"];
+            cmd.envs(
+                claude.vars.into_iter().filter(|(k, _)| !own.contains(&k.as_str()) && !k.starts_with("NIGHTSHIFT_")),
+            );
+        }
         cmd.args(["run", "--agent", "codex", "--events", events.to_str().unwrap(), "--cols", "120", "--rows", "40"])
             .args(opts.run_args)
             .arg("--")
