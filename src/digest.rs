@@ -544,7 +544,7 @@ fn worker_shares(
         digest.git.iter().flat_map(|g| g.commits.iter().map(|c| c.hash.as_str())).collect();
     let mut commits = crate::git::commits_between(std::path::Path::new(&digest.cwd), from, to);
     commits.retain(|(_, c)| counted.contains(c.hash.as_str()));
-    shares(&workers, &commits, rows, from_zero)
+    shares(&workers, &commits, rows, from_zero, events)
 }
 
 fn session_digest(

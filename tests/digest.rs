@@ -814,11 +814,13 @@ fn moved_night(store: &mut Store, repo: &Path) {
     store.record_usage(id, t(22, 10), &sample(20.0, Some(0.5), 10_000)).unwrap();
     commit(repo, "parser.rs", "fn parse() {}", "claude: the parser", t(23, 0));
     store.record_usage(id, t(0, 50), &sample(100.0, Some(1.5), 50_000)).unwrap();
+    ev(store, id, t(1, 0), EventKind::HandoffBuilt { chars: 1800, why: "claude met its limit".into() });
     ev(store, id, t(1, 0), moved(AgentKind::Claude, AgentKind::Codex));
     state(store, id, t(1, 0), SessionState::Exited);
     store.set_agent(id, AgentKind::Codex, &["codex".into()], None).unwrap();
     ev(store, id, t(1, 0), contract(AgentKind::Codex, None));
     state(store, id, t(1, 0), SessionState::Working);
+    ev(store, id, t(1, 1), EventKind::HandoffChecked { received: true });
     store.record_usage(id, t(1, 10), &sample(3.0, None, 2_000)).unwrap();
     commit(repo, "lexer.rs", "fn lex() {}", "codex: the lexer", t(2, 0));
     store.record_usage(id, t(2, 50), &sample(20.0, None, 20_000)).unwrap();
@@ -871,7 +873,8 @@ fn the_morning_tells_what_each_agent_did_when_the_work_moved() {
             local(t(1, 0))
         ),
         format!(
-            "codex, {}–{}: 1 commit, 20000 tokens, no cost reported; its windows: 5h 3% → 20%",
+            "codex, {}–{}: 1 commit, 20000 tokens, no cost reported; its windows: 5h 3% → 20%, 7d 10% → 10%; \
+             took over from a handoff Nightshift built (1800 chars), and its first prompt carried it",
             local(t(1, 0)),
             local(t(3, 0))
         ),

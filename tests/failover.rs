@@ -194,6 +194,8 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
             ("claude".to_string(), vec!["claude step two".to_string()]),
         ]
     );
+    let took = ours["workers"][1]["took_over"].as_str().unwrap_or_default();
+    assert!(took.contains("a handoff Nightshift built") && took.contains("carried it"), "{took}");
     // Its lines in the text, for the record.
     let text = run.env.stdout(&["digest", "--range", "1h"]);
     let lines: Vec<&str> = text.lines().skip_while(|l| !l.contains("who worked:")).take(4).collect();

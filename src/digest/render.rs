@@ -203,22 +203,27 @@ fn share_line(w: &super::Share) -> String {
         n => format!("{n} commits"),
     };
     let mut line = format!("{who}, {}–{}: {commits}", clock(w.from), clock(w.to));
-    let Some(u) = &w.usage else {
-        line.push_str(", no usage reported");
-        return line;
-    };
-    let _ = write!(line, ", {}", spend(u));
-    if u.cost_reported && u.tokens > 0 {
-        let _ = write!(line, ", {} tokens", u.tokens);
+    match &w.usage {
+        None => line.push_str(", no usage reported"),
+        Some(u) => {
+            let _ = write!(line, ", {}", spend(u));
+            if u.cost_reported && u.tokens > 0 {
+                let _ = write!(line, ", {} tokens", u.tokens);
+            }
+            // The windows its readings knew, of its own account.
+            let windows: Vec<String> =
+                [("5h", u.five_hour_from, u.five_hour_to), ("7d", u.seven_day_from, u.seven_day_to)]
+                    .into_iter()
+                    .filter(|(_, a, b)| a.is_some() && b.is_some())
+                    .map(|(name, a, b)| format!("{name} {}", pct(a, b)))
+                    .collect();
+            if !windows.is_empty() {
+                let _ = write!(line, "; its windows: {}", windows.join(", "));
+            }
+        }
     }
-    // The windows its readings knew, of its own account.
-    let windows: Vec<String> = [("5h", u.five_hour_from, u.five_hour_to), ("7d", u.seven_day_from, u.seven_day_to)]
-        .into_iter()
-        .filter(|(_, a, b)| a.is_some() && b.is_some())
-        .map(|(name, a, b)| format!("{name} {}", pct(a, b)))
-        .collect();
-    if !windows.is_empty() {
-        let _ = write!(line, "; its windows: {}", windows.join(", "));
+    if let Some(how) = &w.took_over {
+        let _ = write!(line, "; {how}");
     }
     line
 }

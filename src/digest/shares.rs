@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::timeline::Worker;
 use super::UsageDelta;
+use crate::event::{Event, EventKind};
 use crate::git::Commit;
 use crate::store::UsageRow;
 
@@ -30,6 +31,31 @@ pub struct Share {
     pub commits: Vec<Commit>,
     /// What it spent in the stretch, and its own windows at the stretch's first and last reading.
     pub usage: Option<UsageDelta>,
+    /// How it took the work over (after the first): from which handoff, and whether its first
+    /// prompt carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_over: Option<String>,
+}
+
+/// How the worker starting at `w` took the work over from the one before (`before`), by the
+/// session's events: the handoff written or built last before the move, and the check of the
+/// first turn after it.
+fn took_over(events: &[Event], before: &Worker, w: &Worker) -> Option<String> {
+    let handoff =
+        events.iter().filter(|e| e.ts >= before.from && e.ts <= w.from).rev().find_map(|e| match &e.kind {
+            EventKind::HandoffBuilt { chars, .. } => Some(format!("a handoff Nightshift built ({chars} chars)")),
+            EventKind::Handoff { chars } => Some(format!("{}'s own handoff ({chars} chars)", before.agent)),
+            _ => None,
+        })?;
+    let checked = events.iter().filter(|e| e.ts >= w.from && e.ts < w.to).find_map(|e| match e.kind {
+        EventKind::HandoffChecked { received } => Some(received),
+        _ => None,
+    });
+    Some(match checked {
+        Some(true) => format!("took over from {handoff}, and its first prompt carried it"),
+        Some(false) => format!("took over from {handoff}, but its first prompt did not carry it"),
+        None => format!("took over from {handoff}"),
+    })
 }
 
 /// The running totals a reading belongs to: its agent's, on its account.
@@ -110,18 +136,21 @@ pub(super) fn delta<'a>(rows: impl IntoIterator<Item = (&'a UsageRow, (f64, u64)
 }
 
 /// Each worker's share of the session: `commits` with their times, `rows` oldest first (each
-/// row's time is read from its `ts`), `from_zero` as for [`rises`]. A commit or a reading outside every stretch is nobody's.
+/// row's time is read from its `ts`), `from_zero` as for [`rises`], and the session's `events`
+/// (oldest first) for how each took the work over. A commit or a reading outside every stretch is nobody's.
 pub fn shares(
     workers: &[Worker],
     commits: &[(DateTime<Utc>, Commit)],
     rows: &[UsageRow],
     from_zero: bool,
+    events: &[Event],
 ) -> Vec<Share> {
     let rise = rises(rows, from_zero);
     let within = |w: &Worker, at: DateTime<Utc>| at >= w.from && at < w.to;
     workers
         .iter()
-        .map(|w| {
+        .enumerate()
+        .map(|(i, w)| {
             let theirs = rows.iter().zip(rise.iter().copied()).filter(|(r, _)| {
                 r.agent == w.agent
                     && (w.account.is_none() || r.account == w.account)
@@ -134,6 +163,7 @@ pub fn shares(
                 to: w.to,
                 commits: commits.iter().filter(|(at, _)| within(w, *at)).map(|(_, c)| c.clone()).collect(),
                 usage: delta(theirs),
+                took_over: i.checked_sub(1).and_then(|b| took_over(events, &workers[b], w)),
             }
         })
         .collect()
@@ -183,7 +213,23 @@ mod tests {
             row("03:10", "claude", Some("a"), 5.0, Some(1.6), 52_000),
             row("05:50", "claude", Some("a"), 30.0, Some(2.0), 60_000),
         ];
-        let s = shares(&workers, &commits, &rows, false);
+        let ev = |hm: &str, kind: EventKind| Event { ts: at(hm), session: String::from("s1").into(), kind };
+        let events = [
+            ev("01:00", EventKind::HandoffBuilt { chars: 1800, why: "claude met its limit".into() }),
+            ev("01:01", EventKind::HandoffChecked { received: true }),
+            ev("02:55", EventKind::Handoff { chars: 640 }),
+            ev("03:01", EventKind::HandoffChecked { received: false }),
+        ];
+        let s = shares(&workers, &commits, &rows, false, &events);
+        let took: Vec<Option<&str>> = s.iter().map(|w| w.took_over.as_deref()).collect();
+        assert_eq!(
+            took,
+            [
+                None,
+                Some("took over from a handoff Nightshift built (1800 chars), and its first prompt carried it"),
+                Some("took over from codex's own handoff (640 chars), but its first prompt did not carry it"),
+            ]
+        );
         let subjects = |i: usize| s[i].commits.iter().map(|c| c.subject.as_str()).collect::<Vec<_>>();
         assert_eq!((subjects(0), subjects(1), subjects(2)), (vec!["c1"], vec!["c2"], vec!["c3"]));
         let u = |i: usize| s[i].usage.clone().unwrap();
@@ -217,11 +263,11 @@ mod tests {
     fn what_falls_outside_every_stretch_is_nobodys() {
         let workers = [worker("claude", None, "22:00", "23:00")];
         let rows = [row("22:10", "claude", None, 5.0, Some(0.1), 0), row("23:30", "claude", None, 9.0, Some(0.9), 0)];
-        let s = shares(&workers, &[(at("23:30"), commit("later"))], &rows, false);
+        let s = shares(&workers, &[(at("23:30"), commit("later"))], &rows, false, &[]);
         assert!(s[0].commits.is_empty(), "a commit after the stretch");
         assert_eq!(s[0].usage.as_ref().map(|u| u.cost_usd), Some(0.0), "the rise at 23:30 is after it");
-        assert!(shares(&[], &[], &rows, false).is_empty());
-        let begun = shares(&workers, &[], &rows, true);
+        assert!(shares(&[], &[], &rows, false, &[]).is_empty());
+        let begun = shares(&workers, &[], &rows, true, &[]);
         assert_eq!(
             begun[0].usage.as_ref().map(|u| u.cost_usd),
             Some(0.1),

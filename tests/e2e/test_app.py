@@ -1410,8 +1410,10 @@ class AppWindow(unittest.TestCase):
                        (stamp(ts), session, body["event"], body.get("state"), json.dumps(body)))
         add(t1, {"event": "agent_switch", "action": "switched", "from": "claude", "to": "codex",
                  "reason": "claude met its 5-hour limit"})
+        add(t1, {"event": "handoff_built", "chars": 1800, "why": "claude met its 5-hour limit"})
         contract = db.execute("SELECT body FROM events WHERE session = ? AND event = 'contract'", (codex,)).fetchone()
         add(t1, json.loads(contract[0]))
+        add(t1 + 60, {"event": "handoff_checked", "received": True})
         add(t1, {"event": "state", "state": "working", "reason": "the work moved"})
         add(t2, {"event": "state", "state": "exited", "reason": "process exited with code 0", "exit_code": 0})
         for ts, agent, five, cost, tokens in [(t0 + 600, "claude", 40.0, 0.25, 1000),
@@ -1430,6 +1432,10 @@ class AppWindow(unittest.TestCase):
         d.wait_for("the moved session's workers", lambda: self.css(f"{card} li.worker"))
         workers = d.run_js("return [...document.querySelectorAll(arguments[0] + ' li.worker')]"
                            ".map(w => [w.dataset.agent, w.textContent, w.title])", card)
+        took = d.run_js("return [...document.querySelectorAll(arguments[0] + ' li.worker')]"
+                        ".map(w => (w.querySelector('.took-over') || {}).textContent || null)", card)
+        self.assertEqual(took, [None, "took over from a handoff Nightshift built (1800 chars), and its first prompt"
+                                      " carried it"])
         self.assertEqual([w[0] for w in workers], ["claude", "codex"], workers)
         # Begun in the range: each client's first reading is spend of the night too.
         self.assertRegex(workers[0][1], r"1 commit · \$1\.25 · 9000 tokens · 5h 40% → 100%")

@@ -111,7 +111,8 @@ function worker(w) {
   }
   const who = w.account ? `${w.agent} (account ${w.account})` : w.agent;
   return el("li", { class: "worker", "data-agent": w.agent, title: w.commits.map((c) => c.subject).join("\n") },
-    el("strong", {}, who), ` ${parts.join(" · ")}`);
+    el("strong", {}, who), ` ${parts.join(" · ")}`,
+    ...(w.took_over ? [el("div", { class: "hint took-over" }, w.took_over)] : []));
 }
 
 // One row of what needs you: what it is, its actions, and Dismiss.
