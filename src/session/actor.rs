@@ -280,9 +280,9 @@ impl Executor {
                 }
                 Effect::Spawn { conversation, prompt } => self.respawn(conversation, prompt),
                 Effect::SwitchAccount { account, prompt } => self.switch_account(&account, prompt),
-                Effect::CheckLogin { contract } => {
-                    let login = crate::session::login::contract_login(&contract).map(|_| ());
-                    self.replies.push_back(Input::LoginChecked(login));
+                Effect::CheckOther { contract } => {
+                    let other = crate::session::login::other_agent(&contract, &self.journal);
+                    self.replies.push_back(Input::OtherChecked(other));
                 }
                 Effect::Meters { accounts } => {
                     // What could not be read is said to the machine as such, never as no meters.

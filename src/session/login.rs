@@ -15,6 +15,21 @@ pub fn contract_login(contract: &crate::contract::Contract) -> Result<String, St
     })
 }
 
+/// The failover agent `contract` starts, as the edge finds it before a move: its login, and the
+/// journal's latest reading of its account's windows (a journal that cannot be read knows none).
+pub(super) fn other_agent(
+    contract: &crate::contract::Contract,
+    journal: &crate::journal::Journal,
+) -> super::machine::OtherAgent {
+    let account = contract.account.as_ref().map(|a| a.name.clone());
+    let meter = journal
+        .read(|s| s.latest_limits_by_account(contract.agent))
+        .ok()
+        .and_then(|rows| rows.into_iter().find(|r| r.account == account))
+        .map(|r| super::machine::Meter { account: r.account, sample: r.sample, logged_out: None });
+    super::machine::OtherAgent { login: contract_login(contract).map(|_| ()), meter }
+}
+
 /// The folder `kind`'s client keeps its login in, as a child started with `env` (over this
 /// process's environment) sees it: `CODEX_HOME` or `~/.codex`, `CLAUDE_CONFIG_DIR` or `~/.claude`.
 fn config_dir(kind: crate::agent::AgentKind, env: &[(String, String)]) -> Option<std::path::PathBuf> {

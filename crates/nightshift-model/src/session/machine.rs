@@ -43,7 +43,7 @@ use crate::respawn;
 
 pub use crate::contract::SwitchSettings;
 pub use hooks::continuation;
-pub use io::{Effect, Input, Now, Purpose, Resumed, Seen, Start};
+pub use io::{Effect, Input, Now, OtherAgent, Purpose, Resumed, Seen, Start};
 pub use life::{End, Life};
 pub use limit::Limit;
 pub use relay::Relayed;
@@ -232,7 +232,7 @@ impl Machine {
                 self.emit(EventKind::Drift { hook: drift.hook, screen: drift.screen, capture }, &mut fx)
             }
             Input::Meters(meters) => self.on_meters(meters, now, &mut fx),
-            Input::LoginChecked(login) => self.on_login_checked(login, now, &mut fx),
+            Input::OtherChecked(other) => self.on_other_checked(other, now, &mut fx),
             Input::Woke { from } => self.on_woke(from, now, &mut fx),
             Input::Reread(sample) => self.on_reread(sample, now, &mut fx),
             Input::Gathered(gathered) => {

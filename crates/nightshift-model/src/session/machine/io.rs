@@ -161,9 +161,8 @@ pub enum Input {
     /// What the journal knows of each account's plan windows ([`Effect::Meters`]), or why it
     /// could not be read.
     Meters(Result<Vec<Meter>, String>),
-    /// Whether the failover agent's client has a login ([`Effect::CheckLogin`]); `Err`: why not,
-    /// with how to log in.
-    LoginChecked(Result<(), String>),
+    /// What the edge knows of the failover agent before a move ([`Effect::CheckOther`]).
+    OtherChecked(OtherAgent),
     /// The machine woke from a suspend (asleep from `from`): a pending resume reads the usage again
     /// ([`Effect::ReadUsage`]) before it goes out.
     Woke {
@@ -215,9 +214,9 @@ pub enum Effect {
     /// Keep the working tree's uncommitted work under a salvage ref (`git::salvage`), off the
     /// runtime, and journal what was kept or why not; done before the session's end is reported.
     Salvage { reason: String },
-    /// Whether the client `contract` starts (the failover agent's) has a login, and answer with
-    /// [`Input::LoginChecked`].
-    CheckLogin { contract: Box<crate::contract::Contract> },
+    /// Whether the client `contract` starts (the failover agent's) has a login, and what the
+    /// journal last read of its account's windows, and answer with [`Input::OtherChecked`].
+    CheckOther { contract: Box<crate::contract::Contract> },
     /// Read every account's latest plan windows from the journal, and whether each of `accounts`
     /// (the ones the session could move to) has a login, and answer with [`Input::Meters`].
     Meters { accounts: Vec<crate::agent::Account> },
@@ -232,4 +231,13 @@ pub enum Effect {
     /// committed, the `files` the prompts name (regular files inside the folder only), with git's
     /// safe options, off the runtime — and answer with [`Input::Gathered`].
     Gather { since: DateTime<Utc>, files: Vec<String> },
+}
+
+/// The failover agent as the edge finds it before a move.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherAgent {
+    /// Whether its client has a login; `Err`: why not, with how to log in.
+    pub login: Result<(), String>,
+    /// The journal's latest reading of its account's windows, when any session reported one.
+    pub meter: Option<super::Meter>,
 }

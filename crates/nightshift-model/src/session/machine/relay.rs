@@ -140,25 +140,39 @@ impl Machine {
         }
         let Some(r) = &mut self.relay else { return };
         let Some(f) = &r.failover else { return };
-        fx.push(Effect::CheckLogin { contract: f.contract.clone() });
+        fx.push(Effect::CheckOther { contract: f.contract.clone() });
         r.phase = Phase::Checking { why, limit: limit.clone() };
     }
 
-    /// The other agent's login, looked at: the move goes, or the work stays and waits for the
-    /// reset where it is, said once (the next limit looks again).
-    pub(super) fn on_login_checked(&mut self, login: Result<(), String>, now: Now, fx: &mut Vec<Effect>) {
+    /// The other agent, looked at: with a login and no window known to be full the move goes;
+    /// else the work stays and waits for the reset where it is, and says why (the next limit
+    /// looks again). A full window moved to would be refused at once, and the work split for
+    /// nothing.
+    pub(super) fn on_other_checked(&mut self, other: super::OtherAgent, now: Now, fx: &mut Vec<Effect>) {
         let Some(r) = &mut self.relay else { return };
         let Phase::Checking { why, limit } = r.phase.clone() else { return };
         r.phase = Phase::Idle;
-        match login {
-            Ok(()) => self.fail_over_now(why, &limit, now, fx),
-            Err(cannot) => {
-                let (from, to) = (self.agent, self.other_agent().expect("armed"));
-                let reason = format!("{cannot}; the work stays with {from} until its reset");
-                tracing::warn!("{reason}");
-                self.emit(EventKind::AgentSwitch { action: SwitchAction::Held, from, to, back_at: None, reason }, fx);
+        let (from, to) = (self.agent, self.other_agent().expect("armed"));
+        let full = other.meter.as_ref().filter(|m| m.used(now.wall).is_some_and(|used| used >= 100.0));
+        let cannot = match (other.login, full) {
+            (Err(cannot), _) => cannot,
+            (Ok(()), Some(meter)) => {
+                let s = &meter.sample;
+                let resets = [(s.five_hour_pct, s.five_hour_resets_at), (s.seven_day_pct, s.seven_day_resets_at)]
+                    .into_iter()
+                    .filter(|(pct, at)| pct.is_some_and(|p| p >= 100.0) && at.is_none_or(|at| at > now.wall))
+                    .filter_map(|(_, at)| at)
+                    .max();
+                match resets {
+                    Some(at) => format!("{to}'s own window is full until {}", crate::clock::format_ts(at)),
+                    None => format!("{to}'s own window is full"),
+                }
             }
-        }
+            (Ok(()), None) => return self.fail_over_now(why, &limit, now, fx),
+        };
+        let reason = format!("{cannot}; the work stays with {from} until its reset");
+        tracing::warn!("{reason}");
+        self.emit(EventKind::AgentSwitch { action: SwitchAction::Held, from, to, back_at: None, reason }, fx);
     }
 
     fn fail_over_now(&mut self, why: String, limit: &LimitText, now: Now, fx: &mut Vec<Effect>) {

@@ -33,7 +33,7 @@ pub struct Meter {
 impl Meter {
     /// The larger use of the two windows at `now` (a window that has reset since counts as
     /// unused); `None` when the sample knows neither.
-    fn used(&self, now: DateTime<Utc>) -> Option<f64> {
+    pub(super) fn used(&self, now: DateTime<Utc>) -> Option<f64> {
         let window = |pct: Option<f64>, resets: Option<DateTime<Utc>>| {
             pct.map(|p| if resets.is_some_and(|r| r <= now) { 0.0 } else { p })
         };

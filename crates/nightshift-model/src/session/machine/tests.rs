@@ -44,8 +44,9 @@ struct Sim {
     meters_unread: Option<String>,
     /// The accounts the edge finds logged out.
     logged_out: Vec<String>,
-    /// What the edge says of the failover agent's login.
+    /// What the edge says of the failover agent's login, and the journal of its windows.
     failover_login: Result<(), String>,
+    failover_meter: Option<Meter>,
     /// What the folder holds when a handoff is built.
     gathered: crate::session::handoff::Gathered,
 }
@@ -184,6 +185,7 @@ impl Sim {
             meters_unread: None,
             logged_out: vec![],
             failover_login: Ok(()),
+            failover_meter: None,
             gathered: crate::session::handoff::Gathered::default(),
         };
         sim.record(fx);
@@ -235,7 +237,10 @@ impl Sim {
                     follow.push(Input::Measured { purpose: *purpose, fingerprint });
                 }
                 Effect::Gather { .. } => follow.push(Input::Gathered(self.gathered.clone())),
-                Effect::CheckLogin { .. } => follow.push(Input::LoginChecked(self.failover_login.clone())),
+                Effect::CheckOther { .. } => follow.push(Input::OtherChecked(OtherAgent {
+                    login: self.failover_login.clone(),
+                    meter: self.failover_meter.clone(),
+                })),
                 _ => {}
             }
             self.log.push((at, effect));
@@ -3017,7 +3022,7 @@ fn a_failover_agent_with_no_login_leaves_the_work_waiting_for_the_reset_and_is_a
         Err("codex is logged out (no credentials in /home/u/.codex); log in with `codex login`".into());
     let reset = wall0() + chrono::Duration::seconds(120);
     limit_until(&mut claude, reset);
-    let asked = claude.log.iter().filter(|(_, e)| matches!(e, Effect::CheckLogin { .. })).count();
+    let asked = claude.log.iter().filter(|(_, e)| matches!(e, Effect::CheckOther { .. })).count();
     assert_eq!(asked, 1, "the other agent's login is looked at before anything moves");
     assert_eq!(agent_switches(&claude), [(Held, AgentKind::Claude, AgentKind::Codex)], "said, and nothing moved");
     let held = claude.events().find_map(|(_, k)| match k {
@@ -3042,6 +3047,32 @@ fn a_failover_agent_with_no_login_leaves_the_work_waiting_for_the_reset_and_is_a
     claude.input(idle());
     assert_ne!(claude.m.state(), SessionState::LimitPaused, "the limit is over");
     limit_until(&mut claude, reset + chrono::Duration::hours(5));
+    assert_eq!(agent_switches(&claude).last(), Some(&(Switched, AgentKind::Claude, AgentKind::Codex)));
+}
+
+#[test]
+fn a_failover_agent_whose_own_window_is_full_is_not_moved_to() {
+    use crate::event::SwitchAction::*;
+    let mut claude = failing_over();
+    // Codex's week, as a Codex session last reported it, is spent for two more days.
+    let mut meter = meter("codex", 30.0, 100.0);
+    meter.account = None;
+    meter.sample.seven_day_resets_at = Some(wall0() + hours(48));
+    claude.failover_meter = Some(meter.clone());
+    limit_until(&mut claude, wall0() + hours(1));
+    assert_eq!(agent_switches(&claude), [(Held, AgentKind::Claude, AgentKind::Codex)]);
+    let held = claude.events().find_map(|(_, k)| match k {
+        EventKind::AgentSwitch { action: Held, reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    assert!(held.as_deref().is_some_and(|r| r.contains("codex's own window is full until")), "{held:?}");
+    assert!(!claude.signalled(), "Claude keeps the work");
+
+    // A window that has reset since the reading is not full: the work moves.
+    let mut claude = failing_over();
+    meter.sample.seven_day_resets_at = Some(wall0() - hours(1));
+    claude.failover_meter = Some(meter);
+    limit_until(&mut claude, wall0() + hours(1));
     assert_eq!(agent_switches(&claude).last(), Some(&(Switched, AgentKind::Claude, AgentKind::Codex)));
 }
 
