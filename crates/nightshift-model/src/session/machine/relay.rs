@@ -56,7 +56,7 @@ enum Target {
 #[derive(Debug, Clone, PartialEq)]
 enum Phase {
     Idle,
-    /// At a limit: the other agent's login is looked at before anything moves.
+    /// At a limit: the other agent's login and windows are looked at before anything moves.
     Checking {
         why: String,
         limit: LimitText,
@@ -133,7 +133,8 @@ impl Machine {
     }
 
     /// At a limit no account of this agent has room past: the work moves to the other agent, once
-    /// the edge has said its client has a login (one with none would ask for it, with nobody awake).
+    /// the edge has said its client has a login (one with none would ask for it, with nobody awake)
+    /// and its window is not known to be full.
     pub(super) fn fail_over(&mut self, why: String, limit: &LimitText, _now: Now, fx: &mut Vec<Effect>) {
         if !self.can_fail_over() {
             return;
