@@ -1445,6 +1445,7 @@ class AppWindow(unittest.TestCase):
         d.run_js("document.querySelector(arguments[0] + ' li.workers').scrollIntoView({ block: 'center' })", card)
         self.settle()
         d.screenshot(ARTIFACTS / "digest-workers.png")
+        self.open_view("#nav-list", "list")
 
     def test_6b_tray_and_notification_events_open_views(self):
         # The tray menu and notification clicks reach the window as `show-view` and `open-session`.
