@@ -836,14 +836,19 @@ fn moved_night(store: &mut Store, repo: &Path) {
     state(store, id, t(6, 0), SessionState::Exited);
 }
 
-#[test]
-fn a_session_that_moved_between_agents_adds_up_each_agents_own_spend() {
+/// The digest of [`moved_night`] in a repository of its own (kept while the digest is read).
+fn moved_digest() -> (digest::Digest, tempfile::TempDir) {
     let mut store = Store::open_in_memory().unwrap();
     let repo = tempfile::tempdir().unwrap();
     git(repo.path(), &["init", "-q", "-b", "main"], None);
     commit(repo.path(), "README", "before", "before the night", t(20, 0));
     moved_night(&mut store, repo.path());
-    let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
+    (digest::build(&store, t(21, 0), t(8, 0)).unwrap(), repo)
+}
+
+#[test]
+fn a_session_that_moved_between_agents_adds_up_each_agents_own_spend() {
+    let (d, _repo) = moved_digest();
     let usage = d.sessions[0].usage.as_ref().expect("its usage");
     // Begun in the range, so from nothing. Claude: to $1.50, then $1.60 → $2.00; to 50k, then 52k
     // → 60k. Codex: to 20k.
@@ -853,12 +858,7 @@ fn a_session_that_moved_between_agents_adds_up_each_agents_own_spend() {
 
 #[test]
 fn the_morning_tells_what_each_agent_did_when_the_work_moved() {
-    let mut store = Store::open_in_memory().unwrap();
-    let repo = tempfile::tempdir().unwrap();
-    git(repo.path(), &["init", "-q", "-b", "main"], None);
-    commit(repo.path(), "README", "before", "before the night", t(20, 0));
-    moved_night(&mut store, repo.path());
-    let d = digest::build(&store, t(21, 0), t(8, 0)).unwrap();
+    let (d, repo) = moved_digest();
     let s = &d.sessions[0];
     let who: Vec<(&str, Option<&str>, usize)> =
         s.workers.iter().map(|w| (w.agent.as_str(), w.account.as_deref(), w.commits.len())).collect();

@@ -40,17 +40,29 @@ fn waiting<T>(run: &ClaudeRun, what: &str, secs: u64, mut found: impl FnMut() ->
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset() {
-    let Some(claude) = client() else { return };
-    let Some(codex) = common::codex::client() else { return };
+/// A Claude session armed to fail over to Codex, its first step committed and its turn over.
+struct ClaudeFirst {
+    anthropic: mock_api::MockApi,
+    responses: mock_responses::MockResponses,
+    codex_home: tempfile::TempDir,
+    run: ClaudeRun,
+    dir: std::path::PathBuf,
+}
+
+/// Starts [`ClaudeFirst`] with `opening` as its first prompt. Codex logs in with an API key in the
+/// environment, or (`key` false) with the `auth.json` of its home alone.
+async fn claude_first(opening: &str, key: bool) -> Option<ClaudeFirst> {
+    let claude = client()?;
+    let codex = common::codex::client()?;
     let anthropic = mock_api::MockApi::start().await.expect("the stand-in Messages API starts");
     let responses = mock_responses::MockResponses::start().await.expect("the stand-in Responses API starts");
     let codex_home =
         tempfile::Builder::new().prefix("codex-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("CODEX_HOME");
+    std::fs::write(codex_home.path().join("auth.json"), "{}").unwrap();
     let home = codex_home.path().display().to_string();
     let failover = format!("{} --no-daemon --dangerously-bypass-approvals-and-sandbox", codex.display());
     anthropic.set_default(&commit("claude step one"));
+    let env = [("CODEX_HOME", home.as_str()), ("OPENAI_API_KEY", common::codex::API_KEY)];
     let run = ClaudeRun::start(
         &claude,
         &anthropic.base_url(),
@@ -58,7 +70,7 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
             run_args: &["--at-limit", "failover", "--failover-to", &failover, "--auto-resume", "--standing", STANDING],
             args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash"],
             project: &[("work.txt", "")],
-            extra_env: &[("CODEX_HOME", &home), ("OPENAI_API_KEY", common::codex::API_KEY)],
+            extra_env: if key { &env } else { &env[..1] },
             ..Default::default()
         },
     );
@@ -66,7 +78,7 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
     std::fs::write(codex_home.path().join("config.toml"), common::codex::config_toml(&responses.base_url(), &dir))
         .unwrap();
     let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
-    run.send("work through work.txt (opening-4b1e)", true);
+    run.send(opening, true);
     run.wait_state("working", i + 1, Duration::from_secs(15));
     wait_for("Claude's commit", Duration::from_secs(60), || {
         subjects(&dir).contains(&"claude step one".to_string()).then_some(())
@@ -74,10 +86,13 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
     wait_for("Claude's turn ends", Duration::from_secs(30), || {
         run.states().last().is_some_and(|(_, s, _)| s == "idle").then_some(())
     });
+    Some(ClaudeFirst { anthropic, responses, codex_home, run, dir })
+}
 
-    // Claude's window closes for two minutes: every request is refused until then.
+/// Claude's window full for `secs`: every request is refused until then. The reset.
+fn refuse_claude(anthropic: &mock_api::MockApi, secs: u64) -> u64 {
     let now = mock_api::epoch(SystemTime::now());
-    let reset = now + 120;
+    let reset = now + secs;
     anthropic.set_usage(mock_api::Usage {
         five_hour: 0.97,
         five_hour_reset: reset,
@@ -85,6 +100,19 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
         seven_day_reset: now + 3 * 86400,
     });
     anthropic.set_default("limit");
+    reset
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset() {
+    let Some(ClaudeFirst { anthropic, responses, codex_home: _home, run, dir }) =
+        claude_first("work through work.txt (opening-4b1e)", true).await
+    else {
+        return;
+    };
+
+    // Claude's window closes for two minutes: every request is refused until then.
+    let reset = refuse_claude(&anthropic, 120);
     responses.set_default(&commit("codex step one"));
     run.send("go on with the next step mock:limit", true);
     let limited =
@@ -207,52 +235,16 @@ async fn at_a_claude_limit_the_work_goes_on_in_codex_and_comes_back_at_the_reset
 /// Codex.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_agent_logged_out_by_the_limit_leaves_the_work_with_claude_until_the_reset() {
-    let Some(claude) = client() else { return };
-    let Some(codex) = common::codex::client() else { return };
-    let anthropic = mock_api::MockApi::start().await.expect("the stand-in Messages API starts");
-    let responses = mock_responses::MockResponses::start().await.expect("the stand-in Responses API starts");
-    let codex_home =
-        tempfile::Builder::new().prefix("codex-home").tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("CODEX_HOME");
-    // Logged in at the start: the failover is armed.
-    std::fs::write(codex_home.path().join("auth.json"), "{}").unwrap();
-    let home = codex_home.path().display().to_string();
-    let failover = format!("{} --no-daemon --dangerously-bypass-approvals-and-sandbox", codex.display());
-    anthropic.set_default(&commit("claude step one"));
-    let run = ClaudeRun::start(
-        &claude,
-        &anthropic.base_url(),
-        Options {
-            run_args: &["--at-limit", "failover", "--failover-to", &failover, "--auto-resume"],
-            args: &["--permission-mode", "acceptEdits", "--allowedTools=Bash"],
-            project: &[("work.txt", "")],
-            extra_env: &[("CODEX_HOME", &home)],
-            ..Default::default()
-        },
-    );
-    let dir = run.workdir.clone();
-    std::fs::write(codex_home.path().join("config.toml"), common::codex::config_toml(&responses.base_url(), &dir))
-        .unwrap();
-    let (i, _, _) = run.wait_state("idle", 0, Duration::from_secs(60));
-    run.send("work through work.txt (opening-9d2c)", true);
-    run.wait_state("working", i + 1, Duration::from_secs(15));
-    wait_for("Claude's commit", Duration::from_secs(60), || {
-        subjects(&dir).contains(&"claude step one".to_string()).then_some(())
-    });
-    wait_for("Claude's turn ends", Duration::from_secs(30), || {
-        run.states().last().is_some_and(|(_, s, _)| s == "idle").then_some(())
-    });
+    // Logged in at the start (its home's auth.json): the failover is armed.
+    let Some(ClaudeFirst { anthropic, responses, codex_home, run, .. }) =
+        claude_first("work through work.txt (opening-9d2c)", false).await
+    else {
+        return;
+    };
 
     // Codex's login goes; then Claude's window closes for an hour.
     std::fs::remove_file(codex_home.path().join("auth.json")).unwrap();
-    let now = mock_api::epoch(SystemTime::now());
-    let reset = now + 3600;
-    anthropic.set_usage(mock_api::Usage {
-        five_hour: 0.97,
-        five_hour_reset: reset,
-        seven_day: 0.4,
-        seven_day_reset: now + 3 * 86400,
-    });
-    anthropic.set_default("limit");
+    refuse_claude(&anthropic, 3600);
     run.send("go on with the next step mock:limit", true);
     let held = waiting(&run, "the move held", 60, || {
         run.events().into_iter().find(|e| e["event"] == "agent_switch" && e["action"] == "held")
