@@ -285,29 +285,7 @@ impl Executor {
                     self.replies.push_back(Input::OtherChecked(other));
                 }
                 Effect::Meters { accounts } => {
-                    // What could not be read is said to the machine as such, never as no meters.
-                    // An account with no login comes first, as such.
-                    let env = &self.command.env;
-                    let out: Vec<super::machine::Meter> = accounts
-                        .iter()
-                        .filter_map(|a| {
-                            let why = crate::agent::login(self.agent, &a.dir, env).err()?;
-                            let sample = crate::usage::Sample::default();
-                            Some(super::machine::Meter { account: Some(a.name.clone()), sample, logged_out: Some(why) })
-                        })
-                        .collect();
-                    let meters = self
-                        .journal
-                        .read(|s| s.latest_limits_by_account(self.agent))
-                        .map(|rows| {
-                            let known = rows.into_iter().map(|r| super::machine::Meter {
-                                account: r.account,
-                                sample: r.sample,
-                                logged_out: None,
-                            });
-                            out.into_iter().chain(known).collect()
-                        })
-                        .map_err(|e| e.to_string());
+                    let meters = crate::session::login::meters(self.agent, &accounts, &self.command.env, &self.journal);
                     self.replies.push_back(Input::Meters(meters));
                 }
                 Effect::ReadUsage => {

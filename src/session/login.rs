@@ -1,6 +1,7 @@
-//! Whether a client the session would start has a login: a token in its environment, or the
-//! credentials file in its account's folder (or the client's own). A client with none would ask
-//! for one at its first screen, with nobody awake to give it.
+//! What the edge finds before a move to another account or agent: whether the client that would
+//! start has a login (a token in its environment, or the credentials file in its account's folder,
+//! or the client's own; one with none would ask for it at its first screen, with nobody awake to
+//! give it), and what the journal last read of the windows there.
 
 /// Whether the client `contract` starts would have a login ([`crate::agent::login`]): its account's folder, or
 /// the client's own. `Err`: why not, and how to log in.
@@ -28,6 +29,26 @@ pub(super) fn other_agent(
         .and_then(|rows| rows.into_iter().find(|r| r.account == account))
         .map(|r| super::machine::Meter { account: r.account, sample: r.sample, logged_out: None });
     super::machine::OtherAgent { login: contract_login(contract).map(|_| ()), meter }
+}
+
+/// What the journal knows of each account's windows, for a move between `agent`'s accounts, with
+/// each of `accounts` (the ones it could move to) that has no login first, as such (its client
+/// would ask for one). What could not be read is said to the machine as such, never as no meters.
+pub(super) fn meters(
+    agent: crate::agent::AgentKind,
+    accounts: &[crate::agent::Account],
+    env: &[(String, String)],
+    journal: &crate::journal::Journal,
+) -> Result<Vec<super::machine::Meter>, String> {
+    let out = accounts.iter().filter_map(|a| {
+        let why = crate::agent::login(agent, &a.dir, env).err()?;
+        let sample = crate::usage::Sample::default();
+        Some(super::machine::Meter { account: Some(a.name.clone()), sample, logged_out: Some(why) })
+    });
+    let rows = journal.read(|s| s.latest_limits_by_account(agent)).map_err(|e| e.to_string())?;
+    let known =
+        rows.into_iter().map(|r| super::machine::Meter { account: r.account, sample: r.sample, logged_out: None });
+    Ok(out.chain(known).collect())
 }
 
 /// The folder `kind`'s client keeps its login in, as a child started with `env` (over this

@@ -23,8 +23,8 @@ impl Supervisor {
         };
         let fresh = relayed.conversation.is_none();
         let runtime = Runtime { from: Some(from), output_tap: output_tap.clone(), fresh, ..Runtime::default() };
-        // A client whose login went since the start would ask for one, with nobody awake to give it.
-        // What kept it from starting, as a phrase.
+        // What keeps it from starting, as a phrase: a login gone since the start (its client would
+        // ask for one, with nobody awake to give it), or the launch's own error.
         let to = relayed.contract.agent;
         let cannot = match crate::session::login::contract_login(&relayed.contract) {
             Err(why) => why,
