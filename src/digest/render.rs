@@ -163,10 +163,7 @@ fn details(s: &SessionDigest) -> Vec<String> {
             // Each worker's windows are its own account's: told on its line.
             String::new()
         };
-        let spent = match (s.workers.is_empty(), u.cost_reported && u.tokens > 0) {
-            (true, _) | (false, false) => spend(u),
-            (false, true) => format!("${:.2}, {} tokens", u.cost_usd, u.tokens),
-        };
+        let spent = if s.workers.is_empty() { spend(u) } else { spend_and_tokens(u) };
         let all = if s.workers.is_empty() { "" } else { " in all" };
         lines.push(format!("usage: {windows}{spent}{all}"));
     }
@@ -191,6 +188,15 @@ fn spend(u: &super::UsageDelta) -> String {
     }
 }
 
+/// [`spend`], with the tokens too when a cost was reported beside them.
+fn spend_and_tokens(u: &super::UsageDelta) -> String {
+    if u.cost_reported && u.tokens > 0 {
+        format!("${:.2}, {} tokens", u.cost_usd, u.tokens)
+    } else {
+        spend(u)
+    }
+}
+
 /// One worker's part: `codex, 01:00–03:00: 1 commit, 18000 tokens, no cost reported; its
 /// windows: 5h 3% → 20%`.
 fn share_line(w: &super::Share) -> String {
@@ -206,10 +212,7 @@ fn share_line(w: &super::Share) -> String {
     match &w.usage {
         None => line.push_str(", no usage reported"),
         Some(u) => {
-            let _ = write!(line, ", {}", spend(u));
-            if u.cost_reported && u.tokens > 0 {
-                let _ = write!(line, ", {} tokens", u.tokens);
-            }
+            let _ = write!(line, ", {}", spend_and_tokens(u));
             // The windows its readings knew, of its own account.
             let windows: Vec<String> =
                 [("5h", u.five_hour_from, u.five_hour_to), ("7d", u.seven_day_from, u.seven_day_to)]

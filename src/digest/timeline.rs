@@ -137,7 +137,6 @@ pub fn lane(session: &str, label: String, events: &[Event], from: DateTime<Utc>,
             break;
         }
         match &e.kind {
-            EventKind::Contract { .. } => {}
             EventKind::AccountSwitch {
                 action: crate::event::SwitchAction::Switched,
                 to: Some(account),
