@@ -245,13 +245,9 @@ fn shown_path(path: Option<&std::ffi::OsStr>) -> String {
 /// there: never what they say.
 fn logged_in(kind: AgentKind) -> Check {
     let name = kind.as_str();
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
     let id = format!("harness.{name}.login");
-    let (var, default) = match kind {
-        AgentKind::Codex => ("CODEX_HOME", ".codex"),
-        _ => ("CLAUDE_CONFIG_DIR", ".claude"),
-    };
-    let dir = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| home.join(default));
+    // Where the client looks: its own variable, else its folder in HOME (none with neither).
+    let dir = crate::session::login::config_dir(kind, &[]).unwrap_or_default();
     match crate::agent::login(kind, &dir, &[]) {
         Ok(how) => Check::pass(id, name, how),
         Err(why) => Check::fail(

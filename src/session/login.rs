@@ -27,7 +27,7 @@ pub(super) fn other_agent(
         .read(|s| s.latest_limits_by_account(contract.agent))
         .ok()
         .and_then(|rows| rows.into_iter().find(|r| r.account == account))
-        .map(|r| super::machine::Meter { account: r.account, sample: r.sample, logged_out: None });
+        .map(read);
     super::machine::OtherAgent { login: contract_login(contract).map(|_| ()), meter }
 }
 
@@ -46,14 +46,17 @@ pub(super) fn meters(
         Some(super::machine::Meter { account: Some(a.name.clone()), sample, logged_out: Some(why) })
     });
     let rows = journal.read(|s| s.latest_limits_by_account(agent)).map_err(|e| e.to_string())?;
-    let known =
-        rows.into_iter().map(|r| super::machine::Meter { account: r.account, sample: r.sample, logged_out: None });
-    Ok(out.chain(known).collect())
+    Ok(out.chain(rows.into_iter().map(read)).collect())
+}
+
+/// An account's windows as the journal last read them.
+fn read(row: crate::store::UsageRow) -> super::machine::Meter {
+    super::machine::Meter { account: row.account, sample: row.sample, logged_out: None }
 }
 
 /// The folder `kind`'s client keeps its login in, as a child started with `env` (over this
 /// process's environment) sees it: `CODEX_HOME` or `~/.codex`, `CLAUDE_CONFIG_DIR` or `~/.claude`.
-fn config_dir(kind: crate::agent::AgentKind, env: &[(String, String)]) -> Option<std::path::PathBuf> {
+pub(crate) fn config_dir(kind: crate::agent::AgentKind, env: &[(String, String)]) -> Option<std::path::PathBuf> {
     let var = |key: &str| match env.iter().rfind(|(k, _)| k == key) {
         Some((_, v)) => Some(std::ffi::OsString::from(v)),
         None => std::env::var_os(key),
